@@ -1,0 +1,1 @@
+"""Change-data-capture streams through Spark as OpenCDC records."""
