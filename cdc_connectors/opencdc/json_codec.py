@@ -166,3 +166,15 @@ def write_json_lines(
         stream.write(record_to_json(record, raw_as_string=raw_as_string) + b"\n")
         count += 1
     return count
+
+
+def data_to_bytes(data: Data) -> bytes | None:
+    """The bytes of a key or payload: raw data as is, structured data as JSON."""
+    if data is None or isinstance(data, bytes):
+        return data
+    if not isinstance(data, dict):
+        return bytes(data)
+    try:
+        return orjson.dumps(data, default=_default)
+    except TypeError as exc:
+        raise CodecError(f"structured data cannot be written as JSON: {exc}") from None

@@ -1,0 +1,95 @@
+"""The format converter interface: one message in, OpenCDC records out, and back.
+
+A message is what a connector reads: Kafka key and value bytes with headers,
+or one line / one length-delimited message of a file, plus where it came from.
+A converter turns it into zero or more records (``decode``), or a record into
+a message (``encode``). It raises :class:`CodecError` for input it cannot map,
+and :class:`SkipMessage` for input that carries no change by policy
+(tombstones, heartbeats), so callers can count both and lose nothing.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from cdc_connectors.opencdc import CodecError, Record
+
+__all__ = ["CodecError", "Format", "FormatOptionError", "Message", "SkipMessage"]
+
+
+@dataclass(slots=True)
+class Message:
+    """One message of a stream: Kafka-shaped, with its place for error reports."""
+
+    value: bytes | None
+    key: bytes | None = None
+    headers: list[tuple[str, bytes | None]] = field(default_factory=list)
+    where: str = ""
+
+
+class SkipMessage(Exception):  # noqa: N818 - a signal, not an error
+    """The message carries no change by policy (tombstone, heartbeat); ``reason`` says which."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        super().__init__(reason)
+
+
+class FormatOptionError(ValueError):
+    """A format option is unknown or has a bad value; the message names the option."""
+
+
+class Format(ABC):
+    """A CDC format: decode messages to OpenCDC records, encode records to messages.
+
+    Subclasses set ``name``, ``binary`` (values are bytes, not text: ``convert
+    --kv`` lines carry them as base64), ``delimited`` (a file holds
+    length-delimited messages instead of lines) and ``options`` (name ->
+    help text). They are found through the ``cdc_connectors.formats`` entry
+    points.
+    """
+
+    name: ClassVar[str]
+    binary: ClassVar[bool] = False
+    delimited: ClassVar[bool] = False
+    options: ClassVar[Mapping[str, str]] = {}
+
+    def __init__(self, options: Mapping[str, str] | None = None, registry: Any = None):
+        options = dict(options or {})
+        unknown = sorted(set(options) - set(self.options))
+        if unknown:
+            known = ", ".join(sorted(self.options)) or "none"
+            raise FormatOptionError(
+                f"format {self.name!r} has no option {unknown[0]!r} (options: {known})"
+            )
+        self.settings = options
+        self.registry = registry
+        self.configure()
+
+    def configure(self) -> None:
+        """Read ``self.settings`` into attributes; called once by ``__init__``."""
+
+    def flag(self, option: str, default: bool = False) -> bool:
+        """A boolean option: true/false (also 1/0, yes/no)."""
+        value = self.settings.get(option)
+        if value is None:
+            return default
+        lowered = value.strip().lower()
+        if lowered in {"true", "1", "yes"}:
+            return True
+        if lowered in {"false", "0", "no"}:
+            return False
+        raise FormatOptionError(
+            f"format {self.name!r} option {option!r} must be true or false, not {value!r}"
+        )
+
+    @abstractmethod
+    def decode(self, message: Message) -> list[Record]:
+        """The records of one message; :class:`CodecError` or :class:`SkipMessage` otherwise."""
+
+    @abstractmethod
+    def encode(self, record: Record) -> Message:
+        """One message for a record; :class:`CodecError` if it cannot be written."""
