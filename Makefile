@@ -22,8 +22,14 @@ java:
 	  echo "installing Java 17 (Spark needs it)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless; }
 
+EXAMPLES := examples/opencdc/orders.jsonl
 run: setup
-	$(BIN)/python examples/demo.py
+	@mkdir -p .cdc
+	@echo "== convert: OpenCDC JSON -> OpenCDC protobuf (length-delimited) -> JSON"
+	$(BIN)/cdc-connectors convert --from opencdc-json --to opencdc-proto $(EXAMPLES) -o .cdc/orders.pb
+	$(BIN)/cdc-connectors convert --from opencdc-proto --to opencdc-json .cdc/orders.pb -o .cdc/orders.jsonl
+	@echo "== Spark: the records as a DataFrame with the OpenCDC schema"
+	$(BIN)/python examples/demo.py $(EXAMPLES)
 
 test: setup
 	$(BIN)/python -m pytest -q

@@ -1,0 +1,45 @@
+"""Spark side of cdc-connectors: the OpenCDC schema, Arrow conversion, data source registration.
+
+``register(spark)`` registers every connector found through the
+``cdc_connectors.connectors`` entry points as a Spark Python data source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from importlib.metadata import entry_points
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+
+from cdc_connectors.opencdc import Record
+from cdc_connectors.spark.arrow import record_from_row, records_from_batch, records_to_batch
+from cdc_connectors.spark.schema import OPENCDC_ARROW_SCHEMA, OPENCDC_SCHEMA
+
+CONNECTORS_GROUP = "cdc_connectors.connectors"
+
+__all__ = [
+    "OPENCDC_ARROW_SCHEMA",
+    "OPENCDC_SCHEMA",
+    "record_from_row",
+    "records_dataframe",
+    "records_from_batch",
+    "records_to_batch",
+    "register",
+]
+
+
+def register(spark: SparkSession) -> list[str]:
+    """Register every installed connector as a Spark data source; return their names."""
+    names = []
+    for ep in sorted(entry_points(group=CONNECTORS_GROUP), key=lambda e: e.name):
+        source = ep.load()
+        spark.dataSource.register(source)
+        names.append(source.name())
+    return names
+
+
+def records_dataframe(spark: SparkSession, records: Iterable[Record]) -> DataFrame:
+    """A DataFrame with the OpenCDC schema holding ``records`` (built on the driver)."""
+    table = pa.Table.from_batches([records_to_batch(records)], schema=OPENCDC_ARROW_SCHEMA)
+    return spark.createDataFrame(table)
