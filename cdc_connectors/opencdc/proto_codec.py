@@ -67,6 +67,7 @@ def _from_value(value: struct_pb2.Value) -> Any:
 
 def _data_to_proto(data: Data, target: opencdc_pb2.Data) -> None:
     if isinstance(data, dict):
+        target.structured_data.SetInParent()  # an empty struct is still structured data
         target.structured_data.update(_plain(data))
     else:
         target.raw_data = bytes(data or b"")

@@ -1,0 +1,39 @@
+"""Hypothesis strategies for OpenCDC records."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from cdc_connectors.opencdc import Operation, Record
+from cdc_connectors.opencdc.data import Change
+from cdc_connectors.opencdc.metadata import Metadata
+
+
+def json_values(max_int: int = 2**63 - 1) -> st.SearchStrategy[object]:
+    """JSON-like values: what structured data holds after a JSON or protobuf trip."""
+    scalars = st.none() | st.booleans() | st.text(max_size=12) | st.integers(-max_int, max_int)
+    scalars |= st.floats(allow_nan=False, allow_infinity=False)
+    return st.recursive(
+        scalars,
+        lambda children: st.lists(children, max_size=4)
+        | st.dictionaries(st.text(max_size=8), children, max_size=4),
+        max_leaves=12,
+    )
+
+
+def data(max_int: int = 2**63 - 1) -> st.SearchStrategy[object]:
+    structured = st.dictionaries(st.text(max_size=8), json_values(max_int), max_size=5)
+    return st.none() | st.binary(max_size=24) | structured
+
+
+def records(max_int: int = 2**63 - 1) -> st.SearchStrategy[Record]:
+    return st.builds(
+        Record,
+        position=st.binary(max_size=16),
+        operation=st.sampled_from(list(Operation)),
+        metadata=st.dictionaries(st.text(max_size=20), st.text(max_size=20), max_size=5).map(
+            Metadata
+        ),
+        key=data(max_int),
+        payload=st.builds(Change, before=data(max_int), after=data(max_int)),
+    )
