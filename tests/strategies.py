@@ -15,8 +15,10 @@ def json_values(max_int: int = 2**63 - 1) -> st.SearchStrategy[object]:
     scalars |= st.floats(allow_nan=False, allow_infinity=False)
     return st.recursive(
         scalars,
-        lambda children: st.lists(children, max_size=4)
-        | st.dictionaries(st.text(max_size=8), children, max_size=4),
+        lambda children: (
+            st.lists(children, max_size=4)
+            | st.dictionaries(st.text(max_size=8), children, max_size=4)
+        ),
         max_leaves=12,
     )
 

@@ -30,7 +30,7 @@ class Message:
     where: str = ""
 
 
-class SkipMessage(Exception):  # noqa: N818 - a signal, not an error
+class SkipMessage(Exception):
     """The message carries no change by policy (tombstone, heartbeat); ``reason`` says which."""
 
     def __init__(self, reason: str):
@@ -69,7 +69,7 @@ class Format(ABC):
         self.registry = registry
         self.configure()
 
-    def configure(self) -> None:
+    def configure(self) -> None:  # noqa: B027 - an optional hook
         """Read ``self.settings`` into attributes; called once by ``__init__``."""
 
     def flag(self, option: str, default: bool = False) -> bool:

@@ -37,7 +37,7 @@ class ConvertStats:
         )
 
 
-class FailFast(Exception):  # noqa: N818 - stops a run, carries the error
+class FailFast(Exception):
     """Raised on the first bad message when the caller chose fail-fast."""
 
     def __init__(self, error: CodecError):

@@ -6,11 +6,14 @@ Kafka destination does.
 
 | format | value | options |
 |---|---|---|
-| ``opencdc-json`` | one OpenCDC JSON document | ``raw.as.string``: raw data as plain strings instead of base64 |
+| ``opencdc-json`` | one OpenCDC JSON document | ``raw.as.string``: raw data as plain text |
 | ``opencdc-proto`` | one ``opencdc.v1.Record`` message; files are length-delimited | none |
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar
 
 from cdc_connectors.formats.base import Format, Message, SkipMessage
 from cdc_connectors.opencdc import Record
@@ -22,7 +25,9 @@ class OpenCDCJsonFormat(Format):
     """OpenCDC JSON, exactly as Conduit writes and reads it."""
 
     name = "opencdc-json"
-    options = {"raw.as.string": "write and read raw data as plain UTF-8 strings, not base64"}
+    options: ClassVar[Mapping[str, str]] = {
+        "raw.as.string": "write and read raw data as plain UTF-8 strings, not base64"
+    }
 
     def configure(self) -> None:
         self.raw_as_string = self.flag("raw.as.string")

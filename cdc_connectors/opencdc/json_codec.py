@@ -62,9 +62,7 @@ def _data_from_obj(obj: Any, raw_as_string: bool, what: str) -> Data:
         return obj
     if isinstance(obj, str):
         return obj.encode("utf-8") if raw_as_string else _b64decode(obj, what)
-    raise CodecError(
-        f"{what} must be a base64 string, an object or null, not {type(obj).__name__}"
-    )
+    raise CodecError(f"{what} must be a base64 string, an object or null, not {type(obj).__name__}")
 
 
 def record_to_obj(record: Record, *, raw_as_string: bool = False) -> dict[str, Any]:

@@ -84,7 +84,7 @@ def _data_from_proto(msg: opencdc_pb2.Data) -> Data:
 
 def record_to_proto(record: Record) -> opencdc_pb2.Record:
     """The generated ``opencdc.v1.Record`` message of a record."""
-    msg = opencdc_pb2.Record(position=record.position, operation=int(record.operation))
+    msg = opencdc_pb2.Record(position=record.position, operation=record.operation.value)
     msg.metadata.update(record.metadata)
     if record.key is not None:
         _data_to_proto(record.key, msg.key)
@@ -121,7 +121,8 @@ def record_from_proto(msg: opencdc_pb2.Record) -> Record:
 
 def record_to_proto_bytes(record: Record) -> bytes:
     """Serialize a record as one ``opencdc.v1.Record`` message."""
-    return record_to_proto(record).SerializeToString(deterministic=True)
+    data: bytes = record_to_proto(record).SerializeToString(deterministic=True)
+    return data
 
 
 def record_from_proto_bytes(data: bytes) -> Record:

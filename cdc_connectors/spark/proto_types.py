@@ -89,9 +89,7 @@ def _is_repeated(fd: FieldDescriptor) -> bool:
 
 def _is_map(fd: FieldDescriptor) -> bool:
     return (
-        fd.type == _FD.TYPE_MESSAGE
-        and fd.message_type.GetOptions().map_entry
-        and _is_repeated(fd)
+        fd.type == _FD.TYPE_MESSAGE and fd.message_type.GetOptions().map_entry and _is_repeated(fd)
     )
 
 
@@ -102,7 +100,9 @@ def _element_type(fd: FieldDescriptor, stack: tuple[str, ...], path: str) -> Dat
     return SCALARS[fd.type]
 
 
-def field_type(fd: FieldDescriptor, *, _stack: tuple[str, ...] = (), _path: str = "") -> StructField:
+def field_type(
+    fd: FieldDescriptor, *, _stack: tuple[str, ...] = (), _path: str = ""
+) -> StructField:
     """The Spark field of one protobuf field."""
     path = f"{_path}.{fd.name}" if _path else fd.name
     if _is_map(fd):

@@ -67,12 +67,24 @@ def test_record_written_by_an_independent_definition_converts_back_to_the_same_j
 ):
     rec = conduit_rec(position=b"standing", operation=2)
     rec.metadata.update(
-        {"file.path": "./example.in", "opencdc.readAt": "1663858188836816000", "opencdc.version": "v1"}
+        {
+            "file.path": "./example.in",
+            "opencdc.readAt": "1663858188836816000",
+            "opencdc.version": "v1",
+        }
     )
     rec.key.raw_data = b"padlock-key"
     rec.payload.before.raw_data = b"yellow"
     rec.payload.after.structured_data.update(
-        {"bool": True, "float32": 1.2, "float64": 1.2, "int": 1, "int32": 1, "int64": 1, "string": "orange"}
+        {
+            "bool": True,
+            "float32": 1.2,
+            "float64": 1.2,
+            "int": 1,
+            "int32": 1,
+            "int64": 1,
+            "string": "orange",
+        }
     )
     stream = delimit(rec.SerializeToString())
     result = run_cli("convert", "--from", "opencdc-proto", "--to", "opencdc-json", stdin=stream)

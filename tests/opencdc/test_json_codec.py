@@ -60,7 +60,9 @@ def test_integer_and_operation_n_forms_are_accepted_on_read():
 
 
 def test_structured_bytes_and_decimals_have_exact_json_forms():
-    record = Record.new("create", after={"blob": b"\x00\x01", "amount": Decimal("12345678901234567890.25")})
+    record = Record.new(
+        "create", after={"blob": b"\x00\x01", "amount": Decimal("12345678901234567890.25")}
+    )
     out = record_to_json(record)
     assert b'"amount":12345678901234567890.25' in out
     assert orjson.loads(out)["payload"]["after"]["blob"] == "AAE="

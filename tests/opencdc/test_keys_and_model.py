@@ -9,7 +9,7 @@ from cdc_connectors.opencdc.proto.opencdc.v1 import opencdc_pb2
 
 def test_standard_keys_come_from_the_proto_file_options():
     options = opencdc_pb2.DESCRIPTOR.GetOptions()
-    assert keys.COLLECTION == options.Extensions[opencdc_pb2.metadata_collection]
+    assert options.Extensions[opencdc_pb2.metadata_collection] == keys.COLLECTION
     assert keys.COLLECTION == "opencdc.collection"
     assert keys.CREATED_AT == "opencdc.createdAt"
     assert keys.READ_AT == "opencdc.readAt"
@@ -115,7 +115,11 @@ def test_metadata_malformed_integer_names_the_key():
 
 def test_record_new_sets_version_and_standard_metadata():
     record = Record.new("create", key={"id": 1}, after={"id": 1}, collection="t", read_at=5)
-    assert record.metadata == {"opencdc.version": "v1", "opencdc.collection": "t", "opencdc.readAt": "5"}
+    assert record.metadata == {
+        "opencdc.version": "v1",
+        "opencdc.collection": "t",
+        "opencdc.readAt": "5",
+    }
     assert record.operation is Operation.CREATE
     with pytest.raises(TypeError, match="unknown standard metadata"):
         Record.new("create", colection="t")

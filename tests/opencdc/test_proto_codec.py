@@ -68,7 +68,7 @@ def test_truncated_delimited_stream_names_message_and_offset():
 
 
 def test_garbage_protobuf_is_a_codec_error():
-    with pytest.raises(CodecError, match="invalid opencdc.v1.Record protobuf"):
+    with pytest.raises(CodecError, match=r"invalid opencdc\.v1\.Record protobuf"):
         record_from_proto_bytes(b"\x0a\xff\xff\xff")
 
 

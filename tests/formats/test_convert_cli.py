@@ -1,0 +1,182 @@
+"""`cdc-connectors convert` as a user runs it: exit codes, counts, dead letters, framing."""
+
+from __future__ import annotations
+
+import base64
+import io
+
+import orjson
+
+from cdc_connectors.opencdc import keys, record_from_json
+from cdc_connectors.opencdc.proto_codec import iter_delimited
+from tests.conftest import run_cli
+from tests.opencdc.canonical import CANONICAL, CONDUIT_TEST_RECORD
+
+BAD_OPERATION = b'{"position":"Zm9v","operation":"bogus"}'
+BAD_METADATA = b'{"operation":"create","metadata":{"n":1}}'
+
+
+def test_json_to_proto_and_back_through_stdin_and_stdout():
+    data = b"\n".join(CANONICAL) + b"\n"
+    to_proto = run_cli("convert", "--from", "opencdc-json", "--to", "opencdc-proto", stdin=data)
+    assert to_proto.returncode == 0
+    assert b"read 2 messages, wrote 2 records, skipped 0, errors 0" in to_proto.stderr
+    back = run_cli(
+        "convert", "--from", "opencdc-proto", "--to", "opencdc-json", stdin=to_proto.stdout
+    )
+    assert back.returncode == 0
+    lines = back.stdout.splitlines()
+    assert [orjson.loads(x) for x in lines] == [orjson.loads(x) for x in CANONICAL]
+
+
+def test_bad_lines_go_to_errors_file_with_reason_place_and_original_bytes(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(CONDUIT_TEST_RECORD + b"\n" + BAD_OPERATION + b"\n" + BAD_METADATA + b"\n")
+    errors = tmp_path / "dlq.jsonl"
+    out = tmp_path / "out.pb"
+    result = run_cli(
+        "convert",
+        "--from",
+        "opencdc-json",
+        "--to",
+        "opencdc-proto",
+        str(src),
+        "-o",
+        str(out),
+        "--errors",
+        str(errors),
+    )
+    assert result.returncode == 1
+    stderr = result.stderr.decode()
+    assert f"{src}:2: unknown operation 'bogus'" in stderr
+    assert f"{src}:3: metadata 'n' must be a string" in stderr
+    assert "read 3 messages, wrote 1 records, skipped 0, errors 2" in stderr
+    # the good record still went through
+    assert len(list(iter_delimited(io.BytesIO(out.read_bytes())))) == 1
+
+    dead = [record_from_json(line) for line in errors.read_bytes().splitlines()]
+    assert [d.payload.after for d in dead] == [BAD_OPERATION, BAD_METADATA]
+    assert [d.position.decode() for d in dead] == [f"{src}:2", f"{src}:3"]
+    assert dead[0].metadata[keys.CONDUIT_DLQ_NACK_ERROR] == "unknown operation 'bogus'"
+    assert dead[0].metadata[keys.CONDUIT_DLQ_NACK_NODE_ID] == "convert:opencdc-json->opencdc-proto"
+    assert dead[0].metadata.read_at is not None
+
+
+def test_errors_without_errors_file_still_exit_1_and_are_reported():
+    result = run_cli("convert", "--from", "opencdc-json", "--to", "opencdc-json", stdin=b"nope\n")
+    assert result.returncode == 1
+    assert b"<stdin>:1: invalid JSON" in result.stderr
+
+
+def test_fail_fast_stops_at_the_first_bad_message():
+    data = BAD_OPERATION + b"\n" + CONDUIT_TEST_RECORD + b"\n"
+    result = run_cli(
+        "convert", "--from", "opencdc-json", "--to", "opencdc-json", "--fail-fast", stdin=data
+    )
+    assert result.returncode == 1
+    assert result.stdout == b""
+    assert b"error: <stdin>:1: unknown operation 'bogus'" in result.stderr
+
+
+def test_truncated_protobuf_stream_is_an_error_with_its_offset(tmp_path):
+    ok = run_cli(
+        "convert", "--from", "opencdc-json", "--to", "opencdc-proto", stdin=CONDUIT_TEST_RECORD
+    )
+    broken = ok.stdout + ok.stdout[:-4]
+    errors = tmp_path / "dlq.jsonl"
+    result = run_cli(
+        "convert",
+        "--from",
+        "opencdc-proto",
+        "--to",
+        "opencdc-json",
+        "--errors",
+        str(errors),
+        stdin=broken,
+    )
+    assert result.returncode == 1
+    assert len(result.stdout.splitlines()) == 1
+    assert f"message 2, byte {len(ok.stdout)}: truncated message".encode() in result.stderr
+    dead = record_from_json(errors.read_bytes().splitlines()[0])
+    assert dead.payload.after == ok.stdout[1:-4]  # the bytes that were there
+
+
+def test_kv_lines_carry_base64_for_binary_formats():
+    result = run_cli(
+        "convert",
+        "--from",
+        "opencdc-json",
+        "--to",
+        "opencdc-proto",
+        "--kv",
+        stdin=orjson.dumps({"key": None, "value": orjson.loads(CONDUIT_TEST_RECORD)}) + b"\n",
+    )
+    assert result.returncode == 0, result.stderr
+    line = orjson.loads(result.stdout)
+    assert base64.b64decode(line["key"]) == b"bar"
+    back = run_cli(
+        "convert", "--from", "opencdc-proto", "--to", "opencdc-json", "--kv", stdin=result.stdout
+    )
+    assert back.returncode == 0, back.stderr
+    assert orjson.loads(back.stdout)["value"] == orjson.loads(CONDUIT_TEST_RECORD)
+
+
+def test_raw_as_string_option_reaches_the_format():
+    result = run_cli(
+        "convert",
+        "--from",
+        "opencdc-json",
+        "--to",
+        "opencdc-json",
+        "--opt",
+        "raw.as.string=true",
+        stdin=CONDUIT_TEST_RECORD,
+    )
+    assert result.returncode == 0
+    # read as plain strings: "YmFy" is taken literally, so written back the same
+    assert orjson.loads(result.stdout)["key"] == "YmFy"
+
+
+def test_usage_errors_exit_2_and_name_the_problem():
+    unknown_format = run_cli("convert", "--from", "nope", "--to", "opencdc-json", stdin=b"")
+    assert unknown_format.returncode == 2
+    assert b"unknown format 'nope'" in unknown_format.stderr
+    unknown_opt = run_cli(
+        "convert",
+        "--from",
+        "opencdc-json",
+        "--to",
+        "opencdc-proto",
+        "--opt",
+        "colour=red",
+        stdin=b"",
+    )
+    assert unknown_opt.returncode == 2
+    assert b"option 'colour'" in unknown_opt.stderr
+    bad_value = run_cli(
+        "convert",
+        "--from",
+        "opencdc-json",
+        "--to",
+        "opencdc-json",
+        "--opt",
+        "raw.as.string=maybe",
+        stdin=b"",
+    )
+    assert bad_value.returncode == 2
+    assert b"'raw.as.string' must be true or false" in bad_value.stderr
+
+
+def test_tombstones_are_skipped_and_counted():
+    line = orjson.dumps({"key": "x", "value": None}) + b"\n"
+    result = run_cli(
+        "convert", "--from", "opencdc-json", "--to", "opencdc-json", "--kv", stdin=line
+    )
+    assert result.returncode == 0
+    assert b"skipped 1 (1 tombstone)" in result.stderr
+
+
+def test_plugins_lists_the_formats():
+    result = run_cli("plugins")
+    assert result.returncode == 0
+    assert b"opencdc-json" in result.stdout and b"opencdc-proto" in result.stdout
