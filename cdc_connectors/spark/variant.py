@@ -35,20 +35,19 @@ class _ValueBuilder(VariantBuilder):
     """PySpark's builder, fed an already-parsed value instead of JSON text.
 
     ``VariantBuilder.build`` parses JSON and hands the result to
-    ``_process_parsed_json``; substituting the value there skips a serialize +
-    parse round trip per record.
+    ``_process_parsed_json``; substituting the value at that first call skips
+    a serialize + parse round trip per record. Nested calls go straight to
+    the base implementation.
     """
 
     def __init__(self, value: Any):
         super().__init__()
         self._root: Any = value
-        self._pending = True
 
     def _process_parsed_json(self, parsed: Any) -> None:
-        if self._pending:
-            self._pending = False
-            parsed = self._root
-        super()._process_parsed_json(parsed)
+        process = super()._process_parsed_json
+        self._process_parsed_json = process  # type: ignore[method-assign]
+        process(self._root)
 
 
 def to_variant(value: Any) -> tuple[bytes, bytes]:
