@@ -34,6 +34,7 @@ run: setup
 test: setup
 	$(BIN)/python -m pytest -q
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/buf lint
 
 bench: setup
@@ -44,6 +45,7 @@ lint: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/buf lint
+	$(BIN)/buf breaking --against '.git#branch=main'
 
 proto: setup
 	$(BIN)/python scripts/gen_proto.py
