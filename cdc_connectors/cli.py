@@ -136,6 +136,45 @@ def convert(
     sys.exit(1 if stats.errors else 0)
 
 
+@main.group()
+def registry() -> None:
+    """The schema registry."""
+
+
+@registry.command("serve")
+@click.option(
+    "--store",
+    default="sqlite:///.cdc/registry.db",
+    show_default=True,
+    metavar="URL",
+    help="The store to serve (sqlite:///path or memory://).",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", default=8081, show_default=True, type=int, help="Port to bind.")
+@click.option(
+    "--basic-auth",
+    metavar="USER:PASSWORD",
+    envvar="CDC_REGISTRY_BASIC_AUTH",
+    help="Require HTTP basic auth (or set CDC_REGISTRY_BASIC_AUTH).",
+)
+@click.option(
+    "--token",
+    metavar="TOKEN",
+    envvar="CDC_REGISTRY_TOKEN",
+    help="Accept this bearer token (or set CDC_REGISTRY_TOKEN).",
+)
+def registry_serve(
+    store: str, host: str, port: int, basic_auth: str | None, token: str | None
+) -> None:
+    """Serve the Confluent Schema Registry REST API over an embedded store."""
+    from cdc_connectors.registry.server import serve
+
+    if basic_auth and ":" not in basic_auth:
+        raise click.BadParameter("expected USER:PASSWORD", param_hint="--basic-auth")
+    click.echo(f"schema registry on http://{host}:{port} serving {store}", err=True)
+    serve(store, host, port, basic_auth=basic_auth, bearer_token=token)
+
+
 @main.command()
 def plugins() -> None:
     """List the connectors, formats and registries found by entry point."""

@@ -1,0 +1,97 @@
+"""Confluent Schema Registry errors: HTTP status, error code and message.
+
+Every registry raises ``confluent_kafka.schema_registry.error.SchemaRegistryError``
+with Confluent's codes, so callers handle an embedded store and a remote
+registry alike, and the REST server returns them as they are.
+"""
+
+from __future__ import annotations
+
+from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+__all__ = ["SchemaRegistryError"]
+
+
+def subject_not_found(subject: str) -> SchemaRegistryError:
+    return SchemaRegistryError(404, 40401, f"Subject '{subject}' not found.")
+
+
+def version_not_found(subject: str, version: object) -> SchemaRegistryError:
+    return SchemaRegistryError(404, 40402, f"Version {version} not found for subject '{subject}'.")
+
+
+def schema_not_found(detail: str = "Schema not found") -> SchemaRegistryError:
+    return SchemaRegistryError(404, 40403, detail)
+
+
+def subject_soft_deleted(subject: str) -> SchemaRegistryError:
+    return SchemaRegistryError(
+        404,
+        40404,
+        f"Subject '{subject}' was soft deleted. Set permanent=true to delete permanently",
+    )
+
+
+def subject_not_soft_deleted(subject: str) -> SchemaRegistryError:
+    return SchemaRegistryError(
+        404, 40405, f"Subject '{subject}' was not deleted first before being permanently deleted"
+    )
+
+
+def version_soft_deleted(subject: str, version: int) -> SchemaRegistryError:
+    return SchemaRegistryError(
+        404,
+        40406,
+        f"Subject '{subject}' Version {version} was soft deleted. "
+        "Set permanent=true to delete permanently",
+    )
+
+
+def version_not_soft_deleted(subject: str, version: int) -> SchemaRegistryError:
+    return SchemaRegistryError(
+        404,
+        40407,
+        f"Subject '{subject}' Version {version} was not deleted first before being "
+        "permanently deleted",
+    )
+
+
+def subject_level_config_not_found(subject: str) -> SchemaRegistryError:
+    return SchemaRegistryError(
+        404, 40408, f"Subject '{subject}' does not have subject-level compatibility configured"
+    )
+
+
+def invalid_schema(detail: str) -> SchemaRegistryError:
+    return SchemaRegistryError(422, 42201, f"Invalid schema: {detail}")
+
+
+def invalid_version(version: object) -> SchemaRegistryError:
+    return SchemaRegistryError(
+        422,
+        42202,
+        f"The specified version '{version}' is not a valid version id. Allowed values are "
+        'between [1, 2^31-1] and the string "latest"',
+    )
+
+
+def invalid_compatibility_level(level: object) -> SchemaRegistryError:
+    return SchemaRegistryError(
+        422,
+        42203,
+        f"Invalid compatibility level. Valid values are none, backward, forward, full, "
+        f"backward_transitive, forward_transitive, and full_transitive; got {level!r}",
+    )
+
+
+def incompatible(subject: str, problems: list[str]) -> SchemaRegistryError:
+    return SchemaRegistryError(
+        409,
+        409,
+        f"Schema being registered is incompatible with an earlier schema for subject "
+        f"'{subject}', details: {problems}",
+    )
+
+
+def unprocessable(detail: str) -> SchemaRegistryError:
+    return SchemaRegistryError(422, 422, detail)

@@ -1,0 +1,353 @@
+"""The Confluent Schema Registry REST API over any registry (the embedded store by default).
+
+``cdc-connectors registry serve --store sqlite:///.cdc/registry.db`` serves it
+with uvicorn, bound to 127.0.0.1 unless told otherwise. Responses use
+Confluent's content type and error bodies (``{"error_code": 40401,
+"message": ...}``). Every write goes through the store's transactions, so a
+bad request never leaves a half-written registration behind.
+
+Protobuf schemas are served as stored (``.proto`` text or base64 descriptor);
+``?format=serialized`` returns the base64 ``FileDescriptorProto`` either way,
+which is what confluent-kafka's Protobuf deserializer asks for.
+"""
+
+from __future__ import annotations
+
+import base64
+import hmac
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from cdc_connectors.registry import errors
+from cdc_connectors.registry.base import (
+    RegisteredSchema,
+    Schema,
+    SchemaReference,
+    SchemaRegistry,
+)
+from cdc_connectors.schema import protobuf
+from cdc_connectors.schema.errors import SchemaError
+
+CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+log = logging.getLogger(__name__)
+
+
+class RegistryResponse(Response):
+    media_type = CONTENT_TYPE
+
+    def render(self, content: Any) -> bytes:
+        return orjson.dumps(content)
+
+
+def _error(exc: errors.SchemaRegistryError) -> RegistryResponse:
+    return RegistryResponse(
+        {"error_code": exc.error_code, "message": exc.error_message},
+        status_code=exc.http_status_code,
+    )
+
+
+def _flag(request: Request, name: str) -> bool:
+    return request.query_params.get(name, "false").strip().lower() in {"true", "1", "yes"}
+
+
+def _id(request: Request) -> int:
+    try:
+        return int(request.path_params["id"])
+    except ValueError:
+        raise errors.schema_not_found(f"Schema {request.path_params['id']} not found") from None
+
+
+def _version(request: Request) -> int | str:
+    raw = str(request.path_params["version"])
+    if raw == "latest":
+        return raw
+    try:
+        return int(raw)
+    except ValueError:
+        raise errors.invalid_version(raw) from None
+
+
+async def _schema_body(request: Request) -> Schema:
+    try:
+        body = orjson.loads(await request.body())
+    except orjson.JSONDecodeError as exc:
+        raise errors.unprocessable(f"Malformed JSON request body: {exc}") from None
+    if not isinstance(body, dict):
+        raise errors.unprocessable("The request body must be a JSON object")
+    text = body.get("schema")
+    if not isinstance(text, str) or not text.strip():
+        raise errors.invalid_schema("Empty schema")
+    refs = body.get("references") or []
+    if not isinstance(refs, list) or not all(isinstance(r, dict) for r in refs):
+        raise errors.unprocessable("references must be a list of objects")
+    try:
+        references = [SchemaReference(r["name"], r["subject"], int(r["version"])) for r in refs]
+    except (KeyError, TypeError, ValueError):
+        raise errors.unprocessable("a reference needs name, subject and version") from None
+    schema_type = body.get("schemaType") or "AVRO"
+    if not isinstance(schema_type, str):
+        raise errors.unprocessable("schemaType must be a string")
+    return Schema(text, schema_type.upper(), references)
+
+
+def _schema_dict(schema: Schema, registry: SchemaRegistry, fmt: str | None) -> dict[str, Any]:
+    text = schema.schema_str or ""
+    if fmt == "serialized" and schema.schema_type == "PROTOBUF":
+        text = _serialized_protobuf(schema, registry)
+    out: dict[str, Any] = {"schema": text}
+    if schema.schema_type and schema.schema_type != "AVRO":
+        out["schemaType"] = schema.schema_type
+    if schema.references:
+        out["references"] = [
+            {"name": r.name, "subject": r.subject, "version": r.version} for r in schema.references
+        ]
+    return out
+
+
+def _serialized_protobuf(schema: Schema, registry: SchemaRegistry) -> str:
+    if protobuf.parse_serialized(schema.schema_str or "") is not None:
+        return schema.schema_str or ""
+    deps: dict[str, str] = {}
+
+    def collect(refs: list[SchemaReference]) -> None:
+        for ref in refs:
+            if ref.name in deps:
+                continue
+            target = registry.get_version(str(ref.subject), int(ref.version or 0)).schema
+            collect(list(target.references or []))
+            deps[str(ref.name)] = target.schema_str or ""
+
+    collect(list(schema.references or []))
+    try:
+        return protobuf.serialized(protobuf.compile_schema(schema.schema_str or "", deps))
+    except SchemaError as exc:
+        raise errors.invalid_schema(str(exc)) from None
+
+
+def _registered_dict(
+    registered: RegisteredSchema, registry: SchemaRegistry, fmt: str | None = None
+) -> dict[str, Any]:
+    out = {"subject": registered.subject, "version": registered.version, "id": registered.schema_id}
+    if registered.guid:
+        out["guid"] = registered.guid
+    out.update(_schema_dict(registered.schema, registry, fmt))
+    return out
+
+
+def create_app(
+    registry: SchemaRegistry,
+    *,
+    basic_auth: str | None = None,
+    bearer_token: str | None = None,
+) -> Starlette:
+    """The ASGI app serving ``registry``; optional basic auth (``user:password``) or token."""
+
+    def endpoint(
+        fn: Callable[[Request], Awaitable[Any]],
+    ) -> Callable[[Request], Awaitable[Response]]:
+        async def handle(request: Request) -> Response:
+            try:
+                result = await fn(request)
+            except errors.SchemaRegistryError as exc:
+                return _error(exc)
+            except Exception as exc:
+                # Confluent's answer to a server fault; the traceback goes to the log.
+                log.exception("%s %s failed", request.method, request.url.path)
+                return _error(
+                    errors.SchemaRegistryError(500, 50001, f"Error in the backend: {exc}")
+                )
+            return result if isinstance(result, Response) else RegistryResponse(result)
+
+        return handle
+
+    r = registry
+
+    async def root(request: Request) -> Any:
+        return {}
+
+    async def schema_types(request: Request) -> Any:
+        return r.get_schema_types()
+
+    async def schema_by_id(request: Request) -> Any:
+        schema = r.get_schema(_id(request))
+        return _schema_dict(schema, r, request.query_params.get("format"))
+
+    async def schema_text_by_id(request: Request) -> Any:
+        return Response(r.get_schema(_id(request)).schema_str, media_type=CONTENT_TYPE)
+
+    async def id_versions(request: Request) -> Any:
+        return [
+            {"subject": v.subject, "version": v.version}
+            for v in r.get_schema_versions(_id(request))
+        ]
+
+    async def id_subjects(request: Request) -> Any:
+        return sorted({v.subject for v in r.get_schema_versions(_id(request))})
+
+    async def subjects(request: Request) -> Any:
+        return r.get_subjects(deleted=_flag(request, "deleted"))
+
+    async def subject_versions(request: Request) -> Any:
+        return r.get_versions(request.path_params["subject"], deleted=_flag(request, "deleted"))
+
+    async def subject_version(request: Request) -> Any:
+        registered = r.get_version(
+            request.path_params["subject"], _version(request), deleted=_flag(request, "deleted")
+        )
+        return _registered_dict(registered, r, request.query_params.get("format"))
+
+    async def subject_version_schema(request: Request) -> Any:
+        registered = r.get_version(request.path_params["subject"], _version(request))
+        return Response(registered.schema.schema_str, media_type=CONTENT_TYPE)
+
+    async def register(request: Request) -> Any:
+        schema = await _schema_body(request)
+        registered = r.register_schema(
+            request.path_params["subject"], schema, normalize=_flag(request, "normalize")
+        )
+        return _registered_dict(registered, r)
+
+    async def lookup(request: Request) -> Any:
+        schema = await _schema_body(request)
+        registered = r.lookup_schema(
+            request.path_params["subject"], schema, deleted=_flag(request, "deleted")
+        )
+        return _registered_dict(registered, r)
+
+    async def delete_subject(request: Request) -> Any:
+        return r.delete_subject(
+            request.path_params["subject"], permanent=_flag(request, "permanent")
+        )
+
+    async def delete_version(request: Request) -> Any:
+        return r.delete_version(
+            request.path_params["subject"], _version(request), permanent=_flag(request, "permanent")
+        )
+
+    async def _level_body(request: Request) -> str:
+        try:
+            body = orjson.loads(await request.body())
+        except orjson.JSONDecodeError as exc:
+            raise errors.unprocessable(f"Malformed JSON request body: {exc}") from None
+        level = body.get("compatibility") if isinstance(body, dict) else None
+        if not isinstance(level, str):
+            raise errors.invalid_compatibility_level(level)
+        return level
+
+    async def global_config(request: Request) -> Any:
+        if request.method == "PUT":
+            return {"compatibility": r.set_compatibility(await _level_body(request))}
+        return {"compatibilityLevel": r.get_compatibility()}
+
+    async def subject_config(request: Request) -> Any:
+        subject = request.path_params["subject"]
+        if request.method == "PUT":
+            return {"compatibility": r.set_compatibility(await _level_body(request), subject)}
+        if request.method == "DELETE":
+            return {"compatibilityLevel": r.delete_compatibility(subject)}
+        level = r.get_compatibility(subject, default_to_global=_flag(request, "defaultToGlobal"))
+        return {"compatibilityLevel": level}
+
+    async def compatibility(request: Request) -> Any:
+        schema = await _schema_body(request)
+        version = _version(request) if "version" in request.path_params else None
+        problems = r.test_compatibility(request.path_params["subject"], schema, version)
+        result: dict[str, Any] = {"is_compatible": not problems}
+        if _flag(request, "verbose"):
+            result["messages"] = problems
+        return result
+
+    async def mode(request: Request) -> Any:
+        return {"mode": "READWRITE"}
+
+    routes = [
+        Route("/", endpoint(root)),
+        Route("/schemas/types", endpoint(schema_types)),
+        Route("/schemas/ids/{id}", endpoint(schema_by_id)),
+        Route("/schemas/ids/{id}/schema", endpoint(schema_text_by_id)),
+        Route("/schemas/ids/{id}/versions", endpoint(id_versions)),
+        Route("/schemas/ids/{id}/subjects", endpoint(id_subjects)),
+        Route("/subjects", endpoint(subjects)),
+        Route("/subjects/{subject}", endpoint(lookup), methods=["POST"]),
+        Route("/subjects/{subject}", endpoint(delete_subject), methods=["DELETE"]),
+        Route("/subjects/{subject}/versions", endpoint(subject_versions), methods=["GET"]),
+        Route("/subjects/{subject}/versions", endpoint(register), methods=["POST"]),
+        Route("/subjects/{subject}/versions/{version}", endpoint(subject_version), methods=["GET"]),
+        Route(
+            "/subjects/{subject}/versions/{version}", endpoint(delete_version), methods=["DELETE"]
+        ),
+        Route("/subjects/{subject}/versions/{version}/schema", endpoint(subject_version_schema)),
+        Route("/config", endpoint(global_config), methods=["GET", "PUT"]),
+        Route("/config/{subject}", endpoint(subject_config), methods=["GET", "PUT", "DELETE"]),
+        Route(
+            "/compatibility/subjects/{subject}/versions/{version}",
+            endpoint(compatibility),
+            methods=["POST"],
+        ),
+        Route(
+            "/compatibility/subjects/{subject}/versions", endpoint(compatibility), methods=["POST"]
+        ),
+        Route("/mode", endpoint(mode)),
+    ]
+    middleware = []
+    if basic_auth or bearer_token:
+        middleware.append(Middleware(_AuthMiddleware, basic_auth=basic_auth, token=bearer_token))
+    return Starlette(routes=routes, middleware=middleware)
+
+
+class _AuthMiddleware:
+    """Requires HTTP basic auth (``user:password``) or a bearer token on every request."""
+
+    def __init__(self, app: ASGIApp, basic_auth: str | None, token: str | None):
+        self.app = app
+        self.basic = (
+            f"Basic {base64.b64encode(basic_auth.encode()).decode()}" if basic_auth else None
+        )
+        self.token = f"Bearer {token}" if token else None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            given = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+            allowed = [a for a in (self.basic, self.token) if a]
+            if not any(hmac.compare_digest(given, a) for a in allowed):
+                response = RegistryResponse(
+                    {"error_code": 401, "message": "Unauthorized"},
+                    status_code=401,
+                    headers={"WWW-Authenticate": 'Basic realm="cdc-connectors registry"'},
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def serve(
+    store_url: str,
+    host: str = "127.0.0.1",
+    port: int = 8081,
+    *,
+    basic_auth: str | None = None,
+    bearer_token: str | None = None,
+) -> None:
+    """Serve the store at ``store_url`` until interrupted."""
+    import uvicorn
+
+    from cdc_connectors.registry import open_registry
+
+    registry = open_registry(store_url)
+    app = create_app(registry, basic_auth=basic_auth, bearer_token=bearer_token)
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="warning")
+    finally:
+        registry.close()
+
+
+__all__ = ["CONTENT_TYPE", "create_app", "serve"]
