@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlparse, urlunparse
 
 from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.error import SchemaRegistryError
 
 from cdc_connectors.registry.base import (
     RegisteredSchema,
@@ -74,16 +75,29 @@ class ConfluentRegistry(SchemaRegistry):
         registered = self.client.register_schema_full_response(
             subject, schema, normalize_schemas=normalize
         )
-        if registered.version is None:  # older servers answer with the id alone
+        if registered.version is not None:
+            return registered
+        # The client answered from its cache, or the server sent the id alone: find the
+        # version. A cache entry can outlive a deleted subject; then register for real.
+        try:
             found = self.client.lookup_schema(subject, schema, normalize_schemas=normalize)
-            return RegisteredSchema(
-                schema_id=registered.schema_id,
-                guid=registered.guid,
-                schema=schema,
-                subject=subject,
-                version=found.version,
+        except SchemaRegistryError as exc:
+            if exc.error_code not in (40401, 40403):
+                raise
+            self.client.clear_caches()
+            registered = self.client.register_schema_full_response(
+                subject, schema, normalize_schemas=normalize
             )
-        return registered
+            if registered.version is not None:
+                return registered
+            found = self.client.lookup_schema(subject, schema, normalize_schemas=normalize)
+        return RegisteredSchema(
+            schema_id=registered.schema_id,
+            guid=registered.guid,
+            schema=schema,
+            subject=subject,
+            version=found.version,
+        )
 
     def get_schema(self, schema_id: int) -> Schema:
         return self.client.get_schema(schema_id)

@@ -1,0 +1,114 @@
+"""Registries for the contract tests, and `cdc-connectors registry serve` on loopback."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import json
+import urllib.error
+import urllib.request
+from typing import Any
+import pytest
+
+from cdc_connectors.registry import SchemaRegistry, open_registry
+
+
+def http(
+    method: str, url: str, body: Any = None, headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, str], Any]:
+    """One raw HTTP request: (status, headers, parsed JSON body or text)."""
+    data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method, headers=headers or {})
+    if data is not None:
+        request.add_header("Content-Type", "application/vnd.schemaregistry.v1+json")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            status, head, raw = response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as error:
+        status, head, raw = error.code, dict(error.headers), error.read()
+    try:
+        return status, head, json.loads(raw)
+    except ValueError:
+        return status, head, raw.decode()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Served:
+    """A `registry serve` process: its URL, its store and how to stop it."""
+
+    url: str
+    store: str
+    process: subprocess.Popen[bytes]
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def serve(store: str, *extra: str, port: int | None = None) -> Served:
+    """Start `cdc-connectors registry serve` and wait until it answers."""
+    port = port or free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cdc_connectors.cli", "registry", "serve", "--store", store,
+         "--port", str(port), *extra],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"registry serve exited: {process.stderr.read().decode()}")  # type: ignore[union-attr]
+        try:
+            http("GET", url + "/")
+            return Served(url, store, process)
+        except OSError:
+            time.sleep(0.1)
+    process.kill()
+    raise RuntimeError("registry serve did not start within 30 s")
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    """A registry server over a fresh SQLite store."""
+    server = serve(f"sqlite:///{tmp_path}/registry.db")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["memory", "sqlite", "http"])
+def registry(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SchemaRegistry]:
+    """Each implementation, fresh: the same contract holds for all of them."""
+    if request.param == "memory":
+        reg = open_registry(f"memory://{uuid.uuid4().hex}")
+        yield reg
+        reg.close()
+    elif request.param == "sqlite":
+        reg = open_registry(f"sqlite:///{tmp_path}/registry.db")
+        yield reg
+        reg.close()
+    else:
+        server = serve(f"sqlite:///{tmp_path}/registry.db")
+        reg = open_registry(server.url)
+        yield reg
+        reg.close()
+        server.stop()

@@ -1,0 +1,300 @@
+"""The registry contract, the same for memory://, sqlite:/// and http:// (our server)."""
+
+from __future__ import annotations
+
+import pickle
+
+import orjson
+import pytest
+
+from cdc_connectors.registry import (
+    Schema,
+    SchemaReference,
+    SchemaRegistry,
+    SchemaRegistryError,
+    open_registry,
+    registry_for,
+)
+
+
+def avro(*fields: tuple[str, object], name: str = "Order", **extra: object) -> Schema:
+    spec = [{"name": n, "type": t, **({"default": None} if t == ["null", "string"] else {})} for n, t in fields]
+    return Schema(orjson.dumps({"type": "record", "name": name, "fields": spec, **extra}).decode(), "AVRO")
+
+
+V1 = avro(("id", "long"))
+V2 = avro(("id", "long"), ("note", ["null", "string"]))  # adds an optional field
+BREAKING = avro(("id", "string"))
+
+PROTO_V1 = Schema(
+    'syntax = "proto3";\npackage shop;\nmessage Order {\n  int64 id = 1;\n  string note = 2;\n}\n',
+    "PROTOBUF",
+)
+PROTO_V2 = Schema(
+    'syntax = "proto3";\npackage shop;\nmessage Order {\n  int64 id = 1;\n  string note = 2;\n'
+    "  repeated string tags = 3;\n}\n",
+    "PROTOBUF",
+)
+PROTO_RETYPED = Schema(PROTO_V1.schema_str.replace("int64 id = 1", "string id = 1"), "PROTOBUF")
+PROTO_RENUMBERED = Schema(
+    PROTO_V1.schema_str.replace("int64 id = 1", "int64 id = 4"), "PROTOBUF"
+)
+
+
+def code(excinfo: pytest.ExceptionInfo[SchemaRegistryError]) -> int:
+    return int(excinfo.value.error_code)
+
+
+def test_register_gives_global_ids_and_per_subject_versions(registry: SchemaRegistry):
+    first = registry.register_schema("orders-value", V1)
+    assert (first.schema_id, first.version, first.subject) == (1, 1, "orders-value")
+    again = registry.register_schema("orders-value", V1)
+    assert (again.schema_id, again.version) == (1, 1)  # idempotent
+    second = registry.register_schema("orders-value", V2)
+    assert (second.schema_id, second.version) == (2, 2)
+    elsewhere = registry.register_schema("archive-value", V1)
+    assert (elsewhere.schema_id, elsewhere.version) == (1, 1)  # same schema, same id
+    assert registry.get_subjects() == ["archive-value", "orders-value"]
+    assert registry.get_versions("orders-value") == [1, 2]
+    pairs = {(v.subject, v.version) for v in registry.get_schema_versions(1)}
+    assert pairs == {("orders-value", 1), ("archive-value", 1)}
+
+
+def test_whitespace_does_not_make_a_new_schema(registry: SchemaRegistry):
+    first = registry.register_schema("s", V1)
+    spaced = Schema(orjson.dumps(orjson.loads(V1.schema_str), option=orjson.OPT_INDENT_2).decode())
+    assert registry.register_schema("s", spaced).schema_id == first.schema_id
+    assert registry.lookup_schema("s", spaced).version == 1
+
+
+def test_register_convenience_takes_text_type_and_references(registry: SchemaRegistry):
+    registered = registry.register("p", PROTO_V1.schema_str, "PROTOBUF")
+    assert registered.version == 1
+    assert registry.get_schema(registered.schema_id).schema_type == "PROTOBUF"
+
+
+def test_get_by_id_version_and_latest(registry: SchemaRegistry):
+    registry.register_schema("s", V1)
+    registry.register_schema("s", V2)
+    assert orjson.loads(registry.get_schema(2).schema_str) == orjson.loads(V2.schema_str)
+    assert registry.get_version("s", 1).schema_id == 1
+    latest = registry.get_latest_version("s")
+    assert (latest.version, latest.schema_id) == (2, 2)
+    assert registry.get_version("s", "latest").version == 2
+
+
+def test_unknown_subject_version_and_id_have_confluent_codes(registry: SchemaRegistry):
+    registry.register_schema("s", V1)
+    with pytest.raises(SchemaRegistryError) as e:
+        registry.get_version("nope", 1)
+    assert code(e) == 40401
+    with pytest.raises(SchemaRegistryError) as e:
+        registry.get_version("s", 7)
+    assert code(e) == 40402
+    with pytest.raises(SchemaRegistryError) as e:
+        registry.get_schema(999)
+    assert code(e) == 40403
+    with pytest.raises(SchemaRegistryError) as e:
+        registry.get_versions("nope")
+    assert code(e) == 40401
+    with pytest.raises(SchemaRegistryError) as e:
+        registry.lookup_schema("s", V2)
+    assert code(e) == 40403
+    with pytest.raises(SchemaRegistryError) as e:
+        registry.lookup_schema("nope", V1)
+    assert code(e) == 40401
+
+
+def test_backward_is_the_default_and_refuses_an_incompatible_change(registry: SchemaRegistry):
+    assert registry.get_compatibility() == "BACKWARD"
+    registry.register_schema("s", V1)
+    with pytest.raises(SchemaRegistryError) as e:
+        registry.register_schema("s", BREAKING)
+    assert code(e) == 409
+    assert "string" in e.value.error_message and "long" in e.value.error_message
+    assert registry.get_versions("s") == [1]  # nothing half-registered
+    assert registry.register_schema("s", V2).version == 2
+    assert registry.is_compatible("s", V2)
+    assert not registry.is_compatible("s", BREAKING)
+    assert registry.test_compatibility("s", BREAKING, version=1)
+
+
+def test_levels_none_forward_full_and_transitive(registry: SchemaRegistry):
+    registry.set_compatibility("FORWARD", "fwd")
+    registry.register_schema("fwd", V2)
+    # dropping the optional field: old readers (V2) fill the default -> FORWARD ok
+    assert registry.register_schema("fwd", V1).version == 2
+
+    registry.set_compatibility("FULL", "full")
+    registry.register_schema("full", V1)
+    with pytest.raises(SchemaRegistryError) as e:  # a required new field breaks BACKWARD
+        registry.register_schema("full", avro(("id", "long"), ("qty", "int")))
+    assert code(e) == 409
+    assert registry.register_schema("full", V2).version == 2
+
+    registry.set_compatibility("NONE", "none")
+    registry.register_schema("none", V1)
+    assert registry.register_schema("none", BREAKING).version == 2
+
+    # V1 -> V2 -> V3 where V3 reads V2 but not V1: only the transitive level refuses it
+    with_default = Schema(
+        orjson.dumps(
+            {
+                "type": "record",
+                "name": "Order",
+                "fields": [{"name": "id", "type": "long"}, {"name": "note", "type": "string", "default": "-"}],
+            }
+        ).decode()
+    )
+    v3 = avro(("id", "long"), ("note", "string"))  # note required, no default
+    for subject in ("plain", "trans"):
+        if subject == "trans":
+            registry.set_compatibility("BACKWARD_TRANSITIVE", subject)
+        registry.register_schema(subject, V1)
+        registry.register_schema(subject, with_default)
+    assert registry.register_schema("plain", v3).version == 3
+    with pytest.raises(SchemaRegistryError) as e:
+        registry.register_schema("trans", v3)
+    assert code(e) == 409
+
+
+def test_compatibility_config_global_and_per_subject(registry: SchemaRegistry):
+    with pytest.raises(SchemaRegistryError) as e:
+        registry.get_compatibility("s")
+    assert code(e) == 40408
+    assert registry.get_compatibility("s", default_to_global=True) == "BACKWARD"
+    assert registry.set_compatibility("full", "s") == "FULL"
+    assert registry.get_compatibility("s") == "FULL"
+    assert registry.set_compatibility("NONE") == "NONE"
+    assert registry.get_compatibility() == "NONE"
+    assert registry.delete_compatibility("s") == "FULL"
+    assert registry.get_compatibility("s", default_to_global=True) == "NONE"
+    with pytest.raises(SchemaRegistryError) as e:
+        registry.set_compatibility("SIDEWAYS")
+    assert code(e) == 42203
+
+
+def test_soft_and_permanent_deletes(registry: SchemaRegistry):
+    registry.register_schema("s", V1)
+    registry.register_schema("s", V2)
+    with pytest.raises(SchemaRegistryError) as e:
+        registry.delete_version("s", 1, permanent=True)
+    assert code(e) == 40407  # soft delete first
+    assert registry.delete_version("s", 1) == 1
+    assert registry.get_versions("s") == [2]
+    assert registry.get_versions("s", deleted=True) == [1, 2]
+    with pytest.raises(SchemaRegistryError) as e:
+        registry.get_version("s", 1)
+    assert code(e) == 40402
+    assert registry.get_version("s", 1, deleted=True).schema_id == 1
+    with pytest.raises(SchemaRegistryError) as e:
+        registry.delete_version("s", 1)
+    assert code(e) == 40406
+    assert registry.delete_version("s", 1, permanent=True) == 1
+
+    with pytest.raises(SchemaRegistryError) as e:
+        registry.delete_subject("s", permanent=True)
+    assert code(e) == 40405
+    assert registry.delete_subject("s") == [2]
+    assert registry.get_subjects() == []
+    assert registry.get_subjects(deleted=True) == ["s"]
+    with pytest.raises(SchemaRegistryError) as e:
+        registry.delete_subject("s")
+    assert code(e) == 40404
+    assert registry.delete_subject("s", permanent=True) == [2]
+    assert registry.get_subjects(deleted=True) == []
+    assert registry.get_schema(2).schema_str == V2.schema_str  # ids stay resolvable
+    with pytest.raises(SchemaRegistryError) as e:
+        registry.delete_subject("never")
+    assert code(e) == 40401
+
+
+def test_versions_are_not_reused_after_a_soft_delete(registry: SchemaRegistry):
+    registry.register_schema("s", V1)
+    registry.delete_subject("s")
+    again = registry.register_schema("s", V1)
+    assert (again.schema_id, again.version) == (1, 2)
+
+
+def test_invalid_schemas_are_42201_and_leave_nothing_behind(registry: SchemaRegistry):
+    bad = [
+        Schema('{"type": "record", "name": "X"}', "AVRO"),  # no fields
+        Schema("{not json", "AVRO"),
+        Schema('syntax = "proto3"; message {', "PROTOBUF"),
+        Schema("[1, 2]", "JSON"),
+    ]
+    for schema in bad:
+        with pytest.raises(SchemaRegistryError) as e:
+            registry.register_schema("bad", schema)
+        assert code(e) == 42201, schema
+    assert registry.get_subjects() == []
+    assert registry.register_schema("good", V1).schema_id == 1  # no id was burnt
+
+
+def test_avro_references_resolve_named_types_from_other_subjects(registry: SchemaRegistry):
+    address = avro(("street", "string"), name="Address", namespace="shop")
+    registry.register_schema("shop.Address", address)
+    customer = Schema(
+        orjson.dumps(
+            {
+                "type": "record",
+                "name": "Customer",
+                "namespace": "shop",
+                "fields": [{"name": "home", "type": "shop.Address"}],
+            }
+        ).decode(),
+        "AVRO",
+        [SchemaReference("shop.Address", "shop.Address", 1)],
+    )
+    registered = registry.register_schema("customers-value", customer)
+    fetched = registry.get_schema(registered.schema_id)
+    assert [(r.name, r.subject, r.version) for r in fetched.references] == [
+        ("shop.Address", "shop.Address", 1)
+    ]
+    with pytest.raises(SchemaRegistryError) as e:
+        registry.register_schema("other", Schema(customer.schema_str, "AVRO"))  # unresolved
+    assert code(e) == 42201
+
+
+def test_protobuf_imports_resolve_through_references(registry: SchemaRegistry):
+    registry.register_schema(
+        "money.proto",
+        Schema('syntax = "proto3";\npackage shop;\nmessage Money { int64 cents = 1; }\n', "PROTOBUF"),
+    )
+    order = Schema(
+        'syntax = "proto3";\npackage shop;\nimport "money.proto";\n'
+        "message Order { int64 id = 1; shop.Money total = 2; }\n",
+        "PROTOBUF",
+        [SchemaReference("money.proto", "money.proto", 1)],
+    )
+    assert registry.register_schema("orders-value", order).version == 1
+
+
+def test_protobuf_rules_under_backward(registry: SchemaRegistry):
+    registry.register_schema("p", PROTO_V1)
+    assert registry.register_schema("p", PROTO_V2).version == 2  # a new field
+    for breaking, reason in [(PROTO_RETYPED, "changed type"), (PROTO_RENUMBERED, "changed number")]:
+        with pytest.raises(SchemaRegistryError) as e:
+            registry.register_schema("p", breaking)
+        assert code(e) == 409
+        assert reason in e.value.error_message
+
+
+def test_json_schemas_are_stored(registry: SchemaRegistry):
+    schema = Schema('{"type": "object", "properties": {"id": {"type": "integer"}}}', "JSON")
+    registered = registry.register_schema("j", schema)
+    assert registry.get_schema(registered.schema_id).schema_type == "JSON"
+    assert set(registry.get_schema_types()) == {"AVRO", "PROTOBUF", "JSON"}
+
+
+def test_registries_refuse_pickling_and_are_shared_per_url(registry: SchemaRegistry):
+    with pytest.raises(TypeError, match="cannot be pickled: pass the registry URL"):
+        pickle.dumps(registry)
+    assert registry_for(registry.url) is registry_for(registry.url)
+
+
+def test_open_registry_names_unknown_schemes():
+    with pytest.raises(ValueError, match="no registry for URL scheme 'ftp'"):
+        open_registry("ftp://example")
+    with pytest.raises(ValueError, match="has no scheme"):
+        open_registry("registry.db")
