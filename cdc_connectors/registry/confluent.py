@@ -84,7 +84,7 @@ class ConfluentRegistry(SchemaRegistry):
         except SchemaRegistryError as exc:
             if exc.error_code not in (40401, 40403):
                 raise
-            self.client.clear_caches()
+            self.client.clear_caches()  # type: ignore[no-untyped-call]
             registered = self.client.register_schema_full_response(
                 subject, schema, normalize_schemas=normalize
             )

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-
-import json
-import urllib.error
-import urllib.request
 from typing import Any
+
 import pytest
 
 from cdc_connectors.registry import SchemaRegistry, open_registry
@@ -67,8 +67,18 @@ def serve(store: str, *extra: str, port: int | None = None) -> Served:
     """Start `cdc-connectors registry serve` and wait until it answers."""
     port = port or free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "cdc_connectors.cli", "registry", "serve", "--store", store,
-         "--port", str(port), *extra],
+        [
+            sys.executable,
+            "-m",
+            "cdc_connectors.cli",
+            "registry",
+            "serve",
+            "--store",
+            store,
+            "--port",
+            str(port),
+            *extra,
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},

@@ -18,8 +18,13 @@ from cdc_connectors.registry import (
 
 
 def avro(*fields: tuple[str, object], name: str = "Order", **extra: object) -> Schema:
-    spec = [{"name": n, "type": t, **({"default": None} if t == ["null", "string"] else {})} for n, t in fields]
-    return Schema(orjson.dumps({"type": "record", "name": name, "fields": spec, **extra}).decode(), "AVRO")
+    spec = [
+        {"name": n, "type": t, **({"default": None} if t == ["null", "string"] else {})}
+        for n, t in fields
+    ]
+    return Schema(
+        orjson.dumps({"type": "record", "name": name, "fields": spec, **extra}).decode(), "AVRO"
+    )
 
 
 V1 = avro(("id", "long"))
@@ -36,9 +41,7 @@ PROTO_V2 = Schema(
     "PROTOBUF",
 )
 PROTO_RETYPED = Schema(PROTO_V1.schema_str.replace("int64 id = 1", "string id = 1"), "PROTOBUF")
-PROTO_RENUMBERED = Schema(
-    PROTO_V1.schema_str.replace("int64 id = 1", "int64 id = 4"), "PROTOBUF"
-)
+PROTO_RENUMBERED = Schema(PROTO_V1.schema_str.replace("int64 id = 1", "int64 id = 4"), "PROTOBUF")
 
 
 def code(excinfo: pytest.ExceptionInfo[SchemaRegistryError]) -> int:
@@ -142,7 +145,10 @@ def test_levels_none_forward_full_and_transitive(registry: SchemaRegistry):
             {
                 "type": "record",
                 "name": "Order",
-                "fields": [{"name": "id", "type": "long"}, {"name": "note", "type": "string", "default": "-"}],
+                "fields": [
+                    {"name": "id", "type": "long"},
+                    {"name": "note", "type": "string", "default": "-"},
+                ],
             }
         ).decode()
     )
@@ -259,7 +265,9 @@ def test_avro_references_resolve_named_types_from_other_subjects(registry: Schem
 def test_protobuf_imports_resolve_through_references(registry: SchemaRegistry):
     registry.register_schema(
         "money.proto",
-        Schema('syntax = "proto3";\npackage shop;\nmessage Money { int64 cents = 1; }\n', "PROTOBUF"),
+        Schema(
+            'syntax = "proto3";\npackage shop;\nmessage Money { int64 cents = 1; }\n', "PROTOBUF"
+        ),
     )
     order = Schema(
         'syntax = "proto3";\npackage shop;\nimport "money.proto";\n'
