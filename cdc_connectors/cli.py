@@ -163,16 +163,27 @@ def registry() -> None:
     envvar="CDC_REGISTRY_TOKEN",
     help="Accept this bearer token (or set CDC_REGISTRY_TOKEN).",
 )
+@click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False), help="Serve HTTPS.")
+@click.option("--tls-key", type=click.Path(exists=True, dir_okay=False), help="Key of --tls-cert.")
 def registry_serve(
-    store: str, host: str, port: int, basic_auth: str | None, token: str | None
+    store: str,
+    host: str,
+    port: int,
+    basic_auth: str | None,
+    token: str | None,
+    tls_cert: str | None,
+    tls_key: str | None,
 ) -> None:
     """Serve the Confluent Schema Registry REST API over an embedded store."""
     from cdc_connectors.registry.server import serve
 
     if basic_auth and ":" not in basic_auth:
         raise click.BadParameter("expected USER:PASSWORD", param_hint="--basic-auth")
-    click.echo(f"schema registry on http://{host}:{port} serving {store}", err=True)
-    serve(store, host, port, basic_auth=basic_auth, bearer_token=token)
+    if bool(tls_cert) != bool(tls_key):
+        raise click.UsageError("--tls-cert and --tls-key go together")
+    scheme = "https" if tls_cert else "http"
+    click.echo(f"schema registry on {scheme}://{host}:{port} serving {store}", err=True)
+    serve(store, host, port, basic_auth=basic_auth, bearer_token=token, tls=(tls_cert, tls_key))
 
 
 @main.command()

@@ -336,8 +336,9 @@ def serve(
     *,
     basic_auth: str | None = None,
     bearer_token: str | None = None,
+    tls: tuple[str | None, str | None] = (None, None),
 ) -> None:
-    """Serve the store at ``store_url`` until interrupted."""
+    """Serve the store at ``store_url`` until interrupted; HTTPS with ``tls=(cert, key)``."""
     import uvicorn
 
     from cdc_connectors.registry import open_registry
@@ -345,7 +346,14 @@ def serve(
     registry = open_registry(store_url)
     app = create_app(registry, basic_auth=basic_auth, bearer_token=bearer_token)
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning")
+        uvicorn.run(
+            app,
+            host=host,
+            port=port,
+            log_level="warning",
+            ssl_certfile=tls[0],
+            ssl_keyfile=tls[1],
+        )
     finally:
         registry.close()
 

@@ -63,7 +63,7 @@ class Served:
             self.process.wait()
 
 
-def serve(store: str, *extra: str, port: int | None = None) -> Served:
+def serve(store: str, *extra: str, port: int | None = None, scheme: str = "http") -> Served:
     """Start `cdc-connectors registry serve` and wait until it answers."""
     port = port or free_port()
     process = subprocess.Popen(
@@ -83,14 +83,14 @@ def serve(store: str, *extra: str, port: int | None = None) -> Served:
         stderr=subprocess.PIPE,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
-    url = f"http://127.0.0.1:{port}"
+    url = f"{scheme}://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"registry serve exited: {process.stderr.read().decode()}")  # type: ignore[union-attr]
         try:
-            http("GET", url + "/")
-            return Served(url, store, process)
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return Served(url, store, process)
         except OSError:
             time.sleep(0.1)
     process.kill()
