@@ -206,7 +206,7 @@ def _self_signed(tmp_path: Path) -> tuple[Path, Path]:
 
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (
         x509.CertificateBuilder()
         .subject_name(name)
@@ -254,7 +254,7 @@ def test_https_with_tls_settings_passed_to_the_client(tmp_path: Path):
         assert trusted.register_schema("s", V1).version == 1
         assert open_registry(url, **{"ssl.ca.location": str(cert)}).get_subjects() == ["s"]
         untrusted = open_registry(url, **{"max.retries": 0})
-        with pytest.raises(Exception, match="CERTIFICATE_VERIFY_FAILED|certificate verify failed"):
+        with pytest.raises(Exception, match=r"CERTIFICATE_VERIFY_FAILED|certificate verify failed"):
             untrusted.get_subjects()
     finally:
         server.stop()
