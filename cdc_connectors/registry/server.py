@@ -353,6 +353,8 @@ def serve(
             log_level="warning",
             ssl_certfile=tls[0],
             ssl_keyfile=tls[1],
+            # requests are short; idle keep-alive clients must not hold a shutdown up
+            timeout_graceful_shutdown=2,
         )
     finally:
         registry.close()
