@@ -2,8 +2,42 @@
 
 from __future__ import annotations
 
+from typing import Any, Generic, TypeVar, overload
+
 from cdc_connectors.opencdc import keys
 from cdc_connectors.opencdc.errors import CodecError
+
+T = TypeVar("T", str, int)
+
+
+class StandardKey(Generic[T]):
+    """A typed view of one standard metadata key; ``None`` when absent, deletes on ``None``."""
+
+    def __init__(self, key: str, kind: type[T]):
+        self.key = key
+        self.kind: type[T] = kind
+        self.__doc__ = f"``{key}`` ({kind.__name__})"
+
+    @overload
+    def __get__(self, metadata: None, owner: type[Any]) -> StandardKey[T]: ...
+    @overload
+    def __get__(self, metadata: Metadata, owner: type[Any]) -> T | None: ...
+    def __get__(self, metadata: Metadata | None, owner: type[Any]) -> StandardKey[T] | T | None:
+        if metadata is None:
+            return self
+        value = metadata.get(self.key)
+        if value is None or self.kind is str:
+            return value  # type: ignore[return-value]
+        try:
+            return self.kind(value)  # type: ignore[no-any-return]
+        except ValueError:
+            raise CodecError(f"metadata {self.key!r} is not an integer: {value!r}") from None
+
+    def __set__(self, metadata: Metadata, value: T | None) -> None:
+        if value is None:
+            metadata.pop(self.key, None)
+        else:
+            metadata[self.key] = str(value)
 
 
 class Metadata(dict[str, str]):
@@ -13,89 +47,11 @@ class Metadata(dict[str, str]):
     malformed value raises :class:`CodecError` naming the key.
     """
 
-    def _int(self, key: str) -> int | None:
-        value = self.get(key)
-        if value is None:
-            return None
-        try:
-            return int(value)
-        except ValueError:
-            raise CodecError(f"metadata {key!r} is not an integer: {value!r}") from None
-
-    def _set(self, key: str, value: object | None) -> None:
-        if value is None:
-            self.pop(key, None)
-        else:
-            self[key] = str(value)
-
-    @property
-    def version(self) -> str | None:
-        """``opencdc.version``."""
-        return self.get(keys.VERSION)
-
-    @version.setter
-    def version(self, value: str | None) -> None:
-        self._set(keys.VERSION, value)
-
-    @property
-    def collection(self) -> str | None:
-        """``opencdc.collection``: the table, topic or collection of the record."""
-        return self.get(keys.COLLECTION)
-
-    @collection.setter
-    def collection(self, value: str | None) -> None:
-        self._set(keys.COLLECTION, value)
-
-    @property
-    def created_at(self) -> int | None:
-        """``opencdc.createdAt``: Unix nanoseconds of the change in the source."""
-        return self._int(keys.CREATED_AT)
-
-    @created_at.setter
-    def created_at(self, value: int | None) -> None:
-        self._set(keys.CREATED_AT, value)
-
-    @property
-    def read_at(self) -> int | None:
-        """``opencdc.readAt``: Unix nanoseconds when the change was read."""
-        return self._int(keys.READ_AT)
-
-    @read_at.setter
-    def read_at(self, value: int | None) -> None:
-        self._set(keys.READ_AT, value)
-
-    @property
-    def key_schema_subject(self) -> str | None:
-        """``opencdc.key.schema.subject``."""
-        return self.get(keys.KEY_SCHEMA_SUBJECT)
-
-    @key_schema_subject.setter
-    def key_schema_subject(self, value: str | None) -> None:
-        self._set(keys.KEY_SCHEMA_SUBJECT, value)
-
-    @property
-    def key_schema_version(self) -> int | None:
-        """``opencdc.key.schema.version``."""
-        return self._int(keys.KEY_SCHEMA_VERSION)
-
-    @key_schema_version.setter
-    def key_schema_version(self, value: int | None) -> None:
-        self._set(keys.KEY_SCHEMA_VERSION, value)
-
-    @property
-    def payload_schema_subject(self) -> str | None:
-        """``opencdc.payload.schema.subject``."""
-        return self.get(keys.PAYLOAD_SCHEMA_SUBJECT)
-
-    @payload_schema_subject.setter
-    def payload_schema_subject(self, value: str | None) -> None:
-        self._set(keys.PAYLOAD_SCHEMA_SUBJECT, value)
-
-    @property
-    def payload_schema_version(self) -> int | None:
-        """``opencdc.payload.schema.version``."""
-        return self._int(keys.PAYLOAD_SCHEMA_VERSION)
-
-    @payload_schema_version.setter
-    def payload_schema_version(self, value: int | None) -> None:
-        self._set(keys.PAYLOAD_SCHEMA_VERSION, value)
+    version = StandardKey(keys.VERSION, str)
+    collection = StandardKey(keys.COLLECTION, str)
+    created_at = StandardKey(keys.CREATED_AT, int)
+    read_at = StandardKey(keys.READ_AT, int)
+    key_schema_subject = StandardKey(keys.KEY_SCHEMA_SUBJECT, str)
+    key_schema_version = StandardKey(keys.KEY_SCHEMA_VERSION, int)
+    payload_schema_subject = StandardKey(keys.PAYLOAD_SCHEMA_SUBJECT, str)
+    payload_schema_version = StandardKey(keys.PAYLOAD_SCHEMA_VERSION, int)

@@ -7,7 +7,7 @@ from typing import Any
 
 from cdc_connectors.opencdc import keys
 from cdc_connectors.opencdc.data import Change, Data
-from cdc_connectors.opencdc.metadata import Metadata
+from cdc_connectors.opencdc.metadata import Metadata, StandardKey
 from cdc_connectors.opencdc.operation import Operation
 
 
@@ -48,7 +48,7 @@ class Record:
         md = Metadata(metadata or {})
         md.setdefault(keys.VERSION, keys.OPENCDC_VERSION)
         for name, value in standard.items():
-            if not isinstance(getattr(Metadata, name, None), property):
+            if not isinstance(getattr(Metadata, name, None), StandardKey):
                 raise TypeError(f"unknown standard metadata {name!r}")
             setattr(md, name, value)
         return cls(position, Operation.parse(operation), md, key, Change(before, after))
