@@ -29,7 +29,7 @@ class StandardKey(Generic[T]):
         if value is None or self.kind is str:
             return value  # type: ignore[return-value]
         try:
-            return self.kind(value)  # type: ignore[no-any-return]
+            return self.kind(value)
         except ValueError:
             raise CodecError(f"metadata {self.key!r} is not an integer: {value!r}") from None
 
