@@ -72,6 +72,10 @@ class SchemaRegistry(ABC):
         """The schema with this id (40403 if none)."""
 
     @abstractmethod
+    def get_schema_by_guid(self, guid: str) -> Schema:
+        """The schema with this GUID (newer clients frame records with it); 40403 if none."""
+
+    @abstractmethod
     def get_version(
         self, subject: str, version: Version = "latest", deleted: bool = False
     ) -> RegisteredSchema:

@@ -102,6 +102,9 @@ class ConfluentRegistry(SchemaRegistry):
     def get_schema(self, schema_id: int) -> Schema:
         return self.client.get_schema(schema_id)
 
+    def get_schema_by_guid(self, guid: str) -> Schema:
+        return self.client.get_schema_by_guid(guid)
+
     def get_version(
         self, subject: str, version: Version = "latest", deleted: bool = False
     ) -> RegisteredSchema:

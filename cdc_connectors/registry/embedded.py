@@ -299,6 +299,12 @@ class EmbeddedRegistry(SchemaRegistry):
         self._by_id[schema_id] = schema
         return schema
 
+    def get_schema_by_guid(self, guid: str) -> Schema:
+        rows = self._query("SELECT id FROM schemas WHERE guid = ?", (str(guid),))
+        if not rows:
+            raise errors.schema_not_found(f"Schema {guid} not found")
+        return self.get_schema(int(str(rows[0][0])))
+
     def get_schema_guid(self, schema_id: int) -> str:
         """The GUID of a schema id (newer Confluent clients may frame records with it)."""
         rows = self._query("SELECT guid FROM schemas WHERE id = ?", (int(schema_id),))

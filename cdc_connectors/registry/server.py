@@ -181,6 +181,10 @@ def create_app(
         schema = r.get_schema(_id(request))
         return _schema_dict(schema, r, request.query_params.get("format"))
 
+    async def schema_by_guid(request: Request) -> Any:
+        schema = r.get_schema_by_guid(request.path_params["guid"])
+        return _schema_dict(schema, r, request.query_params.get("format"))
+
     async def schema_text_by_id(request: Request) -> Any:
         return Response(r.get_schema(_id(request)).schema_str, media_type=CONTENT_TYPE)
 
@@ -276,6 +280,7 @@ def create_app(
         Route("/schemas/ids/{id}/schema", endpoint(schema_text_by_id)),
         Route("/schemas/ids/{id}/versions", endpoint(id_versions)),
         Route("/schemas/ids/{id}/subjects", endpoint(id_subjects)),
+        Route("/schemas/guids/{guid}", endpoint(schema_by_guid)),
         Route("/subjects", endpoint(subjects)),
         Route("/subjects/{subject}", endpoint(lookup), methods=["POST"]),
         Route("/subjects/{subject}", endpoint(delete_subject), methods=["DELETE"]),

@@ -76,9 +76,14 @@ def test_register_convenience_takes_text_type_and_references(registry: SchemaReg
     assert registry.get_schema(registered.schema_id).schema_type == "PROTOBUF"
 
 
-def test_get_by_id_version_and_latest(registry: SchemaRegistry):
+def test_get_by_id_guid_version_and_latest(registry: SchemaRegistry):
     registry.register_schema("s", V1)
-    registry.register_schema("s", V2)
+    second = registry.register_schema("s", V2)
+    assert second.guid
+    assert registry.get_schema_by_guid(second.guid).schema_str == V2.schema_str
+    with pytest.raises(SchemaRegistryError) as e:
+        registry.get_schema_by_guid("00000000-0000-0000-0000-000000000000")
+    assert code(e) == 40403
     assert orjson.loads(registry.get_schema(2).schema_str) == orjson.loads(V2.schema_str)
     assert registry.get_version("s", 1).schema_id == 1
     latest = registry.get_latest_version("s")
