@@ -87,11 +87,9 @@ def convert_stream(
             continue
         stats.records += len(records)
         try:
-            encoded = [encoder.encode(record) for record in records]
+            for record in records:
+                writer.write(encoder.encode(record))
+                stats.written += 1
         except CodecError as exc:
             fail(item, exc.at(item.where))
-            continue
-        for out in encoded:
-            writer.write(out)
-            stats.written += 1
     return stats

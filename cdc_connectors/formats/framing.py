@@ -88,7 +88,13 @@ def _kv_value(data: bytes | None, binary: bool) -> Any:
     try:
         return orjson.Fragment(orjson.dumps(orjson.loads(data)))
     except orjson.JSONDecodeError:
-        return data.decode("utf-8", errors="strict")
+        pass
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CodecError(
+            "a --kv line of a text format cannot hold bytes that are neither JSON nor UTF-8"
+        ) from None
 
 
 class MessageWriter:
@@ -100,6 +106,7 @@ class MessageWriter:
         self.framing = framing_of(fmt, kv)
 
     def write(self, message: Message) -> None:
+        """Write one message; :class:`CodecError` (nothing written) if the framing cannot hold it."""
         value = message.value or b""
         if self.framing == "delimited":
             self.stream.write(delimit(value))

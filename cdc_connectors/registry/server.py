@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
@@ -76,9 +77,9 @@ def _version(request: Request) -> int | str:
         raise errors.invalid_version(raw) from None
 
 
-async def _schema_body(request: Request) -> Schema:
+def _schema_body(raw: bytes) -> Schema:
     try:
-        body = orjson.loads(await request.body())
+        body = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise errors.unprocessable(f"Malformed JSON request body: {exc}") from None
     if not isinstance(body, dict):
@@ -151,12 +152,13 @@ def create_app(
 ) -> Starlette:
     """The ASGI app serving ``registry``; optional basic auth (``user:password``) or token."""
 
-    def endpoint(
-        fn: Callable[[Request], Awaitable[Any]],
-    ) -> Callable[[Request], Awaitable[Response]]:
+    def endpoint(fn: Callable[[Request, bytes], Any]) -> Callable[[Request], Awaitable[Response]]:
+        """An ASGI endpoint running ``fn(request, body)`` off the event loop (the store blocks)."""
+
         async def handle(request: Request) -> Response:
+            body = await request.body()
             try:
-                result = await fn(request)
+                result = await run_in_threadpool(fn, request, body)
             except errors.SchemaRegistryError as exc:
                 return _error(exc)
             except Exception as exc:
@@ -171,98 +173,98 @@ def create_app(
 
     r = registry
 
-    async def root(request: Request) -> Any:
+    def root(request: Request, body: bytes) -> Any:
         return {}
 
-    async def schema_types(request: Request) -> Any:
+    def schema_types(request: Request, body: bytes) -> Any:
         return r.get_schema_types()
 
-    async def schema_by_id(request: Request) -> Any:
+    def schema_by_id(request: Request, body: bytes) -> Any:
         schema = r.get_schema(_id(request))
         return _schema_dict(schema, r, request.query_params.get("format"))
 
-    async def schema_by_guid(request: Request) -> Any:
+    def schema_by_guid(request: Request, body: bytes) -> Any:
         schema = r.get_schema_by_guid(request.path_params["guid"])
         return _schema_dict(schema, r, request.query_params.get("format"))
 
-    async def schema_text_by_id(request: Request) -> Any:
+    def schema_text_by_id(request: Request, body: bytes) -> Any:
         return Response(r.get_schema(_id(request)).schema_str, media_type=CONTENT_TYPE)
 
-    async def id_versions(request: Request) -> Any:
+    def id_versions(request: Request, body: bytes) -> Any:
         return [
             {"subject": v.subject, "version": v.version}
             for v in r.get_schema_versions(_id(request))
         ]
 
-    async def id_subjects(request: Request) -> Any:
+    def id_subjects(request: Request, body: bytes) -> Any:
         return sorted({v.subject for v in r.get_schema_versions(_id(request))})
 
-    async def subjects(request: Request) -> Any:
+    def subjects(request: Request, body: bytes) -> Any:
         return r.get_subjects(deleted=_flag(request, "deleted"))
 
-    async def subject_versions(request: Request) -> Any:
+    def subject_versions(request: Request, body: bytes) -> Any:
         return r.get_versions(request.path_params["subject"], deleted=_flag(request, "deleted"))
 
-    async def subject_version(request: Request) -> Any:
+    def subject_version(request: Request, body: bytes) -> Any:
         registered = r.get_version(
             request.path_params["subject"], _version(request), deleted=_flag(request, "deleted")
         )
         return _registered_dict(registered, r, request.query_params.get("format"))
 
-    async def subject_version_schema(request: Request) -> Any:
+    def subject_version_schema(request: Request, body: bytes) -> Any:
         registered = r.get_version(request.path_params["subject"], _version(request))
         return Response(registered.schema.schema_str, media_type=CONTENT_TYPE)
 
-    async def register(request: Request) -> Any:
-        schema = await _schema_body(request)
+    def register(request: Request, body: bytes) -> Any:
+        schema = _schema_body(body)
         registered = r.register_schema(
             request.path_params["subject"], schema, normalize=_flag(request, "normalize")
         )
         return _registered_dict(registered, r)
 
-    async def lookup(request: Request) -> Any:
-        schema = await _schema_body(request)
+    def lookup(request: Request, body: bytes) -> Any:
+        schema = _schema_body(body)
         registered = r.lookup_schema(
             request.path_params["subject"], schema, deleted=_flag(request, "deleted")
         )
         return _registered_dict(registered, r)
 
-    async def delete_subject(request: Request) -> Any:
+    def delete_subject(request: Request, body: bytes) -> Any:
         return r.delete_subject(
             request.path_params["subject"], permanent=_flag(request, "permanent")
         )
 
-    async def delete_version(request: Request) -> Any:
+    def delete_version(request: Request, body: bytes) -> Any:
         return r.delete_version(
             request.path_params["subject"], _version(request), permanent=_flag(request, "permanent")
         )
 
-    async def _level_body(request: Request) -> str:
+    def _level_body(raw: bytes) -> str:
         try:
-            body = orjson.loads(await request.body())
+            parsed = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
             raise errors.unprocessable(f"Malformed JSON request body: {exc}") from None
-        level = body.get("compatibility") if isinstance(body, dict) else None
+        level = parsed.get("compatibility") if isinstance(parsed, dict) else None
         if not isinstance(level, str):
             raise errors.invalid_compatibility_level(level)
         return level
 
-    async def global_config(request: Request) -> Any:
+    def global_config(request: Request, body: bytes) -> Any:
         if request.method == "PUT":
-            return {"compatibility": r.set_compatibility(await _level_body(request))}
+            return {"compatibility": r.set_compatibility(_level_body(body))}
         return {"compatibilityLevel": r.get_compatibility()}
 
-    async def subject_config(request: Request) -> Any:
+    def subject_config(request: Request, body: bytes) -> Any:
         subject = request.path_params["subject"]
         if request.method == "PUT":
-            return {"compatibility": r.set_compatibility(await _level_body(request), subject)}
+            return {"compatibility": r.set_compatibility(_level_body(body), subject)}
         if request.method == "DELETE":
             return {"compatibilityLevel": r.delete_compatibility(subject)}
         level = r.get_compatibility(subject, default_to_global=_flag(request, "defaultToGlobal"))
         return {"compatibilityLevel": level}
 
-    async def compatibility(request: Request) -> Any:
-        schema = await _schema_body(request)
+    def compatibility(request: Request, body: bytes) -> Any:
+        schema = _schema_body(body)
         version = _version(request) if "version" in request.path_params else None
         problems = r.test_compatibility(request.path_params["subject"], schema, version)
         result: dict[str, Any] = {"is_compatible": not problems}
@@ -270,7 +272,7 @@ def create_app(
             result["messages"] = problems
         return result
 
-    async def mode(request: Request) -> Any:
+    def mode(request: Request, body: bytes) -> Any:
         return {"mode": "READWRITE"}
 
     routes = [

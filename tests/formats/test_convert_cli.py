@@ -180,3 +180,19 @@ def test_plugins_lists_the_formats():
     result = run_cli("plugins")
     assert result.returncode == 0
     assert b"opencdc-json" in result.stdout and b"opencdc-proto" in result.stdout
+
+
+def test_a_record_the_output_framing_cannot_hold_goes_to_dead_letters(tmp_path):
+    # raw key bytes that are neither JSON nor UTF-8 cannot sit in a text --kv line
+    record = b'{"operation":"create","key":"/w==","payload":{"after":{"a":1}}}'
+    errors = tmp_path / "dlq.jsonl"
+    result = run_cli(
+        "convert", "--from", "opencdc-json", "--to", "opencdc-json", "--kv",
+        "--errors", str(errors),
+        stdin=orjson.dumps({"key": None, "value": orjson.loads(record)}) + b"\n",
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert result.stdout == b""
+    assert b"neither JSON nor UTF-8" in result.stderr
+    dead = record_from_json(errors.read_bytes().splitlines()[0])
+    assert orjson.loads(dead.payload.after) == orjson.loads(record)
