@@ -106,7 +106,7 @@ class MessageWriter:
         self.framing = framing_of(fmt, kv)
 
     def write(self, message: Message) -> None:
-        """Write one message; :class:`CodecError` (nothing written) if the framing cannot hold it."""
+        """Write one message; :class:`CodecError`, writing nothing, if the framing cannot."""
         value = message.value or b""
         if self.framing == "delimited":
             self.stream.write(delimit(value))
