@@ -35,7 +35,9 @@ def main(path: Path) -> None:
         df.printSchema()
         df.select("operation", "metadata", "key", "payload.after").show(truncate=60)
 
-        df.createOrReplaceTempView("changes")
+        # the row as it is after the change, or as it was before a delete
+        state = "coalesce(payload.after.structured_data, payload.before.structured_data)"
+        df.selectExpr("*", f"{state} AS row").createOrReplaceTempView("changes")
         print("Typed values out of the VARIANT payload (ref keeps all 64 bits):")
         spark.sql(
             """
@@ -44,10 +46,9 @@ def main(path: Path) -> None:
                    timestamp_micros(div(cast(metadata['opencdc.createdAt'] AS bigint), 1000))
                                                                                   AS created_at,
                    variant_get(key.structured_data, '$.id', 'bigint')             AS id,
-                   variant_get(payload.after.structured_data, '$.status', 'string') AS status,
-                   variant_get(payload.after.structured_data, '$.amount', 'decimal(10,2)')
-                                                                                  AS amount,
-                   variant_get(payload.after.structured_data, '$.ref', 'bigint')  AS ref
+                   variant_get(row, '$.status', 'string')                         AS status,
+                   variant_get(row, '$.amount', 'decimal(10,2)')                  AS amount,
+                   variant_get(row, '$.ref', 'bigint')                            AS ref
             FROM changes
             WHERE metadata['opencdc.collection'] = 'shop.public.orders'
             ORDER BY position
