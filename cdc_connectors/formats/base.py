@@ -13,9 +13,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from cdc_connectors.opencdc import CodecError, Record
+from cdc_connectors.registry import SchemaRegistry, registry_for
 
 __all__ = ["CodecError", "Format", "FormatOptionError", "Message", "SkipMessage"]
 
@@ -57,7 +58,7 @@ class Format(ABC):
     delimited: ClassVar[bool] = False
     options: ClassVar[Mapping[str, str]] = {}
 
-    def __init__(self, options: Mapping[str, str] | None = None, registry: Any = None):
+    def __init__(self, options: Mapping[str, str] | None = None, registry: str | None = None):
         options = dict(options or {})
         unknown = sorted(set(options) - set(self.options))
         if unknown:
@@ -66,11 +67,20 @@ class Format(ABC):
                 f"format {self.name!r} has no option {unknown[0]!r} (options: {known})"
             )
         self.settings = options
-        self.registry = registry
+        self.registry_url = registry
         self.configure()
 
     def configure(self) -> None:  # noqa: B027 - an optional hook
         """Read ``self.settings`` into attributes; called once by ``__init__``."""
+
+    @property
+    def registry(self) -> SchemaRegistry:
+        """The schema registry of ``registry_url``, opened once per process (picklable format)."""
+        if not self.registry_url:
+            raise FormatOptionError(
+                f"format {self.name!r} needs a schema registry URL (--registry)"
+            )
+        return registry_for(self.registry_url)
 
     def flag(self, option: str, default: bool = False) -> bool:
         """A boolean option: true/false (also 1/0, yes/no)."""
