@@ -60,6 +60,10 @@ CREATE TABLE IF NOT EXISTS config (
     compatibility TEXT NOT NULL
 );
 """
+_VERSION_ROW = (
+    "SELECT s.id, s.schema_type, s.schema, s.refs, s.guid FROM versions v "
+    "JOIN schemas s ON s.id = v.schema_id WHERE v.subject = ? AND v.version = ?"
+)
 _GLOBAL = "global"
 _MAX_VERSION = 2**31 - 1
 
@@ -278,11 +282,7 @@ class EmbeddedRegistry(SchemaRegistry):
             return self._row_version(db, subject, top + 1)
 
     def _row_version(self, db: sqlite3.Connection, subject: str, version: int) -> RegisteredSchema:
-        row = db.execute(
-            "SELECT s.id, s.schema_type, s.schema, s.refs, s.guid FROM versions v "
-            "JOIN schemas s ON s.id = v.schema_id WHERE v.subject = ? AND v.version = ?",
-            (subject, version),
-        ).fetchone()
+        row = db.execute(_VERSION_ROW, (subject, version)).fetchone()
         return self._registered(row, subject, version)
 
     def get_schema(self, schema_id: int) -> Schema:
@@ -320,11 +320,7 @@ class EmbeddedRegistry(SchemaRegistry):
         if cached is not None and not deleted:
             return cached
         live = "" if deleted else " AND v.deleted = 0"
-        rows = self._query(
-            "SELECT s.id, s.schema_type, s.schema, s.refs, s.guid FROM versions v "
-            f"JOIN schemas s ON s.id = v.schema_id WHERE v.subject = ? AND v.version = ?{live}",
-            (subject, number),
-        )
+        rows = self._query(_VERSION_ROW + live, (subject, number))
         if not rows:
             if not self._query("SELECT 1 FROM versions WHERE subject = ? LIMIT 1", (subject,)):
                 raise errors.subject_not_found(subject)

@@ -158,12 +158,8 @@ def _object(value: dict[Any, Any], names: dict[str, int]) -> bytes:
     count = len(parts)
     large = count > 0xFF
     id_width = _width(max(len(names) - 1, 0))
-    offsets = [0]
-    end = 0
-    for part in parts:
-        end += len(part)
-        offsets.append(end)
-    offset_width = _width(end)
+    offsets = _offsets(parts)
+    offset_width = _width(offsets[-1])
     header = _OBJECT | (large << 4 | (id_width - 1) << 2 | (offset_width - 1)) << 2
     return b"".join(
         [
@@ -176,6 +172,16 @@ def _object(value: dict[Any, Any], names: dict[str, int]) -> bytes:
     )
 
 
+def _offsets(parts: list[bytes]) -> list[int]:
+    """Where each part starts, and where the last one ends."""
+    offsets = [0]
+    end = 0
+    for part in parts:
+        end += len(part)
+        offsets.append(end)
+    return offsets
+
+
 def _first(item: tuple[str, Any]) -> str:
     return item[0]
 
@@ -184,12 +190,8 @@ def _array(value: list[Any], names: dict[str, int]) -> bytes:
     parts = [_encode(item, names) for item in value]
     count = len(parts)
     large = count > 0xFF
-    offsets = [0]
-    end = 0
-    for part in parts:
-        end += len(part)
-        offsets.append(end)
-    offset_width = _width(end)
+    offsets = _offsets(parts)
+    offset_width = _width(offsets[-1])
     header = _ARRAY | (large << 2 | (offset_width - 1)) << 2
     return b"".join(
         [
