@@ -1,6 +1,7 @@
 """The embedded registry: Confluent semantics over SQLite, on disk or in memory.
 
-``sqlite:///path/registry.db`` is the default store: several processes (Spark
+``sqlite:///.cdc/registry.db`` (relative to the working directory;
+``sqlite:////abs/path.db`` for an absolute path) is the default store: several processes (Spark
 executors on one machine, ``registry serve``) may register at once. Each
 write runs in one ``BEGIN IMMEDIATE`` transaction, so two writers never hand
 out the same version or lose a registration; readers are not blocked (WAL).
@@ -88,9 +89,13 @@ class EmbeddedRegistry(SchemaRegistry):
         self.url = url
         parsed = urlparse(url)
         if parsed.scheme == "sqlite":
-            path = unquote(parsed.path)
-            if parsed.netloc and parsed.netloc != "localhost":
-                path = parsed.netloc + path  # sqlite://relative/path
+            if parsed.netloc:
+                raise ValueError(
+                    f"registry URL {url!r} has a host: use sqlite:///relative/path.db "
+                    "or sqlite:////absolute/path.db"
+                )
+            # As SQLAlchemy reads it: sqlite:///rel.db is relative, sqlite:////abs.db absolute.
+            path = unquote(parsed.path)[1:]
             if not path:
                 raise ValueError(f"registry URL {url!r} names no file: use sqlite:///path/to.db")
             Path(path).parent.mkdir(parents=True, exist_ok=True)

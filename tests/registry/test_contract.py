@@ -311,3 +311,17 @@ def test_open_registry_names_unknown_schemes():
         open_registry("ftp://example")
     with pytest.raises(ValueError, match="has no scheme"):
         open_registry("registry.db")
+
+
+def test_sqlite_urls_read_as_sqlalchemy_does(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    relative = open_registry("sqlite:///.cdc/registry.db")
+    relative.register_schema("s", V1)
+    relative.close()
+    assert (tmp_path / ".cdc" / "registry.db").is_file()
+    absolute = open_registry(f"sqlite:///{tmp_path}/abs/registry.db")  # four slashes: absolute
+    absolute.register_schema("s", V1)
+    absolute.close()
+    assert (tmp_path / "abs" / "registry.db").is_file()
+    with pytest.raises(ValueError, match="has a host"):
+        open_registry("sqlite://host/registry.db")
