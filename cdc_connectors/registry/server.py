@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
@@ -308,7 +309,18 @@ def create_app(
     middleware = []
     if basic_auth or bearer_token:
         middleware.append(Middleware(_AuthMiddleware, basic_auth=basic_auth, token=bearer_token))
-    return Starlette(routes=routes, middleware=middleware)
+    return Starlette(
+        routes=routes,
+        middleware=middleware,
+        exception_handlers={HTTPException: _http_error},
+    )
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """Unknown paths and methods, answered with Confluent's error body."""
+    status = exc.status_code if isinstance(exc, HTTPException) else 500
+    detail = exc.detail if isinstance(exc, HTTPException) else str(exc)
+    return RegistryResponse({"error_code": status, "message": f"HTTP {status} {detail}"}, status)
 
 
 class _AuthMiddleware:

@@ -133,6 +133,8 @@ def test_endpoints_answer_with_confluent_content_type_and_error_bodies(served: S
         ("PUT", "/config", {"compatibility": "SOMETIMES"}, 422, 42203),
         ("GET", "/config/other", None, 404, 40408),
         ("DELETE", "/subjects/s?permanent=true", None, 404, 40405),
+        ("GET", "/no/such/path", None, 404, 404),
+        ("PATCH", "/subjects/s/versions", None, 405, 405),
     ]:
         status, head, answer = http(method, u + path, body)
         assert (status, answer["error_code"]) == (status_code, error_code), (path, answer)
