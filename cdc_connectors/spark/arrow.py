@@ -18,34 +18,75 @@ from cdc_connectors.opencdc import Change, Data, Metadata, Operation, Record
 from cdc_connectors.spark.schema import OPENCDC_ARROW_SCHEMA
 from cdc_connectors.spark.variant import from_variant, to_variant
 
-
-def _data_to_arrow(data: Data) -> dict[str, Any] | None:
-    if data is None:
-        return None
-    if isinstance(data, dict):
-        value, metadata = to_variant(data)
-        return {"raw_data": None, "structured_data": {"value": value, "metadata": metadata}}
-    return {"raw_data": bytes(data), "structured_data": None}
+_DATA = OPENCDC_ARROW_SCHEMA.field("key").type
+_VARIANT = _DATA.field("structured_data").type
+_PAYLOAD = OPENCDC_ARROW_SCHEMA.field("payload").type
+_METADATA = OPENCDC_ARROW_SCHEMA.field("metadata").type
 
 
-def record_to_row_dict(record: Record) -> dict[str, Any]:
-    """One record as the plain dict of an Arrow row."""
-    payload = record.payload
-    before = _data_to_arrow(payload.before)
-    after = _data_to_arrow(payload.after)
-    return {
-        "position": record.position,
-        "operation": str(record.operation),
-        "metadata": list(record.metadata.items()),
-        "key": _data_to_arrow(record.key),
-        "payload": {"before": before, "after": after},
-    }
+def _data_array(items: list[Data]) -> pa.StructArray:
+    """One ``struct<raw_data, structured_data: variant>`` column, null where data is absent."""
+    raw: list[bytes | None] = []
+    values: list[bytes] = []
+    metadata: list[bytes] = []
+    no_variant: list[bool] = []
+    absent: list[bool] = []
+    for data in items:
+        if isinstance(data, dict):
+            value, meta = to_variant(data)
+            raw.append(None)
+            values.append(value)
+            metadata.append(meta)
+            no_variant.append(False)
+        else:
+            raw.append(None if data is None else bytes(data))
+            values.append(b"")  # placeholders under a null variant
+            metadata.append(b"")
+            no_variant.append(True)
+        absent.append(data is None)
+    variant = pa.StructArray.from_arrays(
+        [pa.array(values, pa.binary()), pa.array(metadata, pa.binary())],
+        fields=list(_VARIANT),
+        mask=pa.array(no_variant, pa.bool_()),
+    )
+    return pa.StructArray.from_arrays(
+        [pa.array(raw, pa.binary()), variant],
+        fields=list(_DATA),
+        mask=pa.array(absent, pa.bool_()),
+    )
 
 
 def records_to_batch(records: Iterable[Record]) -> pa.RecordBatch:
-    """An Arrow batch of records with the explicit OpenCDC Arrow schema."""
-    rows = [record_to_row_dict(r) for r in records]
-    return pa.RecordBatch.from_pylist(rows, schema=OPENCDC_ARROW_SCHEMA)
+    """An Arrow batch of records with the explicit OpenCDC Arrow schema, built column by column."""
+    records = list(records)
+    offsets = [0]
+    names: list[str] = []
+    texts: list[str] = []
+    for record in records:
+        names.extend(record.metadata.keys())
+        texts.extend(record.metadata.values())
+        offsets.append(len(names))
+    metadata = pa.MapArray.from_arrays(
+        pa.array(offsets, pa.int32()),
+        pa.array(names, pa.string()),
+        pa.array(texts, pa.string()),
+        type=_METADATA,
+    )
+    payload = pa.StructArray.from_arrays(
+        [
+            _data_array([r.payload.before for r in records]),
+            _data_array([r.payload.after for r in records]),
+        ],
+        fields=list(_PAYLOAD),
+    )
+    columns = [
+        pa.array([r.position for r in records], pa.binary()),
+        pa.array([str(r.operation) for r in records], pa.string()),
+        metadata,
+        _data_array([r.key for r in records]),
+        payload,
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=OPENCDC_ARROW_SCHEMA)
 
 
 def _variant_value(variant: Any) -> Any:
