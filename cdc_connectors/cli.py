@@ -9,21 +9,14 @@ from __future__ import annotations
 
 import sys
 from contextlib import ExitStack
-from importlib.metadata import entry_points
 from typing import IO
 
 import click
 
-from cdc_connectors.formats import GROUP as FORMATS_GROUP
+from cdc_connectors import plugins as plugin_groups
 from cdc_connectors.formats import FormatOptionError, load_format
 from cdc_connectors.formats.convert import FailFast, convert_stream
 from cdc_connectors.formats.deadletter import DeadLetterWriter
-
-PLUGIN_GROUPS = {
-    "connectors": "cdc_connectors.connectors",
-    "formats": FORMATS_GROUP,
-    "registries": "cdc_connectors.registries",
-}
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -175,7 +168,7 @@ def registry_serve(
     tls_key: str | None,
 ) -> None:
     """Serve the Confluent Schema Registry REST API over an embedded store."""
-    from cdc_connectors.registry.server import serve
+    from cdc_connectors.registry.serve import serve
 
     if basic_auth and ":" not in basic_auth:
         raise click.BadParameter("expected USER:PASSWORD", param_hint="--basic-auth")
@@ -189,13 +182,13 @@ def registry_serve(
 @main.command()
 def plugins() -> None:
     """List the connectors, formats and registries found by entry point."""
-    for title, group in PLUGIN_GROUPS.items():
+    for title, group in plugin_groups.GROUPS.items():
         click.echo(f"{title}:")
-        found = sorted(entry_points(group=group), key=lambda ep: ep.name)
+        found = plugin_groups.available(group)
         if not found:
             click.echo("  (none)")
-        for ep in found:
-            click.echo(f"  {ep.name:<20} {ep.value}")
+        for name, value in found.items():
+            click.echo(f"  {name:<20} {value}")
 
 
 if __name__ == "__main__":

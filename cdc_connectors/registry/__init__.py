@@ -13,10 +13,10 @@ points by URL scheme, so another package can add one.
 from __future__ import annotations
 
 import threading
-from importlib.metadata import entry_points
 from typing import Any
 from urllib.parse import urlparse
 
+from cdc_connectors import plugins
 from cdc_connectors.registry.base import (
     RegisteredSchema,
     Schema,
@@ -26,7 +26,7 @@ from cdc_connectors.registry.base import (
 )
 from cdc_connectors.registry.errors import SchemaRegistryError
 
-GROUP = "cdc_connectors.registries"
+GROUP = plugins.REGISTRIES
 DEFAULT_URL = "sqlite:///.cdc/registry.db"
 
 __all__ = [
@@ -48,11 +48,10 @@ def open_registry(url: str, **conf: Any) -> SchemaRegistry:
     scheme = urlparse(url).scheme
     if not scheme:
         raise ValueError(f"registry URL {url!r} has no scheme (sqlite:///..., memory://, http://)")
-    found = entry_points(group=GROUP, name=scheme)
-    if not found:
-        known = ", ".join(sorted(ep.name for ep in entry_points(group=GROUP)))
-        raise ValueError(f"no registry for URL scheme {scheme!r} in {url!r} (schemes: {known})")
-    cls = next(iter(found)).load()
+    try:
+        cls = plugins.load(GROUP, scheme, SchemaRegistry)
+    except plugins.PluginError as exc:
+        raise ValueError(f"no registry for URL scheme {scheme!r} in {url!r}: {exc}") from None
     registry: SchemaRegistry = cls(url, **conf)
     return registry
 

@@ -15,7 +15,8 @@ from typing import Any
 from confluent_kafka.schema_registry import RegisteredSchema, Schema, SchemaReference
 from confluent_kafka.schema_registry.common.schema_registry_client import SchemaVersion
 
-from cdc_connectors.schema.compatibility import DEFAULT_LEVEL, LEVELS, SCHEMA_TYPES
+from cdc_connectors.registry.compatibility import DEFAULT_LEVEL, LEVELS
+from cdc_connectors.schema.languages import SCHEMA_TYPES
 
 __all__ = [
     "DEFAULT_LEVEL",

@@ -24,7 +24,7 @@ from urllib.parse import unquote, urlparse
 
 import orjson
 
-from cdc_connectors.registry import errors
+from cdc_connectors.registry import compatibility, errors
 from cdc_connectors.registry.base import (
     DEFAULT_LEVEL,
     LEVELS,
@@ -36,7 +36,7 @@ from cdc_connectors.registry.base import (
     SchemaVersion,
     Version,
 )
-from cdc_connectors.schema import compatibility
+from cdc_connectors.schema import languages
 from cdc_connectors.schema.errors import SchemaError
 
 _DDL = """
@@ -174,9 +174,9 @@ class EmbeddedRegistry(SchemaRegistry):
         visit(references or [], 0)
         return list(resolved.items())
 
-    def _parse(self, schema: Schema) -> compatibility.ParsedSchema:
+    def _parse(self, schema: Schema) -> languages.ParsedSchema:
         try:
-            return compatibility.parse(
+            return languages.parse(
                 schema.schema_type or "AVRO",
                 schema.schema_str or "",
                 self._resolve(schema.references),
@@ -192,7 +192,7 @@ class EmbeddedRegistry(SchemaRegistry):
                 f"Invalid schema type {schema_type!r}; one of {', '.join(SCHEMA_TYPES)}"
             )
         try:
-            text = compatibility.normalize(schema_type, schema.schema_str or "")
+            text = languages.normalize(schema_type, schema.schema_str or "")
         except SchemaError as exc:
             raise errors.invalid_schema(str(exc)) from None
         key = f"{schema_type}\0{text}\0{_refs_json(schema.references)}"

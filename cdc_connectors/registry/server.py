@@ -1,7 +1,7 @@
 """The Confluent Schema Registry REST API over any registry (the embedded store by default).
 
-``cdc-connectors registry serve --store sqlite:///.cdc/registry.db`` serves it
-with uvicorn, bound to 127.0.0.1 unless told otherwise. Responses use
+``cdc-connectors registry serve`` runs it (:mod:`cdc_connectors.registry.serve`);
+authentication and request limits are in :mod:`cdc_connectors.registry.guards`. Responses use
 Confluent's content type and error bodies (``{"error_code": 40401,
 "message": ...}``). Every write goes through the store's transactions, so a
 bad request never leaves a half-written registration behind.
@@ -13,8 +13,6 @@ which is what confluent-kafka's Protobuf deserializer asks for.
 
 from __future__ import annotations
 
-import base64
-import hmac
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -23,13 +21,11 @@ import orjson
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
-from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
 
-from cdc_connectors.registry import errors
+from cdc_connectors.registry import errors, guards
 from cdc_connectors.registry.base import (
     RegisteredSchema,
     Schema,
@@ -306,12 +302,9 @@ def create_app(
         ),
         Route("/mode", endpoint(mode)),
     ]
-    middleware = []
-    if basic_auth or bearer_token:
-        middleware.append(Middleware(_AuthMiddleware, basic_auth=basic_auth, token=bearer_token))
     return Starlette(
         routes=routes,
-        middleware=middleware,
+        middleware=guards.middleware(basic_auth=basic_auth, bearer_token=bearer_token),
         exception_handlers={HTTPException: _http_error},
     )
 
@@ -323,60 +316,4 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return RegistryResponse({"error_code": status, "message": f"HTTP {status} {detail}"}, status)
 
 
-class _AuthMiddleware:
-    """Requires HTTP basic auth (``user:password``) or a bearer token on every request."""
-
-    def __init__(self, app: ASGIApp, basic_auth: str | None, token: str | None):
-        self.app = app
-        self.basic = (
-            f"Basic {base64.b64encode(basic_auth.encode()).decode()}" if basic_auth else None
-        )
-        self.token = f"Bearer {token}" if token else None
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            given = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
-            allowed = [a for a in (self.basic, self.token) if a]
-            if not any(hmac.compare_digest(given, a) for a in allowed):
-                response = RegistryResponse(
-                    {"error_code": 401, "message": "Unauthorized"},
-                    status_code=401,
-                    headers={"WWW-Authenticate": 'Basic realm="cdc-connectors registry"'},
-                )
-                await response(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
-
-
-def serve(
-    store_url: str,
-    host: str = "127.0.0.1",
-    port: int = 8081,
-    *,
-    basic_auth: str | None = None,
-    bearer_token: str | None = None,
-    tls: tuple[str | None, str | None] = (None, None),
-) -> None:
-    """Serve the store at ``store_url`` until interrupted; HTTPS with ``tls=(cert, key)``."""
-    import uvicorn
-
-    from cdc_connectors.registry import open_registry
-
-    registry = open_registry(store_url)
-    app = create_app(registry, basic_auth=basic_auth, bearer_token=bearer_token)
-    try:
-        uvicorn.run(
-            app,
-            host=host,
-            port=port,
-            log_level="warning",
-            ssl_certfile=tls[0],
-            ssl_keyfile=tls[1],
-            # requests are short; idle keep-alive clients must not hold a shutdown up
-            timeout_graceful_shutdown=2,
-        )
-    finally:
-        registry.close()
-
-
-__all__ = ["CONTENT_TYPE", "create_app", "serve"]
+__all__ = ["CONTENT_TYPE", "RegistryResponse", "create_app"]

@@ -7,16 +7,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from importlib.metadata import entry_points
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
+from cdc_connectors import plugins
 from cdc_connectors.opencdc import Record
 from cdc_connectors.spark.arrow import record_from_row, records_from_batch, records_to_batch
 from cdc_connectors.spark.schema import OPENCDC_ARROW_SCHEMA, OPENCDC_SCHEMA
 
-CONNECTORS_GROUP = "cdc_connectors.connectors"
+CONNECTORS_GROUP = plugins.CONNECTORS
 
 __all__ = [
     "OPENCDC_ARROW_SCHEMA",
@@ -32,8 +32,9 @@ __all__ = [
 def register(spark: SparkSession) -> list[str]:
     """Register every installed connector as a Spark data source; return their names."""
     names = []
-    for ep in sorted(entry_points(group=CONNECTORS_GROUP), key=lambda e: e.name):
-        source = ep.load()
+    from pyspark.sql.datasource import DataSource
+
+    for source in plugins.load_all(CONNECTORS_GROUP, DataSource).values():
         spark.dataSource.register(source)
         names.append(source.name())
     return names

@@ -1,0 +1,88 @@
+"""Schema languages by registry type name: one table, one entry per language.
+
+Each entry knows how to give a schema's identity text (equal texts share one
+registry id), how to parse it with its references, and why a reader schema
+cannot read a writer's data. Adding a language is one entry in ``LANGUAGES``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cdc_connectors.schema import avro as avro_schema
+from cdc_connectors.schema import json_schema, protobuf
+from cdc_connectors.schema.errors import SchemaError
+
+
+@dataclass(frozen=True)
+class Language:
+    """How the registry handles one schema type."""
+
+    normalize: Callable[[str], str]
+    # (schema text, [(reference name, reference text), ...] dependencies first) -> parsed
+    parse: Callable[[str, Sequence[tuple[str, str]]], Any]
+    # (reader, writer) -> problems; None: the language has no compatibility rules here
+    incompatibilities: Callable[[Any, Any], list[str]] | None
+
+
+LANGUAGES: dict[str, Language] = {
+    "AVRO": Language(
+        avro_schema.normalize,
+        lambda text, refs: avro_schema.parse(text, [s for _, s in refs]),
+        avro_schema.incompatibilities,
+    ),
+    "PROTOBUF": Language(
+        protobuf.normalize,
+        lambda text, refs: protobuf.compile_schema(text, dict(refs)),
+        protobuf.incompatibilities,
+    ),
+    "JSON": Language(json_schema.normalize, lambda text, refs: json_schema.parse(text), None),
+}
+SCHEMA_TYPES = tuple(LANGUAGES)
+
+
+def language(schema_type: str) -> Language:
+    """The entry of ``schema_type`` (case-sensitive, as Confluent's); SchemaError if none."""
+    try:
+        return LANGUAGES[schema_type]
+    except KeyError:
+        raise SchemaError(
+            f"unknown schema type {schema_type!r} (types: {', '.join(SCHEMA_TYPES)})"
+        ) from None
+
+
+@dataclass(frozen=True)
+class ParsedSchema:
+    """A schema parsed in its language, ready for compatibility checks."""
+
+    schema_type: str
+    parsed: Any
+
+    def incompatibilities(self, writer: ParsedSchema) -> list[str]:
+        """Why this schema cannot read data written with ``writer``."""
+        if self.schema_type != writer.schema_type:
+            return [f"schema type changed from {writer.schema_type} to {self.schema_type}"]
+        check = language(self.schema_type).incompatibilities
+        return check(self.parsed, writer.parsed) if check else []
+
+
+def normalize(schema_type: str, schema_str: str) -> str:
+    """The text that identifies a schema: equal texts share one id."""
+    return language(schema_type).normalize(schema_str)
+
+
+def parse(
+    schema_type: str, schema_str: str, references: Sequence[tuple[str, str]] = ()
+) -> ParsedSchema:
+    """Parse a schema; ``references`` are (name, schema text), dependencies first."""
+    return _parse(schema_type, schema_str, tuple(references))
+
+
+@functools.lru_cache(maxsize=512)
+def _parse(
+    schema_type: str, schema_str: str, references: tuple[tuple[str, str], ...]
+) -> ParsedSchema:
+    return ParsedSchema(schema_type, language(schema_type).parse(schema_str, references))
