@@ -1,25 +1,51 @@
 """The ``cdc-connectors`` command.
 
 Exit codes of ``convert``: 0 when every message converted or was skipped by
-policy, 1 when any failed (written to ``--errors`` when given), 2 on usage
-errors. Counts go to stderr.
+policy, 1 when any failed (written to ``--errors`` when given) or a read or
+write failed midway (one line naming the stream), 2 on usage errors (formats,
+options, and paths: checked before any file is touched). Counts go to stderr.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import sys
+from collections.abc import Callable
 from contextlib import ExitStack
-from typing import IO
+from typing import Any, NoReturn
 
 import click
+from click.core import ParameterSource
 
 from cdc_connectors import plugins as plugin_groups
+from cdc_connectors.convert import DeadLetterWriter, FailFast, convert_stream
+from cdc_connectors.convert.files import (
+    Guarded,
+    Output,
+    Place,
+    PlaceError,
+    StreamError,
+    check_places,
+    close_quietly,
+    settle_stdout,
+)
 from cdc_connectors.formats import FormatOptionError, load_format
-from cdc_connectors.formats.convert import FailFast, convert_stream
-from cdc_connectors.formats.deadletter import DeadLetterWriter
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Command(click.Group):
+    """The command group; output lost to a full or closed stdout ends in one line."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().main(*args, **kwargs)
+        except OSError as exc:
+            settle_stdout()
+            click.echo(f"Error: cannot write the output: {exc.strerror or exc}", err=True)
+            sys.exit(1)
+
+
+@click.group(cls=_Command, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="cdc-connectors")
 def main() -> None:
     """Carry change-data-capture streams through Spark as OpenCDC records."""
@@ -64,12 +90,14 @@ def _split_opts(
 @click.option(
     "--errors",
     "errors_path",
-    type=click.Path(dir_okay=False, writable=True),
-    help="Write messages that fail as dead-letter records (OpenCDC JSON lines) here.",
+    metavar="FILE",
+    help="Append messages that fail as dead-letter records (OpenCDC JSON lines) here.",
 )
-@click.option("--fail-fast", is_flag=True, help="Stop at the first bad message.")
-@click.argument("input_path", metavar="[IN]", required=False, type=click.Path(dir_okay=False))
-@click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False), help="Output file.")
+@click.option(
+    "--fail-fast", is_flag=True, help="Stop at the first bad message (-o is then left unchanged)."
+)
+@click.argument("input_path", metavar="[IN]", required=False)
+@click.option("-o", "--output", "output_path", metavar="OUT", help="Output file.")
 def convert(
     from_: str,
     to: str,
@@ -85,6 +113,8 @@ def convert(
 
     Reads IN (stdin by default) and writes to -o (stdout by default). JSON
     formats hold one message per line; opencdc-proto is length-delimited.
+    Every path is checked before any file is touched; -o is replaced only
+    when the run reads its whole input.
     """
     try:
         in_opts, out_opts = _split_opts(_parse_opts(opts), (from_, to))
@@ -93,38 +123,73 @@ def convert(
     except FormatOptionError as exc:
         raise click.UsageError(str(exc)) from None
 
+    def stop(message: str, code: int) -> NoReturn:
+        click.echo(f"Error: {message}", err=True)
+        sys.exit(code)
+
+    source_place = Place("IN", input_path, 0)
+    errors_place = Place("--errors", errors_path, -1) if errors_path is not None else None
+    outputs = [Place("-o", output_path, 1), *([errors_place] if errors_place else [])]
+    try:
+        check_places(source_place, outputs)
+    except PlaceError as exc:
+        stop(str(exc), 2)
+
+    output: Output | None = None
     with ExitStack() as stack:
-        source: IO[bytes] = (
-            stack.enter_context(open(input_path, "rb")) if input_path else sys.stdin.buffer
-        )
-        sink: IO[bytes] = (
-            stack.enter_context(open(output_path, "wb")) if output_path else sys.stdout.buffer
-        )
-        dead_letters = None
-        if errors_path:
-            dead_letters = DeadLetterWriter(
-                stack.enter_context(open(errors_path, "ab")), node_id=f"convert:{from_}->{to}"
-            )
         try:
-            stats = convert_stream(
-                source,
-                sink,
-                decoder,
-                encoder,
-                kv_in=kv,
-                kv_out=kv,
-                dead_letters=dead_letters,
-                fail_fast=fail_fast,
-                source_name=input_path or "<stdin>",
+            where = source_place
+            raw_in = stack.enter_context(open(input_path, "rb")) if input_path else sys.stdin.buffer
+            where = outputs[0]
+            output = Output(output_path) if output_path else None
+            if output is not None:
+                stack.callback(output.discard)  # a no-op once committed
+            raw_errors = None
+            if errors_place is not None and errors_path is not None:
+                where = errors_place
+                raw_errors = open(errors_path, "ab")  # noqa: SIM115
+                stack.callback(close_quietly, raw_errors)
+        except OSError as exc:
+            stop(f"{where}: cannot open: {exc.strerror or exc}", 2)
+        sink = Guarded(output.stream if output else sys.stdout.buffer, str(outputs[0]))
+        dead_letters = None
+        if raw_errors is not None:
+            dead_letters = DeadLetterWriter(
+                Guarded(raw_errors, str(errors_place)),
+                node_id=f"convert:{from_}->{to}",
             )
-        except FailFast as stop:
-            click.echo(f"error: {stop.error}", err=True)
-            sys.exit(1)
-        sink.flush()
+        stopped = False
+        try:
+            try:
+                stats = convert_stream(
+                    Guarded(raw_in, str(source_place)),
+                    sink,
+                    decoder,
+                    encoder,
+                    kv_in=kv,
+                    kv_out=kv,
+                    dead_letters=dead_letters,
+                    fail_fast=fail_fast,
+                    source_name=input_path or "<stdin>",
+                )
+            except FailFast as failed:
+                stats, stopped = failed.stats, True
+            if dead_letters is not None:
+                dead_letters.stream.flush()
+            if output is None:
+                sink.flush()
+            elif not stopped:
+                output.commit()
+        except StreamError as exc:
+            if output is None:
+                settle_stdout()
+            stop(str(exc), 1)
     for line in stats.first_errors:
         click.echo(f"error: {line}", err=True)
     if stats.errors > len(stats.first_errors):
         click.echo(f"error: ... and {stats.errors - len(stats.first_errors)} more", err=True)
+    if stopped and output_path:
+        click.echo(f"error: stopped at the first bad message, -o {output_path} unchanged", err=True)
     click.echo(stats.summary(), err=True)
     sys.exit(1 if stats.errors else 0)
 
@@ -143,21 +208,30 @@ def registry() -> None:
     help="The store to serve (sqlite:///path or memory://).",
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
-@click.option("--port", default=8081, show_default=True, type=int, help="Port to bind.")
+@click.option(
+    "--port", default=8081, show_default=True, type=int, help="Port to bind (0: a free one)."
+)
 @click.option(
     "--basic-auth",
     metavar="USER:PASSWORD",
     envvar="CDC_REGISTRY_BASIC_AUTH",
-    help="Require HTTP basic auth (or set CDC_REGISTRY_BASIC_AUTH).",
+    help="Require HTTP basic auth; better set CDC_REGISTRY_BASIC_AUTH (arguments show in ps).",
 )
 @click.option(
     "--token",
     metavar="TOKEN",
     envvar="CDC_REGISTRY_TOKEN",
-    help="Accept this bearer token (or set CDC_REGISTRY_TOKEN).",
+    help="Accept this bearer token; better set CDC_REGISTRY_TOKEN (arguments show in ps).",
 )
-@click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False), help="Serve HTTPS.")
-@click.option("--tls-key", type=click.Path(exists=True, dir_okay=False), help="Key of --tls-cert.")
+@click.option("--tls-cert", metavar="FILE", help="Serve HTTPS with this PEM certificate (chain).")
+@click.option("--tls-key", metavar="FILE", help="The PEM private key of --tls-cert.")
+@click.option(
+    "--max-body",
+    default="16MiB",
+    show_default=True,
+    metavar="SIZE",
+    help="Largest request body (bytes, or 512k, 16M, 1G); bigger ones get 413.",
+)
 def registry_serve(
     store: str,
     host: str,
@@ -166,29 +240,87 @@ def registry_serve(
     token: str | None,
     tls_cert: str | None,
     tls_key: str | None,
+    max_body: str,
 ) -> None:
-    """Serve the Confluent Schema Registry REST API over an embedded store."""
-    from cdc_connectors.registry.serve import serve
+    """Serve the Confluent Schema Registry REST API over an embedded store.
 
-    if basic_auth and ":" not in basic_auth:
-        raise click.BadParameter("expected USER:PASSWORD", param_hint="--basic-auth")
-    if bool(tls_cert) != bool(tls_key):
-        raise click.UsageError("--tls-cert and --tls-key go together")
-    scheme = "https" if tls_cert else "http"
-    click.echo(f"schema registry on {scheme}://{host}:{port} serving {store}", err=True)
-    serve(store, host, port, basic_auth=basic_auth, bearer_token=token, tls=(tls_cert, tls_key))
+    Stop it with Ctrl-C or SIGTERM. Anything that keeps it from serving is one
+    line on stderr and exit status 2.
+    """
+    from cdc_connectors.registry import guards
+    from cdc_connectors.registry.serve import ServeError, serve
+
+    try:
+        basic_auth = _credential(
+            "basic_auth", basic_auth, "CDC_REGISTRY_BASIC_AUTH", guards.check_basic_auth
+        )
+        token = _credential("token", token, "CDC_REGISTRY_TOKEN", guards.check_token)
+        if bool(tls_cert) != bool(tls_key):
+            raise ServeError("--tls-cert and --tls-key go together")
+        if not 0 <= port <= 65535:
+            raise ServeError(f"--port {port} is not a port (0..65535; 0 binds a free one)")
+        try:
+            limit = guards.parse_size(max_body)
+        except ValueError as exc:
+            raise ServeError(f"--max-body {exc}") from None
+        serve(
+            store,
+            host,
+            port,
+            basic_auth=basic_auth,
+            bearer_token=token,
+            tls=(tls_cert, tls_key),
+            max_body=limit,
+            announce=lambda line: click.echo(line, err=True),
+        )
+    except ServeError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(2)
+
+
+def _credential(
+    name: str, value: str | None, envvar: str, check: Callable[[str | None], None]
+) -> str | None:
+    """The credential of option ``name``, checked; the message names where it came from."""
+    from cdc_connectors.registry.serve import ServeError
+
+    ctx = click.get_current_context()
+    from_env = ctx.get_parameter_source(name) is ParameterSource.ENVIRONMENT
+    if value is None and envvar in os.environ:
+        # click reads a variable that is set but empty as unset: that must not mean "open"
+        value, from_env = os.environ[envvar], True
+    try:
+        check(value)
+    except ValueError as exc:
+        option = "--" + name.replace("_", "-")
+        raise ServeError(f"{envvar if from_env else option} {exc}") from None
+    return value
 
 
 @main.command()
 def plugins() -> None:
     """List the connectors, formats and registries found by entry point."""
+    lines = []
     for title, group in plugin_groups.GROUPS.items():
-        click.echo(f"{title}:")
+        lines.append(f"{title}:")
         found = plugin_groups.available(group)
         if not found:
-            click.echo("  (none)")
-        for name, value in found.items():
-            click.echo(f"  {name:<20} {value}")
+            lines.append("  (none)")
+        lines.extend(f"  {name:<20} {value}" for name, value in found.items())
+    _write_stdout("".join(f"{line}\n" for line in lines))
+
+
+def _write_stdout(text: str) -> None:
+    """Write ``text`` to stdout; a closed or full stdout is one error line and exit 1."""
+    try:
+        if sys.stdout is None:  # started with stdout closed
+            raise OSError(errno.EBADF, "it is closed")
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except OSError as exc:
+        settle_stdout()
+        click.echo(f"Error: cannot write to stdout: {exc.strerror or exc}", err=True)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -10,10 +10,10 @@ directory and fails when the result differs from what is committed.
 from __future__ import annotations
 
 import sys
-from importlib import resources
 from pathlib import Path
 
-from grpc_tools import protoc
+from cdc_connectors.schema.errors import SchemaError
+from cdc_connectors.schema.protobuf import run_protoc
 
 ROOT = Path(__file__).resolve().parent.parent
 PROTO_DIR = ROOT / "proto"
@@ -29,17 +29,11 @@ def proto_files() -> list[Path]:
 def generate(out_dir: Path) -> list[Path]:
     """Compile every .proto into out_dir; return the files written."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    well_known = resources.files("grpc_tools") / "_proto"
-    args = [
-        "grpc_tools.protoc",
-        f"-I{PROTO_DIR}",
-        f"-I{well_known}",
-        f"--python_out={out_dir}",
-        f"--pyi_out={out_dir}",
-        *(str(p) for p in proto_files()),
-    ]
-    if protoc.main(args) != 0:
-        raise SystemExit("protoc failed")
+    options = [f"--python_out={out_dir}", f"--pyi_out={out_dir}"]
+    try:
+        run_protoc([str(p) for p in proto_files()], [PROTO_DIR], options)
+    except SchemaError as exc:
+        raise SystemExit(f"protoc failed:\n{exc}") from None
     # Packages for the generated modules, so they ship with the distribution.
     written = []
     for directory in [out_dir, *(p for p in out_dir.rglob("*") if p.is_dir())]:

@@ -2,37 +2,23 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from importlib import resources
 from pathlib import Path
 
-from google.protobuf import descriptor_pb2, descriptor_pool
+from google.protobuf import descriptor_pool
 from google.protobuf.message_factory import GetMessageClass
+
+from cdc_connectors.schema.protobuf import compile_files
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-def compile_proto(name: str, tmp: Path) -> descriptor_pool.DescriptorPool:
-    """Compile ``fixtures/<name>`` with its imports into a fresh descriptor pool."""
-    out = tmp / f"{name}.pb"
-    well_known = resources.files("grpc_tools") / "_proto"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "grpc_tools.protoc",
-            f"-I{FIXTURES}",
-            f"-I{well_known}",
-            "--include_imports",
-            f"--descriptor_set_out={out}",
-            name,
-        ],
-        check=True,
-    )
-    files = descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes())
+def compile_proto(name: str, tmp: Path | None = None) -> descriptor_pool.DescriptorPool:
+    """Compile ``fixtures/<name>`` with its imports into a fresh descriptor pool.
+
+    ``tmp`` is not needed any more (the compiler's files live in its own temporary directory).
+    """
     pool = descriptor_pool.DescriptorPool()
-    for file in files.file:
+    for file in compile_files([name], [FIXTURES]).file:
         pool.Add(file)
     return pool
 

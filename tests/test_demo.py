@@ -7,9 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.spark
+@pytest.mark.slow
 def test_demo_shows_the_examples_with_typed_payload_values():
     result = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "demo.py")],

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from cdc_connectors.opencdc import CodecError, Record
+from cdc_connectors.options import parse_bool
 from cdc_connectors.registry import SchemaRegistry, registry_for
 
 __all__ = ["CodecError", "Format", "FormatOptionError", "Message", "SkipMessage"]
@@ -83,18 +84,17 @@ class Format(ABC):
         return registry_for(self.registry_url)
 
     def flag(self, option: str, default: bool = False) -> bool:
-        """A boolean option: true/false (also 1/0, yes/no)."""
+        """A boolean option, read by :func:`cdc_connectors.options.parse_bool`.
+
+        :class:`FormatOptionError` naming the format and the option for anything else.
+        """
         value = self.settings.get(option)
         if value is None:
             return default
-        lowered = value.strip().lower()
-        if lowered in {"true", "1", "yes"}:
-            return True
-        if lowered in {"false", "0", "no"}:
-            return False
-        raise FormatOptionError(
-            f"format {self.name!r} option {option!r} must be true or false, not {value!r}"
-        )
+        try:
+            return parse_bool(value, f"format {self.name!r} option {option!r}")
+        except ValueError as exc:
+            raise FormatOptionError(str(exc)) from None
 
     @abstractmethod
     def decode(self, message: Message) -> list[Record]:

@@ -2,7 +2,9 @@
 
 One small module per concept: ``operation``, ``data``, ``metadata``,
 ``record``, ``keys`` (standard metadata key names, read from the .proto),
-``json_codec``, ``proto_codec``. Nothing here knows of Spark.
+``structured`` (what structured data may hold), ``json_codec``,
+``proto_codec``. Nothing here knows of Spark. Streams of protobuf records
+(length-delimited) are read and written by :mod:`cdc_connectors.convert`.
 """
 
 from cdc_connectors.opencdc import keys
@@ -17,12 +19,10 @@ from cdc_connectors.opencdc.json_codec import (
 from cdc_connectors.opencdc.metadata import Metadata
 from cdc_connectors.opencdc.operation import Operation
 from cdc_connectors.opencdc.proto_codec import (
-    read_delimited_records,
     record_from_proto,
     record_from_proto_bytes,
     record_to_proto,
     record_to_proto_bytes,
-    write_delimited_records,
 )
 from cdc_connectors.opencdc.record import Record
 
@@ -36,7 +36,6 @@ __all__ = [
     "Record",
     "StructuredData",
     "keys",
-    "read_delimited_records",
     "read_json_lines",
     "record_from_json",
     "record_from_proto",
@@ -44,6 +43,5 @@ __all__ = [
     "record_to_json",
     "record_to_proto",
     "record_to_proto_bytes",
-    "write_delimited_records",
     "write_json_lines",
 ]

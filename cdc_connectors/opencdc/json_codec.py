@@ -10,11 +10,18 @@
   read, a string is raw data, an object structured data, ``null`` none.
 - Inside structured data, bytes are written as base64 strings and
   ``Decimal`` values as exact JSON numbers.
+- Output is byte-stable, as Conduit's (Go sorts map keys): the record's own
+  keys in the order above, metadata and structured data keys sorted.
+- Numbers are exact or refused: integers must fit in 64 bits, on read and on
+  write (orjson would read a larger one as a double); NaN and infinities
+  have no JSON form. Structured data nests at most :data:`MAX_DEPTH` levels.
+  Anything else is a :class:`CodecError` (see :mod:`.structured`).
 """
 
 from __future__ import annotations
 
 import binascii
+import re
 from base64 import b64encode
 from collections.abc import Iterator
 from decimal import Decimal
@@ -22,11 +29,27 @@ from typing import IO, Any
 
 import orjson
 
+from cdc_connectors.opencdc import structured
 from cdc_connectors.opencdc.data import Change, Data
 from cdc_connectors.opencdc.errors import CodecError
 from cdc_connectors.opencdc.metadata import Metadata
 from cdc_connectors.opencdc.operation import Operation
 from cdc_connectors.opencdc.record import Record
+
+#: Containers orjson writes nested at most (it refuses the 255th level).
+MAX_DEPTH = 254
+
+# A JSON integer beyond 64 bits has at least 20 digits, or 19 after a minus sign;
+# orjson reads it as a double, so a document holding such a run of digits is
+# tokenized once more to find out whether it is an integer outside a string.
+# The runs are found on a copy with every digit and minus sign made "0" (one
+# substring search in C: a regular expression is several times slower than
+# orjson's whole parse); a false alarm only costs the tokenizing.
+_DIGITS_AS_ZERO = bytes(b"0"[0] if chr(c) in "0123456789-" else b" "[0] for c in range(256))
+_LONG_RUN = b"0" * 20
+_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?')
+# sorted keys; dates and dataclasses to ``_default`` (which refuses them) as proto does
+_SORTED = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
 
 
 def _default(value: Any) -> Any:
@@ -39,6 +62,43 @@ def _default(value: Any) -> Any:
     raise TypeError(f"type {type(value).__name__} has no JSON form")
 
 
+def _structured_json(data: dict[str, Any], what: str) -> bytes:
+    """Sorted JSON of structured data; :class:`CodecError` naming the place of what JSON
+    cannot hold. orjson refuses most of it itself (integers beyond 64 bits, keys that are
+    not strings, nesting past its limit) but writes NaN and infinities as ``null``: only
+    output holding a ``null`` needs the walk that makes sure none came from a number."""
+    try:
+        out = orjson.dumps(data, default=_default, option=_SORTED)
+    except TypeError as exc:
+        _check(data, what)
+        raise CodecError(f"{what} cannot be written as JSON: {exc}") from None
+    if b"null" in out:
+        _check(data, what)
+    return out
+
+
+def _check(data: dict[str, Any], what: str) -> None:
+    structured.check(data, what, budget=MAX_DEPTH, limit_reason=f"JSON holds {MAX_DEPTH} levels")
+
+
+def _check_integers(text: bytes) -> None:
+    """Refuse integers beyond 64 bits, which orjson would have read as doubles."""
+    if _LONG_RUN not in text.translate(_DIGITS_AS_ZERO):
+        return
+    for token in _TOKENS.findall(text):
+        if token[:1] == b'"' or b"." in token or b"e" in token or b"E" in token:
+            continue
+        # no leading zeros in JSON: more than 20 digits is out of range (and int() refuses
+        # very long ones)
+        if len(token.lstrip(b"-")) > 20 or not (
+            structured.MIN_INT <= int(token) <= structured.MAX_INT
+        ):
+            shown = token.decode() if len(token) <= 40 else f"{token[:37].decode()}..."
+            raise CodecError(
+                f"integer {shown} does not fit in 64 bits; it would be read as a double"
+            )
+
+
 def _b64decode(text: str, what: str) -> bytes:
     try:
         return binascii.a2b_base64(text, strict_mode=True)
@@ -47,8 +107,12 @@ def _b64decode(text: str, what: str) -> bytes:
 
 
 def _data_to_obj(data: Data, raw_as_string: bool, what: str) -> Any:
-    if data is None or isinstance(data, dict):
-        return data
+    if data is None:
+        return None
+    if isinstance(data, dict):
+        return orjson.Fragment(_structured_json(data, what))
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise CodecError(f"{what} must be bytes, a dict or None, not {type(data).__name__}")
     if raw_as_string:
         try:
             return bytes(data).decode("utf-8")
@@ -65,27 +129,23 @@ def _data_from_obj(obj: Any, raw_as_string: bool, what: str) -> Data:
     raise CodecError(f"{what} must be a base64 string, an object or null, not {type(obj).__name__}")
 
 
-def record_to_obj(record: Record, *, raw_as_string: bool = False) -> dict[str, Any]:
-    """The JSON object of a record (bytes inside structured data left for the encoder)."""
+def record_to_json(record: Record, *, raw_as_string: bool = False) -> bytes:
+    """Serialize a record to OpenCDC JSON (UTF-8 bytes, no trailing newline).
+
+    Raises :class:`CodecError` when the record has no faithful JSON form.
+    """
     payload = record.payload
-    return {
+    doc = {
         "position": b64encode(record.position).decode("ascii"),
         "operation": str(record.operation),
-        "metadata": record.metadata,
+        "metadata": orjson.Fragment(orjson.dumps(record.metadata, option=_SORTED)),
         "key": _data_to_obj(record.key, raw_as_string, "key"),
         "payload": {
             "before": _data_to_obj(payload.before, raw_as_string, "payload.before"),
             "after": _data_to_obj(payload.after, raw_as_string, "payload.after"),
         },
     }
-
-
-def record_to_json(record: Record, *, raw_as_string: bool = False) -> bytes:
-    """Serialize a record to OpenCDC JSON (UTF-8 bytes, no trailing newline)."""
-    try:
-        return orjson.dumps(record_to_obj(record, raw_as_string=raw_as_string), default=_default)
-    except TypeError as exc:
-        raise CodecError(f"record cannot be written as JSON: {exc}") from None
+    return orjson.dumps(doc)
 
 
 def record_from_obj(obj: Any, *, raw_as_string: bool = False) -> Record:
@@ -105,11 +165,10 @@ def record_from_obj(obj: Any, *, raw_as_string: bool = False) -> Record:
         metadata = {}
     elif not isinstance(metadata, dict):
         raise CodecError(f"metadata must be an object, not {type(metadata).__name__}")
-    for name, value in metadata.items():
-        if not isinstance(value, str):
-            raise CodecError(
-                f"metadata {name!r} must be a string, not {type(value).__name__} ({value!r})"
-            )
+    try:
+        metadata = Metadata(metadata)
+    except TypeError as exc:
+        raise CodecError(str(exc)) from None
 
     payload = obj.get("payload")
     if payload is None:
@@ -120,7 +179,7 @@ def record_from_obj(obj: Any, *, raw_as_string: bool = False) -> Record:
     return Record(
         position_bytes,
         Operation.parse(obj.get("operation")),
-        Metadata(metadata),
+        metadata,
         _data_from_obj(obj.get("key"), raw_as_string, "key"),
         Change(
             _data_from_obj(payload.get("before"), raw_as_string, "payload.before"),
@@ -135,6 +194,7 @@ def record_from_json(data: bytes | str, *, raw_as_string: bool = False) -> Recor
         obj = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise CodecError(f"invalid JSON: {exc}") from None
+    _check_integers(data.encode("utf-8") if isinstance(data, str) else data)
     return record_from_obj(obj, raw_as_string=raw_as_string)
 
 
@@ -167,12 +227,11 @@ def write_json_lines(
 
 
 def data_to_bytes(data: Data) -> bytes | None:
-    """The bytes of a key or payload: raw data as is, structured data as JSON."""
+    """The bytes of a key or payload: raw data as is, structured data as (sorted) JSON."""
     if data is None or isinstance(data, bytes):
         return data
-    if not isinstance(data, dict):
+    if isinstance(data, dict):
+        return _structured_json(data, "data")
+    if isinstance(data, bytearray | memoryview):
         return bytes(data)
-    try:
-        return orjson.dumps(data, default=_default)
-    except TypeError as exc:
-        raise CodecError(f"structured data cannot be written as JSON: {exc}") from None
+    raise CodecError(f"data must be bytes, a dict or None, not {type(data).__name__}")

@@ -36,16 +36,68 @@ class StandardKey(Generic[T]):
     def __set__(self, metadata: Metadata, value: T | None) -> None:
         if value is None:
             metadata.pop(self.key, None)
+        elif not isinstance(value, self.kind) or isinstance(value, bool):
+            raise TypeError(
+                f"metadata {self.key!r} takes {self.kind.__name__}, not "
+                f"{type(value).__name__} ({value!r})"
+            )
         else:
             metadata[self.key] = str(value)
+
+
+def _check(pairs: dict[Any, Any]) -> None:
+    """:class:`TypeError` naming the first key or value of ``pairs`` that is not a string."""
+    try:  # str.join type-checks in C: the common all-strings case costs next to nothing
+        "".join(pairs)
+        "".join(pairs.values())
+    except TypeError:
+        for key, value in pairs.items():
+            if not isinstance(key, str):
+                raise TypeError(
+                    f"metadata key {key!r} must be a string, not {type(key).__name__}"
+                ) from None
+            if not isinstance(value, str):
+                raise TypeError(
+                    f"metadata {key!r} must be a string, not {type(value).__name__} ({value!r})"
+                ) from None
+        raise
 
 
 class Metadata(dict[str, str]):
     """A ``dict[str, str]`` with typed access to the standard OpenCDC keys.
 
     Times are Unix nanoseconds (ints); schema versions are ints. Reading a
-    malformed value raises :class:`CodecError` naming the key.
+    malformed value raises :class:`CodecError` naming the key. Keys and values
+    are strings: putting anything else in (constructor, ``[]=``, ``update``,
+    ``setdefault``, ``|=``) raises :class:`TypeError` naming the key, there
+    and then.
     """
+
+    def __init__(self, source: Any = (), /, **kwargs: Any):
+        super().__init__(source, **kwargs)
+        _check(self)
+
+    def __setitem__(self, key: str, value: str) -> None:
+        _check({key: value})
+        super().__setitem__(key, value)
+
+    def update(self, source: Any = (), /, **kwargs: Any) -> None:
+        pairs = dict(source, **kwargs)
+        _check(pairs)
+        super().update(pairs)
+
+    def setdefault(self, key: str, default: str = "", /) -> str:
+        if key in self:
+            return self[key]
+        self[key] = default
+        return default
+
+    def __ior__(self, other: Any) -> Metadata:  # type: ignore[override,misc]
+        self.update(other)
+        return self
+
+    def copy(self) -> Metadata:
+        return Metadata(self)
 
     version = StandardKey(keys.VERSION, str)
     collection = StandardKey(keys.COLLECTION, str)

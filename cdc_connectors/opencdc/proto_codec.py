@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import math
 from base64 import b64encode
-from collections.abc import Iterator
 from decimal import Decimal
-from typing import IO, Any
+from typing import Any
 
 from google.protobuf import struct_pb2
 from google.protobuf.message import DecodeError
 
+from cdc_connectors.opencdc import structured
 from cdc_connectors.opencdc.data import Change, Data
 from cdc_connectors.opencdc.errors import CodecError
 from cdc_connectors.opencdc.metadata import Metadata
@@ -30,6 +30,14 @@ from cdc_connectors.opencdc.proto.opencdc.v1 import opencdc_pb2
 from cdc_connectors.opencdc.record import Record
 
 _EXACT = 2**53
+
+#: Message nesting the protobuf runtime (upb) parses back; a record counts as
+#: one level, ``payload`` one, ``Data`` one, and in structured data every
+#: object three (Struct, map entry, Value) and every list two (ListValue, Value).
+MAX_MESSAGE_DEPTH = 101
+_DICT_COST, _LIST_COST = 3, 2
+_KEY_BUDGET = MAX_MESSAGE_DEPTH - 2  # Record, Data
+_PAYLOAD_BUDGET = MAX_MESSAGE_DEPTH - 3  # Record, Change, Data
 
 
 def _plain(value: Any) -> Any:
@@ -50,7 +58,7 @@ def _plain(value: Any) -> Any:
 def _from_value(value: struct_pb2.Value) -> Any:
     kind = value.WhichOneof("kind")
     if kind == "struct_value":
-        return {k: _from_value(v) for k, v in value.struct_value.fields.items()}
+        return _from_struct(value.struct_value)
     if kind == "list_value":
         return [_from_value(v) for v in value.list_value.values]
     if kind == "number_value":
@@ -65,12 +73,28 @@ def _from_value(value: struct_pb2.Value) -> Any:
     return None
 
 
-def _data_to_proto(data: Data, target: opencdc_pb2.Data) -> None:
+def _from_struct(struct: struct_pb2.Struct) -> dict[str, Any]:
+    fields = struct.fields
+    return {k: _from_value(fields[k]) for k in sorted(fields)}
+
+
+def _data_to_proto(data: Data, target: opencdc_pb2.Data, what: str, budget: int) -> None:
     if isinstance(data, dict):
+        structured.check(
+            data,
+            what,
+            budget=budget,
+            dict_cost=_DICT_COST,
+            list_cost=_LIST_COST,
+            limit_reason=f"protobuf reads {MAX_MESSAGE_DEPTH} nested messages: "
+            "3 per object level, 2 per list level",
+        )
         target.structured_data.SetInParent()  # an empty struct is still structured data
         target.structured_data.update(_plain(data))
+    elif isinstance(data, bytes | bytearray | memoryview):
+        target.raw_data = bytes(data)
     else:
-        target.raw_data = bytes(data or b"")
+        raise CodecError(f"{what} must be bytes, a dict or None, not {type(data).__name__}")
 
 
 def _data_from_proto(msg: opencdc_pb2.Data) -> Data:
@@ -78,21 +102,22 @@ def _data_from_proto(msg: opencdc_pb2.Data) -> Data:
     if kind == "raw_data":
         return msg.raw_data
     if kind == "structured_data":
-        return {k: _from_value(v) for k, v in msg.structured_data.fields.items()}
+        return _from_struct(msg.structured_data)
     return None
 
 
 def record_to_proto(record: Record) -> opencdc_pb2.Record:
-    """The generated ``opencdc.v1.Record`` message of a record."""
+    """The generated ``opencdc.v1.Record`` message of a record; :class:`CodecError` if it
+    would not parse back."""
     msg = opencdc_pb2.Record(position=record.position, operation=record.operation.value)
     msg.metadata.update(record.metadata)
     if record.key is not None:
-        _data_to_proto(record.key, msg.key)
+        _data_to_proto(record.key, msg.key, "key", _KEY_BUDGET)
     payload = record.payload
     if payload.before is not None:
-        _data_to_proto(payload.before, msg.payload.before)
+        _data_to_proto(payload.before, msg.payload.before, "payload.before", _PAYLOAD_BUDGET)
     if payload.after is not None:
-        _data_to_proto(payload.after, msg.payload.after)
+        _data_to_proto(payload.after, msg.payload.after, "payload.after", _PAYLOAD_BUDGET)
     return msg
 
 
@@ -106,7 +131,7 @@ def record_from_proto(msg: opencdc_pb2.Record) -> Record:
     return Record(
         msg.position,
         operation,
-        Metadata(msg.metadata),
+        Metadata(sorted(msg.metadata.items())),
         _data_from_proto(msg.key) if msg.HasField("key") else None,
         Change(
             _data_from_proto(msg.payload.before)
@@ -133,77 +158,3 @@ def record_from_proto_bytes(data: bytes) -> Record:
     except DecodeError as exc:
         raise CodecError(f"invalid opencdc.v1.Record protobuf: {exc}") from None
     return record_from_proto(msg)
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def delimit(message: bytes) -> bytes:
-    """``message`` prefixed with its length as a varint."""
-    return _varint(len(message)) + message
-
-
-def iter_delimited(stream: IO[bytes]) -> Iterator[tuple[int, bytes]]:
-    """(byte offset, message) for each length-delimited message of ``stream``.
-
-    Raises :class:`CodecError` naming the message number and byte offset when
-    the stream ends inside a length prefix or a message.
-    """
-    offset = 0
-    index = 0
-    while True:
-        start = offset
-        length = 0
-        shift = 0
-        while True:
-            byte = stream.read(1)
-            if not byte:
-                if offset == start:
-                    return
-                raise CodecError(
-                    "stream ends inside a length prefix", where=f"message {index + 1}, byte {start}"
-                )
-            offset += 1
-            length |= (byte[0] & 0x7F) << shift
-            if not byte[0] & 0x80:
-                break
-            shift += 7
-            if shift > 63:
-                raise CodecError("length prefix is not a valid varint", where=f"byte {start}")
-        message = stream.read(length)
-        offset += len(message)
-        index += 1
-        if len(message) < length:
-            raise CodecError(
-                f"truncated message: expected {length} bytes, got {len(message)}",
-                where=f"message {index}, byte {start}",
-                data=message,
-            )
-        yield start, message
-
-
-def read_delimited_records(stream: IO[bytes]) -> Iterator[Record]:
-    """Records of a length-delimited stream; raises :class:`CodecError` with the place."""
-    for index, (offset, message) in enumerate(iter_delimited(stream), start=1):
-        try:
-            yield record_from_proto_bytes(message)
-        except CodecError as exc:
-            raise exc.at(f"message {index}, byte {offset}", message) from None
-
-
-def write_delimited_records(stream: IO[bytes], records: Iterator[Record] | list[Record]) -> int:
-    """Write records length-delimited; return how many were written."""
-    count = 0
-    for record in records:
-        stream.write(delimit(record_to_proto_bytes(record)))
-        count += 1
-    return count

@@ -6,8 +6,10 @@
 | ``memory://`` / ``memory://name`` | embedded store in memory (private / shared by name) |
 | ``http://host:8081``, ``https://...`` | any Confluent-compatible registry |
 
-Implementations are found through the ``cdc_connectors.registries`` entry
-points by URL scheme, so another package can add one.
+Every one is a :class:`SchemaRegistry`: confluent-kafka's ``SchemaRegistryClient`` (its
+method names and signatures), so confluent-kafka's serializers and deserializers take any of
+them. Implementations are found through the ``cdc_connectors.registries`` entry points by URL
+scheme, so another package can add one (a ``SchemaRegistry`` subclass).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from cdc_connectors.registry.base import (
     SchemaVersion,
 )
 from cdc_connectors.registry.errors import SchemaRegistryError
+from cdc_connectors.registry.redact import redact_url
 
 GROUP = plugins.REGISTRIES
 DEFAULT_URL = "sqlite:///.cdc/registry.db"
@@ -47,11 +50,15 @@ def open_registry(url: str, **conf: Any) -> SchemaRegistry:
     """A new registry client for ``url``; ``conf`` goes to the implementation."""
     scheme = urlparse(url).scheme
     if not scheme:
-        raise ValueError(f"registry URL {url!r} has no scheme (sqlite:///..., memory://, http://)")
+        raise ValueError(
+            f"registry URL {redact_url(url)!r} has no scheme (sqlite:///..., memory://, http://)"
+        )
     try:
         cls = plugins.load(GROUP, scheme, SchemaRegistry)
     except plugins.PluginError as exc:
-        raise ValueError(f"no registry for URL scheme {scheme!r} in {url!r}: {exc}") from None
+        raise ValueError(
+            f"no registry for URL scheme {scheme!r} in {redact_url(url)!r}: {exc}"
+        ) from None
     registry: SchemaRegistry = cls(url, **conf)
     return registry
 
@@ -63,8 +70,8 @@ _shared_lock = threading.Lock()
 def registry_for(url: str) -> SchemaRegistry:
     """The registry of ``url`` shared by this process (and its cache), opened on first use.
 
-    This is how Spark tasks reach the registry: they get the URL, not a
-    client, and every task of an executor process reuses one cached client.
+    This is how Spark tasks reach the registry: they get the URL, not a client, and every
+    task of an executor process reuses one client and its cache of schemas by id.
     """
     with _shared_lock:
         registry = _shared.get(url)

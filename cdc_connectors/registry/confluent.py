@@ -11,24 +11,29 @@ parameters (``https://host?ssl.ca.location=/etc/ca.pem``). Keyword settings:
   ``ssl.certificate.location``, ``ssl.key.location``, ``timeout``,
   ``cache.latest.ttl.sec``, ``max.retries``, ...
 
-The client caches schemas by id and by (subject, version), so decoding a
-million records makes a handful of requests.
+The registry is confluent-kafka's ``SchemaRegistryClient`` itself, with one change: it caches
+only what cannot change (a schema by its id or GUID), so decoding a million records makes a
+handful of requests while versions, subjects and registrations are asked of the server each
+time and reflect what any process committed. ``cache.latest.ttl.sec`` opts back into caching
+the latest version of a subject for that many seconds.
 """
 
 from __future__ import annotations
 
-from typing import Any
-from urllib.parse import parse_qsl, urlparse, urlunparse
+from typing import Any, Literal
+from urllib.parse import parse_qsl, quote, urlparse, urlunparse
 
 from confluent_kafka.schema_registry import SchemaRegistryClient
-from confluent_kafka.schema_registry.error import SchemaRegistryError
 
+from cdc_connectors.registry import errors
 from cdc_connectors.registry.base import (
     RegisteredSchema,
     Schema,
     SchemaRegistry,
-    SchemaVersion,
+    ServerConfig,
     Version,
+    version_number,
+    with_schema,
 )
 
 
@@ -60,115 +65,245 @@ def client_config(url: str, **settings: Any) -> dict[str, Any]:
 
 
 class ConfluentRegistry(SchemaRegistry):
-    """A remote Confluent-compatible schema registry."""
+    """A remote Confluent-compatible schema registry: confluent-kafka's client, fresh answers."""
 
     def __init__(self, url: str, **settings: Any):
         self.url = url
-        self.client = SchemaRegistryClient(client_config(url, **settings))
+        conf = client_config(url, **settings)
+        self._cache_latest = "cache.latest.ttl.sec" in conf
+        self._by_format: dict[tuple[int, str], Schema] = {}
+        SchemaRegistryClient.__init__(self, conf)
 
-    def close(self) -> None:
-        self.client.close()
+    def get_schema(
+        self,
+        schema_id: int,
+        subject_name: str | None = None,
+        fmt: str | None = None,
+        reference_format: str | None = None,
+    ) -> Schema:
+        if fmt is None:
+            return super().get_schema(schema_id, subject_name, fmt, reference_format)
+        # The client's cache keys schemas by id alone: a schema asked for in another format
+        # (Protobuf's "serialized") would come back as first fetched. Cached apart.
+        found = self._by_format.get((schema_id, fmt))
+        if found is None:
+            response = self._rest_client.get(f"schemas/ids/{schema_id}", {"format": fmt})
+            found = self._by_format[(schema_id, fmt)] = RegisteredSchema.from_dict(response).schema
+        return found
 
-    def register_schema(
-        self, subject: str, schema: Schema, normalize: bool = False
+    def register_schema_full_response(
+        self,
+        subject_name: str,
+        schema: Schema,
+        normalize_schemas: bool = False,
+        *,
+        schema_id: int | None = None,
+        version: int | None = None,
     ) -> RegisteredSchema:
-        registered = self.client.register_schema_full_response(
-            subject, schema, normalize_schemas=normalize
+        # Always asked of the server: a cached answer could outlive a deleted subject.
+        body = schema.to_dict()
+        if schema_id is not None:
+            body["id"] = schema_id
+        if version is not None:
+            body["version"] = version
+        response = self._rest_client.post(
+            f"subjects/{_quote(subject_name)}/versions?normalize={normalize_schemas}", body=body
         )
-        if registered.version is not None:
-            return registered
-        # The client answered from its cache, or the server sent the id alone: find the
-        # version. A cache entry can outlive a deleted subject; then register for real.
-        try:
-            found = self.client.lookup_schema(subject, schema, normalize_schemas=normalize)
-        except SchemaRegistryError as exc:
-            if exc.error_code not in (40401, 40403):
-                raise
-            self.client.clear_caches()  # type: ignore[no-untyped-call]
-            registered = self.client.register_schema_full_response(
-                subject, schema, normalize_schemas=normalize
-            )
-            if registered.version is not None:
-                return registered
-            found = self.client.lookup_schema(subject, schema, normalize_schemas=normalize)
-        return RegisteredSchema(
-            schema_id=registered.schema_id,
-            guid=registered.guid,
-            schema=schema,
-            subject=subject,
-            version=found.version,
+        registered = RegisteredSchema.from_dict(response)
+        registered = with_schema(
+            registered,
+            schema if registered.schema.schema_str is None else registered.schema,
+            registered.subject or subject_name,
         )
-
-    def get_schema(self, schema_id: int) -> Schema:
-        return self.client.get_schema(schema_id)
-
-    def get_schema_by_guid(self, guid: str) -> Schema:
-        return self.client.get_schema_by_guid(guid)
+        self._cache.set_schema(None, registered.schema_id, registered.guid, registered.schema)
+        return registered
 
     def get_version(
-        self, subject: str, version: Version = "latest", deleted: bool = False
+        self,
+        subject_name: str,
+        version: int | Literal["latest"] = "latest",
+        deleted: bool = False,
+        fmt: str | None = None,
     ) -> RegisteredSchema:
-        if version in ("latest", -1, "-1"):
-            return (
-                self.client.get_latest_version(subject)
-                if not deleted
-                else (self.client.get_version(subject, "latest", deleted=True))
-            )
-        return self.client.get_version(subject, int(version), deleted=deleted)
+        number = version_number(version)
+        query: dict[str, Any] = {"deleted": deleted}
+        if fmt is not None:
+            query["format"] = fmt
+        target = "latest" if number == -1 else number
+        response = self._rest_client.get(
+            f"subjects/{_quote(subject_name)}/versions/{target}", query
+        )
+        return RegisteredSchema.from_dict(response)
+
+    def get_latest_version(self, subject_name: str, fmt: str | None = None) -> RegisteredSchema:
+        if self._cache_latest:
+            return super().get_latest_version(subject_name, fmt)
+        return self.get_version(subject_name, "latest", fmt=fmt)
 
     def lookup_schema(
-        self, subject: str, schema: Schema, deleted: bool = False
+        self,
+        subject_name: str,
+        schema: Schema,
+        normalize_schemas: bool = False,
+        fmt: str | None = None,
+        deleted: bool = False,
     ) -> RegisteredSchema:
-        return self.client.lookup_schema(subject, schema, deleted=deleted)
+        query = f"normalize={normalize_schemas}&deleted={deleted}"
+        if fmt is not None:
+            query += f"&format={quote(fmt)}"
+        response = self._rest_client.post(
+            f"subjects/{_quote(subject_name)}?{query}", body=schema.to_dict()
+        )
+        return with_schema(RegisteredSchema.from_dict(response), schema)
 
-    def get_subjects(self, deleted: bool = False) -> list[str]:
-        return list(self.client.get_subjects(deleted=deleted))
+    # confluent-kafka sends deleted_only; Confluent's server reads deletedOnly
 
-    def get_versions(self, subject: str, deleted: bool = False) -> list[int]:
-        return list(self.client.get_versions(subject, deleted=deleted))
+    def get_subjects(
+        self,
+        subject_prefix: str | None = None,
+        deleted: bool = False,
+        deleted_only: bool = False,
+        offset: int = 0,
+        limit: int = -1,
+    ) -> list[str]:
+        query: dict[str, Any] = {
+            "deleted": deleted,
+            "deletedOnly": deleted_only,
+            "offset": offset,
+            "limit": limit,
+        }
+        if subject_prefix is not None:
+            query["subjectPrefix"] = subject_prefix
+        return list(self._rest_client.get("subjects", query))
 
-    def get_schema_versions(self, schema_id: int) -> list[SchemaVersion]:
-        return list(self.client.get_schema_versions(schema_id))
+    def get_versions(
+        self,
+        subject_name: str,
+        deleted: bool = False,
+        deleted_only: bool = False,
+        offset: int = 0,
+        limit: int = -1,
+    ) -> list[int]:
+        query = {"deleted": deleted, "deletedOnly": deleted_only, "offset": offset, "limit": limit}
+        return list(self._rest_client.get(f"subjects/{_quote(subject_name)}/versions", query))
 
-    def delete_subject(self, subject: str, permanent: bool = False) -> list[int]:
-        return list(self.client.delete_subject(subject, permanent=permanent))
+    def delete_version(
+        self, subject_name: str, version: int | Literal["latest"], permanent: bool = False
+    ) -> int:
+        number = version_number(version)
+        target = "latest" if number == -1 else number
+        suffix = "?permanent=true" if permanent else ""
+        return int(
+            self._rest_client.delete(f"subjects/{_quote(subject_name)}/versions/{target}{suffix}")
+        )
 
-    def delete_version(self, subject: str, version: Version, permanent: bool = False) -> int:
-        number = version if version == "latest" else int(version)
-        return int(self.client.delete_version(subject, number, permanent=permanent))  # type: ignore[arg-type]
+    def get_compatibility(
+        self, subject_name: str | None = None, *, default_to_global: bool = False
+    ) -> str:
+        config = self.get_config(subject_name, default_to_global=default_to_global)
+        level = config.compatibility_level or config.compatibility
+        return "" if level is None else str(level.value)
 
-    def get_compatibility(self, subject: str | None = None, default_to_global: bool = False) -> str:
-        if subject is not None and default_to_global:
-            path = f"config/{_quote(subject)}?defaultToGlobal=true"
-            return str(self.client._rest_client.get(path)["compatibilityLevel"])
-        return str(self.client.get_compatibility(subject))
-
-    def set_compatibility(self, level: str, subject: str | None = None) -> str:
-        result = self.client.set_compatibility(subject, level)
+    def set_compatibility(self, subject_name: str | None = None, level: str | None = None) -> str:
+        # The client answers the response body (a dict), not the level its signature names.
+        result: Any = super().set_compatibility(subject_name, level)
         return str(result["compatibility"]) if isinstance(result, dict) else str(result)
 
-    def delete_compatibility(self, subject: str) -> str:
-        config = self.client.delete_config(subject)
-        level = config.compatibility_level or config.compatibility
-        return str(level.value if level is not None else "")
+    def get_config(
+        self, subject_name: str | None = None, *, default_to_global: bool = False
+    ) -> ServerConfig:
+        path = "config" if subject_name is None else f"config/{_quote(subject_name)}"
+        query = {"defaultToGlobal": "true"} if default_to_global else None
+        return ServerConfig.from_dict(self._rest_client.get(path, query))
 
-    def test_compatibility(
-        self, subject: str, schema: Schema, version: Version | None = "latest"
+    def set_config(
+        self, subject_name: str | None = None, config: ServerConfig | None = None
+    ) -> ServerConfig:
+        result: Any = super().set_config(subject_name, config)
+        return ServerConfig.from_dict(result) if isinstance(result, dict) else result
+
+    def get_mode(self, subject_name: str | None, *, default_to_global: bool = False) -> str:
+        path = "mode" if subject_name is None else f"mode/{_quote(subject_name)}"
+        query = {"defaultToGlobal": "true"} if default_to_global else None
+        return str(self._rest_client.get(path, query)["mode"])
+
+    def update_mode(self, subject_name: str | None, mode: str, force: bool = False) -> str:
+        if subject_name is None:
+            return self.update_global_mode(mode, force)
+        return str(SchemaRegistryClient.update_mode(self, subject_name, mode, force))
+
+    def delete_mode(self, subject_name: str | None) -> str:
+        path = "mode" if subject_name is None else f"mode/{_quote(subject_name)}"
+        return str(self._rest_client.delete(path)["mode"])
+
+    def get_referenced_by(
+        self,
+        subject_name: str,
+        version: int | Literal["latest"] = "latest",
+        offset: int = 0,
+        limit: int = -1,
+        *,
+        deleted: bool = False,
+    ) -> list[int]:
+        number = version_number(version)
+        target = "latest" if number == -1 else number
+        query = {"offset": offset, "limit": limit, "deleted": deleted}
+        return [
+            int(i)
+            for i in self._rest_client.get(
+                f"subjects/{_quote(subject_name)}/versions/{target}/referencedby", query
+            )
+        ]
+
+    def compatibility_problems(
+        self,
+        subject_name: str,
+        schema: Schema,
+        version: Version | None = "latest",
+        normalize: bool = False,
     ) -> list[str]:
         # The client's own test_compatibility drops the reasons; ask for them (verbose).
-        target = "versions" if version is None else f"versions/{version}"
-        response = self.client._rest_client.post(
-            f"compatibility/subjects/{_quote(subject)}/{target}?verbose=true", body=schema.to_dict()
+        if version is None:
+            target = "versions"
+        else:
+            number = version_number(version)
+            target = f"versions/{'latest' if number == -1 else number}"
+        response = self._rest_client.post(
+            f"compatibility/subjects/{_quote(subject_name)}/{target}"
+            f"?verbose=true&normalize={normalize}",
+            body=schema.to_dict(),
         )
         if response.get("is_compatible"):
             return []
         return [str(m) for m in response.get("messages") or ["incompatible"]]
 
-    def get_schema_types(self) -> list[str]:
-        return list(self.client.get_schema_types())
+    def get_schemas(
+        self,
+        subject_prefix: str = "",
+        deleted: bool = False,
+        latest_only: bool = False,
+        offset: int = 0,
+        limit: int = -1,
+    ) -> list[RegisteredSchema]:
+        query = {
+            "subjectPrefix": subject_prefix,
+            "deleted": deleted,
+            "latestOnly": latest_only,
+            "offset": offset,
+            "limit": limit,
+        }
+        return [RegisteredSchema.from_dict(s) for s in self._rest_client.get("schemas", query)]
+
+    def get_max_schema_id(self) -> int:
+        """The highest id, as Confluent answers ``fetchMaxId`` (asked alongside schema 1)."""
+        try:
+            response = self._rest_client.get("schemas/ids/1", {"fetchMaxId": "true"})
+        except errors.SchemaRegistryError as exc:
+            if exc.error_code == 40403:
+                return 0
+            raise
+        return int(response.get("maxId") or 0)
 
 
 def _quote(subject: str) -> str:
-    from urllib.parse import quote
-
     return quote(subject, safe="")

@@ -1,42 +1,58 @@
-"""The embedded registry: Confluent semantics over SQLite, on disk or in memory.
+"""The embedded registry: Confluent's semantics over SQLite, on disk or in memory.
 
-``sqlite:///.cdc/registry.db`` (relative to the working directory;
-``sqlite:////abs/path.db`` for an absolute path) is the default store: several processes (Spark
-executors on one machine, ``registry serve``) may register at once. Each
-write runs in one ``BEGIN IMMEDIATE`` transaction, so two writers never hand
-out the same version or lose a registration; readers are not blocked (WAL).
+``sqlite:///.cdc/registry.db`` (relative to the working directory; ``sqlite:////abs/path.db``
+for an absolute path) is the default store: several processes (Spark executors on one machine,
+``registry serve``) may use it at once. Each write runs in one ``BEGIN IMMEDIATE`` transaction,
+so two writers never hand out the same version or lose a registration; readers are not blocked
+(WAL). Every answer is read from the file, so each process sees at once what any other
+committed; only what cannot change (a schema by its id or GUID) is cached.
 
-``memory://`` is the same store in memory, for tests: ``memory://name`` is
-shared by every registry of that name in the process; plain ``memory://`` is
-private to one instance.
+``memory://`` is the same store in memory, for tests: ``memory://name`` is shared by every
+registry of that name in the process; plain ``memory://`` is private to one instance.
+
+The class is a ``confluent_kafka.schema_registry.SchemaRegistryClient`` that never talks HTTP,
+so confluent-kafka's serializers and deserializers take it as they take the client.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, Literal, TypeVar
 from urllib.parse import unquote, urlparse
 
 import orjson
+from confluent_kafka.schema_registry.common.schema_registry_client import (
+    ConfigCompatibilityLevel,
+    _SchemaCache,
+)
 
 from cdc_connectors.registry import compatibility, errors
 from cdc_connectors.registry.base import (
     DEFAULT_LEVEL,
+    DEFAULT_MODE,
+    LATEST,
     LEVELS,
+    MODES,
     SCHEMA_TYPES,
     RegisteredSchema,
     Schema,
     SchemaReference,
     SchemaRegistry,
     SchemaVersion,
+    ServerConfig,
     Version,
+    version_number,
+    with_schema,
 )
-from cdc_connectors.schema import languages
+from cdc_connectors.registry.redact import redact_url
+from cdc_connectors.schema import languages, protobuf
 from cdc_connectors.schema.errors import SchemaError
 
 _DDL = """
@@ -60,17 +76,32 @@ CREATE TABLE IF NOT EXISTS config (
     scope         TEXT PRIMARY KEY,
     compatibility TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS modes (
+    scope TEXT PRIMARY KEY,
+    mode  TEXT NOT NULL
+);
 """
-_VERSION_ROW = (
-    "SELECT s.id, s.schema_type, s.schema, s.refs, s.guid FROM versions v "
-    "JOIN schemas s ON s.id = v.schema_id WHERE v.subject = ? AND v.version = ?"
+_ROW = (
+    "SELECT v.version, s.id, s.schema_type, s.schema, s.refs, s.guid, v.deleted, v.subject "
+    "FROM versions v "
+    "JOIN schemas s ON s.id = v.schema_id"
+)
+# (subject, version) of a reference, and the versions whose schema holds it
+_REFERRERS = (
+    "SELECT DISTINCT v.subject, v.schema_id FROM versions v JOIN schemas s ON s.id = v.schema_id, "
+    "json_each(s.refs) r WHERE json_extract(r.value, '$.subject') = ? "
+    "AND json_extract(r.value, '$.version') = ?"
 )
 _GLOBAL = "global"
-_MAX_VERSION = 2**31 - 1
+_MAX_ID = 2**63 - 1  # SQLite's INTEGER
+_READONLY = ("READONLY", "READONLY_OVERRIDE")
+
+T = TypeVar("T")
+Row = tuple[Any, ...]
 
 
-def _scope(subject: str) -> str:
-    return f"subject:{subject}"
+def _scope(subject: str | None) -> str:
+    return _GLOBAL if subject is None else f"subject:{subject}"
 
 
 def _refs_json(references: Sequence[SchemaReference] | None) -> str:
@@ -82,42 +113,93 @@ def _refs_from_json(text: str) -> list[SchemaReference]:
     return [SchemaReference(r["name"], r["subject"], r["version"]) for r in orjson.loads(text)]
 
 
+def _page(items: list[T], offset: int = 0, limit: int = -1) -> list[T]:
+    """Confluent's paging: skip ``offset``, then at most ``limit`` (all when negative)."""
+    items = items[max(offset, 0) :]
+    return items if limit < 0 else items[:limit]
+
+
+def _schema_call(fn: Callable[..., T], *args: Any) -> T:
+    """Run a schema-language function; whatever it refuses is 42201, never a server fault."""
+    try:
+        return fn(*args)
+    except SchemaError as exc:
+        raise errors.invalid_schema(str(exc)) from None
+    except RecursionError:
+        raise errors.invalid_schema("the schema nests too deeply to be processed") from None
+
+
+def _open(url: str) -> sqlite3.Connection:
+    """The connection for an embedded URL; ValueError naming the store when it cannot be one."""
+    parsed = urlparse(url)
+    if parsed.scheme == "memory":
+        name = (parsed.netloc + parsed.path).strip("/") or f"private-{uuid.uuid4().hex}"
+        target = f"file:cdc-registry-{name}?mode=memory&cache=shared"
+        return sqlite3.connect(
+            target, uri=True, timeout=60.0, isolation_level=None, check_same_thread=False
+        )
+    if parsed.scheme != "sqlite":
+        raise ValueError(f"not an embedded registry URL: {redact_url(url)!r}")
+    if parsed.netloc:
+        raise ValueError(
+            f"registry URL {redact_url(url)!r} has a host: use sqlite:///relative/path.db "
+            "or sqlite:////absolute/path.db"
+        )
+    # As SQLAlchemy reads it: sqlite:///rel.db is relative, sqlite:////abs.db absolute.
+    path = Path(unquote(parsed.path)[1:])
+    if not str(path):
+        raise ValueError(
+            f"registry URL {redact_url(url)!r} names no file: use sqlite:///path/to.db"
+        )
+    if path.is_dir():
+        raise ValueError(f"registry store {path} is a directory, not a SQLite database file")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(
+            f"registry store {path}: cannot create its directory {path.parent} "
+            f"({exc.strerror or exc})"
+        ) from None
+    if path.exists() and not os.access(path, os.R_OK):
+        raise ValueError(f"registry store {path} cannot be read (permission denied)")
+    try:
+        db = sqlite3.connect(str(path), timeout=60.0, isolation_level=None, check_same_thread=False)
+    except sqlite3.Error as exc:
+        raise ValueError(f"registry store {path} cannot be opened: {exc}") from None
+    try:
+        db.execute("PRAGMA busy_timeout = 60000")
+        db.execute("PRAGMA journal_mode = WAL")
+    except sqlite3.DatabaseError as exc:
+        db.close()
+        raise ValueError(f"registry store {path} is not a SQLite database ({exc})") from None
+    return db
+
+
 class EmbeddedRegistry(SchemaRegistry):
     """A schema registry stored in SQLite (a file, or shared memory)."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, **conf: Any):
+        # The HTTP client's constructor is not called: nothing here talks HTTP.
         self.url = url
-        parsed = urlparse(url)
-        if parsed.scheme == "sqlite":
-            if parsed.netloc:
-                raise ValueError(
-                    f"registry URL {url!r} has a host: use sqlite:///relative/path.db "
-                    "or sqlite:////absolute/path.db"
-                )
-            # As SQLAlchemy reads it: sqlite:///rel.db is relative, sqlite:////abs.db absolute.
-            path = unquote(parsed.path)[1:]
-            if not path:
-                raise ValueError(f"registry URL {url!r} names no file: use sqlite:///path/to.db")
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            target, uri = path, False
-        elif parsed.scheme == "memory":
-            name = (parsed.netloc + parsed.path).strip("/") or f"private-{uuid.uuid4().hex}"
-            target, uri = f"file:cdc-registry-{name}?mode=memory&cache=shared", True
-        else:
-            raise ValueError(f"not an embedded registry URL: {url!r}")
+        self._conf = {"url": url, **conf}
+        # read by confluent-kafka's serdes configured with use.schema.id
+        self._cache = _SchemaCache()  # type: ignore[no-untyped-call]
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(
-            target, uri=uri, timeout=60.0, isolation_level=None, check_same_thread=False
-        )
-        self._db.execute("PRAGMA busy_timeout = 60000")
-        if not uri:
-            self._db.execute("PRAGMA journal_mode = WAL")
-        with self._write() as db:
-            for statement in _DDL.split(";"):
-                if statement.strip():
-                    db.execute(statement)
-        self._by_id: dict[int, Schema] = {}
-        self._by_version: dict[tuple[str, int], RegisteredSchema] = {}
+        self._db = _open(url)
+        try:
+            with self._write() as db:
+                for statement in _DDL.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            raise ValueError(
+                f"registry store {redact_url(url)} is not a usable SQLite database ({exc})"
+            ) from None
+        # What cannot change: a schema by its id, its GUID, its serialized Protobuf form.
+        self._by_id: dict[int, tuple[Schema, str]] = {}
+        self._by_guid: dict[str, int] = {}
+        self._serialized: dict[int, str] = {}
 
     # --- plumbing -------------------------------------------------------------------------
 
@@ -133,24 +215,96 @@ class EmbeddedRegistry(SchemaRegistry):
                 raise
             self._db.execute("COMMIT")
 
-    def _query(self, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """One read transaction: several queries see one committed state of the file."""
         with self._lock:
-            return self._db.execute(sql, params).fetchall()
+            self._db.execute("BEGIN")
+            try:
+                yield self._db
+            finally:
+                self._db.execute("COMMIT")
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
 
-    def _level(self, subject: str) -> str:
-        rows = self._query(
+    def config(self) -> dict[str, Any]:
+        return self._conf
+
+    def clear_latest_caches(self) -> None:
+        """Nothing to clear: the latest version is read from the store every time."""
+
+    def clear_caches(self) -> None:
+        self._by_id.clear()
+        self._by_guid.clear()
+        self._serialized.clear()
+
+    @staticmethod
+    def _registered(row: Row) -> RegisteredSchema:
+        version, schema_id, schema_type, text, refs, guid, _, subject = row
+        return RegisteredSchema(
+            schema_id=int(schema_id),
+            guid=str(guid),
+            schema=Schema(str(text), str(schema_type), _refs_from_json(str(refs))),
+            subject=str(subject),
+            version=int(version),
+        )
+
+    @staticmethod
+    def _has_subject(db: sqlite3.Connection, subject: str, deleted: bool) -> bool:
+        live = "" if deleted else " AND deleted = 0"
+        sql = f"SELECT 1 FROM versions WHERE subject = ?{live} LIMIT 1"
+        return db.execute(sql, (subject,)).fetchone() is not None
+
+    def _row(self, db: sqlite3.Connection, subject: str, version: Version, deleted: bool) -> Row:
+        """The row of a subject's version (40401 / 40402 as Confluent answers)."""
+        number = version_number(version)
+        live = "" if deleted else " AND v.deleted = 0"
+        if number == LATEST:
+            sql = f"{_ROW} WHERE v.subject = ?{live} ORDER BY v.version DESC LIMIT 1"
+            row = db.execute(sql, (subject,)).fetchone()
+        else:
+            sql = f"{_ROW} WHERE v.subject = ? AND v.version = ?{live}"
+            row = db.execute(sql, (subject, number)).fetchone()
+        if row is None:
+            if not self._has_subject(db, subject, deleted):
+                raise errors.subject_not_found(subject)
+            raise errors.version_not_found(number)
+        return tuple(row)
+
+    def _level(self, db: sqlite3.Connection, subject: str | None) -> str:
+        rows = db.execute(
             "SELECT scope, compatibility FROM config WHERE scope IN (?, ?)",
             (_scope(subject), _GLOBAL),
-        )
+        ).fetchall()
         levels = {str(scope): str(level) for scope, level in rows}
         return levels.get(_scope(subject)) or levels.get(_GLOBAL) or DEFAULT_LEVEL
 
-    def _resolve(self, references: Sequence[SchemaReference] | None) -> list[tuple[str, str]]:
-        """(name, schema) of every reference, transitively, dependencies first."""
+    def _mode(self, db: sqlite3.Connection, subject: str | None) -> str:
+        rows = db.execute(
+            "SELECT scope, mode FROM modes WHERE scope IN (?, ?)", (_scope(subject), _GLOBAL)
+        ).fetchall()
+        modes = {str(scope): str(mode) for scope, mode in rows}
+        return modes.get(_scope(subject)) or modes.get(_GLOBAL) or DEFAULT_MODE
+
+    def _writable(self, db: sqlite3.Connection, subject: str) -> str:
+        """The mode of ``subject``; 42205 when it is read-only."""
+        mode = self._mode(db, subject)
+        if mode in _READONLY:
+            raise errors.not_permitted(f"Subject {subject} is in read-only mode")
+        return mode
+
+    # --- references, parsing and identity ------------------------------------------------
+
+    def _resolve(
+        self, db: sqlite3.Connection, references: Sequence[SchemaReference] | None
+    ) -> list[tuple[str, str]]:
+        """(name, schema text) of every reference, transitively, dependencies first.
+
+        The one resolver of the registry: parsing, identity and the serialized Protobuf form
+        all see references through it. Soft-deleted versions still resolve, as Confluent's.
+        """
         resolved: dict[str, str] = {}
 
         def visit(refs: Sequence[SchemaReference], depth: int) -> None:
@@ -162,223 +316,419 @@ class EmbeddedRegistry(SchemaRegistry):
                 if ref.name in resolved:
                     continue
                 try:
-                    target = self.get_version(ref.subject, ref.version)
+                    row = self._row(db, str(ref.subject), ref.version, deleted=True)
                 except errors.SchemaRegistryError:
                     raise errors.invalid_schema(
                         f"reference {ref.name!r} names subject {ref.subject!r} version "
                         f"{ref.version}, which does not exist"
                     ) from None
-                visit(target.schema.references or [], depth + 1)
-                resolved[ref.name] = target.schema.schema_str or ""
+                visit(_refs_from_json(str(row[4])), depth + 1)
+                resolved[str(ref.name)] = str(row[3])
 
         visit(references or [], 0)
         return list(resolved.items())
 
-    def _parse(self, schema: Schema) -> languages.ParsedSchema:
-        try:
-            return languages.parse(
-                schema.schema_type or "AVRO",
-                schema.schema_str or "",
-                self._resolve(schema.references),
+    @staticmethod
+    def _checked_type(schema: Schema) -> str:
+        schema_type = schema.schema_type or "AVRO"
+        if schema_type not in SCHEMA_TYPES:  # case-sensitive, as Confluent's
+            raise errors.invalid_schema(
+                f"unknown schema type {schema_type!r} (types: {', '.join(SCHEMA_TYPES)})"
             )
-        except SchemaError as exc:
-            raise errors.invalid_schema(str(exc)) from None
+        if not isinstance(schema.schema_str, str) or not schema.schema_str.strip():
+            raise errors.invalid_schema("Empty schema")
+        return schema_type
+
+    def _identify(
+        self, db: sqlite3.Connection, schema: Schema
+    ) -> tuple[str, list[tuple[str, str]]]:
+        """The fingerprint of a schema (equal ones share an id) and its resolved references."""
+        schema_type = self._checked_type(schema)
+        resolved = self._resolve(db, schema.references)
+        text = _schema_call(languages.normalize, schema_type, schema.schema_str, resolved)
+        key = f"{schema_type}\0{text}\0{_refs_json(schema.references)}"
+        return hashlib.sha256(key.encode()).hexdigest(), resolved
 
     @staticmethod
-    def _fingerprint(schema: Schema) -> str:
+    def _parse(schema: Schema, resolved: list[tuple[str, str]]) -> languages.ParsedSchema:
         schema_type = schema.schema_type or "AVRO"
-        if schema_type not in SCHEMA_TYPES:
-            raise errors.unprocessable(
-                f"Invalid schema type {schema_type!r}; one of {', '.join(SCHEMA_TYPES)}"
-            )
-        try:
-            text = languages.normalize(schema_type, schema.schema_str or "")
-        except SchemaError as exc:
-            raise errors.invalid_schema(str(exc)) from None
-        key = f"{schema_type}\0{text}\0{_refs_json(schema.references)}"
-        return hashlib.sha256(key.encode()).hexdigest()
-
-    def _registered(self, row: tuple[object, ...], subject: str, version: int) -> RegisteredSchema:
-        schema_id, schema_type, text, refs, guid = row
-        schema = Schema(str(text), str(schema_type), _refs_from_json(str(refs)))
-        return RegisteredSchema(
-            schema_id=int(str(schema_id)),
-            guid=str(guid),
-            schema=schema,
-            subject=subject,
-            version=version,
+        parsed: languages.ParsedSchema = _schema_call(
+            languages.parse, schema_type, schema.schema_str or "", resolved
         )
+        return parsed
 
-    def _version_number(self, subject: str, version: Version, deleted: bool) -> int:
-        live = "" if deleted else " AND deleted = 0"
-        if version in ("latest", -1, "-1"):
-            rows = self._query(
-                f"SELECT max(version) FROM versions WHERE subject = ?{live}", (subject,)
-            )
-            if rows[0][0] is None:
-                raise errors.subject_not_found(subject)
-            return int(str(rows[0][0]))
-        try:
-            number = int(version)
-        except (TypeError, ValueError):
-            raise errors.invalid_version(version) from None
-        if not 1 <= number <= _MAX_VERSION:
-            raise errors.invalid_version(version)
-        return number
+    def _parse_row(self, db: sqlite3.Connection, row: Row) -> languages.ParsedSchema:
+        schema = Schema(str(row[3]), str(row[2]), _refs_from_json(str(row[4])))
+        return self._parse(schema, self._resolve(db, schema.references))
 
-    # --- schemas and versions ----------------------------------------------------------------
+    @staticmethod
+    def _check(
+        level: str, new: languages.ParsedSchema, old: list[languages.ParsedSchema]
+    ) -> list[str]:
+        return _schema_call(compatibility.check, level, new, old)
+
+    def _formatted(self, schema_id: int, schema: Schema, fmt: str | None) -> Schema:
+        """``schema`` in the format asked for: ``serialized`` gives Protobuf's descriptor."""
+        if fmt != "serialized" or schema.schema_type != "PROTOBUF":
+            return schema
+        text = self._serialized.get(schema_id)
+        if text is None:
+            if protobuf.parse_serialized(schema.schema_str or "") is not None:
+                text = schema.schema_str or ""
+            else:
+                with self._read() as db:
+                    resolved = self._resolve(db, schema.references)
+                compiled = _schema_call(
+                    protobuf.compile_schema, schema.schema_str or "", dict(resolved)
+                )
+                text = protobuf.serialized(compiled)
+            self._serialized[schema_id] = text
+        return Schema(text, schema.schema_type, schema.references)
+
+    def _in_format(self, registered: RegisteredSchema, fmt: str | None) -> RegisteredSchema:
+        schema = self._formatted(int(registered.schema_id or 0), registered.schema, fmt)
+        if schema is registered.schema:
+            return registered
+        return with_schema(registered, schema)
+
+    # --- registering ---------------------------------------------------------------------
 
     def register_schema(
-        self, subject: str, schema: Schema, normalize: bool = False
+        self, subject_name: str, schema: Schema, normalize_schemas: bool = False
+    ) -> int:
+        registered = self.register_schema_full_response(subject_name, schema, normalize_schemas)
+        return int(registered.schema_id or 0)
+
+    def register_schema_full_response(
+        self,
+        subject_name: str,
+        schema: Schema,
+        normalize_schemas: bool = False,
+        *,
+        schema_id: int | None = None,
+        version: int | None = None,
     ) -> RegisteredSchema:
-        if not subject:
-            raise errors.unprocessable("Subject name must not be empty")
-        fingerprint = self._fingerprint(schema)
-        parsed = self._parse(schema)  # outside the write lock: may compile Protobuf
+        """Register ``schema`` under ``subject_name`` (idempotent); 409 if incompatible.
+
+        ``schema_id`` and ``version`` keep the ones a schema had elsewhere; they are taken
+        only in ``IMPORT`` mode (42205 otherwise), as Confluent's.
+        """
+        subject = subject_name
+        if not isinstance(subject, str) or not subject:
+            raise errors.SchemaRegistryError(422, 42208, "The specified subject is not valid.")
+        if schema_id is not None and not 0 <= schema_id <= 2**31 - 1:
+            raise errors.invalid_schema(f"schema id {schema_id} is out of range")
+        if version is not None and version_number(version) == LATEST:
+            version = None
+        with self._read() as db:
+            fingerprint, resolved = self._identify(db, schema)
+        parsed = self._parse(schema, resolved)  # outside the write lock: may compile Protobuf
         schema_type = schema.schema_type or "AVRO"
         with self._write() as db:
-            found = db.execute(
+            mode = self._writable(db, subject)
+            if schema_id is not None and mode != "IMPORT":
+                raise errors.not_permitted(f"Subject {subject} is not in import mode")
+            if schema_id is None and mode != "READWRITE":
+                raise errors.not_permitted(f"Subject {subject} is not in read-write mode")
+            row = db.execute(
                 "SELECT id FROM schemas WHERE fingerprint = ?", (fingerprint,)
             ).fetchone()
-            if found is not None:
+            found = None if row is None else int(row[0])
+            if schema_id is not None:
+                taken = db.execute(
+                    "SELECT fingerprint FROM schemas WHERE id = ?", (schema_id,)
+                ).fetchone()
+                if taken is not None and taken[0] != fingerprint:
+                    raise errors.not_permitted(
+                        f"Overwrite new schema with id {schema_id} is not permitted."
+                    )
+                if found is not None and found != schema_id:
+                    raise errors.not_permitted(
+                        f"The schema is registered with id {found}; it cannot take id {schema_id}"
+                    )
+            if found is not None and version is None:
                 same = db.execute(
-                    "SELECT version FROM versions WHERE subject = ? AND schema_id = ? "
-                    "AND deleted = 0 ORDER BY version LIMIT 1",
-                    (subject, found[0]),
+                    f"{_ROW} WHERE v.subject = ? AND v.schema_id = ? AND v.deleted = 0 "
+                    "ORDER BY v.version LIMIT 1",
+                    (subject, found),
                 ).fetchone()
                 if same is not None:
-                    return self._row_version(db, subject, int(same[0]))
-            existing = db.execute(
-                "SELECT s.schema_type, s.schema, s.refs FROM versions v "
-                "JOIN schemas s ON s.id = v.schema_id "
-                "WHERE v.subject = ? AND v.deleted = 0 ORDER BY v.version",
-                (subject,),
-            ).fetchall()
-            level = self._level(subject)
-            if level != "NONE" and existing:
-                earlier = [
-                    self._parse(Schema(text, kind, _refs_from_json(refs)))
-                    for kind, text, refs in existing
-                ]
-                problems = compatibility.check(level, parsed, earlier)
-                if problems:
-                    raise errors.incompatible(subject, problems)
+                    return self._registered(same)
+            top = int(
+                db.execute(
+                    "SELECT coalesce(max(version), 0) FROM versions WHERE subject = ?", (subject,)
+                ).fetchone()[0]
+            )
+            if version is not None and version != top + 1:
+                if mode != "IMPORT":
+                    raise errors.invalid_schema("Version is not one more than previous version")
+                existing = db.execute(
+                    f"{_ROW} WHERE v.subject = ? AND v.version = ?", (subject, version)
+                ).fetchone()
+                if existing is not None:
+                    if found is not None and int(existing[1]) == found:
+                        return self._registered(existing)
+                    raise errors.not_permitted(
+                        f"Version {version} of subject {subject} exists with another schema"
+                    )
+            if mode != "IMPORT":
+                earlier = db.execute(
+                    f"{_ROW} WHERE v.subject = ? AND v.deleted = 0 ORDER BY v.version", (subject,)
+                ).fetchall()
+                level = self._level(db, subject)
+                if level != "NONE" and earlier:
+                    old = [self._parse_row(db, tuple(r)) for r in earlier]
+                    problems = self._check(level, parsed, old)
+                    if problems:
+                        raise errors.incompatible(subject, problems)
             if found is None:
-                schema_id = db.execute(
-                    "INSERT INTO schemas (fingerprint, schema_type, schema, refs, guid) "
-                    "VALUES (?, ?, ?, ?, ?)",
+                cursor = db.execute(
+                    "INSERT INTO schemas (id, fingerprint, schema_type, schema, refs, guid) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
                     (
+                        schema_id,
                         fingerprint,
                         schema_type,
                         schema.schema_str,
                         _refs_json(schema.references),
                         str(uuid.uuid5(uuid.NAMESPACE_OID, fingerprint)),
                     ),
-                ).lastrowid
-            else:
-                schema_id = found[0]
-            top = db.execute(
-                "SELECT coalesce(max(version), 0) FROM versions WHERE subject = ?", (subject,)
-            ).fetchone()[0]
+                )
+                found = int(cursor.lastrowid or 0)
+            number = top + 1 if version is None else version
             db.execute(
                 "INSERT INTO versions (subject, version, schema_id) VALUES (?, ?, ?)",
-                (subject, top + 1, schema_id),
+                (subject, number, found),
             )
-            return self._row_version(db, subject, top + 1)
+            return self._registered(self._row(db, subject, number, deleted=False))
 
-    def _row_version(self, db: sqlite3.Connection, subject: str, version: int) -> RegisteredSchema:
-        row = db.execute(_VERSION_ROW, (subject, version)).fetchone()
-        return self._registered(row, subject, version)
+    # --- reading -------------------------------------------------------------------------
 
-    def get_schema(self, schema_id: int) -> Schema:
+    def _schema_row(self, schema_id: int) -> tuple[Schema, str]:
+        if isinstance(schema_id, bool) or not isinstance(schema_id, int):
+            raise errors.schema_not_found(schema_id)
         cached = self._by_id.get(schema_id)
         if cached is not None:
             return cached
-        rows = self._query(
-            "SELECT schema_type, schema, refs FROM schemas WHERE id = ?", (int(schema_id),)
-        )
-        if not rows:
-            raise errors.schema_not_found(f"Schema {schema_id} not found")
-        kind, text, refs = rows[0]
-        schema = Schema(str(text), str(kind), _refs_from_json(str(refs)))
-        self._by_id[schema_id] = schema
-        return schema
+        if not 0 <= schema_id <= _MAX_ID:
+            raise errors.schema_not_found(schema_id)
+        with self._lock:
+            row = self._db.execute(
+                "SELECT schema_type, schema, refs, guid FROM schemas WHERE id = ?", (schema_id,)
+            ).fetchone()
+        if row is None:
+            raise errors.schema_not_found(schema_id)
+        kind, text, refs, guid = row
+        found = (Schema(str(text), str(kind), _refs_from_json(str(refs))), str(guid))
+        self._by_id[schema_id] = found
+        self._by_guid[str(guid)] = schema_id
+        return found
 
-    def get_schema_by_guid(self, guid: str) -> Schema:
-        rows = self._query("SELECT id FROM schemas WHERE guid = ?", (str(guid),))
-        if not rows:
-            raise errors.schema_not_found(f"Schema {guid} not found")
-        return self.get_schema(int(str(rows[0][0])))
+    def get_schema(
+        self,
+        schema_id: int,
+        subject_name: str | None = None,
+        fmt: str | None = None,
+        reference_format: str | None = None,
+    ) -> Schema:
+        return self._formatted(schema_id, self._schema_row(schema_id)[0], fmt)
 
     def get_schema_guid(self, schema_id: int) -> str:
         """The GUID of a schema id (newer Confluent clients may frame records with it)."""
-        rows = self._query("SELECT guid FROM schemas WHERE id = ?", (int(schema_id),))
-        if not rows:
-            raise errors.schema_not_found(f"Schema {schema_id} not found")
-        return str(rows[0][0])
+        return self._schema_row(schema_id)[1]
+
+    def get_schema_by_guid(self, guid: str, fmt: str | None = None) -> Schema:
+        schema_id = self._by_guid.get(guid)
+        if schema_id is None:
+            with self._lock:
+                row = self._db.execute(
+                    "SELECT id FROM schemas WHERE guid = ?", (str(guid),)
+                ).fetchone()
+            if row is None:
+                raise errors.schema_not_found(guid)
+            schema_id = int(row[0])
+        return self.get_schema(schema_id, fmt=fmt)
+
+    def get_schema_types(self) -> list[str]:
+        return list(SCHEMA_TYPES)
+
+    def get_max_schema_id(self) -> int:
+        with self._lock:
+            row = self._db.execute("SELECT coalesce(max(id), 0) FROM schemas").fetchone()
+        return int(row[0])
 
     def get_version(
-        self, subject: str, version: Version = "latest", deleted: bool = False
+        self,
+        subject_name: str,
+        version: int | Literal["latest"] = "latest",
+        deleted: bool = False,
+        fmt: str | None = None,
     ) -> RegisteredSchema:
-        number = self._version_number(subject, version, deleted)
-        cached = self._by_version.get((subject, number))
-        if cached is not None and not deleted:
-            return cached
-        live = "" if deleted else " AND v.deleted = 0"
-        rows = self._query(_VERSION_ROW + live, (subject, number))
-        if not rows:
-            if not self._query("SELECT 1 FROM versions WHERE subject = ? LIMIT 1", (subject,)):
-                raise errors.subject_not_found(subject)
-            raise errors.version_not_found(subject, version)
-        registered = self._registered(rows[0], subject, number)
-        if not deleted:
-            self._by_version[(subject, number)] = registered
-        return registered
+        with self._read() as db:
+            registered = self._registered(self._row(db, subject_name, version, deleted))
+        return self._in_format(registered, fmt)
+
+    def get_latest_version(self, subject_name: str, fmt: str | None = None) -> RegisteredSchema:
+        return self.get_version(subject_name, "latest", fmt=fmt)
+
+    def get_latest_with_metadata(
+        self,
+        subject_name: str,
+        metadata: dict[str, str],
+        deleted: bool = False,
+        fmt: str | None = None,
+    ) -> RegisteredSchema:
+        """The latest version when ``metadata`` is empty: this store keeps no schema metadata."""
+        if metadata:
+            raise errors.schema_not_found()
+        return self.get_version(subject_name, "latest", deleted=deleted, fmt=fmt)
 
     def lookup_schema(
-        self, subject: str, schema: Schema, deleted: bool = False
+        self,
+        subject_name: str,
+        schema: Schema,
+        normalize_schemas: bool = False,
+        fmt: str | None = None,
+        deleted: bool = False,
     ) -> RegisteredSchema:
-        fingerprint = self._fingerprint(schema)
-        live = "" if deleted else " AND v.deleted = 0"
-        rows = self._query(
-            "SELECT v.version FROM versions v JOIN schemas s ON s.id = v.schema_id "
-            f"WHERE v.subject = ? AND s.fingerprint = ?{live} ORDER BY v.version LIMIT 1",
-            (subject, fingerprint),
-        )
-        if not rows:
-            if not self._query(
-                f"SELECT 1 FROM versions v WHERE subject = ?{live} LIMIT 1", (subject,)
-            ):
-                raise errors.subject_not_found(subject)
-            raise errors.schema_not_found()
-        return self.get_version(subject, int(str(rows[0][0])), deleted=deleted)
+        with self._read() as db:
+            if not self._has_subject(db, subject_name, deleted):
+                raise errors.subject_not_found(subject_name)
+            fingerprint, _ = self._identify(db, schema)
+            live = "" if deleted else " AND v.deleted = 0"
+            row = db.execute(
+                f"{_ROW} WHERE v.subject = ? AND s.fingerprint = ?{live} "
+                "ORDER BY v.version LIMIT 1",
+                (subject_name, fingerprint),
+            ).fetchone()
+            if row is None:
+                raise errors.schema_not_found()
+            registered = self._registered(tuple(row))
+        return self._in_format(registered, fmt)
 
-    def get_subjects(self, deleted: bool = False) -> list[str]:
-        live = "" if deleted else " WHERE deleted = 0"
+    def get_subjects(
+        self,
+        subject_prefix: str | None = None,
+        deleted: bool = False,
+        deleted_only: bool = False,
+        offset: int = 0,
+        limit: int = -1,
+    ) -> list[str]:
+        where = " WHERE deleted = 1" if deleted_only else "" if deleted else " WHERE deleted = 0"
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT DISTINCT subject FROM versions{where} ORDER BY subject"
+            ).fetchall()
+        subjects = [str(r[0]) for r in rows if str(r[0]).startswith(subject_prefix or "")]
+        return _page(subjects, offset, limit)
+
+    def get_versions(
+        self,
+        subject_name: str,
+        deleted: bool = False,
+        deleted_only: bool = False,
+        offset: int = 0,
+        limit: int = -1,
+    ) -> list[int]:
+        where = " AND deleted = 1" if deleted_only else "" if deleted else " AND deleted = 0"
+        with self._read() as db:
+            if not self._has_subject(db, subject_name, deleted or deleted_only):
+                raise errors.subject_not_found(subject_name)
+            rows = db.execute(
+                f"SELECT version FROM versions WHERE subject = ?{where} ORDER BY version",
+                (subject_name,),
+            ).fetchall()
+        return _page([int(r[0]) for r in rows], offset, limit)
+
+    def _id_versions(
+        self, schema_id: int, subject_name: str | None, deleted: bool
+    ) -> list[SchemaVersion]:
+        self._schema_row(schema_id)
+        live = "" if deleted else " AND deleted = 0"
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT subject, version FROM versions WHERE schema_id = ?{live} "
+                "ORDER BY subject, version",
+                (schema_id,),
+            ).fetchall()
         return [
-            str(r[0])
-            for r in self._query(f"SELECT DISTINCT subject FROM versions{live} ORDER BY subject")
+            SchemaVersion(str(s), int(v))
+            for s, v in rows
+            if subject_name is None or s == subject_name
         ]
 
-    def get_versions(self, subject: str, deleted: bool = False) -> list[int]:
-        live = "" if deleted else " AND deleted = 0"
-        rows = self._query(
-            f"SELECT version FROM versions WHERE subject = ?{live} ORDER BY version", (subject,)
-        )
-        if not rows:
-            raise errors.subject_not_found(subject)
-        return [int(str(r[0])) for r in rows]
+    def get_schema_versions(
+        self,
+        schema_id: int,
+        subject_name: str | None = None,
+        deleted: bool = False,
+        offset: int = 0,
+        limit: int = -1,
+    ) -> list[SchemaVersion]:
+        return _page(self._id_versions(schema_id, subject_name, deleted), offset, limit)
 
-    def get_schema_versions(self, schema_id: int) -> list[SchemaVersion]:
-        self.get_schema(schema_id)
-        rows = self._query(
-            "SELECT subject, version FROM versions WHERE schema_id = ? AND deleted = 0 "
-            "ORDER BY subject, version",
-            (int(schema_id),),
+    def get_subjects_by_schema_id(
+        self,
+        schema_id: int,
+        subject_name: str | None = None,
+        deleted: bool = False,
+        offset: int = 0,
+        limit: int = -1,
+    ) -> list[str]:
+        subjects = sorted(
+            {str(v.subject) for v in self._id_versions(schema_id, subject_name, deleted)}
         )
-        return [SchemaVersion(str(s), int(str(v))) for s, v in rows]
+        return _page(subjects, offset, limit)
 
-    def delete_subject(self, subject: str, permanent: bool = False) -> list[int]:
+    def get_schemas(
+        self,
+        subject_prefix: str = "",
+        deleted: bool = False,
+        latest_only: bool = False,
+        offset: int = 0,
+        limit: int = -1,
+    ) -> list[RegisteredSchema]:
+        live = "" if deleted else " WHERE v.deleted = 0"
+        with self._lock:
+            rows = self._db.execute(f"{_ROW}{live} ORDER BY v.subject, v.version").fetchall()
+        found: list[RegisteredSchema] = []
+        for row in rows:
+            if not str(row[7]).startswith(subject_prefix):
+                continue
+            registered = self._registered(tuple(row))
+            if latest_only and found and found[-1].subject == registered.subject:
+                found[-1] = registered
+            else:
+                found.append(registered)
+        return _page(found, offset, limit)
+
+    def get_referenced_by(
+        self,
+        subject_name: str,
+        version: int | Literal["latest"] = "latest",
+        offset: int = 0,
+        limit: int = -1,
+        *,
+        deleted: bool = False,
+    ) -> list[int]:
+        """Ids of the schemas whose references name this version (live ones unless ``deleted``)."""
+        with self._read() as db:
+            row = self._row(db, subject_name, version, deleted=True)
+            referrers = self._referrers(db, subject_name, int(row[0]), deleted)
+        return _page(sorted({schema_id for _, schema_id in referrers}), offset, limit)
+
+    @staticmethod
+    def _referrers(
+        db: sqlite3.Connection, subject: str, version: int, deleted: bool
+    ) -> list[tuple[str, int]]:
+        live = "" if deleted else " AND v.deleted = 0"
+        rows = db.execute(_REFERRERS + live, (subject, version)).fetchall()
+        return [(str(s), int(i)) for s, i in rows]
+
+    # --- deleting ------------------------------------------------------------------------
+
+    def delete_subject(self, subject_name: str, permanent: bool = False) -> list[int]:
+        subject = subject_name
         with self._write() as db:
             rows = db.execute(
                 "SELECT version, deleted FROM versions WHERE subject = ? ORDER BY version",
@@ -386,91 +736,255 @@ class EmbeddedRegistry(SchemaRegistry):
             ).fetchall()
             if not rows:
                 raise errors.subject_not_found(subject)
+            if not permanent and all(deleted for _, deleted in rows):
+                raise errors.subject_soft_deleted(subject)
+            self._writable(db, subject)
+            versions = [int(v) for v, deleted in rows if permanent or not deleted]
+            for number in versions:
+                others = {s for s, _ in self._referrers(db, subject, number, permanent)} - {subject}
+                if others:
+                    raise errors.reference_exists(subject, number)
             if permanent:
                 if any(not deleted for _, deleted in rows):
                     raise errors.subject_not_soft_deleted(subject)
                 db.execute("DELETE FROM versions WHERE subject = ?", (subject,))
                 db.execute("DELETE FROM config WHERE scope = ?", (_scope(subject),))
-                versions = [v for v, _ in rows]
+                db.execute("DELETE FROM modes WHERE scope = ?", (_scope(subject),))
             else:
-                versions = [v for v, deleted in rows if not deleted]
-                if not versions:
-                    raise errors.subject_soft_deleted(subject)
                 db.execute("UPDATE versions SET deleted = 1 WHERE subject = ?", (subject,))
-        for version in versions:
-            self._by_version.pop((subject, version), None)
         return versions
 
-    def delete_version(self, subject: str, version: Version, permanent: bool = False) -> int:
-        number = self._version_number(subject, version, deleted=permanent)
+    def delete_version(
+        self, subject_name: str, version: int | Literal["latest"], permanent: bool = False
+    ) -> int:
+        subject = subject_name
         with self._write() as db:
-            row = db.execute(
-                "SELECT deleted FROM versions WHERE subject = ? AND version = ?", (subject, number)
-            ).fetchone()
-            if row is None:
-                if db.execute("SELECT 1 FROM versions WHERE subject = ?", (subject,)).fetchone():
-                    raise errors.version_not_found(subject, version)
-                raise errors.subject_not_found(subject)
+            row = self._row(db, subject, version, deleted=True)
+            number, is_deleted = int(row[0]), bool(row[6])
+            if is_deleted and not permanent:
+                raise errors.version_soft_deleted(subject, number)
+            self._writable(db, subject)
+            if self._referrers(db, subject, number, permanent):
+                raise errors.reference_exists(subject, number)
             if permanent:
-                if not row[0]:
+                if not is_deleted:
                     raise errors.version_not_soft_deleted(subject, number)
                 db.execute(
                     "DELETE FROM versions WHERE subject = ? AND version = ?", (subject, number)
                 )
             else:
-                if row[0]:
-                    raise errors.version_soft_deleted(subject, number)
                 db.execute(
                     "UPDATE versions SET deleted = 1 WHERE subject = ? AND version = ?",
                     (subject, number),
                 )
-        self._by_version.pop((subject, number), None)
         return number
 
     # --- compatibility -------------------------------------------------------------------
 
-    def get_compatibility(self, subject: str | None = None, default_to_global: bool = False) -> str:
-        if subject is None:
-            rows = self._query("SELECT compatibility FROM config WHERE scope = ?", (_GLOBAL,))
-            return str(rows[0][0]) if rows else DEFAULT_LEVEL
-        rows = self._query("SELECT compatibility FROM config WHERE scope = ?", (_scope(subject),))
-        if rows:
-            return str(rows[0][0])
-        if default_to_global:
-            return self.get_compatibility(None)
-        raise errors.subject_level_config_not_found(subject)
+    def get_compatibility(
+        self, subject_name: str | None = None, *, default_to_global: bool = False
+    ) -> str:
+        """The global level, or a subject's (40408 if unset and not ``default_to_global``)."""
+        with self._read() as db:
+            if subject_name is None or default_to_global:
+                return self._level(db, subject_name)
+            row = db.execute(
+                "SELECT compatibility FROM config WHERE scope = ?", (_scope(subject_name),)
+            ).fetchone()
+        if row is None:
+            raise errors.subject_level_config_not_found(subject_name)
+        return str(row[0])
 
-    def set_compatibility(self, level: str, subject: str | None = None) -> str:
-        normalized = str(level).upper()
-        if normalized not in LEVELS:
+    def set_compatibility(self, subject_name: str | None = None, level: str | None = None) -> str:
+        if not isinstance(level, str) or level.upper() not in LEVELS:
             raise errors.invalid_compatibility_level(level)
+        normalized = level.upper()
         with self._write() as db:
             db.execute(
                 "INSERT INTO config (scope, compatibility) VALUES (?, ?) "
                 "ON CONFLICT(scope) DO UPDATE SET compatibility = excluded.compatibility",
-                (_GLOBAL if subject is None else _scope(subject), normalized),
+                (_scope(subject_name), normalized),
             )
         return normalized
 
-    def delete_compatibility(self, subject: str) -> str:
+    def get_config(
+        self, subject_name: str | None = None, *, default_to_global: bool = False
+    ) -> ServerConfig:
+        level = self.get_compatibility(subject_name, default_to_global=default_to_global)
+        return ServerConfig(compatibility_level=ConfigCompatibilityLevel(level))
+
+    def set_config(
+        self, subject_name: str | None = None, config: ServerConfig | None = None
+    ) -> ServerConfig:
+        """Set the compatibility level; a config without one answers the current config."""
+        if config is None:
+            raise ValueError("config must be set")
+        others = (
+            config.compatibility_group,
+            config.default_metadata,
+            config.override_metadata,
+            config.default_rule_set,
+            config.override_rule_set,
+        )
+        if any(o is not None for o in others):
+            raise errors.unprocessable(
+                "Only the compatibility level can be configured in this registry"
+            )
+        level = config.compatibility or config.compatibility_level
+        if level is not None:
+            self.set_compatibility(subject_name, str(getattr(level, "value", level)))
+        current = self.get_compatibility(subject_name, default_to_global=True)
+        return ServerConfig(compatibility=ConfigCompatibilityLevel(current))
+
+    def delete_config(self, subject_name: str | None = None) -> ServerConfig:
+        """Remove a subject's level (40401 if none), or reset the global one; the removed one."""
         with self._write() as db:
             row = db.execute(
-                "SELECT compatibility FROM config WHERE scope = ?", (_scope(subject),)
+                "SELECT compatibility FROM config WHERE scope = ?", (_scope(subject_name),)
             ).fetchone()
-            if row is None:
-                raise errors.subject_level_config_not_found(subject)
-            db.execute("DELETE FROM config WHERE scope = ?", (_scope(subject),))
-        return str(row[0])
+            if row is None and subject_name is not None:
+                raise errors.subject_not_found(subject_name)
+            db.execute("DELETE FROM config WHERE scope = ?", (_scope(subject_name),))
+        level = DEFAULT_LEVEL if row is None else str(row[0])
+        return ServerConfig(compatibility_level=ConfigCompatibilityLevel(level))
+
+    def compatibility_problems(
+        self,
+        subject_name: str,
+        schema: Schema,
+        version: Version | None = "latest",
+        normalize: bool = False,
+    ) -> list[str]:
+        number = None if version is None else version_number(version)
+        with self._read() as db:
+            self._checked_type(schema)
+            parsed = self._parse(schema, self._resolve(db, schema.references))
+            level = self._level(db, subject_name)
+            if number is None:
+                rows = db.execute(
+                    f"{_ROW} WHERE v.subject = ? AND v.deleted = 0 ORDER BY v.version",
+                    (subject_name,),
+                ).fetchall()
+            elif number == LATEST:
+                rows = db.execute(
+                    f"{_ROW} WHERE v.subject = ? AND v.deleted = 0 ORDER BY v.version DESC LIMIT 1",
+                    (subject_name,),
+                ).fetchall()
+            else:
+                rows = db.execute(
+                    f"{_ROW} WHERE v.subject = ? AND v.version = ? AND v.deleted = 0",
+                    (subject_name, number),
+                ).fetchall()
+                if not rows:
+                    raise errors.version_not_found(number)
+            earlier = [self._parse_row(db, tuple(r)) for r in rows]
+        return self._check(level, parsed, earlier)
 
     def test_compatibility(
-        self, subject: str, schema: Schema, version: Version | None = "latest"
-    ) -> list[str]:
-        parsed = self._parse(schema)
-        level = self._level(subject)
-        if version is None:
-            versions = self.get_versions(subject)
-            earlier = [self._parse(self.get_version(subject, v).schema) for v in versions]
-        else:
-            earlier = [self._parse(self.get_version(subject, version).schema)]
-            level = level.removesuffix("_TRANSITIVE")
-        return compatibility.check(level, parsed, earlier)
+        self,
+        subject_name: str,
+        schema: Schema,
+        version: int | str = "latest",
+        normalize: bool = False,
+        verbose: bool = False,
+    ) -> bool:
+        return not self.compatibility_problems(subject_name, schema, version, normalize)
+
+    def test_compatibility_all_versions(
+        self, subject_name: str, schema: Schema, normalize: bool = False, verbose: bool = False
+    ) -> bool:
+        return not self.compatibility_problems(subject_name, schema, None, normalize)
+
+    # --- modes ---------------------------------------------------------------------------
+
+    def get_mode(self, subject_name: str | None, *, default_to_global: bool = False) -> str:
+        """A subject's mode (40409 if unset and not ``default_to_global``), or the global one."""
+        with self._read() as db:
+            if subject_name is None or default_to_global:
+                return self._mode(db, subject_name)
+            row = db.execute(
+                "SELECT mode FROM modes WHERE scope = ?", (_scope(subject_name),)
+            ).fetchone()
+        if row is None:
+            raise errors.subject_level_mode_not_found(subject_name)
+        return str(row[0])
+
+    def get_global_mode(self) -> str:
+        return self.get_mode(None)
+
+    def update_mode(self, subject_name: str | None, mode: str, force: bool = False) -> str:
+        """Set a mode; switching to IMPORT needs no live subject in scope, or ``force``.
+
+        As Confluent's: without ``force``, entering IMPORT mode refuses (42205) while live
+        subjects exist in scope, and permanently removes soft-deleted ones (42206 if a
+        schema still references them), so imported ids and versions cannot collide.
+        """
+        if not isinstance(mode, str) or mode.upper() not in MODES:
+            raise errors.invalid_mode(mode)
+        normalized = mode.upper()
+        with self._write() as db:
+            if normalized == "IMPORT" and self._mode(db, subject_name) != "IMPORT" and not force:
+                where, params = (
+                    ("", ()) if subject_name is None else (" WHERE subject = ?", (subject_name,))
+                )
+                joiner = " AND" if where else " WHERE"
+                live = db.execute(
+                    f"SELECT 1 FROM versions{where}{joiner} deleted = 0 LIMIT 1", params
+                ).fetchone()
+                if live is not None:
+                    raise errors.not_permitted("Cannot import since found existing subjects")
+                for subject, number in db.execute(
+                    f"SELECT subject, version FROM versions{where}", params
+                ).fetchall():
+                    if self._referrers(db, str(subject), int(number), True):
+                        raise errors.reference_exists(str(subject), int(number))
+                db.execute(f"DELETE FROM versions{where}", params)
+            db.execute(
+                "INSERT INTO modes (scope, mode) VALUES (?, ?) "
+                "ON CONFLICT(scope) DO UPDATE SET mode = excluded.mode",
+                (_scope(subject_name), normalized),
+            )
+        return normalized
+
+    def update_global_mode(self, mode: str, force: bool = False) -> str:
+        return self.update_mode(None, mode, force)
+
+    def delete_mode(self, subject_name: str | None) -> str:
+        """Remove a subject's mode (40401 if none), or reset the global one; the removed one."""
+        with self._write() as db:
+            row = db.execute(
+                "SELECT mode FROM modes WHERE scope = ?", (_scope(subject_name),)
+            ).fetchone()
+            if row is None and subject_name is not None:
+                raise errors.subject_not_found(subject_name)
+            db.execute("DELETE FROM modes WHERE scope = ?", (_scope(subject_name),))
+        return DEFAULT_MODE if row is None else str(row[0])
+
+    # --- the rest of confluent-kafka's client ---------------------------------------------
+
+    def get_contexts(self, offset: int = 0, limit: int = -1) -> list[str]:
+        return _page(["."], offset, limit)
+
+    def get_associations_by_resource_name(
+        self,
+        resource_name: str,
+        resource_namespace: str,
+        resource_type: str | None = None,
+        association_types: list[str] | None = None,
+        offset: int = 0,
+        limit: int = -1,
+    ) -> list[Any]:
+        """None: the embedded store keeps no associations."""
+        return []
+
+    def create_association(self, request: Any) -> Any:
+        raise errors.unprocessable("The embedded registry does not keep associations")
+
+    def delete_associations(
+        self,
+        resource_id: str,
+        resource_type: str | None = None,
+        association_types: list[str] | None = None,
+        cascade_lifecycle: bool = False,
+    ) -> None:
+        raise errors.unprocessable("The embedded registry does not keep associations")

@@ -16,11 +16,12 @@ def subject_not_found(subject: str) -> SchemaRegistryError:
     return SchemaRegistryError(404, 40401, f"Subject '{subject}' not found.")
 
 
-def version_not_found(subject: str, version: object) -> SchemaRegistryError:
-    return SchemaRegistryError(404, 40402, f"Version {version} not found for subject '{subject}'.")
+def version_not_found(version: object) -> SchemaRegistryError:
+    return SchemaRegistryError(404, 40402, f"Version {version} not found.")
 
 
-def schema_not_found(detail: str = "Schema not found") -> SchemaRegistryError:
+def schema_not_found(schema_id: object = None) -> SchemaRegistryError:
+    detail = "Schema not found" if schema_id is None else f"Schema {schema_id} not found"
     return SchemaRegistryError(404, 40403, detail)
 
 
@@ -62,6 +63,12 @@ def subject_level_config_not_found(subject: str) -> SchemaRegistryError:
     )
 
 
+def subject_level_mode_not_found(subject: str) -> SchemaRegistryError:
+    return SchemaRegistryError(
+        404, 40409, f"Subject '{subject}' does not have subject-level mode configured"
+    )
+
+
 def invalid_schema(detail: str) -> SchemaRegistryError:
     return SchemaRegistryError(422, 42201, f"Invalid schema: {detail}")
 
@@ -84,13 +91,38 @@ def invalid_compatibility_level(level: object) -> SchemaRegistryError:
     )
 
 
+def invalid_mode(mode: object) -> SchemaRegistryError:
+    return SchemaRegistryError(
+        422,
+        42204,
+        f"Invalid mode {mode!r}. Valid values are READWRITE, READONLY, READONLY_OVERRIDE "
+        "and IMPORT.",
+    )
+
+
+def not_permitted(detail: str) -> SchemaRegistryError:
+    return SchemaRegistryError(422, 42205, detail)
+
+
+def reference_exists(subject: str, version: int) -> SchemaRegistryError:
+    return SchemaRegistryError(
+        422,
+        42206,
+        f"One or more references exist to the schema {{subject={subject},version={version}}}.",
+    )
+
+
 def incompatible(subject: str, problems: list[str]) -> SchemaRegistryError:
     return SchemaRegistryError(
         409,
-        409,
-        f"Schema being registered is incompatible with an earlier schema for subject "
-        f"'{subject}', details: {problems}",
+        40901,
+        f'Schema being registered is incompatible with an earlier schema for subject "{subject}", '
+        f"details: {problems}",
     )
+
+
+def bad_request(detail: str) -> SchemaRegistryError:
+    return SchemaRegistryError(400, 400, detail)
 
 
 def unprocessable(detail: str) -> SchemaRegistryError:

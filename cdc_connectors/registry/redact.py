@@ -1,38 +1,100 @@
-"""Credentials never reach a message: URLs and settings with their secrets masked."""
+"""Credentials never reach a message: URLs, settings and texts with their secrets masked.
+
+``redact_url`` masks the password of ``scheme://user:password@host`` and every
+query parameter whose name holds a credential; ``redact_settings`` masks such
+settings; ``redact_text`` scrubs given URLs and secrets out of any text (an
+exception's message from a library that printed the URL it was given).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 MASK = "***"
-SECRET_KEYS = ("password", "secret", "token", "user.info", "credentials")
+MIN_SECRET = 3
+SECRET_KEYS = ("password", "secret", "token", "user.info", "credentials", "auth")
+_AUTHORITY_END = "/?#"
 
 
 def redact_url(url: str) -> str:
     """``url`` with any password (and any secret query parameter) replaced by ``***``.
 
-    Several URLs separated by commas are each redacted.
+    Several URLs separated by commas are each redacted. When it is unclear
+    where the credentials end (a password holding ``/`` or ``?``), more is
+    masked rather than less.
     """
     return ",".join(_redact_one(part) for part in url.split(","))
 
 
 def _redact_one(url: str) -> str:
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    prefix = f"{scheme}{sep}"
+    end = min((i for i in (rest.find(c) for c in _AUTHORITY_END) if i >= 0), default=len(rest))
+    if "@" in rest[:end]:
+        userinfo, _, host = rest[:end].rpartition("@")
+        tail = host + rest[end:]
+    elif "@" in rest and ":" in rest.split("/", 1)[0].split("@", 1)[0]:
+        # "user:pa/ss@host": the password holds a delimiter; everything to the last "@" goes
+        userinfo, _, tail = rest.rpartition("@")
+    else:
+        return prefix + _redact_query(rest)
+    user, colon, _ = userinfo.partition(":")
+    masked = f"{user}:{MASK}" if colon else MASK
+    return f"{prefix}{masked}@{_redact_query(tail)}"
+
+
+def _redact_query(rest: str) -> str:
+    """``host/path?query#fragment`` with the values of secret query parameters masked."""
     try:
-        parts = urlsplit(url)
+        parts = urlsplit(f"//{rest}")
     except ValueError:
-        return MASK
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, host = netloc.rsplit("@", 1)
-        user = userinfo.split(":", 1)[0]
-        netloc = f"{user}:{MASK}@{host}" if ":" in userinfo else f"{MASK}@{host}"
+        return rest.split("?", 1)[0] + (f"?{MASK}" if "?" in rest else "")
+    if not parts.query:
+        return rest
     query = "&".join(
-        f"{k}={MASK}" if is_secret(k) else f"{k}={v}" if sep else k
+        f"{k}={MASK}" if is_secret(unquote(k)) else f"{k}={v}" if sep else k
         for k, sep, v in (item.partition("=") for item in parts.query.split("&") if item)
     )
-    return urlunsplit(parts._replace(netloc=netloc, query=query))
+    return urlunsplit(parts._replace(query=query))[2:]
+
+
+def url_secrets(url: str) -> list[str]:
+    """The secrets a URL holds (passwords, secret query values), as written and decoded."""
+    found: list[str] = []
+    for part in url.split(","):
+        _, sep, rest = part.partition("://")
+        rest = rest if sep else part
+        if "@" in rest:
+            user, colon, password = rest.rpartition("@")[0].partition(":")
+            found.append(password if colon else user)
+        query = rest.partition("?")[2].partition("#")[0]
+        for item in query.split("&"):
+            key, eq, value = item.partition("=")
+            if eq and is_secret(unquote(key)):
+                found.append(value)
+    return [form for secret in found if secret for form in {secret, unquote(secret)} if form]
+
+
+def redact_text(text: str, urls: Iterable[str] = (), secrets: Iterable[str | None] = ()) -> str:
+    """``text`` with each of ``urls`` redacted and every secret (of ``urls`` too) masked.
+
+    Secrets shorter than ``MIN_SECRET`` are masked only inside the given URLs.
+    """
+    url_list = [u for u in urls if u]
+    for url in sorted(url_list, key=len, reverse=True):
+        text = text.replace(url, redact_url(url))
+    hidden = {s for s in secrets if s and s.strip()}
+    hidden.update(s for url in url_list for s in url_secrets(url))
+    # also the forms a secret takes in a URL or a repr
+    hidden.update(form for s in list(hidden) for form in (quote(s, safe=""), repr(s)[1:-1]))
+    # a secret of one or two characters cannot be told from ordinary text
+    for secret in sorted((s for s in hidden if len(s) >= MIN_SECRET), key=len, reverse=True):
+        text = text.replace(secret, MASK)
+    return text
 
 
 def is_secret(key: str) -> bool:
@@ -42,5 +104,13 @@ def is_secret(key: str) -> bool:
 
 
 def redact_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of ``settings`` with every credential value masked."""
-    return {k: MASK if is_secret(k) else v for k, v in settings.items()}
+    """A copy of ``settings`` with every credential masked: secret keys, URL passwords, nested."""
+    return {k: MASK if is_secret(str(k)) else _redact_value(v) for k, v in settings.items()}
+
+
+def _redact_value(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return redact_settings(value)
+    if isinstance(value, str) and "://" in value:
+        return redact_url(value)
+    return value

@@ -8,14 +8,17 @@ bad request never leaves a half-written registration behind.
 
 Protobuf schemas are served as stored (``.proto`` text or base64 descriptor);
 ``?format=serialized`` returns the base64 ``FileDescriptorProto`` either way,
-which is what confluent-kafka's Protobuf deserializer asks for.
+which is what confluent-kafka's Protobuf deserializer asks for. Bad client input is
+always a 4xx with Confluent's error code, never a 500.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as package_version
+from typing import Any, Literal
 
 import orjson
 from starlette.applications import Starlette
@@ -25,18 +28,21 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from cdc_connectors.options import parse_bool
 from cdc_connectors.registry import errors, guards
 from cdc_connectors.registry.base import (
+    LATEST,
     RegisteredSchema,
     Schema,
     SchemaReference,
     SchemaRegistry,
+    ServerConfig,
+    version_number,
 )
-from cdc_connectors.schema import protobuf
-from cdc_connectors.schema.errors import SchemaError
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 log = logging.getLogger(__name__)
+_MAX_ID = 2**31 - 1
 
 
 class RegistryResponse(Response):
@@ -53,32 +59,61 @@ def _error(exc: errors.SchemaRegistryError) -> RegistryResponse:
     )
 
 
+# --- request parameters ---------------------------------------------------------------------
+
+
 def _flag(request: Request, name: str) -> bool:
-    return request.query_params.get(name, "false").strip().lower() in {"true", "1", "yes"}
+    value = request.query_params.get(name)
+    if value is None:
+        return False
+    try:
+        return parse_bool(value, f"query parameter {name}")
+    except ValueError as exc:
+        raise errors.bad_request(str(exc)) from None
+
+
+def _number(request: Request, name: str, default: int) -> int:
+    value = request.query_params.get(name)
+    if value is None:
+        return default
+    digits = value.removeprefix("-")
+    if not (digits.isascii() and digits.isdigit() and len(digits) < 10):
+        raise errors.bad_request(f"query parameter {name} must be an integer, not {value!r}")
+    return int(value)
 
 
 def _id(request: Request) -> int:
+    """A schema id from the path; anything that is not one is an unknown schema (40403)."""
+    raw = str(request.path_params["id"])
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 10 or int(raw) > _MAX_ID:
+        raise errors.schema_not_found(raw)
+    return int(raw)
+
+
+def _version(request: Request) -> int | Literal["latest"]:
+    number = version_number(str(request.path_params["version"]))
+    return "latest" if number == LATEST else number
+
+
+def _json_body(raw: bytes) -> Any:
     try:
-        return int(request.path_params["id"])
-    except ValueError:
-        raise errors.schema_not_found(f"Schema {request.path_params['id']} not found") from None
-
-
-def _version(request: Request) -> int | str:
-    raw = str(request.path_params["version"])
-    if raw == "latest":
-        return raw
-    try:
-        return int(raw)
-    except ValueError:
-        raise errors.invalid_version(raw) from None
-
-
-def _schema_body(raw: bytes) -> Schema:
-    try:
-        body = orjson.loads(raw)
+        return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise errors.unprocessable(f"Malformed JSON request body: {exc}") from None
+
+
+def _optional_int(body: dict[str, Any], key: str) -> int | None:
+    value = body.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise errors.unprocessable(f"{key} must be an integer")
+    return value if value >= 0 else None
+
+
+def _schema_body(raw: bytes) -> tuple[Schema, int | None, int | None]:
+    """The schema of a request body, and the id and version it asks for (IMPORT mode)."""
+    body = _json_body(raw)
     if not isinstance(body, dict):
         raise errors.unprocessable("The request body must be a JSON object")
     text = body.get("schema")
@@ -87,23 +122,26 @@ def _schema_body(raw: bytes) -> Schema:
     refs = body.get("references") or []
     if not isinstance(refs, list) or not all(isinstance(r, dict) for r in refs):
         raise errors.unprocessable("references must be a list of objects")
-    try:
-        references = [SchemaReference(r["name"], r["subject"], int(r["version"])) for r in refs]
-    except (KeyError, TypeError, ValueError):
-        raise errors.unprocessable("a reference needs name, subject and version") from None
-    schema_type = body.get("schemaType") or "AVRO"
+    references = []
+    for ref in refs:
+        name, subject, version = ref.get("name"), ref.get("subject"), ref.get("version")
+        if not (isinstance(name, str) and isinstance(subject, str)) or not isinstance(version, int):
+            raise errors.unprocessable("a reference needs name, subject and version")
+        references.append(SchemaReference(name, subject, version))
+    schema_type = body.get("schemaType")
+    if schema_type is None:
+        schema_type = "AVRO"
     if not isinstance(schema_type, str):
-        raise errors.unprocessable("schemaType must be a string")
-    return Schema(text, schema_type.upper(), references)
+        raise errors.invalid_schema(f"unknown schema type {schema_type!r}")
+    version = _optional_int(body, "version")
+    return Schema(text, schema_type, references), _optional_int(body, "id"), version or None
 
 
-def _schema_dict(schema: Schema, registry: SchemaRegistry, fmt: str | None) -> dict[str, Any]:
-    text = schema.schema_str or ""
-    if fmt == "serialized" and schema.schema_type == "PROTOBUF":
-        text = _serialized_protobuf(schema, registry)
-    out: dict[str, Any] = {"schema": text}
-    if schema.schema_type and schema.schema_type != "AVRO":
-        out["schemaType"] = schema.schema_type
+# --- response bodies ------------------------------------------------------------------------
+
+
+def _schema_dict(schema: Schema) -> dict[str, Any]:
+    out: dict[str, Any] = {"schemaType": schema.schema_type or "AVRO", "schema": schema.schema_str}
     if schema.references:
         out["references"] = [
             {"name": r.name, "subject": r.subject, "version": r.version} for r in schema.references
@@ -111,34 +149,28 @@ def _schema_dict(schema: Schema, registry: SchemaRegistry, fmt: str | None) -> d
     return out
 
 
-def _serialized_protobuf(schema: Schema, registry: SchemaRegistry) -> str:
-    if protobuf.parse_serialized(schema.schema_str or "") is not None:
-        return schema.schema_str or ""
-    deps: dict[str, str] = {}
-
-    def collect(refs: list[SchemaReference]) -> None:
-        for ref in refs:
-            if ref.name in deps:
-                continue
-            target = registry.get_version(str(ref.subject), int(ref.version or 0)).schema
-            collect(list(target.references or []))
-            deps[str(ref.name)] = target.schema_str or ""
-
-    collect(list(schema.references or []))
-    try:
-        return protobuf.serialized(protobuf.compile_schema(schema.schema_str or "", deps))
-    except SchemaError as exc:
-        raise errors.invalid_schema(str(exc)) from None
-
-
-def _registered_dict(
-    registered: RegisteredSchema, registry: SchemaRegistry, fmt: str | None = None
-) -> dict[str, Any]:
-    out = {"subject": registered.subject, "version": registered.version, "id": registered.schema_id}
+def _registered_dict(registered: RegisteredSchema) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "subject": registered.subject,
+        "version": registered.version,
+        "id": registered.schema_id,
+    }
     if registered.guid:
         out["guid"] = registered.guid
-    out.update(_schema_dict(registered.schema, registry, fmt))
+    out.update(_schema_dict(registered.schema))
     return out
+
+
+def _level(config: ServerConfig) -> str:
+    level = config.compatibility_level or config.compatibility
+    return "" if level is None else str(level.value)
+
+
+def _server_version() -> str:
+    try:
+        return package_version("cdc-connectors")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def create_app(
@@ -146,8 +178,10 @@ def create_app(
     *,
     basic_auth: str | None = None,
     bearer_token: str | None = None,
+    max_body: int = guards.DEFAULT_MAX_BODY,
 ) -> Starlette:
-    """The ASGI app serving ``registry``; optional basic auth (``user:password``) or token."""
+    """The ASGI app serving ``registry``: optional basic auth (``user:password``) or token,
+    request bodies up to ``max_body`` bytes."""
 
     def endpoint(fn: Callable[[Request, bytes], Any]) -> Callable[[Request], Awaitable[Response]]:
         """An ASGI endpoint running ``fn(request, body)`` off the event loop (the store blocks)."""
@@ -158,6 +192,8 @@ def create_app(
                 result = await run_in_threadpool(fn, request, body)
             except errors.SchemaRegistryError as exc:
                 return _error(exc)
+            except RecursionError:
+                return _error(errors.invalid_schema("the request nests too deeply to be processed"))
             except Exception as exc:
                 # Confluent's answer to a server fault; the traceback goes to the log.
                 log.exception("%s %s failed", request.method, request.url.path)
@@ -170,61 +206,125 @@ def create_app(
 
     r = registry
 
+    def page(request: Request) -> dict[str, int]:
+        return {"offset": _number(request, "offset", 0), "limit": _number(request, "limit", -1)}
+
     def root(request: Request, body: bytes) -> Any:
         return {}
+
+    def schemas(request: Request, body: bytes) -> Any:
+        found = r.get_schemas(
+            request.query_params.get("subjectPrefix", ""),
+            deleted=_flag(request, "deleted"),
+            latest_only=_flag(request, "latestOnly"),
+            **page(request),
+        )
+        return [_registered_dict(s) for s in found]
 
     def schema_types(request: Request, body: bytes) -> Any:
         return r.get_schema_types()
 
     def schema_by_id(request: Request, body: bytes) -> Any:
-        schema = r.get_schema(_id(request))
-        return _schema_dict(schema, r, request.query_params.get("format"))
+        schema_id = _id(request)
+        schema = r.get_schema(schema_id, fmt=request.query_params.get("format"))
+        out = _schema_dict(schema)
+        guid = getattr(r, "get_schema_guid", None)
+        if guid is not None:
+            out["guid"] = guid(schema_id)
+        if _flag(request, "fetchMaxId"):
+            out["maxId"] = r.get_max_schema_id()
+        return out
 
     def schema_by_guid(request: Request, body: bytes) -> Any:
-        schema = r.get_schema_by_guid(request.path_params["guid"])
-        return _schema_dict(schema, r, request.query_params.get("format"))
+        schema = r.get_schema_by_guid(
+            request.path_params["guid"], fmt=request.query_params.get("format")
+        )
+        return _schema_dict(schema)
 
     def schema_text_by_id(request: Request, body: bytes) -> Any:
-        return Response(r.get_schema(_id(request)).schema_str, media_type=CONTENT_TYPE)
+        schema = r.get_schema(_id(request), fmt=request.query_params.get("format"))
+        return Response(schema.schema_str, media_type=CONTENT_TYPE)
 
     def id_versions(request: Request, body: bytes) -> Any:
-        return [
-            {"subject": v.subject, "version": v.version}
-            for v in r.get_schema_versions(_id(request))
-        ]
+        found = r.get_schema_versions(
+            _id(request),
+            request.query_params.get("subject"),
+            deleted=_flag(request, "deleted"),
+            **page(request),
+        )
+        return [{"subject": v.subject, "version": v.version} for v in found]
 
     def id_subjects(request: Request, body: bytes) -> Any:
-        return sorted({v.subject for v in r.get_schema_versions(_id(request))})
+        return r.get_subjects_by_schema_id(
+            _id(request),
+            request.query_params.get("subject"),
+            deleted=_flag(request, "deleted"),
+            **page(request),
+        )
 
     def subjects(request: Request, body: bytes) -> Any:
-        return r.get_subjects(deleted=_flag(request, "deleted"))
+        return r.get_subjects(
+            request.query_params.get("subjectPrefix"),
+            deleted=_flag(request, "deleted"),
+            deleted_only=_flag(request, "deletedOnly"),
+            **page(request),
+        )
 
     def subject_versions(request: Request, body: bytes) -> Any:
-        return r.get_versions(request.path_params["subject"], deleted=_flag(request, "deleted"))
+        return r.get_versions(
+            request.path_params["subject"],
+            deleted=_flag(request, "deleted"),
+            deleted_only=_flag(request, "deletedOnly"),
+            **page(request),
+        )
 
     def subject_version(request: Request, body: bytes) -> Any:
         registered = r.get_version(
-            request.path_params["subject"], _version(request), deleted=_flag(request, "deleted")
+            request.path_params["subject"],
+            _version(request),
+            deleted=_flag(request, "deleted"),
+            fmt=request.query_params.get("format"),
         )
-        return _registered_dict(registered, r, request.query_params.get("format"))
+        return _registered_dict(registered)
 
     def subject_version_schema(request: Request, body: bytes) -> Any:
-        registered = r.get_version(request.path_params["subject"], _version(request))
+        registered = r.get_version(
+            request.path_params["subject"],
+            _version(request),
+            deleted=_flag(request, "deleted"),
+            fmt=request.query_params.get("format"),
+        )
         return Response(registered.schema.schema_str, media_type=CONTENT_TYPE)
 
-    def register(request: Request, body: bytes) -> Any:
-        schema = _schema_body(body)
-        registered = r.register_schema(
-            request.path_params["subject"], schema, normalize=_flag(request, "normalize")
+    def referenced_by(request: Request, body: bytes) -> Any:
+        return r.get_referenced_by(
+            request.path_params["subject"],
+            _version(request),
+            deleted=_flag(request, "deleted"),
+            **page(request),
         )
-        return _registered_dict(registered, r)
+
+    def register(request: Request, body: bytes) -> Any:
+        schema, schema_id, version = _schema_body(body)
+        registered = r.register_schema_full_response(
+            request.path_params["subject"],
+            schema,
+            normalize_schemas=_flag(request, "normalize"),
+            schema_id=schema_id,
+            version=version,
+        )
+        return _registered_dict(registered)
 
     def lookup(request: Request, body: bytes) -> Any:
-        schema = _schema_body(body)
+        schema, _, _ = _schema_body(body)
         registered = r.lookup_schema(
-            request.path_params["subject"], schema, deleted=_flag(request, "deleted")
+            request.path_params["subject"],
+            schema,
+            normalize_schemas=_flag(request, "normalize"),
+            fmt=request.query_params.get("format"),
+            deleted=_flag(request, "deleted"),
         )
-        return _registered_dict(registered, r)
+        return _registered_dict(registered)
 
     def delete_subject(request: Request, body: bytes) -> Any:
         return r.delete_subject(
@@ -233,47 +333,75 @@ def create_app(
 
     def delete_version(request: Request, body: bytes) -> Any:
         return r.delete_version(
-            request.path_params["subject"], _version(request), permanent=_flag(request, "permanent")
+            request.path_params["subject"],
+            _version(request),
+            permanent=_flag(request, "permanent"),
         )
 
-    def _level_body(raw: bytes) -> str:
-        try:
-            parsed = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise errors.unprocessable(f"Malformed JSON request body: {exc}") from None
-        level = parsed.get("compatibility") if isinstance(parsed, dict) else None
-        if not isinstance(level, str):
+    def _level_body(raw: bytes) -> str | None:
+        parsed = _json_body(raw)
+        if not isinstance(parsed, dict):
+            raise errors.unprocessable("The request body must be a JSON object")
+        level = parsed.get("compatibility")
+        if level is not None and not isinstance(level, str):
             raise errors.invalid_compatibility_level(level)
         return level
 
-    def global_config(request: Request, body: bytes) -> Any:
+    def config(request: Request, body: bytes) -> Any:
+        subject = request.path_params.get("subject")
         if request.method == "PUT":
-            return {"compatibility": r.set_compatibility(_level_body(body))}
-        return {"compatibilityLevel": r.get_compatibility()}
-
-    def subject_config(request: Request, body: bytes) -> Any:
-        subject = request.path_params["subject"]
-        if request.method == "PUT":
-            return {"compatibility": r.set_compatibility(_level_body(body), subject)}
+            level = _level_body(body)
+            if level is not None:
+                return {"compatibility": r.set_compatibility(subject, level)}
+            return {"compatibility": r.get_compatibility(subject, default_to_global=True)}
         if request.method == "DELETE":
-            return {"compatibilityLevel": r.delete_compatibility(subject)}
+            return {"compatibilityLevel": _level(r.delete_config(subject))}
         level = r.get_compatibility(subject, default_to_global=_flag(request, "defaultToGlobal"))
         return {"compatibilityLevel": level}
 
+    def mode(request: Request, body: bytes) -> Any:
+        subject = request.path_params.get("subject")
+        if request.method == "PUT":
+            parsed = _json_body(body)
+            wanted = parsed.get("mode") if isinstance(parsed, dict) else None
+            if not isinstance(wanted, str):
+                raise errors.invalid_mode(wanted)
+            return {"mode": r.update_mode(subject, wanted, force=_flag(request, "force"))}
+        if request.method == "DELETE":
+            return {"mode": r.delete_mode(subject)}
+        return {"mode": r.get_mode(subject, default_to_global=_flag(request, "defaultToGlobal"))}
+
     def compatibility(request: Request, body: bytes) -> Any:
-        schema = _schema_body(body)
+        schema, _, _ = _schema_body(body)
         version = _version(request) if "version" in request.path_params else None
-        problems = r.test_compatibility(request.path_params["subject"], schema, version)
+        verbose = _flag(request, "verbose")
+        try:
+            problems = r.compatibility_problems(
+                request.path_params["subject"], schema, version, _flag(request, "normalize")
+            )
+        except errors.SchemaRegistryError as exc:
+            if not (verbose and exc.error_code == 42201):
+                raise
+            problems = [exc.error_message]
         result: dict[str, Any] = {"is_compatible": not problems}
-        if _flag(request, "verbose"):
+        if verbose:
             result["messages"] = problems
         return result
 
-    def mode(request: Request, body: bytes) -> Any:
-        return {"mode": "READWRITE"}
+    def contexts(request: Request, body: bytes) -> Any:
+        return r.get_contexts(**page(request))
 
+    def metadata_id(request: Request, body: bytes) -> Any:
+        clusters = {"kafka-cluster": "", "schema-registry-cluster": "schema-registry"}
+        return {"id": "", "scope": {"path": [], "clusters": clusters}}
+
+    def metadata_version(request: Request, body: bytes) -> Any:
+        return {"version": _server_version(), "commitId": ""}
+
+    versions = "/subjects/{subject}/versions"
     routes = [
         Route("/", endpoint(root)),
+        Route("/schemas", endpoint(schemas)),
         Route("/schemas/types", endpoint(schema_types)),
         Route("/schemas/ids/{id}", endpoint(schema_by_id)),
         Route("/schemas/ids/{id}/schema", endpoint(schema_text_by_id)),
@@ -283,15 +411,16 @@ def create_app(
         Route("/subjects", endpoint(subjects)),
         Route("/subjects/{subject}", endpoint(lookup), methods=["POST"]),
         Route("/subjects/{subject}", endpoint(delete_subject), methods=["DELETE"]),
-        Route("/subjects/{subject}/versions", endpoint(subject_versions), methods=["GET"]),
-        Route("/subjects/{subject}/versions", endpoint(register), methods=["POST"]),
-        Route("/subjects/{subject}/versions/{version}", endpoint(subject_version), methods=["GET"]),
-        Route(
-            "/subjects/{subject}/versions/{version}", endpoint(delete_version), methods=["DELETE"]
-        ),
-        Route("/subjects/{subject}/versions/{version}/schema", endpoint(subject_version_schema)),
-        Route("/config", endpoint(global_config), methods=["GET", "PUT"]),
-        Route("/config/{subject}", endpoint(subject_config), methods=["GET", "PUT", "DELETE"]),
+        Route(versions, endpoint(subject_versions), methods=["GET"]),
+        Route(versions, endpoint(register), methods=["POST"]),
+        Route(versions + "/{version}", endpoint(subject_version), methods=["GET"]),
+        Route(versions + "/{version}", endpoint(delete_version), methods=["DELETE"]),
+        Route(versions + "/{version}/schema", endpoint(subject_version_schema)),
+        Route(versions + "/{version}/referencedby", endpoint(referenced_by)),
+        Route("/config", endpoint(config), methods=["GET", "PUT", "DELETE"]),
+        Route("/config/{subject}", endpoint(config), methods=["GET", "PUT", "DELETE"]),
+        Route("/mode", endpoint(mode), methods=["GET", "PUT", "DELETE"]),
+        Route("/mode/{subject}", endpoint(mode), methods=["GET", "PUT", "DELETE"]),
         Route(
             "/compatibility/subjects/{subject}/versions/{version}",
             endpoint(compatibility),
@@ -300,11 +429,15 @@ def create_app(
         Route(
             "/compatibility/subjects/{subject}/versions", endpoint(compatibility), methods=["POST"]
         ),
-        Route("/mode", endpoint(mode)),
+        Route("/contexts", endpoint(contexts)),
+        Route("/v1/metadata/id", endpoint(metadata_id)),
+        Route("/v1/metadata/version", endpoint(metadata_version)),
     ]
     return Starlette(
         routes=routes,
-        middleware=guards.middleware(basic_auth=basic_auth, bearer_token=bearer_token),
+        middleware=guards.middleware(
+            basic_auth=basic_auth, bearer_token=bearer_token, max_body=max_body
+        ),
         exception_handlers={HTTPException: _http_error},
     )
 

@@ -21,7 +21,8 @@ from cdc_connectors.schema.errors import SchemaError
 class Language:
     """How the registry handles one schema type."""
 
-    normalize: Callable[[str], str]
+    # (schema text, [(reference name, reference text), ...] dependencies first) -> identity
+    normalize: Callable[[str, Sequence[tuple[str, str]]], str]
     # (schema text, [(reference name, reference text), ...] dependencies first) -> parsed
     parse: Callable[[str, Sequence[tuple[str, str]]], Any]
     # (reader, writer) -> problems; None: the language has no compatibility rules here
@@ -30,16 +31,20 @@ class Language:
 
 LANGUAGES: dict[str, Language] = {
     "AVRO": Language(
-        avro_schema.normalize,
+        lambda text, refs: avro_schema.normalize(text, [s for _, s in refs]),
         lambda text, refs: avro_schema.parse(text, [s for _, s in refs]),
         avro_schema.incompatibilities,
     ),
     "PROTOBUF": Language(
-        protobuf.normalize,
+        lambda text, refs: protobuf.normalize(text),
         lambda text, refs: protobuf.compile_schema(text, dict(refs)),
         protobuf.incompatibilities,
     ),
-    "JSON": Language(json_schema.normalize, lambda text, refs: json_schema.parse(text), None),
+    "JSON": Language(
+        lambda text, refs: json_schema.normalize(text),
+        lambda text, refs: json_schema.parse(text),
+        None,
+    ),
 }
 SCHEMA_TYPES = tuple(LANGUAGES)
 
@@ -48,9 +53,9 @@ def language(schema_type: str) -> Language:
     """The entry of ``schema_type`` (case-sensitive, as Confluent's); SchemaError if none."""
     try:
         return LANGUAGES[schema_type]
-    except KeyError:
+    except (KeyError, TypeError):
         raise SchemaError(
-            f"unknown schema type {schema_type!r} (types: {', '.join(SCHEMA_TYPES)})"
+            f"unknown schema type {schema_type!r:.80} (types: {', '.join(SCHEMA_TYPES)})"
         ) from None
 
 
@@ -69,16 +74,50 @@ class ParsedSchema:
         return check(self.parsed, writer.parsed) if check else []
 
 
-def normalize(schema_type: str, schema_str: str) -> str:
-    """The text that identifies a schema: equal texts share one id."""
-    return language(schema_type).normalize(schema_str)
+def normalize(schema_type: str, schema_str: str, references: Sequence[tuple[str, str]] = ()) -> str:
+    """The text that identifies a schema: equal texts share one id.
+
+    ``references`` are (name, schema text), dependencies first, as for ``parse``:
+    named types of referenced Avro schemas resolve through them.
+    """
+    entry = language(schema_type)
+    refs = _checked(schema_str, references)
+    try:
+        return entry.normalize(schema_str, refs)
+    except RecursionError:
+        raise SchemaError(f"{schema_type} schema nests too deeply") from None
 
 
 def parse(
     schema_type: str, schema_str: str, references: Sequence[tuple[str, str]] = ()
 ) -> ParsedSchema:
     """Parse a schema; ``references`` are (name, schema text), dependencies first."""
-    return _parse(schema_type, schema_str, tuple(references))
+    language(schema_type)
+    refs = _checked(schema_str, references)
+    try:
+        return _parse(schema_type, schema_str, refs)
+    except RecursionError:
+        raise SchemaError(f"{schema_type} schema nests too deeply") from None
+
+
+def _checked(schema_str: object, references: object) -> tuple[tuple[str, str], ...]:
+    """The references as a hashable tuple; SchemaError for anything but text where text belongs."""
+    if not isinstance(schema_str, str):
+        raise SchemaError(f"a schema must be a string, not {type(schema_str).__name__}")
+    if isinstance(references, str | bytes) or not isinstance(references, Sequence):
+        raise SchemaError("references must be a sequence of (name, schema text) pairs")
+    refs = []
+    for ref in references:
+        if not (
+            isinstance(ref, Sequence)
+            and not isinstance(ref, str)
+            and len(ref) == 2
+            and isinstance(ref[0], str)
+            and isinstance(ref[1], str)
+        ):
+            raise SchemaError(f"a reference must be a (name, schema text) pair, not {ref!r:.80}")
+        refs.append((ref[0], ref[1]))
+    return tuple(refs)
 
 
 @functools.lru_cache(maxsize=512)

@@ -3,6 +3,11 @@
 Batches always carry :data:`OPENCDC_ARROW_SCHEMA`: a batch whose column is all
 null would otherwise get Arrow type ``null`` and Spark would reject it
 (``DATA_SOURCE_RETURN_SCHEMA_MISMATCH``).
+
+Structured data that has no VARIANT form (nested deeper than
+:data:`~cdc_connectors.spark.variant.MAX_DEPTH`, a number of more than 38
+digits, an unsupported type) raises :class:`CodecError` naming the record
+and the field; reading a VARIANT too deep for PySpark's decoder does too.
 """
 
 from __future__ import annotations
@@ -14,9 +19,9 @@ import pyarrow as pa
 from pyspark.sql import Row
 from pyspark.sql.types import VariantVal
 
-from cdc_connectors.opencdc import Change, Data, Metadata, Operation, Record
+from cdc_connectors.opencdc import Change, CodecError, Data, Metadata, Operation, Record
 from cdc_connectors.spark.schema import OPENCDC_ARROW_SCHEMA
-from cdc_connectors.spark.variant import from_variant, to_variant
+from cdc_connectors.spark.variant import VariantError, from_variant, python_value, to_variant
 
 _DATA = OPENCDC_ARROW_SCHEMA.field("key").type
 _VARIANT = _DATA.field("structured_data").type
@@ -24,16 +29,19 @@ _PAYLOAD = OPENCDC_ARROW_SCHEMA.field("payload").type
 _METADATA = OPENCDC_ARROW_SCHEMA.field("metadata").type
 
 
-def _data_array(items: list[Data]) -> pa.StructArray:
+def _data_array(items: list[Data], what: str) -> pa.StructArray:
     """One ``struct<raw_data, structured_data: variant>`` column, null where data is absent."""
     raw: list[bytes | None] = []
     values: list[bytes] = []
     metadata: list[bytes] = []
     no_variant: list[bool] = []
     absent: list[bool] = []
-    for data in items:
+    for index, data in enumerate(items):
         if isinstance(data, dict):
-            value, meta = to_variant(data)
+            try:
+                value, meta = to_variant(data)
+            except (VariantError, TypeError) as exc:
+                raise CodecError(f"record {index}: {what}: {exc}") from None
             raw.append(None)
             values.append(value)
             metadata.append(meta)
@@ -57,7 +65,11 @@ def _data_array(items: list[Data]) -> pa.StructArray:
 
 
 def records_to_batch(records: Iterable[Record]) -> pa.RecordBatch:
-    """An Arrow batch of records with the explicit OpenCDC Arrow schema, built column by column."""
+    """An Arrow batch of records with the explicit OpenCDC Arrow schema, built column by column.
+
+    :class:`CodecError` naming the record (its index in ``records``) and the field when
+    structured data has no VARIANT form.
+    """
     records = list(records)
     offsets = [0]
     names: list[str] = []
@@ -74,8 +86,8 @@ def records_to_batch(records: Iterable[Record]) -> pa.RecordBatch:
     )
     payload = pa.StructArray.from_arrays(
         [
-            _data_array([r.payload.before for r in records]),
-            _data_array([r.payload.after for r in records]),
+            _data_array([r.payload.before for r in records], "payload.before"),
+            _data_array([r.payload.after for r in records], "payload.after"),
         ],
         fields=list(_PAYLOAD),
     )
@@ -83,16 +95,19 @@ def records_to_batch(records: Iterable[Record]) -> pa.RecordBatch:
         pa.array([r.position for r in records], pa.binary()),
         pa.array([str(r.operation) for r in records], pa.string()),
         metadata,
-        _data_array([r.key for r in records]),
+        _data_array([r.key for r in records], "key"),
         payload,
     ]
     return pa.RecordBatch.from_arrays(columns, schema=OPENCDC_ARROW_SCHEMA)
 
 
 def _variant_value(variant: Any) -> Any:
-    if isinstance(variant, VariantVal):
-        return variant.toPython()
-    return from_variant(variant["value"], variant["metadata"])
+    try:
+        if isinstance(variant, VariantVal):
+            return python_value(variant)
+        return from_variant(variant["value"], variant["metadata"])
+    except VariantError as exc:
+        raise CodecError(str(exc)) from None
 
 
 def _data_from(cell: Any) -> Data:

@@ -13,8 +13,14 @@ it writes against PySpark's decoder and Spark's own ``variant_get`` and
 
 Numbers keep their kind: ints are exact (int8..int64; larger ones become
 decimals, as Spark's ``parse_json`` does), floats are doubles, ``Decimal``
-values decimals (up to 38 digits; beyond that doubles). Bytes are written as
-base64 strings, as in OpenCDC JSON.
+values decimals. Nothing becomes a double silently: an integer or decimal of
+more than 38 digits, which no VARIANT decimal holds, raises
+:class:`VariantError`. Bytes are written as base64 strings, as in OpenCDC JSON.
+
+Values nest at most :data:`MAX_DEPTH` levels: PySpark's decoder recurses in
+Python, so deeper values could be written but not read back; deeper ones
+raise :class:`VariantError` (never ``RecursionError``), as do values over
+Spark's 16 MiB limit.
 """
 
 from __future__ import annotations
@@ -23,12 +29,20 @@ import struct
 from base64 import b64encode
 from collections.abc import Mapping
 from decimal import Decimal
-from typing import Any
+from typing import Any, NoReturn
 
 from pyspark.sql.types import VariantVal
 
 #: Spark refuses variant values (and metadata) larger than this.
 SIZE_LIMIT = 16 * 1024 * 1024
+
+#: Objects and arrays nest at most this deep (PySpark decodes recursively).
+MAX_DEPTH = 128
+
+
+class VariantError(ValueError):
+    """A value has no faithful VARIANT form here; the message says why."""
+
 
 _PRIMITIVE, _SHORT_STRING, _OBJECT, _ARRAY = range(4)
 _NULL = bytes([0 << 2 | _PRIMITIVE])
@@ -63,9 +77,13 @@ def _pack(numbers: list[int], width: int) -> bytes:
 
 
 def to_variant(value: Any) -> tuple[bytes, bytes]:
-    """The (value, metadata) VARIANT encoding of a JSON-like Python value."""
+    """The (value, metadata) VARIANT encoding of a JSON-like Python value.
+
+    Raises :class:`VariantError` for what has no faithful form (see the module
+    docstring) and :class:`TypeError` for types that have none at all.
+    """
     names: dict[str, int] = {}
-    encoded = _encode(value, names)
+    encoded = _encode(value, names, 0)
     keys = [name.encode("utf-8") for name in names]
     total = sum(map(len, keys))
     width = _width(max(total, len(keys)))
@@ -74,27 +92,28 @@ def to_variant(value: Any) -> tuple[bytes, bytes]:
         offsets.append(offsets[-1] + len(key))
     metadata = b"".join([bytes([1 | (width - 1) << 6]), _pack([len(keys), *offsets], width), *keys])
     if len(encoded) > SIZE_LIMIT or len(metadata) > SIZE_LIMIT:
-        raise ValueError(f"value is larger than Spark's VARIANT limit of {SIZE_LIMIT} bytes")
+        raise VariantError(f"value is larger than Spark's VARIANT limit of {SIZE_LIMIT} bytes")
     return encoded, metadata
 
 
-def _encode(value: Any, names: dict[str, int]) -> bytes:
+def _encode(value: Any, names: dict[str, int], depth: int) -> bytes:
     kind = type(value)
     if kind is str:
-        text = value.encode("utf-8")
+        text: bytes = value.encode("utf-8")
         if len(text) < 64:
             return _SHORT_STRINGS[len(text)] + text
         return _LONG_STRING + len(text).to_bytes(4, "little") + text
     if kind is int:
-        if -0x80 <= value <= 0x7F:
-            return _INT8 + value.to_bytes(1, "little", signed=True)
-        if -0x8000 <= value <= 0x7FFF:
-            return _INT16 + value.to_bytes(2, "little", signed=True)
-        if -0x80000000 <= value <= 0x7FFFFFFF:
-            return _INT32 + value.to_bytes(4, "little", signed=True)
-        if -(2**63) <= value < 2**63:
-            return _INT64 + value.to_bytes(8, "little", signed=True)
-        return _decimal(Decimal(value))
+        number: int = value
+        if -0x80 <= number <= 0x7F:
+            return _INT8 + number.to_bytes(1, "little", signed=True)
+        if -0x8000 <= number <= 0x7FFF:
+            return _INT16 + number.to_bytes(2, "little", signed=True)
+        if -0x80000000 <= number <= 0x7FFFFFFF:
+            return _INT32 + number.to_bytes(4, "little", signed=True)
+        if -(2**63) <= number < 2**63:
+            return _INT64 + number.to_bytes(8, "little", signed=True)
+        return _decimal(Decimal(number))
     if kind is float:
         return _DOUBLE + _pack_double(value)
     if value is None:
@@ -102,30 +121,30 @@ def _encode(value: Any, names: dict[str, int]) -> bytes:
     if kind is bool:
         return _TRUE if value else _FALSE
     if kind is dict:
-        return _object(value, names)
+        return _object(value, names, depth + 1)
     if kind is list:
-        return _array(value, names)
-    return _encode_other(value, names)
+        return _array(value, names, depth + 1)
+    return _encode_other(value, names, depth)
 
 
-def _encode_other(value: Any, names: dict[str, int]) -> bytes:
+def _encode_other(value: Any, names: dict[str, int], depth: int) -> bytes:
     """Less common types: subclasses, tuples, bytes, decimals."""
     if isinstance(value, bool):
         return _TRUE if value else _FALSE
     if isinstance(value, int):
-        return _encode(int(value), names)
+        return _encode(int(value), names, depth)
     if isinstance(value, float):
         return _DOUBLE + _pack_double(float(value))
     if isinstance(value, str):
-        return _encode(str(value), names)
+        return _encode(str(value), names, depth)
     if isinstance(value, Decimal):
         return _decimal(value)
     if isinstance(value, bytes | bytearray | memoryview):
-        return _encode(b64encode(value).decode("ascii"), names)
+        return _encode(b64encode(value).decode("ascii"), names, depth)
     if isinstance(value, Mapping):
-        return _object(dict(value), names)
+        return _object(dict(value), names, depth + 1)
     if isinstance(value, list | tuple):
-        return _array(list(value), names)
+        return _array(list(value), names, depth + 1)
     raise TypeError(f"type {type(value).__name__} has no VARIANT form")
 
 
@@ -141,10 +160,20 @@ def _decimal(value: Decimal) -> bytes:
         for max_precision, header, size in _DECIMALS:
             if precision <= max_precision:
                 return header + bytes([scale]) + unscaled.to_bytes(size, "little", signed=True)
-    return _DOUBLE + _pack_double(float(value))
+        raise VariantError(
+            f"{value} has {precision} digits; a VARIANT decimal holds 38 "
+            "(write it as a string to keep it exact)"
+        )
+    return _DOUBLE + _pack_double(float(value))  # NaN and infinities: doubles hold them
 
 
-def _object(value: dict[Any, Any], names: dict[str, int]) -> bytes:
+def _too_deep() -> NoReturn:
+    raise VariantError(f"value nests deeper than {MAX_DEPTH} levels")
+
+
+def _object(value: dict[Any, Any], names: dict[str, int], depth: int) -> bytes:
+    if depth > MAX_DEPTH:
+        _too_deep()
     ids = []
     parts = []
     if not all(type(k) is str for k in value):
@@ -154,7 +183,7 @@ def _object(value: dict[Any, Any], names: dict[str, int]) -> bytes:
         if field_id is None:
             field_id = names[key] = len(names)
         ids.append(field_id)
-        parts.append(_encode(item, names))
+        parts.append(_encode(item, names, depth))
     count = len(parts)
     large = count > 0xFF
     id_width = _width(max(len(names) - 1, 0))
@@ -186,8 +215,10 @@ def _first(item: tuple[str, Any]) -> str:
     return item[0]
 
 
-def _array(value: list[Any], names: dict[str, int]) -> bytes:
-    parts = [_encode(item, names) for item in value]
+def _array(value: list[Any], names: dict[str, int], depth: int) -> bytes:
+    if depth > MAX_DEPTH:
+        _too_deep()
+    parts = [_encode(item, names, depth) for item in value]
     count = len(parts)
     large = count > 0xFF
     offsets = _offsets(parts)
@@ -204,5 +235,17 @@ def _array(value: list[Any], names: dict[str, int]) -> bytes:
 
 
 def from_variant(value: bytes, metadata: bytes) -> Any:
-    """The Python value of a VARIANT (dicts, lists, str, int, float, Decimal, bool, None)."""
-    return VariantVal(value, metadata).toPython()
+    """The Python value of a VARIANT (dicts, lists, str, int, float, Decimal, bool, None).
+
+    :class:`VariantError` for one nested too deeply for PySpark's recursive decoder
+    (Spark itself may build those, with ``parse_json``).
+    """
+    return python_value(VariantVal(value, metadata))
+
+
+def python_value(variant: VariantVal) -> Any:
+    """``variant.toPython()``, with :class:`VariantError` where that would recurse too deeply."""
+    try:
+        return variant.toPython()
+    except RecursionError:  # PySpark's decoder recurses once per level
+        raise VariantError("VARIANT value nests too deeply to read in Python") from None

@@ -12,7 +12,7 @@ import io
 import orjson
 import pytest
 
-from cdc_connectors.opencdc.proto_codec import delimit, iter_delimited
+from cdc_connectors.convert import delimit, iter_delimited
 from tests.conftest import run_cli
 from tests.protoc import compile_proto, message_class
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import io
+from datetime import datetime
 from decimal import Decimal
 
 import orjson
@@ -21,7 +22,8 @@ from .canonical import CANONICAL, CONDUIT_TEST_RECORD
 @pytest.mark.parametrize("doc", CANONICAL)
 def test_conduit_canonical_records_round_trip_exactly(doc):
     record = record_from_json(doc)
-    assert orjson.loads(record_to_json(record)) == orjson.loads(doc)
+    assert record.payload.after == orjson.loads(doc)["payload"]["after"]
+    assert record_from_json(record_to_json(record)) == record
 
 
 def test_json_keys_are_written_in_conduits_order():
@@ -103,3 +105,73 @@ def test_stream_error_names_source_and_line_and_keeps_the_bytes():
     assert caught.value.where == "changes.jsonl:3"
     assert str(caught.value) == "changes.jsonl:3: unknown operation 'nope'"
     assert caught.value.data == b'{"operation":"nope"}'
+
+
+@pytest.mark.parametrize(
+    "number", [b"18446744073709551616", b"-9223372036854775809", b"1" + b"0" * 300]
+)
+def test_integers_beyond_64_bits_are_refused_on_read_not_read_as_doubles(number):
+    # orjson alone reads these as doubles: 18446744073709551616 -> 1.8446744073709552e19
+    doc = b'{"operation":"create","payload":{"after":{"id":' + number + b"}}}"
+    with pytest.raises(CodecError, match="does not fit in 64 bits"):
+        record_from_json(doc)
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        b'{"operation":"create","payload":{"after":{"id":18446744073709551615,"m":-9223372036854775808}}}',
+        b'{"operation":"create","payload":{"after":{"s":"123456789012345678901234567890"}}}',
+        b'{"operation":"create","payload":{"after":{"f":1.23456789012345678901234,"e":-12345678901234567890e-3}}}',
+        b'{"operation":"create","payload":{"after":{"q":"\\"12345678901234567890123"}}}',
+    ],
+)
+def test_64_bit_extremes_and_long_digit_runs_that_are_not_big_integers_are_read(doc):
+    record = record_from_json(doc)
+    assert record.payload.after == orjson.loads(doc)["payload"]["after"]
+    assert record_from_json(record_to_json(record)) == record
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (2**64, r"payload\.after\.n: integer 18446744073709551616 does not fit in 64 bits"),
+        (float("nan"), r"payload\.after\.n: nan has no JSON form"),
+        (float("inf"), r"payload\.after\.n: inf has no JSON form"),
+        (Decimal("NaN"), r"payload\.after\.n: NaN has no JSON form"),
+    ],
+)
+def test_numbers_json_cannot_hold_are_refused_not_written_as_null(value, message):
+    with pytest.raises(CodecError, match=message):
+        record_to_json(Record.new("create", after={"n": value}))
+
+
+def test_nesting_deeper_than_json_holds_is_refused_on_write_without_recursion_error():
+    value: object = 1
+    for _ in range(5000):  # far beyond Python's recursion limit
+        value = [value]
+    with pytest.raises(
+        CodecError,
+        match=r"payload\.after\.a(\[0\]){5} \(and \d+ levels more\): structured data nested",
+    ):
+        record_to_json(Record.new("create", after={"a": value}))
+    shallow = record_from_json(b'{"payload":{"after":{"a":' + b"[" * 253 + b"]" * 253 + b"}}}")
+    assert record_from_json(record_to_json(shallow)) == shallow
+
+
+def test_metadata_and_structured_keys_are_written_sorted():
+    record = Record.new("create", metadata={"z": "1", "a": "2"}, after={"b": {"y": 1, "x": 2}})
+    out = record_to_json(record)
+    assert b'"metadata":{"a":"2","opencdc.version":"v1","z":"1"}' in out
+    assert b'"after":{"b":{"x":2,"y":1}}' in out
+
+
+def test_non_string_metadata_in_a_document_is_a_codec_error_naming_the_key():
+    with pytest.raises(CodecError, match="metadata 'n' must be a string, not int"):
+        record_from_json(b'{"operation":"create","metadata":{"n":1}}')
+
+
+@pytest.mark.parametrize("value", [datetime(2020, 1, 1), {1, 2}, object()])
+def test_types_structured_data_cannot_hold_are_refused_as_protobuf_refuses_them(value):
+    with pytest.raises(CodecError, match=r"payload\.after\.t: type \w+ cannot be structured data"):
+        record_to_json(Record.new("create", after={"t": value}))

@@ -7,9 +7,7 @@ from cdc_connectors.opencdc.proto.metadata.v1 import constants_pb2
 from cdc_connectors.opencdc.proto.opencdc.v1 import opencdc_pb2
 
 
-def test_standard_keys_come_from_the_proto_file_options():
-    options = opencdc_pb2.DESCRIPTOR.GetOptions()
-    assert options.Extensions[opencdc_pb2.metadata_collection] == keys.COLLECTION
+def test_standard_keys_have_conduits_names():
     assert keys.COLLECTION == "opencdc.collection"
     assert keys.CREATED_AT == "opencdc.createdAt"
     assert keys.READ_AT == "opencdc.readAt"
@@ -123,3 +121,37 @@ def test_record_new_sets_version_and_standard_metadata():
     assert record.operation is Operation.CREATE
     with pytest.raises(TypeError, match="unknown standard metadata"):
         Record.new("create", colection="t")
+
+
+@pytest.mark.parametrize(
+    ("misuse", "message"),
+    [
+        (lambda: Record.new("create", metadata={"n": 1}), "metadata 'n' must be a string, not int"),
+        (lambda: Record(metadata={"n": None}), "metadata 'n' must be a string, not NoneType"),
+        (lambda: Metadata({"n": 1.5}), "metadata 'n' must be a string, not float"),
+        (lambda: Metadata(n=b"x"), "metadata 'n' must be a string, not bytes"),
+        (lambda: Metadata({1: "x"}), "metadata key 1 must be a string"),
+        (lambda: Metadata().__setitem__("n", 2), "metadata 'n' must be a string, not int"),
+        (lambda: Metadata().update({"n": 2}), "metadata 'n' must be a string"),
+        (lambda: Metadata().update(n=2), "metadata 'n' must be a string"),
+        (lambda: Metadata().update([("n", 2)]), "metadata 'n' must be a string"),
+        (lambda: Metadata().setdefault("n", 2), "metadata 'n' must be a string"),
+        (lambda: Metadata().__ior__({"n": 2}), "metadata 'n' must be a string"),
+        (lambda: setattr(Metadata(), "read_at", "soon"), "'opencdc.readAt' takes int, not str"),
+        (lambda: Record.new("create", read_at=True), "'opencdc.readAt' takes int, not bool"),
+    ],
+)
+def test_non_string_metadata_is_refused_where_it_is_put_in_naming_the_key(misuse, message):
+    with pytest.raises(TypeError, match=message):
+        misuse()
+
+
+def test_metadata_stays_a_string_map_through_dict_operations():
+    md = Metadata({"a": "1"})
+    md |= {"b": "2"}
+    md.update(c="3")
+    assert md.setdefault("a", "x") == "1"
+    copy = md.copy()
+    assert type(copy) is Metadata and copy == {"a": "1", "b": "2", "c": "3"}
+    with pytest.raises(TypeError):
+        copy["d"] = 4  # type: ignore[assignment]

@@ -1,21 +1,16 @@
 from __future__ import annotations
 
-import io
-
 import pytest
 
 from cdc_connectors.opencdc import (
     CodecError,
     Record,
-    read_delimited_records,
     record_from_json,
     record_from_proto_bytes,
     record_to_proto,
     record_to_proto_bytes,
-    write_delimited_records,
 )
 from cdc_connectors.opencdc.proto.opencdc.v1 import opencdc_pb2
-from cdc_connectors.opencdc.proto_codec import delimit
 
 from .canonical import CANONICAL
 
@@ -50,23 +45,6 @@ def test_struct_numbers_are_doubles_integral_ones_come_back_as_int():
     assert type(back["i"]) is int
 
 
-def test_delimited_stream_round_trips_many_records():
-    records = [Record.new("create", position=str(i).encode(), after={"i": i}) for i in range(50)]
-    buffer = io.BytesIO()
-    assert write_delimited_records(buffer, records) == 50
-    buffer.seek(0)
-    assert list(read_delimited_records(buffer)) == records
-
-
-def test_truncated_delimited_stream_names_message_and_offset():
-    one = delimit(record_to_proto_bytes(Record.new("create", after={"a": 1})))
-    two = delimit(record_to_proto_bytes(Record.new("update", after={"a": 2})))
-    reader = read_delimited_records(io.BytesIO(one + two[:-3]))
-    assert next(reader).payload.after == {"a": 1}
-    with pytest.raises(CodecError, match=rf"message 2, byte {len(one)}: truncated message"):
-        next(reader)
-
-
 def test_garbage_protobuf_is_a_codec_error():
     with pytest.raises(CodecError, match=r"invalid opencdc\.v1\.Record protobuf"):
         record_from_proto_bytes(b"\x0a\xff\xff\xff")
@@ -81,3 +59,66 @@ def test_unknown_operation_number_on_the_wire_is_a_codec_error():
 def test_empty_structured_data_stays_structured():
     back = record_from_proto_bytes(record_to_proto_bytes(Record.new("create", after={})))
     assert back.payload.after == {}
+
+
+def _dicts(levels: int) -> dict:
+    value: object = 1
+    for _ in range(levels - 1):
+        value = {"a": value}
+    return {"a": value}
+
+
+@pytest.mark.parametrize(
+    ("field", "readable"),
+    [("after", 32), ("key", 33)],  # the payload sits one message deeper than the key
+)
+def test_nesting_the_protobuf_runtime_cannot_parse_back_is_refused_on_write(field, readable):
+    ok = Record.new("create", **{field: _dicts(readable)})
+    assert record_from_proto_bytes(record_to_proto_bytes(ok)) == ok
+    too_deep = Record.new("create", **{field: _dicts(readable + 1)})
+    with pytest.raises(CodecError, match=rf"{field.replace('after', 'payload.after')}.*nested too"):
+        record_to_proto_bytes(too_deep)
+
+
+def test_nesting_beyond_pythons_recursion_limit_is_a_codec_error_not_a_recursion_error():
+    deep = record_from_json(b'{"payload":{"after":{"a":' + b"[" * 1000 + b"]" * 1000 + b"}}}")
+    with pytest.raises(
+        CodecError,
+        match=r"payload\.after\.a(\[0\]){5} \(and \d+ levels more\): structured data nested",
+    ):
+        record_to_proto_bytes(deep)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (2**64, "integer 18446744073709551616 does not fit in 64 bits"),
+        (-(2**63) - 1, "does not fit in 64 bits"),
+        (float("nan"), "nan has no JSON form"),
+        (float("-inf"), "-inf has no JSON form"),
+        ({1: "x"}, "object key 1 is a int"),
+        ({"s": {1, 2}}, "type set cannot be structured data"),
+    ],
+)
+def test_values_protobuf_would_change_or_lose_are_refused_with_their_path(value, message):
+    record = Record.new("create", after={"items": [{"v": value}]})
+    with pytest.raises(CodecError, match=r"payload\.after\.items\[0\]\.v"):
+        record_to_proto_bytes(record)
+    with pytest.raises(CodecError, match=message):
+        record_to_proto_bytes(record)
+
+
+def test_raw_data_of_another_type_is_refused_not_turned_into_zero_bytes():
+    with pytest.raises(CodecError, match="key must be bytes, a dict or None, not int"):
+        record_to_proto_bytes(Record.new("create", key=5))  # bytes(5) would be 5 zero bytes
+
+
+def test_map_entries_read_from_protobuf_come_back_sorted():
+    msg = opencdc_pb2.Record()
+    names = ["zeta", "alpha", "mid", "b", "q", "c", "x1", "x2"]  # upb's order varies by process
+    for name in names:
+        msg.metadata[name] = "v"
+        msg.payload.after.structured_data[name] = 1
+    record = record_from_proto_bytes(msg.SerializeToString())
+    assert list(record.metadata) == sorted(names)
+    assert list(record.payload.after) == sorted(names)

@@ -1,4 +1,4 @@
-"""Registries for the contract tests, and `cdc-connectors registry serve` on loopback."""
+"""Registries for the contract tests, our REST app on loopback, and `registry serve`."""
 
 from __future__ import annotations
 
@@ -7,18 +7,22 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+import uvicorn
 
 from cdc_connectors.registry import SchemaRegistry, open_registry
+from cdc_connectors.registry.server import create_app
 
 
 def http(
@@ -97,6 +101,47 @@ def serve(store: str, *extra: str, port: int | None = None, scheme: str = "http"
     raise RuntimeError("registry serve did not start within 30 s")
 
 
+class InProcessServer:
+    """Our REST app over a store, in a uvicorn thread on loopback, counting requests by path."""
+
+    def __init__(self, store: str):
+        self.store = store
+        self.requests: Counter[str] = Counter()
+        self.registry = open_registry(store)
+        app = create_app(self.registry)
+
+        async def counting(scope, receive, send):  # type: ignore[no-untyped-def]
+            if scope["type"] == "http":
+                self.requests[scope["path"]] += 1
+            await app(scope, receive, send)
+
+        port = free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        self.server = uvicorn.Server(
+            uvicorn.Config(counting, host="127.0.0.1", port=port, log_level="warning")
+        )
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("server did not start")
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+        self.registry.close()
+
+
+@pytest.fixture
+def app_server(tmp_path: Path) -> Iterator[InProcessServer]:
+    """Our REST app over a fresh SQLite store, served in this process."""
+    server = InProcessServer(f"sqlite:///{tmp_path}/registry.db")
+    yield server
+    server.stop()
+
+
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Served]:
     """A registry server over a fresh SQLite store."""
@@ -117,8 +162,8 @@ def registry(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SchemaR
         yield reg
         reg.close()
     else:
-        server = serve(f"sqlite:///{tmp_path}/registry.db")
-        reg = open_registry(server.url)
+        in_process = InProcessServer(f"sqlite:///{tmp_path}/registry.db")
+        reg = open_registry(in_process.url)
         yield reg
         reg.close()
-        server.stop()
+        in_process.stop()

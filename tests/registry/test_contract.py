@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import inspect
 import pickle
 
 import orjson
 import pytest
+from confluent_kafka.schema_registry import SchemaRegistryClient
 
 from cdc_connectors.registry import (
     Schema,
@@ -41,7 +43,6 @@ PROTO_V2 = Schema(
     "PROTOBUF",
 )
 PROTO_RETYPED = Schema(PROTO_V1.schema_str.replace("int64 id = 1", "string id = 1"), "PROTOBUF")
-PROTO_RENUMBERED = Schema(PROTO_V1.schema_str.replace("int64 id = 1", "int64 id = 4"), "PROTOBUF")
 
 
 def code(excinfo: pytest.ExceptionInfo[SchemaRegistryError]) -> int:
@@ -49,13 +50,14 @@ def code(excinfo: pytest.ExceptionInfo[SchemaRegistryError]) -> int:
 
 
 def test_register_gives_global_ids_and_per_subject_versions(registry: SchemaRegistry):
-    first = registry.register_schema("orders-value", V1)
+    assert registry.register_schema("orders-value", V1) == 1  # the id, as confluent-kafka's
+    first = registry.register_schema_full_response("orders-value", V1)
     assert (first.schema_id, first.version, first.subject) == (1, 1, "orders-value")
-    again = registry.register_schema("orders-value", V1)
+    again = registry.register_schema_full_response("orders-value", V1)
     assert (again.schema_id, again.version) == (1, 1)  # idempotent
-    second = registry.register_schema("orders-value", V2)
+    second = registry.register_schema_full_response("orders-value", V2)
     assert (second.schema_id, second.version) == (2, 2)
-    elsewhere = registry.register_schema("archive-value", V1)
+    elsewhere = registry.register_schema_full_response("archive-value", V1)
     assert (elsewhere.schema_id, elsewhere.version) == (1, 1)  # same schema, same id
     assert registry.get_subjects() == ["archive-value", "orders-value"]
     assert registry.get_versions("orders-value") == [1, 2]
@@ -66,19 +68,19 @@ def test_register_gives_global_ids_and_per_subject_versions(registry: SchemaRegi
 def test_whitespace_does_not_make_a_new_schema(registry: SchemaRegistry):
     first = registry.register_schema("s", V1)
     spaced = Schema(orjson.dumps(orjson.loads(V1.schema_str), option=orjson.OPT_INDENT_2).decode())
-    assert registry.register_schema("s", spaced).schema_id == first.schema_id
+    assert registry.register_schema("s", spaced) == first
     assert registry.lookup_schema("s", spaced).version == 1
 
 
-def test_register_convenience_takes_text_type_and_references(registry: SchemaRegistry):
-    registered = registry.register("p", PROTO_V1.schema_str, "PROTOBUF")
+def test_protobuf_schemas_keep_their_type(registry: SchemaRegistry):
+    registered = registry.register_schema_full_response("p", PROTO_V1)
     assert registered.version == 1
     assert registry.get_schema(registered.schema_id).schema_type == "PROTOBUF"
 
 
 def test_get_by_id_guid_version_and_latest(registry: SchemaRegistry):
     registry.register_schema("s", V1)
-    second = registry.register_schema("s", V2)
+    second = registry.register_schema_full_response("s", V2)
     assert second.guid
     assert registry.get_schema_by_guid(second.guid).schema_str == V2.schema_str
     with pytest.raises(SchemaRegistryError) as e:
@@ -118,31 +120,32 @@ def test_backward_is_the_default_and_refuses_an_incompatible_change(registry: Sc
     registry.register_schema("s", V1)
     with pytest.raises(SchemaRegistryError) as e:
         registry.register_schema("s", BREAKING)
-    assert code(e) == 409
+    assert (e.value.http_status_code, code(e)) == (409, 40901)
     assert "string" in e.value.error_message and "long" in e.value.error_message
     assert registry.get_versions("s") == [1]  # nothing half-registered
-    assert registry.register_schema("s", V2).version == 2
-    assert registry.is_compatible("s", V2)
-    assert not registry.is_compatible("s", BREAKING)
-    assert registry.test_compatibility("s", BREAKING, version=1)
+    assert registry.register_schema_full_response("s", V2).version == 2
+    assert registry.test_compatibility("s", V2) is True
+    assert registry.test_compatibility("s", BREAKING) is False
+    assert registry.test_compatibility_all_versions("s", BREAKING) is False
+    assert registry.compatibility_problems("s", BREAKING, version=1)
 
 
 def test_levels_none_forward_full_and_transitive(registry: SchemaRegistry):
-    registry.set_compatibility("FORWARD", "fwd")
+    registry.set_compatibility("fwd", "FORWARD")
     registry.register_schema("fwd", V2)
     # dropping the optional field: old readers (V2) fill the default -> FORWARD ok
-    assert registry.register_schema("fwd", V1).version == 2
+    assert registry.register_schema_full_response("fwd", V1).version == 2
 
-    registry.set_compatibility("FULL", "full")
+    registry.set_compatibility("full", "FULL")
     registry.register_schema("full", V1)
     with pytest.raises(SchemaRegistryError) as e:  # a required new field breaks BACKWARD
         registry.register_schema("full", avro(("id", "long"), ("qty", "int")))
-    assert code(e) == 409
-    assert registry.register_schema("full", V2).version == 2
+    assert code(e) == 40901
+    assert registry.register_schema_full_response("full", V2).version == 2
 
-    registry.set_compatibility("NONE", "none")
+    registry.set_compatibility("none", "NONE")
     registry.register_schema("none", V1)
-    assert registry.register_schema("none", BREAKING).version == 2
+    assert registry.register_schema_full_response("none", BREAKING).version == 2
 
     # V1 -> V2 -> V3 where V3 reads V2 but not V1: only the transitive level refuses it
     with_default = Schema(
@@ -160,13 +163,13 @@ def test_levels_none_forward_full_and_transitive(registry: SchemaRegistry):
     v3 = avro(("id", "long"), ("note", "string"))  # note required, no default
     for subject in ("plain", "trans"):
         if subject == "trans":
-            registry.set_compatibility("BACKWARD_TRANSITIVE", subject)
+            registry.set_compatibility(subject, "BACKWARD_TRANSITIVE")
         registry.register_schema(subject, V1)
         registry.register_schema(subject, with_default)
-    assert registry.register_schema("plain", v3).version == 3
+    assert registry.register_schema_full_response("plain", v3).version == 3
     with pytest.raises(SchemaRegistryError) as e:
         registry.register_schema("trans", v3)
-    assert code(e) == 409
+    assert code(e) == 40901
 
 
 def test_compatibility_config_global_and_per_subject(registry: SchemaRegistry):
@@ -174,14 +177,20 @@ def test_compatibility_config_global_and_per_subject(registry: SchemaRegistry):
         registry.get_compatibility("s")
     assert code(e) == 40408
     assert registry.get_compatibility("s", default_to_global=True) == "BACKWARD"
-    assert registry.set_compatibility("full", "s") == "FULL"
+    assert registry.set_compatibility("s", "full") == "FULL"
     assert registry.get_compatibility("s") == "FULL"
-    assert registry.set_compatibility("NONE") == "NONE"
+    assert registry.set_compatibility(level="NONE") == "NONE"
     assert registry.get_compatibility() == "NONE"
-    assert registry.delete_compatibility("s") == "FULL"
+    assert registry.get_config().compatibility_level.value == "NONE"
+    assert registry.delete_config("s").compatibility_level.value == "FULL"
     assert registry.get_compatibility("s", default_to_global=True) == "NONE"
     with pytest.raises(SchemaRegistryError) as e:
-        registry.set_compatibility("SIDEWAYS")
+        registry.delete_config("s")  # nothing set any more: Confluent answers 40401
+    assert code(e) == 40401
+    assert registry.delete_config().compatibility_level.value == "NONE"  # resets the global
+    assert registry.get_compatibility() == "BACKWARD"
+    with pytest.raises(SchemaRegistryError) as e:
+        registry.set_compatibility(level="SIDEWAYS")
     assert code(e) == 42203
 
 
@@ -223,7 +232,7 @@ def test_soft_and_permanent_deletes(registry: SchemaRegistry):
 def test_versions_are_not_reused_after_a_soft_delete(registry: SchemaRegistry):
     registry.register_schema("s", V1)
     registry.delete_subject("s")
-    again = registry.register_schema("s", V1)
+    again = registry.register_schema_full_response("s", V1)
     assert (again.schema_id, again.version) == (1, 2)
 
 
@@ -239,7 +248,7 @@ def test_invalid_schemas_are_42201_and_leave_nothing_behind(registry: SchemaRegi
             registry.register_schema("bad", schema)
         assert code(e) == 42201, schema
     assert registry.get_subjects() == []
-    assert registry.register_schema("good", V1).schema_id == 1  # no id was burnt
+    assert registry.register_schema("good", V1) == 1  # no id was burnt
 
 
 def test_avro_references_resolve_named_types_from_other_subjects(registry: SchemaRegistry):
@@ -257,7 +266,7 @@ def test_avro_references_resolve_named_types_from_other_subjects(registry: Schem
         "AVRO",
         [SchemaReference("shop.Address", "shop.Address", 1)],
     )
-    registered = registry.register_schema("customers-value", customer)
+    registered = registry.register_schema_full_response("customers-value", customer)
     fetched = registry.get_schema(registered.schema_id)
     assert [(r.name, r.subject, r.version) for r in fetched.references] == [
         ("shop.Address", "shop.Address", 1)
@@ -280,30 +289,78 @@ def test_protobuf_imports_resolve_through_references(registry: SchemaRegistry):
         "PROTOBUF",
         [SchemaReference("money.proto", "money.proto", 1)],
     )
-    assert registry.register_schema("orders-value", order).version == 1
+    assert registry.register_schema_full_response("orders-value", order).version == 1
 
 
 def test_protobuf_rules_under_backward(registry: SchemaRegistry):
     registry.register_schema("p", PROTO_V1)
-    assert registry.register_schema("p", PROTO_V2).version == 2  # a new field
-    for breaking, reason in [(PROTO_RETYPED, "changed type"), (PROTO_RENUMBERED, "changed number")]:
-        with pytest.raises(SchemaRegistryError) as e:
-            registry.register_schema("p", breaking)
-        assert code(e) == 409
-        assert reason in e.value.error_message
+    assert registry.register_schema_full_response("p", PROTO_V2).version == 2  # a new field
+    with pytest.raises(SchemaRegistryError) as e:
+        registry.register_schema("p", PROTO_RETYPED)
+    assert code(e) == 40901
+    assert "int64" in e.value.error_message and "string" in e.value.error_message
 
 
 def test_json_schemas_are_stored(registry: SchemaRegistry):
     schema = Schema('{"type": "object", "properties": {"id": {"type": "integer"}}}', "JSON")
-    registered = registry.register_schema("j", schema)
-    assert registry.get_schema(registered.schema_id).schema_type == "JSON"
+    schema_id = registry.register_schema("j", schema)
+    assert registry.get_schema(schema_id).schema_type == "JSON"
     assert set(registry.get_schema_types()) == {"AVRO", "PROTOBUF", "JSON"}
 
 
-def test_registries_refuse_pickling_and_are_shared_per_url(registry: SchemaRegistry):
-    with pytest.raises(TypeError, match="cannot be pickled: pass the registry URL"):
-        pickle.dumps(registry)
-    assert registry_for(registry.url) is registry_for(registry.url)
+def test_registries_refuse_pickling_naming_the_url_without_its_password(tmp_path):
+    for url in ("memory://pickle", f"sqlite:///{tmp_path}/r.db"):
+        with pytest.raises(TypeError, match="cannot be pickled: pass the registry URL"):
+            pickle.dumps(open_registry(url))
+    remote = open_registry("http://ada:s3cret-pw@127.0.0.1:1")
+    with pytest.raises(TypeError) as e:
+        pickle.dumps(remote)
+    assert "s3cret-pw" not in str(e.value) and "127.0.0.1:1" in str(e.value)
+    assert "s3cret-pw" not in repr(remote)
+
+
+def test_registry_for_gives_one_client_per_url(tmp_path):
+    # one store opened once per process: what one caller registers, the next sees by id
+    # from the same cache; another URL is another store
+    first_url, second_url = f"sqlite:///{tmp_path}/a.db", f"sqlite:///{tmp_path}/b.db"
+    schema_id = registry_for(first_url).register_schema("s", V1)
+    registry_for(first_url).get_schema(schema_id)
+    assert schema_id in registry_for(first_url)._by_id  # type: ignore[attr-defined]
+    with pytest.raises(SchemaRegistryError):
+        registry_for(second_url).get_schema(schema_id)
+    assert registry_for(second_url).url == second_url
+
+
+@pytest.mark.parametrize("url", ["memory://", "sqlite:///{tmp}/r.db", "http://127.0.0.1:1"])
+def test_every_registry_takes_confluent_kafkas_client_signatures(url: str, tmp_path):
+    """Every method of confluent-kafka's client takes the same arguments, in the same order."""
+    registry = open_registry(url.format(tmp=tmp_path))
+    assert isinstance(registry, SchemaRegistryClient)
+    for name, method in inspect.getmembers(SchemaRegistryClient, inspect.isfunction):
+        if name.startswith("_") or name == "new_client":
+            continue
+        theirs = inspect.signature(method).parameters
+        ours = inspect.signature(getattr(type(registry), name)).parameters
+        positional = [p for p in ours.values() if p.kind != p.KEYWORD_ONLY]
+        assert [p.name for p in positional] == list(theirs), name
+        for param in positional:
+            assert param.default == theirs[param.name].default, (name, param.name)
+    registry.close()
+
+
+def test_sqlite_store_that_is_not_a_database_is_a_clear_error(tmp_path):
+    (tmp_path / "dir.db").mkdir()
+    with pytest.raises(ValueError, match=r"dir\.db is a directory"):
+        open_registry(f"sqlite:///{tmp_path}/dir.db")
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"this is no database, just some text that is long enough" * 40)
+    with pytest.raises(ValueError, match=r"junk\.db is not a .*SQLite database"):
+        open_registry(f"sqlite:///{junk}")
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(ValueError, match=r"cannot create its directory .*file/sub") as e:
+        open_registry(f"sqlite:///{blocker}/sub/r.db")
+    assert "\n" not in str(e.value)
 
 
 def test_open_registry_names_unknown_schemes():

@@ -28,8 +28,10 @@ def _worker(
     done = []
     for i in range(PER_PROCESS):
         # everyone registers the same shared schemas and some of its own, interleaved
-        shared = registry.register_schema("shared-value", _schema(i))
-        own = registry.register_schema(f"own-{worker}-value", _schema(100 + worker * 100 + i))
+        shared = registry.register_schema_full_response("shared-value", _schema(i))
+        own = registry.register_schema_full_response(
+            f"own-{worker}-value", _schema(100 + worker * 100 + i)
+        )
         done += [("shared-value", shared.schema_id, shared.version)]
         done += [(own.subject, own.schema_id, own.version)]
     registry.close()
@@ -38,7 +40,7 @@ def _worker(
 
 def test_concurrent_processes_neither_duplicate_versions_nor_lose_registrations(tmp_path: Path):
     url = f"sqlite:///{tmp_path}/registry.db"
-    open_registry(url).set_compatibility("NONE")
+    open_registry(url).set_compatibility(level="NONE")
     ctx = multiprocessing.get_context("spawn")
     with ctx.Manager() as manager:
         start = manager.Event()

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructField, StructType, VariantType
 
-from cdc_connectors.spark.variant import from_variant, to_variant
+from cdc_connectors.spark.variant import MAX_DEPTH, VariantError, from_variant, to_variant
 
 scalars = (
     st.none()
@@ -86,6 +86,7 @@ def test_unsupported_types_are_named():
         to_variant({"s": {1, 2}})
 
 
+@pytest.mark.spark
 def test_spark_reads_what_we_write(spark):
     samples: list[Any] = [
         {"id": 9007199254740993, "amount": Decimal("12.50"), "ok": True, "tags": ["a", "b"]},
@@ -110,3 +111,38 @@ def test_spark_reads_what_we_write(spark):
     assert out[0].id == 9007199254740993
     assert out[1].f299 == 299
     assert out[2].u == "x" * 70 and out[2].q == "r"
+
+
+def test_nesting_is_capped_below_what_pysparks_decoder_reads_back():
+    value: Any = 1
+    for _ in range(MAX_DEPTH - 1):
+        value = {"a": value}
+    assert from_variant(*to_variant({"top": value})) == {"top": value}
+    for deeper in ({"top": {"a": value}}, [[value]]):
+        with pytest.raises(VariantError, match=f"deeper than {MAX_DEPTH} levels"):
+            to_variant(deeper)
+
+
+def test_nesting_far_beyond_pythons_recursion_limit_is_a_variant_error():
+    value: Any = 1
+    for _ in range(5000):
+        value = [value]
+    with pytest.raises(VariantError, match="deeper than"):
+        to_variant(value)
+
+
+@pytest.mark.parametrize("number", [10**38, -(10**40), Decimal("1" * 39), Decimal("0." + "1" * 39)])
+def test_numbers_beyond_38_digits_are_refused_not_turned_into_doubles(number):
+    with pytest.raises(VariantError, match="a VARIANT decimal holds 38"):
+        to_variant({"n": number})
+
+
+def test_a_variant_too_deep_for_pysparks_decoder_is_a_variant_error():
+    # Spark itself builds such values (parse_json); built by hand here: [[[...[0]...]]]
+    deep = b"\x0c\x00"  # int8 0
+    for _ in range(2000):  # array header with 2-byte offsets, one element
+        deep = b"\x07\x01\x00\x00" + len(deep).to_bytes(2, "little") + deep
+    with pytest.raises(VariantError, match="too deeply to read"):
+        from_variant(deep, b"\x01\x00\x00")
+    shallow = deep[-6 * 3 - 2 :]  # the innermost three levels
+    assert from_variant(shallow, b"\x01\x00\x00") == [[[0]]]

@@ -7,8 +7,8 @@ import io
 
 import orjson
 
+from cdc_connectors.convert import iter_delimited
 from cdc_connectors.opencdc import keys, record_from_json
-from cdc_connectors.opencdc.proto_codec import iter_delimited
 from tests.conftest import run_cli
 from tests.opencdc.canonical import CANONICAL, CONDUIT_TEST_RECORD
 
@@ -68,14 +68,20 @@ def test_errors_without_errors_file_still_exit_1_and_are_reported():
     assert b"<stdin>:1: invalid JSON" in result.stderr
 
 
-def test_fail_fast_stops_at_the_first_bad_message():
-    data = BAD_OPERATION + b"\n" + CONDUIT_TEST_RECORD + b"\n"
+def test_fail_fast_stops_at_the_first_bad_message_keeping_it_and_the_counts(tmp_path):
+    data = CONDUIT_TEST_RECORD + b"\n" + BAD_OPERATION + b"\n" + CONDUIT_TEST_RECORD + b"\n"
+    errors = tmp_path / "dlq.jsonl"
     result = run_cli(
-        "convert", "--from", "opencdc-json", "--to", "opencdc-json", "--fail-fast", stdin=data
-    )
+        "convert", "--from", "opencdc-json", "--to", "opencdc-json", "--fail-fast",
+        "--errors", str(errors), stdin=data,
+    )  # fmt: skip
     assert result.returncode == 1
-    assert result.stdout == b""
-    assert b"error: <stdin>:1: unknown operation 'bogus'" in result.stderr
+    assert len(result.stdout.splitlines()) == 1  # the record before the bad one
+    assert b"error: <stdin>:2: unknown operation 'bogus'" in result.stderr
+    assert b"read 2 messages, wrote 1 records, skipped 0, errors 1" in result.stderr
+    dead = [record_from_json(line) for line in errors.read_bytes().splitlines()]
+    assert [d.payload.after for d in dead] == [BAD_OPERATION]
+    assert dead[0].position == b"<stdin>:2"
 
 
 def test_truncated_protobuf_stream_is_an_error_with_its_offset(tmp_path):
@@ -98,7 +104,30 @@ def test_truncated_protobuf_stream_is_an_error_with_its_offset(tmp_path):
     assert len(result.stdout.splitlines()) == 1
     assert f"message 2, byte {len(ok.stdout)}: truncated message".encode() in result.stderr
     dead = record_from_json(errors.read_bytes().splitlines()[0])
-    assert dead.payload.after == ok.stdout[1:-4]  # the bytes that were there
+    assert dead.position == f"<stdin>: message 2, byte {len(ok.stdout)}".encode()
+    assert dead.payload.after == ok.stdout[:-4]  # every byte from the broken prefix on
+    assert dead.metadata[keys.CONDUIT_DLQ_NACK_ERROR].startswith("truncated message")
+
+
+def test_a_length_prefix_beyond_memory_is_one_error_with_the_rest_of_the_stream(tmp_path):
+    ok = run_cli(
+        "convert", "--from", "opencdc-json", "--to", "opencdc-proto", stdin=CONDUIT_TEST_RECORD
+    )
+    tail = b"\xff\xff\xff\xff\xff\xff\xff\xff\x7f" + b"junk"  # 2**63 - 1 bytes, it says
+    errors = tmp_path / "dlq.jsonl"
+    result = run_cli(
+        "convert", "--from", "opencdc-proto", "--to", "opencdc-json", "--errors", str(errors),
+        stdin=ok.stdout + tail,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    assert b"Traceback" not in result.stderr
+    assert len(result.stdout.splitlines()) == 1
+    assert f"<stdin>: message 2, byte {len(ok.stdout)}: the length prefix says".encode() in (
+        result.stderr
+    )
+    assert b"read 2 messages, wrote 1 records, skipped 0, errors 1" in result.stderr
+    dead = record_from_json(errors.read_bytes())
+    assert dead.payload.after == tail
 
 
 def test_kv_lines_carry_base64_for_binary_formats():
@@ -196,3 +225,74 @@ def test_a_record_the_output_framing_cannot_hold_goes_to_dead_letters(tmp_path):
     assert b"neither JSON nor UTF-8" in result.stderr
     dead = record_from_json(errors.read_bytes().splitlines()[0])
     assert orjson.loads(dead.payload.after) == orjson.loads(record)
+
+
+def _nested_json(levels: int, opening: bytes = b"[", closing: bytes = b"]") -> bytes:
+    inner = opening * levels + b"1" + closing * levels
+    return b'{"operation":"create","payload":{"after":{"a":' + inner + b"}}}"
+
+
+def test_records_nested_too_deeply_are_error_records_and_the_ones_around_them_written(tmp_path):
+    good = CONDUIT_TEST_RECORD
+    # 40 levels: fine as JSON, too deep for protobuf to parse back; 1000: beyond recursion
+    lines = [good, _nested_json(40, b'{"a":', b"}"), good, _nested_json(1000), good]
+    errors = tmp_path / "dlq.jsonl"
+    result = run_cli(
+        "convert", "--from", "opencdc-json", "--to", "opencdc-proto", "--errors", str(errors),
+        stdin=b"\n".join(lines) + b"\n",
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert b"Traceback" not in result.stderr and b"RecursionError" not in result.stderr
+    assert b"read 5 messages, wrote 3 records, skipped 0, errors 2" in result.stderr
+    assert len(list(iter_delimited(io.BytesIO(result.stdout)))) == 3
+    back = run_cli(
+        "convert", "--from", "opencdc-proto", "--to", "opencdc-json", stdin=result.stdout
+    )
+    assert back.returncode == 0, back.stderr  # everything written reads back
+    dead = [record_from_json(line) for line in errors.read_bytes().splitlines()]
+    assert [d.position for d in dead] == [b"<stdin>:2", b"<stdin>:4"]
+    assert [d.payload.after for d in dead] == [lines[1], lines[3]]
+    assert all("nested too deeply" in d.metadata[keys.CONDUIT_DLQ_NACK_ERROR] for d in dead)
+
+
+def test_integers_beyond_64_bits_are_error_records_not_doubles(tmp_path):
+    big = b'{"operation":"create","payload":{"after":{"id":18446744073709551616}}}'
+    for to in ("opencdc-json", "opencdc-proto"):
+        result = run_cli("convert", "--from", "opencdc-json", "--to", to, stdin=big + b"\n")
+        assert result.returncode == 1, to
+        assert result.stdout == b""
+        assert b"integer 18446744073709551616 does not fit in 64 bits" in result.stderr
+        assert b"errors 1" in result.stderr
+
+
+def test_nan_from_protobuf_is_an_error_record_not_null():
+    from cdc_connectors.convert import delimit
+    from cdc_connectors.opencdc.proto.opencdc.v1 import opencdc_pb2
+
+    msg = opencdc_pb2.Record(operation=1)
+    msg.payload.after.structured_data.update({"x": float("nan"), "ok": 1})
+    result = run_cli(
+        "convert", "--from", "opencdc-proto", "--to", "opencdc-json",
+        stdin=delimit(msg.SerializeToString()),
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert result.stdout == b""
+    assert b"payload.after.x: nan has no JSON form" in result.stderr
+
+
+def test_protobuf_to_json_is_byte_stable_across_processes():
+    from cdc_connectors.convert import delimit
+    from cdc_connectors.opencdc.proto.opencdc.v1 import opencdc_pb2
+
+    msg = opencdc_pb2.Record(operation=2)
+    names = ["zeta", "alpha", "mid", "b", "q", "c", "x1", "x2"]
+    for name in names:
+        msg.metadata[name] = "v"
+        msg.payload.after.structured_data[name] = {name: 1, "a": 2}
+    stream = delimit(msg.SerializeToString())
+    args = ("convert", "--from", "opencdc-proto", "--to", "opencdc-json")
+    outputs = {run_cli(*args, stdin=stream).stdout for _ in range(3)}
+    assert len(outputs) == 1
+    doc = orjson.loads(outputs.pop())
+    assert list(doc["metadata"]) == sorted(names)
+    assert list(doc["payload"]["after"]) == sorted(names)

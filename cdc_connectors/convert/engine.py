@@ -1,19 +1,19 @@
-"""Convert a stream of messages from one format to another, without Spark.
+"""The convert loop: a stream of messages from one format to another, without Spark.
 
-The engine of ``cdc-connectors convert``: every input message ends as output,
-as a counted skip (tombstone, heartbeat) or as a dead-letter record with its
-reason and original bytes. Nothing is dropped silently.
+Every input message ends as output, as a counted skip (tombstone, heartbeat)
+or as a dead-letter record with its reason and original bytes. Nothing is
+dropped silently. A message whose records cannot all be written writes none
+of them: it goes to the dead letters whole.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import IO
 
+from cdc_connectors.convert.deadletter import DeadLetterWriter
+from cdc_connectors.convert.streams import ByteReader, ByteWriter, MessageWriter, read_messages
 from cdc_connectors.formats.base import Format, Message, SkipMessage
-from cdc_connectors.formats.deadletter import DeadLetterWriter
-from cdc_connectors.formats.framing import MessageWriter, read_messages
 from cdc_connectors.opencdc import CodecError
 
 
@@ -38,16 +38,20 @@ class ConvertStats:
 
 
 class FailFast(Exception):
-    """Raised on the first bad message when the caller chose fail-fast."""
+    """Raised on the first bad message when the caller chose fail-fast.
 
-    def __init__(self, error: CodecError):
+    The message is already in the dead letters; ``stats`` counts it.
+    """
+
+    def __init__(self, error: CodecError, stats: ConvertStats):
         self.error = error
+        self.stats = stats
         super().__init__(str(error))
 
 
 def convert_stream(
-    source: IO[bytes],
-    sink: IO[bytes],
+    source: ByteReader,
+    sink: ByteWriter,
     decoder: Format,
     encoder: Format,
     *,
@@ -63,19 +67,17 @@ def convert_stream(
 
     def fail(message: Message, error: CodecError) -> None:
         stats.errors += 1
-        located = error if error.where else error.at(message.where)
-        if fail_fast:
-            raise FailFast(located)
         if len(stats.first_errors) < 5:
-            stats.first_errors.append(str(located))
+            stats.first_errors.append(str(error))
         if dead_letters is not None:
-            dead_letters.write(message, located.reason)
+            dead_letters.write(message, error.reason)
+        if fail_fast:
+            raise FailFast(error, stats)
 
     for item in read_messages(source, type(decoder), kv=kv_in, source=source_name):
         stats.messages += 1
         if isinstance(item, CodecError):
-            message = Message(item.data, where=item.where or source_name)
-            fail(message, item)
+            fail(Message(item.data, where=item.where or source_name), item)
             continue
         try:
             records = decoder.decode(item)
@@ -87,9 +89,9 @@ def convert_stream(
             continue
         stats.records += len(records)
         try:
-            for record in records:
-                writer.write(encoder.encode(record))
-                stats.written += 1
+            writer.write_all([encoder.encode(record) for record in records])
         except CodecError as exc:
             fail(item, exc.at(item.where))
+            continue
+        stats.written += len(records)
     return stats

@@ -1,0 +1,219 @@
+"""The files and standard streams of ``convert``: checked before anything is touched.
+
+- :func:`check_places` refuses, before any file is opened, an input that is
+  missing, a directory or unreadable, an output or dead-letter path in a
+  missing directory, one that is a directory, and any two of input, output,
+  dead letters and redirected standard streams that are the same file
+  (however spelled: symlinks, ``./``, hard links). Each is a
+  :class:`PlaceError`: one line naming the path.
+- :class:`Output` writes a regular file through a temporary file in the same
+  directory, renamed over the target only when the run finishes, so an
+  existing output is never truncated by a run that then fails. Devices and
+  pipes (``/dev/stdout``, ``/dev/null``) are written directly.
+- :class:`Guarded` wraps a stream so that an ``OSError`` while reading or
+  writing (a full disk, ``/dev/full``, a closed pipe) becomes one
+  :class:`StreamError` naming the stream.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO
+
+
+class PlaceError(ValueError):
+    """A path or standard stream cannot be used as asked; the message names it."""
+
+
+class StreamError(OSError):
+    """Reading or writing a stream failed; the message names the stream."""
+
+
+@dataclass(frozen=True)
+class Place:
+    """A path given on the command line, or a standard stream when ``path`` is ``None``."""
+
+    label: str  # how the message names it: "IN", "-o", "--errors"
+    path: str | None
+    fd: int  # the standard stream used when path is None
+
+    def __str__(self) -> str:
+        if self.path is not None:
+            return f"{self.label} {self.path}"
+        return "standard input" if self.fd == 0 else "standard output"
+
+
+def _identity(place: Place) -> tuple[object, ...] | None:
+    """What makes two places the same file: (device, inode) of a regular file,
+    or the resolved path of one that does not exist yet; ``None`` for pipes,
+    terminals and devices, which may well be shared."""
+    try:
+        st = os.stat(place.path) if place.path is not None else os.fstat(place.fd)
+    except FileNotFoundError:
+        return ("new", os.path.realpath(place.path)) if place.path is not None else None
+    except OSError:
+        return None
+    return ("file", st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else None
+
+
+def _check_input(place: Place) -> None:
+    if place.path is None:
+        if sys.stdin is None:
+            raise PlaceError("standard input is closed: give IN or open standard input")
+        return
+    if not os.path.lexists(place.path):
+        raise PlaceError(f"{place}: no such file")
+    if os.path.isdir(place.path):
+        raise PlaceError(f"{place}: is a directory")
+    if not os.path.exists(place.path):
+        raise PlaceError(f"{place}: a symlink to nothing")
+    if not os.access(place.path, os.R_OK):
+        raise PlaceError(f"{place}: not readable")
+
+
+def _check_output(place: Place) -> None:
+    if place.path is None:
+        if sys.stdout is None:
+            raise PlaceError("standard output is closed: give -o or open standard output")
+        return
+    path = place.path
+    if path == "":
+        raise PlaceError(f"{place.label}: an empty path")
+    if os.path.isdir(path):
+        raise PlaceError(f"{place}: is a directory")
+    parent = os.path.dirname(os.path.realpath(path)) or "."
+    if not os.path.isdir(parent):
+        shown = os.path.dirname(path) or "."
+        if os.path.exists(parent):
+            raise PlaceError(f"{place}: {shown} is not a directory")
+        raise PlaceError(f"{place}: no such directory {shown}")
+    if os.path.exists(path):
+        if not os.access(path, os.W_OK):
+            raise PlaceError(f"{place}: not writable")
+    elif not os.access(parent, os.W_OK):
+        raise PlaceError(f"{place}: directory {os.path.dirname(path) or '.'} is not writable")
+
+
+def check_places(source: Place, outputs: list[Place]) -> None:
+    """Refuse, with one :class:`PlaceError`, any place that cannot serve or that clashes."""
+    _check_input(source)
+    for place in outputs:
+        _check_output(place)
+    places = [source, *outputs]
+    for i, first in enumerate(places):
+        ident = _identity(first)
+        if ident is None:
+            continue
+        for second in places[i + 1 :]:
+            if _identity(second) == ident:
+                raise PlaceError(f"{second} is the same file as {first}")
+
+
+class Guarded:
+    """A binary stream whose ``OSError`` is a :class:`StreamError` naming ``name``."""
+
+    def __init__(self, stream: IO[bytes], name: str):
+        self.stream = stream
+        self.name = name
+
+    def _failed(self, action: str, exc: OSError) -> StreamError:
+        return StreamError(f"cannot {action} {self.name}: {exc.strerror or exc}")
+
+    def read(self, size: int = -1) -> bytes:
+        try:
+            return self.stream.read(size)
+        except OSError as exc:
+            raise self._failed("read", exc) from None
+
+    def __iter__(self) -> Iterator[bytes]:
+        lines = iter(self.stream)
+        while True:
+            try:
+                line = next(lines)
+            except StopIteration:
+                return
+            except OSError as exc:
+                raise self._failed("read", exc) from None
+            yield line
+
+    def write(self, data: bytes) -> int:
+        try:
+            return self.stream.write(data)
+        except OSError as exc:
+            raise self._failed("write", exc) from None
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except OSError as exc:
+            raise self._failed("write", exc) from None
+
+
+class Output:
+    """An output file written whole or not at all (see the module docstring)."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.target = os.path.realpath(path)
+        self.temp: str | None = None
+        existing = os.stat(path) if os.path.exists(path) else None
+        if existing is not None and not stat.S_ISREG(existing.st_mode):
+            self.stream: IO[bytes] = open(path, "wb")  # noqa: SIM115 - closed by commit/discard
+            return
+        directory, name = os.path.split(self.target)
+        fd, self.temp = tempfile.mkstemp(prefix=f".{name}.", suffix=".partial", dir=directory)
+        self.stream = os.fdopen(fd, "wb")
+        if existing is not None:
+            os.chmod(self.temp, stat.S_IMODE(existing.st_mode))
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(self.temp, 0o666 & ~umask)
+
+    def commit(self) -> None:
+        """Flush and put the output in place; :class:`StreamError` if that fails."""
+        try:
+            self.stream.flush()
+            if self.temp is not None:
+                os.fsync(self.stream.fileno())
+            self.stream.close()
+            if self.temp is not None:
+                os.replace(self.temp, self.target)
+                self.temp = None
+        except OSError as exc:
+            self.discard()
+            raise StreamError(f"cannot write -o {self.path}: {exc.strerror or exc}") from None
+
+    def discard(self) -> None:
+        """Drop what was written; an existing output stays as it was."""
+        with contextlib.suppress(OSError):  # the failure was reported; closing repeats it
+            self.stream.close()
+        if self.temp is not None:
+            os.unlink(self.temp)
+            self.temp = None
+
+
+def settle_stdout() -> None:
+    """Flush standard output; if it cannot take more (``/dev/full``, a closed pipe), point
+    it at ``/dev/null`` so that the interpreter's own flush at exit cannot fail again."""
+    if sys.stdout is None:
+        return
+    try:
+        sys.stdout.flush()
+    except OSError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+def close_quietly(stream: IO[bytes]) -> None:
+    """Close a stream whose last write failed and was reported: closing would only
+    repeat that failure. Streams that succeeded were flushed before this runs."""
+    with contextlib.suppress(OSError):
+        stream.close()

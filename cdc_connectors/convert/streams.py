@@ -1,0 +1,263 @@
+"""How a stream (file, stdin) holds the messages of a format, for ``convert`` and file connectors.
+
+- **lines**: text formats, one message value per line (blank lines skipped).
+- **length-delimited**: ``opencdc-proto``, a varint length then the message,
+  as protobuf's ``writeDelimitedTo`` writes them (protobuf's own varint
+  helpers read and write the prefix).
+- **kv lines**: ``{"key": ..., "value": ...}`` per line, used with ``--kv`` and
+  always for binary formats that are not length-delimited. Key and value are
+  JSON documents for text formats (a key that is not JSON is written as a
+  string) and standard base64 strings for binary formats; ``null`` for none.
+
+A broken length-delimited stream (a prefix that is not a varint, a length
+beyond protobuf's 2 GiB message limit or beyond the end of the stream) cannot
+be read past: the error names the message number and byte offset of the
+broken message and keeps every byte from that offset to the end of the
+stream. Memory use follows the bytes actually present, never the length a
+prefix claims.
+"""
+
+from __future__ import annotations
+
+import binascii
+from base64 import b64encode
+from collections.abc import Iterable, Iterator
+from typing import Any, Literal, Protocol
+
+import orjson
+from google.protobuf.internal.decoder import _DecodeVarint
+from google.protobuf.internal.encoder import _VarintBytes
+from google.protobuf.message import DecodeError
+
+from cdc_connectors.formats.base import Format, Message
+from cdc_connectors.opencdc import CodecError, Record, record_from_proto_bytes
+from cdc_connectors.opencdc import record_to_proto_bytes as _to_proto
+
+Layout = Literal["lines", "kv", "delimited"]
+
+
+class ByteReader(Protocol):
+    """What is read from: a binary file, ``sys.stdin.buffer``, ``io.BytesIO``."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+    def __iter__(self) -> Iterator[bytes]: ...
+
+
+class ByteWriter(Protocol):
+    """What is written to: a binary file, ``sys.stdout.buffer``, ``io.BytesIO``."""
+
+    def write(self, data: bytes, /) -> int: ...
+    def flush(self) -> None: ...
+
+
+#: Protobuf refuses messages of 2 GiB and more; a longer length prefix is broken.
+MAX_MESSAGE_SIZE = 2**31 - 1
+_CHUNK = 1 << 16  # bytes read at a time
+_STEP = 1 << 24  # at most this much more is read towards a message's claimed length
+_MAX_VARINT = 10  # bytes of a 64-bit varint
+
+
+def layout_of(fmt: type[Format], kv: bool) -> Layout:
+    """``"kv"``, ``"delimited"`` or ``"lines"`` for a format and the ``--kv`` flag."""
+    if kv or (fmt.binary and not fmt.delimited):
+        return "kv"
+    return "delimited" if fmt.delimited else "lines"
+
+
+def delimit(message: bytes) -> bytes:
+    """``message`` prefixed with its length as a varint."""
+    prefix: bytes = _VarintBytes(len(message))
+    return prefix + message
+
+
+def iter_delimited(stream: ByteReader) -> Iterator[tuple[int, bytes]]:
+    """(byte offset, message) for each length-delimited message of ``stream``.
+
+    Raises :class:`CodecError` with ``where`` = ``message N, byte B`` (the
+    broken message and the offset of its length prefix) and ``data`` = every
+    byte from there to the end of the stream.
+    """
+    buf = bytearray()
+    base = 0  # stream offset of buf[0]
+    pos = 0
+    index = 0
+    eof = False
+
+    def broken(reason: str, start: int) -> CodecError:
+        tail = bytes(buf[start:]) + (b"" if eof else stream.read())
+        return CodecError(reason, where=f"message {index}, byte {base + start}", data=tail)
+
+    while True:
+        if len(buf) - pos < _MAX_VARINT and not eof:
+            del buf[:pos]
+            base += pos
+            pos = 0
+            chunk = stream.read(_CHUNK)
+            eof = not chunk
+            buf += chunk
+        if pos == len(buf):
+            return
+        start = pos
+        index += 1
+        try:
+            length, body = _DecodeVarint(buf, pos)
+        except IndexError:
+            raise broken("the stream ends inside a length prefix", start) from None
+        except DecodeError:
+            raise broken("the length prefix is not a varint (more than 10 bytes)", start) from None
+        if body - start == _MAX_VARINT and buf[start + _MAX_VARINT - 1] > 1:
+            raise broken("the length prefix is not a varint (more than 64 bits)", start)
+        if length > MAX_MESSAGE_SIZE:
+            raise broken(
+                f"the length prefix says {length} bytes, beyond protobuf's 2 GiB message limit",
+                start,
+            )
+        end = body + length
+        while len(buf) < end and not eof:
+            chunk = stream.read(min(max(end - len(buf), _CHUNK), _STEP))
+            eof = not chunk
+            buf += chunk
+        if len(buf) < end:
+            raise broken(
+                f"truncated message: the length prefix says {length} bytes, "
+                f"the stream holds {len(buf) - body}",
+                start,
+            )
+        yield base + start, bytes(buf[body:end])
+        pos = end
+
+
+def read_delimited_records(stream: ByteReader, *, source: str = "<stream>") -> Iterator[Record]:
+    """Records of a length-delimited ``opencdc.v1.Record`` stream.
+
+    Raises :class:`CodecError` at the first bad message, naming ``source``, the
+    message number and its byte offset, with the message's bytes attached (for a
+    broken length prefix: every byte from its offset to the end of the stream).
+    """
+    messages = iter_delimited(stream)
+    index = 0
+    while True:
+        try:
+            offset, message = next(messages)
+        except StopIteration:
+            return
+        except CodecError as exc:
+            raise CodecError(exc.reason, where=f"{source}: {exc.where}", data=exc.data) from None
+        index += 1
+        try:
+            record = record_from_proto_bytes(message)
+        except CodecError as exc:
+            raise exc.at(f"{source}: message {index}, byte {offset}", message) from None
+        yield record
+
+
+def write_delimited_records(stream: ByteWriter, records: Iterable[Record]) -> int:
+    """Write records length-delimited; return how many were written."""
+    count = 0
+    for record in records:
+        stream.write(delimit(_to_proto(record)))
+        count += 1
+    return count
+
+
+def _kv_field(obj: dict[str, Any], name: str, binary: bool) -> bytes | None:
+    value = obj.get(name)
+    if value is None:
+        return None
+    if binary:
+        if not isinstance(value, str):
+            raise CodecError(f"{name!r} must be a base64 string or null")
+        try:
+            return binascii.a2b_base64(value, strict_mode=True)
+        except binascii.Error as exc:
+            raise CodecError(f"{name!r} is not valid base64: {exc}") from None
+    return orjson.dumps(value)
+
+
+def read_messages(
+    stream: ByteReader, fmt: type[Format], *, kv: bool = False, source: str = "<stdin>"
+) -> Iterator[Message | CodecError]:
+    """Messages of a stream, each with its place; a broken message is yielded, not raised.
+
+    A broken length-delimited stream ends with one :class:`CodecError` whose
+    ``where`` is ``source: message N, byte B`` and whose ``data`` is the rest
+    of the stream from that byte on.
+    """
+    layout = layout_of(fmt, kv)
+    if layout == "delimited":
+        index = 0
+        try:
+            for offset, payload in iter_delimited(stream):
+                index += 1
+                yield Message(payload, where=f"{source}: message {index}, byte {offset}")
+        except CodecError as exc:
+            yield CodecError(exc.reason, where=f"{source}: {exc.where}", data=exc.data)
+        return
+    for number, line in enumerate(stream, start=1):
+        if not line.strip():
+            continue
+        where = f"{source}:{number}"
+        content = line.rstrip(b"\r\n")
+        if layout == "lines":
+            yield Message(content, where=where)
+            continue
+        try:
+            obj = orjson.loads(content)
+            if not isinstance(obj, dict):
+                raise CodecError('a --kv line must be an object {"key": ..., "value": ...}')
+            yield Message(
+                _kv_field(obj, "value", fmt.binary),
+                key=_kv_field(obj, "key", fmt.binary),
+                where=where,
+            )
+        except orjson.JSONDecodeError as exc:
+            yield CodecError(f"invalid JSON in --kv line: {exc}", where=where, data=content)
+        except CodecError as exc:
+            yield exc.at(where, content)
+
+
+def _kv_value(data: bytes | None, binary: bool) -> Any:
+    if data is None:
+        return None
+    if binary:
+        return b64encode(data).decode("ascii")
+    try:
+        return orjson.Fragment(orjson.dumps(orjson.loads(data)))
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CodecError(
+            "a --kv line of a text format cannot hold bytes that are neither JSON nor UTF-8"
+        ) from None
+
+
+class MessageWriter:
+    """Writes messages of a format to a stream in that format's layout."""
+
+    def __init__(self, stream: ByteWriter, fmt: type[Format], *, kv: bool = False):
+        self.stream = stream
+        self.fmt = fmt
+        self.layout = layout_of(fmt, kv)
+
+    def render(self, message: Message) -> bytes:
+        """The bytes of one message in this layout; :class:`CodecError` if it cannot hold it."""
+        value = message.value or b""
+        if self.layout == "delimited":
+            return delimit(value)
+        if self.layout == "lines":
+            return value + b"\n"
+        line = {
+            "key": _kv_value(message.key, self.fmt.binary),
+            "value": _kv_value(message.value, self.fmt.binary),
+        }
+        return orjson.dumps(line) + b"\n"
+
+    def write(self, message: Message) -> None:
+        """Write one message; :class:`CodecError`, writing nothing, if the layout cannot."""
+        self.stream.write(self.render(message))
+
+    def write_all(self, messages: Iterable[Message]) -> None:
+        """Write several messages, all or (on :class:`CodecError`) none."""
+        self.stream.write(b"".join([self.render(m) for m in messages]))

@@ -1,0 +1,156 @@
+"""What structured data may hold, checked before a codec writes it.
+
+Structured data is a ``dict`` of JSON-like values. Before writing, the codecs
+check the whole tree once, so that nothing is written that cannot be read
+back and nothing changes silently:
+
+- integers fit in 64 bits (``-2**63`` to ``2**64 - 1``, what OpenCDC JSON
+  readers take as integers); larger ones are refused, never rounded to doubles;
+- floats and ``Decimal`` values are finite: NaN and infinities have no JSON
+  form (Conduit refuses them too), so they are refused rather than written as
+  ``null``;
+- object keys are strings;
+- nesting stays within what the reader of the format accepts (each codec
+  passes its own limit, see :func:`check`).
+
+The check walks the tree iteratively up to the limit, so no depth of input
+raises ``RecursionError``. Errors are :class:`CodecError` naming the path
+(``payload.after.items[3].price``).
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+from typing import Any
+
+from cdc_connectors.opencdc.errors import CodecError
+
+#: The range of integers structured data may hold.
+MIN_INT = -(2**63)
+MAX_INT = 2**64 - 1
+
+
+def _path(parts: list[str | int]) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts)
+
+
+def check(
+    data: dict[str, Any],
+    what: str,
+    *,
+    budget: int,
+    dict_cost: int = 1,
+    list_cost: int = 1,
+    limit_reason: str = "",
+) -> None:
+    """Raise :class:`CodecError` if ``data`` holds something a codec must not write.
+
+    Nesting is measured as the sum of ``dict_cost`` for every object and
+    ``list_cost`` for every array on the way down to a value; it must not
+    exceed ``budget``. ``limit_reason`` says whose limit that is.
+    """
+    if _fine(data, budget, dict_cost, list_cost):
+        return
+    # Something may be wrong: walk again item by item, to name it and its path.
+    # (container, path, cost so far); a stack, not recursion: no depth can overflow it
+    stack: list[tuple[Any, list[str | int], int]] = [(data, [], 0)]
+    while stack:
+        value, path, used = stack.pop()
+        items: Any
+        if isinstance(value, dict):
+            used += dict_cost
+            items = value.items()
+        else:
+            used += list_cost
+            items = enumerate(value)
+        if used > budget:
+            _too_deep(what, path, limit_reason)
+        for key, item in items:
+            if not isinstance(key, str) and not isinstance(value, list | tuple):
+                raise CodecError(
+                    f"{what}{_path(path)}: object key {key!r} is a "
+                    f"{type(key).__name__}, keys must be strings"
+                )
+            kind = type(item)
+            if kind is str or kind is bool or item is None:
+                continue
+            if kind is int:
+                if MIN_INT <= item <= MAX_INT:
+                    continue
+            elif kind is float:
+                if math.isfinite(item):
+                    continue
+            elif isinstance(item, dict | list | tuple):
+                stack.append((item, [*path, key], used))
+                continue
+            problem = _problem(item)
+            if problem:
+                raise CodecError(f"{what}{_path([*path, key])}: {problem}")
+
+
+def _fine(data: Any, budget: int, dict_cost: int, list_cost: int) -> bool:
+    """True when ``data`` surely holds nothing wrong: the common case, one lean pass.
+
+    False sends the data to the item-by-item walk of :func:`check`, which decides
+    and names the place (bytes, ``Decimal`` and subclasses always go there).
+    """
+    if type(data) is not dict or not _string_keys(data) or dict_cost > budget:
+        return False
+    stack: list[tuple[Any, int]] = [(data, dict_cost)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        value, used = pop()
+        for item in value.values() if type(value) is dict else value:
+            kind = type(item)
+            if kind is str or kind is bool or item is None:
+                continue
+            if kind is int:
+                if MIN_INT <= item <= MAX_INT:
+                    continue
+                return False
+            if kind is float:
+                if math.isfinite(item):
+                    continue
+                return False
+            if kind is dict:
+                if used + dict_cost > budget or not _string_keys(item):
+                    return False
+                push((item, used + dict_cost))
+            elif kind is list:
+                if used + list_cost > budget:
+                    return False
+                push((item, used + list_cost))
+            else:
+                return False
+    return True
+
+
+def _string_keys(value: dict[Any, Any]) -> bool:
+    try:
+        "".join(value)  # type-checks every key in C
+    except TypeError:
+        return False
+    return True
+
+
+def _problem(value: Any) -> str:
+    """What is wrong with a scalar of structured data, or ``""``."""
+    if isinstance(value, bool | str | bytes | bytearray | memoryview) or value is None:
+        return ""
+    if isinstance(value, int):
+        if MIN_INT <= value <= MAX_INT:
+            return ""
+        return f"integer {value} does not fit in 64 bits (write it as a string or a decimal)"
+    if isinstance(value, float | Decimal):
+        if math.isfinite(value):
+            return ""
+        return f"{value} has no JSON form (numbers must be finite)"
+    return f"type {type(value).__name__} cannot be structured data"
+
+
+def _too_deep(what: str, path: list[str | int], reason: str) -> None:
+    shown = _path(path[:6]) + (f" (and {len(path) - 6} levels more)" if len(path) > 6 else "")
+    raise CodecError(
+        f"{what}{shown}: structured data nested too deeply{f' ({reason})' if reason else ''}"
+    )

@@ -1,0 +1,218 @@
+"""`convert`'s files and standard streams: every path checked before any file is touched,
+an existing output never truncated by a run that fails, and one line, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+
+from cdc_connectors.opencdc import record_from_json
+from tests.conftest import ROOT, run_cli
+from tests.opencdc.canonical import CANONICAL, CONDUIT_TEST_RECORD
+
+GOOD = b"\n".join(CANONICAL) + b"\n"
+BAD = b'{"operation":"bogus"}\n'
+J2J = ("convert", "--from", "opencdc-json", "--to", "opencdc-json")
+
+
+def _one_line_error(result: subprocess.CompletedProcess[bytes], code: int, *parts: str) -> None:
+    stderr = result.stderr.decode()
+    assert result.returncode == code, stderr
+    assert "Traceback" not in stderr
+    lines = stderr.splitlines()
+    assert len(lines) == 1, stderr
+    for part in parts:
+        assert part in lines[0], stderr
+
+
+def _shell(script: str, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """Run ``cdc-connectors`` (as "$0") under sh, to close or redirect standard streams."""
+    return subprocess.run(
+        ["sh", "-c", f'"$0" -m cdc_connectors.cli {script}', sys.executable, *args],
+        capture_output=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def src(tmp_path):
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(GOOD)
+    return path
+
+
+@pytest.mark.parametrize("spelling", ["same", "dotted", "symlink", "hardlink"])
+def test_output_that_is_the_input_is_refused_and_the_input_kept(src, spelling):
+    out = {
+        "same": str(src),
+        "dotted": f"{src.parent}/./{src.name}",
+        "symlink": str(src.parent / "link.jsonl"),
+        "hardlink": str(src.parent / "hard.jsonl"),
+    }[spelling]
+    if spelling == "symlink":
+        os.symlink(src, out)
+    if spelling == "hardlink":
+        os.link(src, out)
+    result = run_cli(*J2J, str(src), "-o", out)
+    _one_line_error(result, 2, "-o", "same file as IN")
+    assert src.read_bytes() == GOOD
+
+
+def test_errors_file_that_is_the_output_or_the_input_is_refused(src, tmp_path):
+    out = tmp_path / "out.jsonl"
+    both = run_cli(*J2J, str(src), "-o", str(out), "--errors", f"{tmp_path}/./out.jsonl")
+    _one_line_error(both, 2, "--errors", "same file as -o")
+    assert not out.exists()
+    into_input = run_cli(*J2J, str(src), "--errors", str(src))
+    _one_line_error(into_input, 2, "--errors", "same file as IN")
+    assert src.read_bytes() == GOOD
+
+
+def test_redirected_standard_streams_count_as_the_files_they_are(src, tmp_path):
+    stdin_is_out = _shell('convert --from opencdc-json --to opencdc-json -o "$1" < "$1"', str(src))
+    _one_line_error(stdin_is_out, 2, "-o", "same file as standard input")
+    assert src.read_bytes() == GOOD
+    out = tmp_path / "out.jsonl"
+    stdout_is_errors = _shell(
+        'convert --from opencdc-json --to opencdc-json "$1" --errors "$2" > "$2"',
+        str(src),
+        str(out),
+    )
+    _one_line_error(stdout_is_errors, 2, "--errors", "same file as standard output")
+
+
+def test_an_errors_path_that_cannot_be_created_leaves_the_existing_output_alone(src, tmp_path):
+    out = tmp_path / "out.jsonl"
+    out.write_bytes(b"precious\n")
+    result = run_cli(*J2J, str(src), "-o", str(out), "--errors", str(tmp_path / "no" / "dlq"))
+    _one_line_error(result, 2, "--errors", "no such directory")
+    assert out.read_bytes() == b"precious\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "parts"),
+    [
+        (("-o", "{tmp}/missing/out.jsonl"), ("-o", "missing/out.jsonl", "no such directory")),
+        (("-o", "{tmp}"), ("-o", "is a directory")),
+        (("-o", "/proc/cdc-out.jsonl"), ("-o /proc/cdc-out.jsonl",)),  # no one may write there
+        (("--errors", "{tmp}/missing/dlq"), ("--errors", "no such directory")),
+    ],
+)
+def test_unusable_output_places_are_usage_errors_naming_the_path(src, tmp_path, args, parts):
+    args = tuple(a.format(tmp=tmp_path) for a in args)
+    result = run_cli(*J2J, str(src), *args)
+    _one_line_error(result, 2, *parts)
+    assert sorted(os.listdir(tmp_path)) == ["in.jsonl"]  # no temporary file left behind
+
+
+@pytest.mark.parametrize(
+    ("path", "part"), [("{tmp}/nope.jsonl", "no such file"), ("{tmp}", "is a directory")]
+)
+def test_an_input_that_cannot_be_read_is_one_line(tmp_path, path, part):
+    result = run_cli(*J2J, path.format(tmp=tmp_path), "-o", str(tmp_path / "out"))
+    _one_line_error(result, 2, "IN", part)
+    assert not (tmp_path / "out").exists()
+
+
+def test_closed_standard_streams_are_one_line():
+    no_stdin = _shell("convert --from opencdc-json --to opencdc-json <&-")
+    _one_line_error(no_stdin, 2, "standard input is closed")
+    no_stdout = _shell("convert --from opencdc-json --to opencdc-json >&-")
+    _one_line_error(no_stdout, 2, "standard output is closed")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_full_disk_is_one_line_for_every_output(src, tmp_path):
+    as_output = run_cli(*J2J, str(src), "-o", "/dev/full")
+    _one_line_error(as_output, 1, "cannot write -o /dev/full", "No space left")
+    as_stdout = _shell('convert --from opencdc-json --to opencdc-json "$1" > /dev/full', str(src))
+    _one_line_error(as_stdout, 1, "cannot write standard output", "No space left")
+    out = tmp_path / "out.jsonl"
+    out.write_bytes(b"precious\n")
+    src.write_bytes(GOOD + BAD)
+    as_errors = run_cli(*J2J, str(src), "-o", str(out), "--errors", "/dev/full")
+    _one_line_error(as_errors, 1, "cannot write --errors /dev/full")
+    assert out.read_bytes() == b"precious\n"  # the failed run left the output as it was
+    assert sorted(os.listdir(tmp_path)) == ["in.jsonl", "out.jsonl"]
+
+
+def test_a_reader_that_goes_away_is_one_line():
+    # `| head -c 0`: the pipe closes before the output is written
+    result = _shell(
+        'convert --from opencdc-json --to opencdc-json < "$1" | head -c 0',
+        str(ROOT / "examples" / "opencdc" / "orders.jsonl"),
+    )
+    assert b"Traceback" not in result.stderr
+    assert b"Exception ignored" not in result.stderr
+
+
+def test_a_finished_run_replaces_the_output_keeping_its_mode(src, tmp_path):
+    out = tmp_path / "out.jsonl"
+    out.write_bytes(b"old\n")
+    out.chmod(0o640)
+    result = run_cli(*J2J, str(src), "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    assert [record_from_json(x) for x in out.read_bytes().splitlines()] == [
+        record_from_json(x) for x in CANONICAL
+    ]
+    assert out.stat().st_mode & 0o777 == 0o640
+    assert sorted(os.listdir(tmp_path)) == ["in.jsonl", "out.jsonl"]
+
+
+def test_output_through_a_symlink_replaces_the_target_and_keeps_the_link(src, tmp_path):
+    real = tmp_path / "real.jsonl"
+    real.write_bytes(b"old\n")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(real)
+    result = run_cli(*J2J, str(src), "-o", str(link))
+    assert result.returncode == 0, result.stderr
+    assert link.is_symlink()
+    assert len(real.read_bytes().splitlines()) == len(CANONICAL)
+
+
+def test_fail_fast_leaves_an_existing_output_unchanged(src, tmp_path):
+    out = tmp_path / "out.jsonl"
+    out.write_bytes(b"precious\n")
+    src.write_bytes(CONDUIT_TEST_RECORD + b"\n" + BAD)
+    result = run_cli(*J2J, "--fail-fast", str(src), "-o", str(out))
+    assert result.returncode == 1
+    assert b"Traceback" not in result.stderr
+    assert f"-o {out} unchanged".encode() in result.stderr
+    assert b"read 2 messages, wrote 1 records, skipped 0, errors 1" in result.stderr
+    assert out.read_bytes() == b"precious\n"
+
+
+def test_errors_are_appended_to_an_existing_dead_letter_file(src, tmp_path):
+    errors = tmp_path / "dlq.jsonl"
+    errors.write_bytes(b"earlier\n")
+    src.write_bytes(BAD)
+    result = run_cli(*J2J, str(src), "-o", "/dev/null", "--errors", str(errors))
+    assert result.returncode == 1
+    lines = errors.read_bytes().splitlines()
+    assert lines[0] == b"earlier" and len(lines) == 2
+
+
+def test_output_to_dev_stdout_through_a_pipe_is_written_directly(src):
+    result = _shell(
+        'convert --from opencdc-json --to opencdc-json "$1" -o /dev/stdout | cat', str(src)
+    )
+    assert result.returncode == 0, result.stderr
+    assert len(result.stdout.splitlines()) == len(CANONICAL)
+
+
+@pytest.mark.parametrize("fmt", ["opencdc-json", "opencdc-proto"])
+@pytest.mark.parametrize("kv", [False, True])
+def test_junk_input_is_counted_as_errors_never_a_traceback(fmt, kv, tmp_path):
+    junk = bytes(random.Random(7).randrange(256) for _ in range(4000)) + b"\n{}\n[1]\n\xff\n"
+    errors = tmp_path / "dlq.jsonl"
+    args = ["convert", "--from", fmt, "--to", "opencdc-json", "--errors", str(errors)]
+    result = run_cli(*args, *(["--kv"] if kv else []), stdin=junk)
+    assert b"Traceback" not in result.stderr
+    assert result.returncode == 1
+    assert b"errors 0" not in result.stderr
+    assert errors.read_bytes()  # the junk is kept

@@ -1,0 +1,136 @@
+"""A schema that another one references cannot be deleted from under it (42206), as Confluent's."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+from cdc_connectors.registry import Schema, SchemaReference, SchemaRegistry, SchemaRegistryError
+
+from .conftest import InProcessServer, http
+from .test_contract import avro
+
+ADDRESS = avro(("street", "string"), name="Address", namespace="shop")
+
+
+def customer(version: int = 1, *extra: dict[str, object]) -> Schema:
+    fields = [{"name": "home", "type": "shop.Address"}, *extra]
+    text = {"type": "record", "name": "Customer", "namespace": "shop", "fields": fields}
+    return Schema(
+        orjson.dumps(text).decode(), "AVRO", [SchemaReference("shop.Address", "address", version)]
+    )
+
+
+def _code(call) -> int:  # type: ignore[no-untyped-def]
+    with pytest.raises(SchemaRegistryError) as e:
+        call()
+    return int(e.value.error_code)
+
+
+def test_a_referenced_version_or_subject_cannot_be_deleted(registry: SchemaRegistry):
+    registry.register_schema("address", ADDRESS)
+    referrer = registry.register_schema("customers-value", customer())
+    assert registry.get_referenced_by("address", 1) == [referrer]
+    assert registry.get_referenced_by("address") == [referrer]  # latest
+
+    assert _code(lambda: registry.delete_version("address", 1)) == 42206
+    assert _code(lambda: registry.delete_subject("address")) == 42206
+    assert registry.get_versions("address") == [1]  # nothing changed
+    with pytest.raises(SchemaRegistryError) as e:
+        registry.delete_subject("address")
+    assert e.value.http_status_code == 422 and "address" in e.value.error_message
+
+    # once the referrer is soft-deleted the reference may be soft-deleted too, but not
+    # removed for good while the soft-deleted referrer could still be read
+    registry.delete_subject("customers-value")
+    assert registry.get_referenced_by("address", 1) == []
+    assert registry.get_referenced_by("address", 1, deleted=True) == [referrer]
+    assert registry.delete_version("address", 1) == 1
+    assert _code(lambda: registry.delete_version("address", 1, permanent=True)) == 42206
+    # the referrer still resolves its soft-deleted reference
+    assert registry.get_schema(referrer).references[0].subject == "address"
+
+    registry.delete_subject("customers-value", permanent=True)
+    assert registry.delete_subject("address", permanent=True) == [1]
+
+
+def test_references_within_one_subject_do_not_block_deleting_it(registry: SchemaRegistry):
+    registry.set_compatibility("shop", "NONE")
+    registry.register_schema("shop", ADDRESS)
+    inner = customer()
+    inner = Schema(inner.schema_str, "AVRO", [SchemaReference("shop.Address", "shop", 1)])
+    registry.register_schema("shop", inner)
+    assert registry.delete_subject("shop") == [1, 2]
+
+
+def test_unknown_reference_targets_are_confluent_errors(registry: SchemaRegistry):
+    assert _code(lambda: registry.get_referenced_by("nobody", 1)) == 40401
+    registry.register_schema("address", ADDRESS)
+    assert _code(lambda: registry.get_referenced_by("address", 9)) == 40402
+    assert _code(lambda: registry.get_referenced_by("address", "+1")) == 42202  # type: ignore[arg-type]
+
+
+def test_referencedby_endpoint_and_a_referenced_delete_over_http(app_server: InProcessServer):
+    u = app_server.url
+    address = {"schema": ADDRESS.schema_str}
+    assert http("POST", f"{u}/subjects/address/versions", address)[0] == 200
+    body = customer().to_dict()
+    status, _, registered = http("POST", f"{u}/subjects/customers-value/versions", body)
+    assert status == 200
+    assert http("GET", f"{u}/subjects/address/versions/1/referencedby")[2] == [registered["id"]]
+    assert http("GET", f"{u}/subjects/address/versions/latest/referencedby?limit=0")[2] == []
+    for path in ("/subjects/address", "/subjects/address/versions/1"):
+        status, _, answer = http("DELETE", u + path)
+        assert (status, answer["error_code"]) == (422, 42206), path
+    assert http("GET", f"{u}/subjects/address/versions")[2] == [1]
+
+
+def test_avro_records_with_references_round_trip_through_confluents_serdes(
+    registry: SchemaRegistry,
+):
+    registry.register_schema("address", ADDRESS)
+    registry.register_schema("customers-value", customer())
+    ctx = SerializationContext("customers", MessageField.VALUE)
+    serializer = AvroSerializer(
+        registry, None, conf={"auto.register.schemas": False, "use.latest.version": True}
+    )
+    data = serializer({"home": {"street": "Main"}}, ctx)
+    assert AvroDeserializer(registry)(data, ctx) == {"home": {"street": "Main"}}
+
+
+def test_one_resolver_gives_identity_parsing_and_the_serialized_protobuf(
+    registry: SchemaRegistry,
+):
+    money = 'syntax = "proto3";\npackage shop;\nmessage Money { int64 cents = 1; }\n'
+    registry.register_schema("money.proto", Schema(money, "PROTOBUF"))
+    order = Schema(
+        'syntax = "proto3";\npackage shop;\nimport "money.proto";\n'
+        "message Order { int64 id = 1; shop.Money total = 2; }\n",
+        "PROTOBUF",
+        [SchemaReference("money.proto", "money.proto", 1)],
+    )
+    schema_id = registry.register_schema("orders-value", order)
+    serialized = registry.get_schema(schema_id, fmt="serialized")
+    from base64 import b64decode
+
+    from google.protobuf import descriptor_pb2
+
+    fd = descriptor_pb2.FileDescriptorProto.FromString(b64decode(serialized.schema_str))
+    assert list(fd.dependency) == ["money.proto"]
+    assert registry.get_version("orders-value", 1, fmt="serialized").schema_id == schema_id
+
+
+def test_a_schema_with_references_keeps_one_id_however_it_is_spelled(registry: SchemaRegistry):
+    registry.register_schema("address", ADDRESS)
+    first = registry.register_schema("customers-value", customer())
+    compact = customer()
+    spaced = Schema(
+        orjson.dumps(orjson.loads(compact.schema_str), option=orjson.OPT_INDENT_2).decode(),
+        "AVRO",
+        compact.references,
+    )
+    assert registry.register_schema("customers-value", spaced) == first
+    assert registry.lookup_schema("customers-value", spaced).version == 1
+    assert registry.get_versions("customers-value") == [1]

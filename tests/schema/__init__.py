@@ -1,0 +1,1 @@
+"""Tests of the schema languages: Avro, Protobuf, JSON Schema."""

@@ -1,0 +1,367 @@
+"""Every command of the CLI misused: bad arguments, bad paths, closed streams, junk input.
+
+Whatever happens, no traceback (nor Python's "Exception ignored" noise at exit)
+reaches the user. A usage error is exit 2, one error line and nothing on stdout.
+When the output cannot be written (stdout closed, /dev/full), the command says so
+in one error line and exits non-zero.
+
+The commands run as a user runs them, in subprocesses started through bash so
+that a standard stream can really be closed (``<&-``, ``>&-``), not merely empty.
+All cases run at once, in parallel; each is then checked by its own test.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from cdc_connectors import plugins
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "opencdc" / "orders.jsonl"
+CLI = (sys.executable, "-m", "cdc_connectors.cli")
+FORMATS = sorted(plugins.available(plugins.FORMATS))
+ERROR_LINE = re.compile(r"^\s*error\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One run of the command and what must hold of it."""
+
+    args: tuple[str, ...]
+    usage: bool = False  # a usage error: exit 2, one error line, nothing on stdout
+    stdin: bytes | None = b""  # None: stdin closed
+    stdout: str = "pipe"  # "pipe", "closed" or "full" (/dev/full)
+    stderr_closed: bool = False  # then only the exit status can be checked
+    lost_output: bool = False  # output could not be written: non-zero, one error line
+    exits: tuple[int, ...] = (0,)  # allowed exit statuses when neither of the above
+    unchanged: tuple[str, ...] = ()  # files (in the work dir) the run must leave as they were
+    env: tuple[tuple[str, str], ...] = field(default=())
+
+
+@dataclass
+class Outcome:
+    returncode: int
+    stdout: bytes
+    stderr: str
+    changed: list[str]
+
+
+def _junk(seed: int, size: int) -> bytes:
+    return random.Random(seed).randbytes(size)
+
+
+JUNK = {
+    "random-1": _junk(1, 1),
+    "random-100": _junk(2, 100),
+    "random-64k": _junk(3, 65536),
+    "newlines": b"\n\n\r\n\n",
+    "nul-bytes": b"\x00" * 1000,
+    "huge-varint": b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01abc",
+    "length-past-end": b"\x7f" + b"x" * 10,
+    "deep-json": b"[" * 100_000 + b"\n",
+    "deep-object": b'{"payload":{"after":' * 5000 + b"\n",
+    "bad-utf8-json": b'{"position":"\xff\xfe","operation":"create"}\n',
+    "json-scalars": b'1\nnull\n"x"\ntrue\n[]\n',
+    "huge-number": b'{"position":"cA==","operation":"create","payload":{"after":{"n":'
+    + b"9" * 5000
+    + b"}}}\n",
+}
+
+
+def cases() -> dict[str, Case]:
+    valid = EXAMPLE.read_bytes()
+    c: dict[str, Case] = {
+        # the top level
+        "no-arguments": Case((), exits=(0, 2)),
+        "help": Case(("--help",)),
+        "short-help": Case(("-h",)),
+        "version": Case(("--version",)),
+        "unknown-command": Case(("nope",), usage=True),
+        "unknown-option": Case(("--nope",), usage=True),
+        "help-of-convert": Case(("convert", "--help")),
+        "help-of-registry": Case(("registry", "--help")),
+        "help-of-serve": Case(("registry", "serve", "--help")),
+        "help-of-plugins": Case(("plugins", "--help")),
+        # plugins
+        "plugins": Case(("plugins",)),
+        "plugins-extra-argument": Case(("plugins", "extra"), usage=True),
+        "plugins-unknown-option": Case(("plugins", "--nope"), usage=True),
+        # registry
+        "registry-alone": Case(("registry",), exits=(0, 2)),
+        "registry-unknown-command": Case(("registry", "nope"), usage=True),
+        "serve-unknown-option": Case(("registry", "serve", "--nope"), usage=True),
+        "serve-port-not-a-number": Case(("registry", "serve", "--port", "abc"), usage=True),
+        "serve-port-missing-value": Case(("registry", "serve", "--port"), usage=True),
+        "serve-port-out-of-range": Case(("registry", "serve", "--port", "70000"), usage=True),
+        "serve-unknown-store-scheme": Case(
+            ("registry", "serve", "--port", "0", "--store", "nope://x"), usage=True
+        ),
+        "serve-store-is-a-directory": Case(
+            ("registry", "serve", "--port", "0", "--store", "sqlite:///a-dir"), usage=True
+        ),
+        "serve-store-not-a-database": Case(
+            ("registry", "serve", "--port", "0", "--store", "sqlite:///input.jsonl"),
+            usage=True,
+            unchanged=("input.jsonl",),
+        ),
+        "serve-store-under-a-file": Case(
+            ("registry", "serve", "--port", "0", "--store", "sqlite:///input.jsonl/r.db"),
+            usage=True,
+        ),
+        "serve-empty-basic-auth": Case(
+            ("registry", "serve", "--port", "0", "--basic-auth", ""), usage=True
+        ),
+        "serve-empty-env-token": Case(
+            ("registry", "serve", "--port", "0"), usage=True, env=(("CDC_REGISTRY_TOKEN", ""),)
+        ),
+        "serve-cert-without-key": Case(
+            ("registry", "serve", "--port", "0", "--tls-cert", "input.jsonl"), usage=True
+        ),
+        "serve-missing-tls-files": Case(
+            ("registry", "serve", "--port", "0", "--tls-cert", "no.pem", "--tls-key", "no.key"),
+            usage=True,
+        ),
+        "serve-misuse-with-closed-streams": Case(
+            ("registry", "serve", "--port", "0", "--store", "nope://x"),
+            usage=True,
+            stdin=None,
+            stdout="closed",
+        ),
+        # convert: arguments
+        "convert-no-options": Case(("convert",), usage=True),
+        "convert-missing-to": Case(("convert", "--from", "opencdc-json"), usage=True),
+        "convert-unknown-format": Case(
+            ("convert", "--from", "nope", "--to", "opencdc-json"), usage=True
+        ),
+        "convert-unknown-output-format": Case(
+            ("convert", "--from", "opencdc-json", "--to", "nope"), usage=True
+        ),
+        "convert-opt-not-name-value": Case(
+            ("convert", "--from", "opencdc-json", "--to", "opencdc-json", "--opt", "x"),
+            usage=True,
+        ),
+        "convert-unknown-opt": Case(
+            ("convert", "--from", "opencdc-json", "--to", "opencdc-json", "--opt", "x=1"),
+            usage=True,
+        ),
+        "convert-extra-argument": Case(
+            ("convert", "--from", "opencdc-json", "--to", "opencdc-json", "input.jsonl", "more"),
+            usage=True,
+        ),
+        "convert-unknown-option": Case(
+            ("convert", "--from", "opencdc-json", "--to", "opencdc-json", "--nope"), usage=True
+        ),
+    }
+    # convert: paths
+    base = ("convert", "--from", "opencdc-json", "--to", "opencdc-json")
+    path_cases = {
+        "missing-input": ("missing.jsonl",),
+        "input-is-a-directory": ("a-dir",),
+        "output-in-missing-directory": ("input.jsonl", "-o", "no/such/dir/out.jsonl"),
+        "output-under-a-file": ("input.jsonl", "-o", "input.jsonl/out.jsonl"),
+        "output-is-a-directory": ("input.jsonl", "-o", "a-dir"),
+        "output-unwritable": ("input.jsonl", "-o", "/proc/version"),
+        "output-is-the-input": ("input.jsonl", "-o", "input.jsonl"),
+        "output-is-the-input-by-another-name": ("input.jsonl", "-o", "./a-dir/../input.jsonl"),
+        "errors-in-missing-directory": (
+            "input.jsonl",
+            "-o",
+            "existing.jsonl",
+            "--errors",
+            "no/such/dir/e.jsonl",
+        ),
+        "errors-is-the-output": (
+            "input.jsonl",
+            "-o",
+            "existing.jsonl",
+            "--errors",
+            "existing.jsonl",
+        ),
+        "errors-is-the-input": ("input.jsonl", "-o", "out.jsonl", "--errors", "input.jsonl"),
+        "errors-is-a-directory": ("input.jsonl", "-o", "existing.jsonl", "--errors", "a-dir"),
+        "errors-unwritable": ("input.jsonl", "-o", "existing.jsonl", "--errors", "/proc/version"),
+    }
+    for name, args in path_cases.items():
+        c[f"convert-{name}"] = Case(
+            (*base, *args), usage=True, unchanged=("input.jsonl", "existing.jsonl")
+        )
+    # closed and full standard streams
+    c["convert-stdin-closed"] = Case(base, stdin=None, lost_output=True)
+    c["convert-stdout-closed"] = Case(base, stdin=valid, stdout="closed", lost_output=True)
+    c["convert-stdout-full"] = Case(base, stdin=valid, stdout="full", lost_output=True)
+    c["convert-output-full"] = Case(
+        (*base, "input.jsonl", "-o", "/dev/full"), lost_output=True, unchanged=("input.jsonl",)
+    )
+    c["convert-errors-full"] = Case(
+        (*base, "-o", "out.jsonl", "--errors", "/dev/full"),
+        stdin=JUNK["json-scalars"],
+        lost_output=True,
+    )
+    c["convert-all-streams-closed-input-file"] = Case(
+        (*base, "input.jsonl"), stdin=None, stdout="closed", lost_output=True
+    )
+    c["convert-good-run-with-stdin-closed"] = Case(
+        (*base, "input.jsonl", "-o", "out.jsonl"), stdin=None
+    )
+    c["plugins-stdout-closed"] = Case(("plugins",), stdout="closed", lost_output=True)
+    c["plugins-stdout-full"] = Case(("plugins",), stdout="full", lost_output=True)
+    c["plugins-stdin-closed"] = Case(("plugins",), stdin=None)
+    c["help-stdout-full"] = Case(("--help",), stdout="full", lost_output=True)
+    c["version-stdout-full"] = Case(("--version",), stdout="full", lost_output=True)
+    c["help-stdout-closed"] = Case(("--help",), stdout="closed", exits=(0, 1))
+    c["version-stdout-closed"] = Case(("--version",), stdout="closed", exits=(0, 1))
+    c["usage-error-stderr-closed"] = Case(("nope",), usage=True, stderr_closed=True)
+    c["convert-usage-error-stderr-closed"] = Case(
+        ("convert", "--from", "nope", "--to", "opencdc-json"), usage=True, stderr_closed=True
+    )
+    c["serve-misuse-stderr-closed"] = Case(
+        ("registry", "serve", "--port", "0", "--store", "nope://x"),
+        usage=True,
+        stderr_closed=True,
+    )
+    c["plugins-stderr-closed"] = Case(("plugins",), stderr_closed=True)
+    return c
+
+
+def junk_cases() -> dict[str, Case]:
+    """Each junk input to each input format, plain and ``--kv``; the output format rotates."""
+    c: dict[str, Case] = {}
+    for i, source in enumerate(FORMATS):
+        for j, (name, data) in enumerate(JUNK.items()):
+            target = FORMATS[(i + j) % len(FORMATS)]
+            for kv in ((), ("--kv",)):
+                key = f"{source}-to-{target}{'-kv' if kv else ''}-{name}"
+                args = ("convert", "--from", source, "--to", target, *kv)
+                c[key] = Case((*args, "--errors", "dead.jsonl"), stdin=data, exits=(0, 1))
+        c[f"{source}-fail-fast-random"] = Case(
+            ("convert", "--from", source, "--to", source, "--fail-fast"),
+            stdin=JUNK["random-100"],
+            exits=(1,),
+        )
+    return c
+
+
+def _prepare(work: Path) -> None:
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "a-dir").mkdir(exist_ok=True)
+    (work / "input.jsonl").write_bytes(EXAMPLE.read_bytes())
+    (work / "existing.jsonl").write_bytes(b'{"kept": "this must survive a failed run"}\n')
+
+
+def _run(case: Case, work: Path) -> Outcome:
+    _prepare(work)
+    before = {name: (work / name).read_bytes() for name in case.unchanged}
+    redirects = []
+    if case.stdin is None:
+        redirects.append("<&-")
+    if case.stdout == "closed":
+        redirects.append(">&-")
+    elif case.stdout == "full":
+        redirects.append(">/dev/full")
+    if case.stderr_closed:
+        redirects.append("2>&-")
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("CDC_REGISTRY_BASIC_AUTH", "CDC_REGISTRY_TOKEN")
+    }
+    result = subprocess.run(
+        ["bash", "-c", f'"$@" {" ".join(redirects)}', "bash", *CLI, *case.args],
+        input=case.stdin or b"",
+        capture_output=True,
+        cwd=work,
+        env={**env, **dict(case.env)},
+        timeout=120,
+    )
+    changed = [name for name, data in before.items() if (work / name).read_bytes() != data]
+    return Outcome(
+        result.returncode, result.stdout, result.stderr.decode(errors="replace"), changed
+    )
+
+
+def _run_all(all_cases: dict[str, Case], root: Path) -> dict[str, Outcome]:
+    with ThreadPoolExecutor(max_workers=max(4, 2 * (os.cpu_count() or 1))) as pool:
+        futures = {name: pool.submit(_run, case, root / name) for name, case in all_cases.items()}
+        return {name: future.result() for name, future in futures.items()}
+
+
+def check(case: Case, outcome: Outcome) -> None:
+    err = outcome.stderr
+    where = f"exit {outcome.returncode}, stderr:\n{err}"
+    for stream in (err, outcome.stdout.decode(errors="replace")):
+        assert "Traceback" not in stream, where
+        assert "Exception ignored" not in stream, where
+    assert not outcome.changed, f"changed {outcome.changed}; {where}"
+    errors = [line for line in err.splitlines() if ERROR_LINE.match(line)]
+    if case.usage:
+        assert outcome.returncode == 2, where
+        if not case.stderr_closed:  # with stderr closed, click falls back to stdout
+            assert outcome.stdout == b"", where
+            assert len(errors) == 1, f"expected one error line; {where}"
+    elif case.lost_output:
+        assert outcome.returncode != 0, where
+        assert len(errors) == 1, f"expected one error line; {where}"
+    else:
+        assert outcome.returncode in case.exits, where
+
+
+CASES = cases()
+JUNK_CASES = junk_cases()
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
+    return _run_all(CASES, tmp_path_factory.mktemp("misuse"))
+
+
+@pytest.fixture(scope="module")
+def junk_outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
+    return _run_all(JUNK_CASES, tmp_path_factory.mktemp("junk"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(CASES))
+def test_misuse_ends_in_a_clear_line_never_a_traceback(name: str, outcomes: dict[str, Outcome]):
+    check(CASES[name], outcomes[name])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(JUNK_CASES))
+def test_junk_input_to_every_format_never_ends_in_a_traceback(
+    name: str, junk_outcomes: dict[str, Outcome]
+):
+    check(JUNK_CASES[name], junk_outcomes[name])
+
+
+def test_every_command_is_covered():
+    """A new command gets misuse cases here before it ships."""
+    from cdc_connectors.cli import main
+
+    def commands(group: object, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+        for name, command in getattr(group, "commands", {}).items():
+            yield (*prefix, name)
+            yield from commands(command, (*prefix, name))
+
+    covered = {case.args[: len(path)] for case in CASES.values() for path in commands(main)}
+    missing = [path for path in commands(main) if path not in covered]
+    assert not missing, f"commands without misuse cases: {missing}"
+
+
+def test_port_in_use_is_a_usage_error(tmp_path: Path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        case = Case(("registry", "serve", "--store", "memory://", "--port", port), usage=True)
+        check(case, _run(case, tmp_path))
