@@ -1,14 +1,13 @@
-"""OpenCDC protobuf: records <-> ``opencdc.v1.Record`` messages, single and length-delimited.
+"""OpenCDC protobuf: records <-> ``opencdc.v1.Record`` messages.
 
 Structured data travels as ``google.protobuf.Struct``, which holds every number
-as a double: integers above 2**53 lose precision (a limit of the wire format,
-shared with Conduit). On read, integral doubles within +-2**53 come back as
-``int``, so a record read from protobuf writes the same JSON as Conduit does.
-Bytes inside structured data are written as base64 strings, ``Decimal`` as
-doubles.
-
-A length-delimited stream is a sequence of (varint length, message) pairs, as
-protobuf's ``writeDelimitedTo`` writes them.
+as a double (a limit of the wire format, shared with Conduit). Numbers that a
+double would change are refused with a :class:`CodecError` rather than
+rounded: integers beyond +-2**53, ``Decimal`` values with more digits than a
+double keeps. On read, integral doubles within +-2**53 come back as ``int``,
+so a record read from protobuf writes the same JSON as Conduit does. Bytes
+inside structured data are written as base64 strings, ``Decimal`` as doubles.
+Length-delimited streams of records are in :mod:`cdc_connectors.convert.streams`.
 """
 
 from __future__ import annotations
@@ -88,6 +87,7 @@ def _data_to_proto(data: Data, target: opencdc_pb2.Data, what: str, budget: int)
             list_cost=_LIST_COST,
             limit_reason=f"protobuf reads {MAX_MESSAGE_DEPTH} nested messages: "
             "3 per object level, 2 per list level",
+            doubles=True,
         )
         target.structured_data.SetInParent()  # an empty struct is still structured data
         target.structured_data.update(_plain(data))

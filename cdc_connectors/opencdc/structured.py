@@ -9,6 +9,9 @@ back and nothing changes silently:
 - floats and ``Decimal`` values are finite: NaN and infinities have no JSON
   form (Conduit refuses them too), so they are refused rather than written as
   ``null``;
+- with ``doubles=True`` (protobuf's ``Struct``, which holds every number as a
+  double), integers must lie within +-2**53 and ``Decimal`` values must keep
+  their digits as a double: anything else would come back as another number;
 - object keys are strings;
 - nesting stays within what the reader of the format accepts (each codec
   passes its own limit, see :func:`check`).
@@ -29,6 +32,8 @@ from cdc_connectors.opencdc.errors import CodecError
 #: The range of integers structured data may hold.
 MIN_INT = -(2**63)
 MAX_INT = 2**64 - 1
+#: The range of integers a double holds exactly.
+MAX_EXACT_DOUBLE = 2**53
 
 
 def _path(parts: list[str | int]) -> str:
@@ -43,14 +48,18 @@ def check(
     dict_cost: int = 1,
     list_cost: int = 1,
     limit_reason: str = "",
+    doubles: bool = False,
 ) -> None:
     """Raise :class:`CodecError` if ``data`` holds something a codec must not write.
 
     Nesting is measured as the sum of ``dict_cost`` for every object and
     ``list_cost`` for every array on the way down to a value; it must not
-    exceed ``budget``. ``limit_reason`` says whose limit that is.
+    exceed ``budget``. ``limit_reason`` says whose limit that is. ``doubles``:
+    the format holds numbers as doubles, so only numbers a double keeps exactly
+    may be written.
     """
-    if _fine(data, budget, dict_cost, list_cost):
+    low, high = (-MAX_EXACT_DOUBLE, MAX_EXACT_DOUBLE) if doubles else (MIN_INT, MAX_INT)
+    if _fine(data, budget, dict_cost, list_cost, low, high):
         return
     # Something may be wrong: walk again item by item, to name it and its path.
     # (container, path, cost so far); a stack, not recursion: no depth can overflow it
@@ -76,7 +85,7 @@ def check(
             if kind is str or kind is bool or item is None:
                 continue
             if kind is int:
-                if MIN_INT <= item <= MAX_INT:
+                if low <= item <= high:
                     continue
             elif kind is float:
                 if math.isfinite(item):
@@ -84,12 +93,12 @@ def check(
             elif isinstance(item, dict | list | tuple):
                 stack.append((item, [*path, key], used))
                 continue
-            problem = _problem(item)
+            problem = _problem(item, doubles)
             if problem:
                 raise CodecError(f"{what}{_path([*path, key])}: {problem}")
 
 
-def _fine(data: Any, budget: int, dict_cost: int, list_cost: int) -> bool:
+def _fine(data: Any, budget: int, dict_cost: int, list_cost: int, low: int, high: int) -> bool:
     """True when ``data`` surely holds nothing wrong: the common case, one lean pass.
 
     False sends the data to the item-by-item walk of :func:`check`, which decides
@@ -106,7 +115,7 @@ def _fine(data: Any, budget: int, dict_cost: int, list_cost: int) -> bool:
             if kind is str or kind is bool or item is None:
                 continue
             if kind is int:
-                if MIN_INT <= item <= MAX_INT:
+                if low <= item <= high:
                     continue
                 return False
             if kind is float:
@@ -134,18 +143,28 @@ def _string_keys(value: dict[Any, Any]) -> bool:
     return True
 
 
-def _problem(value: Any) -> str:
+def _problem(value: Any, doubles: bool = False) -> str:
     """What is wrong with a scalar of structured data, or ``""``."""
     if isinstance(value, bool | str | bytes | bytearray | memoryview) or value is None:
         return ""
     if isinstance(value, int):
+        if doubles and not -MAX_EXACT_DOUBLE <= value <= MAX_EXACT_DOUBLE:
+            return (
+                f"integer {value} is beyond +-2^53 and would change as a protobuf Struct "
+                "number (a double); write it as a string, or use opencdc-json"
+            )
         if MIN_INT <= value <= MAX_INT:
             return ""
         return f"integer {value} does not fit in 64 bits (write it as a string or a decimal)"
     if isinstance(value, float | Decimal):
-        if math.isfinite(value):
-            return ""
-        return f"{value} has no JSON form (numbers must be finite)"
+        if not math.isfinite(value):
+            return f"{value} has no JSON form (numbers must be finite)"
+        if doubles and isinstance(value, Decimal) and Decimal(repr(float(value))) != value:
+            return (
+                f"decimal {value} would change as a protobuf Struct number (a double: "
+                f"{float(value)!r}); write it as a string, or use opencdc-json"
+            )
+        return ""
     return f"type {type(value).__name__} cannot be structured data"
 
 

@@ -55,6 +55,10 @@ from cdc_connectors.registry.redact import redact_url
 from cdc_connectors.schema import languages, protobuf
 from cdc_connectors.schema.errors import SchemaError
 
+#: Which rule made the fingerprints of a store (``PRAGMA user_version``): 2 is the
+#: canonical form of ``languages.normalize`` with references resolved.
+IDENTITY_RULE = 2
+
 _DDL = """
 CREATE TABLE IF NOT EXISTS schemas (
     id          INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -191,6 +195,7 @@ class EmbeddedRegistry(SchemaRegistry):
                 for statement in _DDL.split(";"):
                     if statement.strip():
                         db.execute(statement)
+                self._upgrade_identities(db)
         except sqlite3.DatabaseError as exc:
             self._db.close()
             raise ValueError(
@@ -202,6 +207,33 @@ class EmbeddedRegistry(SchemaRegistry):
         self._serialized: dict[int, str] = {}
 
     # --- plumbing -------------------------------------------------------------------------
+
+    def _upgrade_identities(self, db: sqlite3.Connection) -> None:
+        """Recompute the fingerprints of a store written with an older identity rule.
+
+        The store's ``user_version`` says which rule made its fingerprints. Schemas
+        that the current rule finds equal keep the lowest id as the one new
+        registrations get; the others stay readable by their own ids.
+        """
+        if db.execute("PRAGMA user_version").fetchone()[0] >= IDENTITY_RULE:
+            return
+        rows = db.execute(
+            "SELECT id, schema_type, schema, refs, fingerprint FROM schemas ORDER BY id"
+        ).fetchall()
+        # out of the way first: an old fingerprint may equal another schema's new one
+        db.execute("UPDATE schemas SET fingerprint = 'upgrading:' || id")
+        taken: set[str] = set()
+        for schema_id, schema_type, text, refs, old in rows:
+            schema = Schema(str(text), str(schema_type), _refs_from_json(str(refs)))
+            try:
+                fingerprint, _ = self._identify(db, schema)
+            except errors.SchemaRegistryError:
+                fingerprint = str(old)  # no longer valid: it keeps the fingerprint it had
+            if fingerprint in taken:
+                fingerprint = f"{fingerprint}:{schema_id}"
+            taken.add(fingerprint)
+            db.execute("UPDATE schemas SET fingerprint = ? WHERE id = ?", (fingerprint, schema_id))
+        db.execute(f"PRAGMA user_version = {IDENTITY_RULE}")
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:

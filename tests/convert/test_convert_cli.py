@@ -265,6 +265,17 @@ def test_integers_beyond_64_bits_are_error_records_not_doubles(tmp_path):
         assert b"errors 1" in result.stderr
 
 
+def test_integers_a_double_would_round_stay_exact_in_json_and_are_refused_by_protobuf():
+    exact = b'{"operation":"create","payload":{"after":{"id":9007199254740993}}}\n'
+    to_json = run_cli("convert", "--from", "opencdc-json", "--to", "opencdc-json", stdin=exact)
+    assert to_json.returncode == 0
+    assert b'"id":9007199254740993' in to_json.stdout
+    to_proto = run_cli("convert", "--from", "opencdc-json", "--to", "opencdc-proto", stdin=exact)
+    assert to_proto.returncode == 1
+    assert to_proto.stdout == b""
+    assert b"<stdin>:1: payload.after.id: integer 9007199254740993 is beyond" in to_proto.stderr
+
+
 def test_nan_from_protobuf_is_an_error_record_not_null():
     from cdc_connectors.convert import delimit
     from cdc_connectors.opencdc.proto.opencdc.v1 import opencdc_pb2

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 
 from cdc_connectors.opencdc import (
@@ -92,8 +94,10 @@ def test_nesting_beyond_pythons_recursion_limit_is_a_codec_error_not_a_recursion
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        (2**64, "integer 18446744073709551616 does not fit in 64 bits"),
-        (-(2**63) - 1, "does not fit in 64 bits"),
+        (2**64, "integer 18446744073709551616 is beyond"),
+        (2**53 + 1, r"integer 9007199254740993 is beyond \+-2\^53 and would change"),
+        (-(2**53) - 1, "is beyond"),
+        (Decimal("12345678901234567890.5"), "decimal 12345678901234567890.5 would change"),
         (float("nan"), "nan has no JSON form"),
         (float("-inf"), "-inf has no JSON form"),
         ({1: "x"}, "object key 1 is a int"),
@@ -106,6 +110,14 @@ def test_values_protobuf_would_change_or_lose_are_refused_with_their_path(value,
         record_to_proto_bytes(record)
     with pytest.raises(CodecError, match=message):
         record_to_proto_bytes(record)
+
+
+@pytest.mark.parametrize("value", [2**53, -(2**53), Decimal("0.1"), Decimal("19.99"), 1e300])
+def test_numbers_a_double_keeps_are_written_and_read_back_equal(value):
+    record = Record.new("create", after={"v": value})
+    back = record_from_proto_bytes(record_to_proto_bytes(record)).payload.after["v"]
+    assert back == (float(value) if isinstance(value, Decimal) else value)
+    assert str(back) == str(value)  # the same digits, as JSON writes them
 
 
 def test_raw_data_of_another_type_is_refused_not_turned_into_zero_bytes():
