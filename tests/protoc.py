@@ -12,11 +12,8 @@ from cdc_connectors.schema.protobuf import compile_files
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-def compile_proto(name: str, tmp: Path | None = None) -> descriptor_pool.DescriptorPool:
-    """Compile ``fixtures/<name>`` with its imports into a fresh descriptor pool.
-
-    ``tmp`` is not needed any more (the compiler's files live in its own temporary directory).
-    """
+def compile_proto(name: str) -> descriptor_pool.DescriptorPool:
+    """Compile ``fixtures/<name>`` with its imports into a fresh descriptor pool."""
     pool = descriptor_pool.DescriptorPool()
     for file in compile_files([name], [FIXTURES]).file:
         pool.Add(file)

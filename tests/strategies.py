@@ -46,6 +46,6 @@ def records(max_int: int = 2**63 - 1, min_int: int | None = None) -> st.SearchSt
     )
 
 
-def nesting_paths(max_depth: int = 60) -> st.SearchStrategy[list[str]]:
+def nesting_paths(min_depth: int = 0, max_depth: int = 60) -> st.SearchStrategy[list[str]]:
     """Paths of objects and lists from the top of structured data down to one value."""
-    return st.lists(st.sampled_from(["dict", "list"]), max_size=max_depth)
+    return st.lists(st.sampled_from(["dict", "list"]), min_size=min_depth, max_size=max_depth)

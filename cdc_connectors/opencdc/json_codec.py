@@ -32,9 +32,9 @@ import orjson
 from cdc_connectors.opencdc import structured
 from cdc_connectors.opencdc.data import Change, Data
 from cdc_connectors.opencdc.errors import CodecError
-from cdc_connectors.opencdc.metadata import Metadata
+from cdc_connectors.opencdc.metadata import Metadata, checked_metadata
 from cdc_connectors.opencdc.operation import Operation
-from cdc_connectors.opencdc.record import Record
+from cdc_connectors.opencdc.record import Record, checked_position
 
 #: Containers orjson writes nested at most (it refuses the 255th level).
 MAX_DEPTH = 254
@@ -56,8 +56,8 @@ def _default(value: Any) -> Any:
     if isinstance(value, bytes | bytearray | memoryview):
         return b64encode(value).decode("ascii")
     if isinstance(value, Decimal):
-        if not value.is_finite():
-            raise TypeError(f"{value} has no JSON form")
+        if not value.is_finite() or structured.decimal_problem(value):
+            raise TypeError(f"{value} has no JSON form")  # the walk names the place
         return orjson.Fragment(str(value))
     raise TypeError(f"type {type(value).__name__} has no JSON form")
 
@@ -136,9 +136,11 @@ def record_to_json(record: Record, *, raw_as_string: bool = False) -> bytes:
     """
     payload = record.payload
     doc = {
-        "position": b64encode(record.position).decode("ascii"),
-        "operation": str(record.operation),
-        "metadata": orjson.Fragment(orjson.dumps(record.metadata, option=_SORTED)),
+        "position": b64encode(checked_position(record.position)).decode("ascii"),
+        "operation": str(Operation.parse(record.operation)),
+        "metadata": orjson.Fragment(
+            orjson.dumps(checked_metadata(record.metadata), option=_SORTED)
+        ),
         "key": _data_to_obj(record.key, raw_as_string, "key"),
         "payload": {
             "before": _data_to_obj(payload.before, raw_as_string, "payload.before"),

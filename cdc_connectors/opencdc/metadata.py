@@ -107,3 +107,14 @@ class Metadata(dict[str, str]):
     key_schema_version = StandardKey(keys.KEY_SCHEMA_VERSION, int)
     payload_schema_subject = StandardKey(keys.PAYLOAD_SCHEMA_SUBJECT, str)
     payload_schema_version = StandardKey(keys.PAYLOAD_SCHEMA_VERSION, int)
+
+
+def checked_metadata(metadata: Any) -> Metadata:
+    """``metadata`` as :class:`Metadata` for a writer: :class:`CodecError` naming the key when
+    something that is not a string was put into a record's metadata behind its back."""
+    if type(metadata) is Metadata:
+        return metadata
+    try:
+        return Metadata(metadata or {})
+    except (TypeError, ValueError) as exc:
+        raise CodecError(str(exc)) from None

@@ -23,10 +23,10 @@ from google.protobuf.message import DecodeError
 from cdc_connectors.opencdc import structured
 from cdc_connectors.opencdc.data import Change, Data
 from cdc_connectors.opencdc.errors import CodecError
-from cdc_connectors.opencdc.metadata import Metadata
+from cdc_connectors.opencdc.metadata import Metadata, checked_metadata
 from cdc_connectors.opencdc.operation import Operation
 from cdc_connectors.opencdc.proto.opencdc.v1 import opencdc_pb2
-from cdc_connectors.opencdc.record import Record
+from cdc_connectors.opencdc.record import Record, checked_position
 
 _EXACT = 2**53
 
@@ -109,8 +109,9 @@ def _data_from_proto(msg: opencdc_pb2.Data) -> Data:
 def record_to_proto(record: Record) -> opencdc_pb2.Record:
     """The generated ``opencdc.v1.Record`` message of a record; :class:`CodecError` if it
     would not parse back."""
-    msg = opencdc_pb2.Record(position=record.position, operation=record.operation.value)
-    msg.metadata.update(record.metadata)
+    operation = Operation.parse(record.operation)
+    msg = opencdc_pb2.Record(position=checked_position(record.position), operation=operation.value)
+    msg.metadata.update(checked_metadata(record.metadata))
     if record.key is not None:
         _data_to_proto(record.key, msg.key, "key", _KEY_BUDGET)
     payload = record.payload

@@ -7,6 +7,7 @@ from typing import Any
 
 from cdc_connectors.opencdc import keys
 from cdc_connectors.opencdc.data import Change, Data
+from cdc_connectors.opencdc.errors import CodecError
 from cdc_connectors.opencdc.metadata import Metadata, StandardKey
 from cdc_connectors.opencdc.operation import Operation
 
@@ -52,3 +53,10 @@ class Record:
                 raise TypeError(f"unknown standard metadata {name!r}")
             setattr(md, name, value)
         return cls(position, Operation.parse(operation), md, key, Change(before, after))
+
+
+def checked_position(position: Any) -> bytes:
+    """A record's position as bytes for a writer; :class:`CodecError` if it is not bytes."""
+    if isinstance(position, bytes | bytearray | memoryview):
+        return bytes(position)
+    raise CodecError(f"position must be bytes, not {type(position).__name__}")

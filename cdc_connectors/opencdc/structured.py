@@ -159,13 +159,28 @@ def _problem(value: Any, doubles: bool = False) -> str:
     if isinstance(value, float | Decimal):
         if not math.isfinite(value):
             return f"{value} has no JSON form (numbers must be finite)"
-        if doubles and isinstance(value, Decimal) and Decimal(repr(float(value))) != value:
+        if not isinstance(value, Decimal):
+            return ""
+        if doubles and Decimal(repr(float(value))) != value:
             return (
                 f"decimal {value} would change as a protobuf Struct number (a double: "
                 f"{float(value)!r}); write it as a string, or use opencdc-json"
             )
-        return ""
+        return decimal_problem(value)
     return f"type {type(value).__name__} cannot be structured data"
+
+
+def decimal_problem(value: Decimal) -> str:
+    """Why a JSON reader would not read ``value`` back as itself, or ``""``."""
+    if value == value.to_integral_value() and "E" not in str(value).upper():
+        # written as an integer token: readers take it as a 64-bit integer
+        if not MIN_INT <= int(value) <= MAX_INT:
+            return f"decimal {value} is an integer beyond 64 bits (write it as a string)"
+        return ""
+    as_double = float(value)
+    if not math.isfinite(as_double) or (as_double == 0 and value != 0):
+        return f"decimal {value} is beyond the range of a JSON number (write it as a string)"
+    return ""
 
 
 def _too_deep(what: str, path: list[str | int], reason: str) -> None:

@@ -176,6 +176,8 @@ class SchemaRegistry(SchemaRegistryClient, ABC):
 
 
 MAX_VERSION = 2**31 - 1
+#: Confluent's schema ids are 32-bit: larger ones are no id (40403).
+MAX_ID = 2**31 - 1
 LATEST = -1
 
 

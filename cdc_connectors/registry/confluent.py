@@ -35,6 +35,7 @@ from cdc_connectors.registry.base import (
     version_number,
     with_schema,
 )
+from cdc_connectors.registry.redact import redact_text, redact_url
 
 
 def client_config(url: str, **settings: Any) -> dict[str, Any]:
@@ -58,8 +59,14 @@ def client_config(url: str, **settings: Any) -> dict[str, Any]:
         if pool:
             conf["bearer.auth.identity.pool.id"] = pool
     for key in ("timeout", "max.retries", "cache.capacity", "cache.latest.ttl.sec"):
-        if isinstance(conf.get(key), str):
-            conf[key] = float(conf[key]) if "." in conf[key] else int(conf[key])
+        value = conf.get(key)
+        if isinstance(value, str):
+            try:
+                conf[key] = float(value) if "." in value else int(value)
+            except ValueError:
+                raise ValueError(
+                    f"registry URL {redact_url(url)}: {key} must be a number, not {value!r}"
+                ) from None
     conf.update(settings)
     return conf
 
@@ -72,7 +79,11 @@ class ConfluentRegistry(SchemaRegistry):
         conf = client_config(url, **settings)
         self._cache_latest = "cache.latest.ttl.sec" in conf
         self._by_format: dict[tuple[int, str], Schema] = {}
-        SchemaRegistryClient.__init__(self, conf)
+        try:
+            SchemaRegistryClient.__init__(self, conf)
+        except (TypeError, ValueError) as exc:
+            detail = redact_text(str(exc), urls=[url])
+            raise ValueError(f"registry URL {redact_url(url)}: {detail}") from None
 
     def get_schema(
         self,

@@ -39,6 +39,7 @@ from cdc_connectors.registry.base import (
     DEFAULT_MODE,
     LATEST,
     LEVELS,
+    MAX_ID,
     MODES,
     SCHEMA_TYPES,
     RegisteredSchema,
@@ -97,7 +98,6 @@ _REFERRERS = (
     "AND json_extract(r.value, '$.version') = ?"
 )
 _GLOBAL = "global"
-_MAX_ID = 2**63 - 1  # SQLite's INTEGER
 _READONLY = ("READONLY", "READONLY_OVERRIDE")
 
 T = TypeVar("T")
@@ -448,7 +448,7 @@ class EmbeddedRegistry(SchemaRegistry):
         subject = subject_name
         if not isinstance(subject, str) or not subject:
             raise errors.SchemaRegistryError(422, 42208, "The specified subject is not valid.")
-        if schema_id is not None and not 0 <= schema_id <= 2**31 - 1:
+        if schema_id is not None and not 0 <= schema_id <= MAX_ID:
             raise errors.invalid_schema(f"schema id {schema_id} is out of range")
         if version is not None and version_number(version) == LATEST:
             version = None
@@ -542,7 +542,7 @@ class EmbeddedRegistry(SchemaRegistry):
         cached = self._by_id.get(schema_id)
         if cached is not None:
             return cached
-        if not 0 <= schema_id <= _MAX_ID:
+        if not 0 <= schema_id <= MAX_ID:
             raise errors.schema_not_found(schema_id)
         with self._lock:
             row = self._db.execute(

@@ -32,6 +32,7 @@ from cdc_connectors.options import parse_bool
 from cdc_connectors.registry import errors, guards
 from cdc_connectors.registry.base import (
     LATEST,
+    MAX_ID,
     RegisteredSchema,
     Schema,
     SchemaReference,
@@ -39,10 +40,9 @@ from cdc_connectors.registry.base import (
     ServerConfig,
     version_number,
 )
+from cdc_connectors.registry.guards import CONTENT_TYPE
 
-CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 log = logging.getLogger(__name__)
-_MAX_ID = 2**31 - 1
 
 
 class RegistryResponse(Response):
@@ -85,7 +85,7 @@ def _number(request: Request, name: str, default: int) -> int:
 def _id(request: Request) -> int:
     """A schema id from the path; anything that is not one is an unknown schema (40403)."""
     raw = str(request.path_params["id"])
-    if not (raw.isascii() and raw.isdigit()) or len(raw) > 10 or int(raw) > _MAX_ID:
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 10 or int(raw) > MAX_ID:
         raise errors.schema_not_found(raw)
     return int(raw)
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cdc_connectors.schema import avro as avro_schema
-from cdc_connectors.schema import json_schema, protobuf
+from cdc_connectors.schema import json_schema, protobuf, protobuf_compat
 from cdc_connectors.schema.errors import SchemaError
 
 
@@ -38,7 +38,7 @@ LANGUAGES: dict[str, Language] = {
     "PROTOBUF": Language(
         lambda text, refs: protobuf.normalize(text),
         lambda text, refs: protobuf.compile_schema(text, dict(refs)),
-        protobuf.incompatibilities,
+        protobuf_compat.incompatibilities,
     ),
     "JSON": Language(
         lambda text, refs: json_schema.normalize(text),

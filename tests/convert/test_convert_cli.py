@@ -1,4 +1,4 @@
-"""`cdc-connectors convert` as a user runs it: exit codes, counts, dead letters, framing."""
+"""`cdc-connectors convert` as a user runs it: exit codes, counts, dead letters, stream layouts."""
 
 from __future__ import annotations
 
@@ -211,7 +211,7 @@ def test_plugins_lists_the_formats():
     assert b"opencdc-json" in result.stdout and b"opencdc-proto" in result.stdout
 
 
-def test_a_record_the_output_framing_cannot_hold_goes_to_dead_letters(tmp_path):
+def test_a_record_the_output_layout_cannot_hold_goes_to_dead_letters(tmp_path):
     # raw key bytes that are neither JSON nor UTF-8 cannot sit in a text --kv line
     record = b'{"operation":"create","key":"/w==","payload":{"after":{"a":1}}}'
     errors = tmp_path / "dlq.jsonl"

@@ -20,8 +20,8 @@ from .canonical import CANONICAL, SPEC_EXAMPLE_RECORD
 
 
 @pytest.fixture(scope="module")
-def conduit_rec(tmp_path_factory):
-    pool = compile_proto("conduit_record.proto", tmp_path_factory.mktemp("conduit"))
+def conduit_rec():
+    pool = compile_proto("conduit_record.proto")
     return message_class(pool, "conduitcheck.v1.Rec")
 
 

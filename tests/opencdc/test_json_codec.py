@@ -175,3 +175,40 @@ def test_non_string_metadata_in_a_document_is_a_codec_error_naming_the_key():
 def test_types_structured_data_cannot_hold_are_refused_as_protobuf_refuses_them(value):
     with pytest.raises(CodecError, match=r"payload\.after\.t: type \w+ cannot be structured data"):
         record_to_json(Record.new("create", after={"t": value}))
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (Decimal("1E+400"), "1E\\+400 has no JSON form"),
+        (Decimal("1E-400"), "decimal 1E-400 is beyond the range of a JSON number"),
+        (
+            Decimal("123456789012345678901234"),
+            "decimal 1234567890\\d+ is an integer beyond 64 bits",
+        ),
+    ],
+)
+def test_decimals_a_json_reader_would_not_read_back_are_refused(value, message):
+    with pytest.raises(CodecError, match=r"payload\.after\.v\[0\]: " + message):
+        record_to_json(Record.new("create", after={"v": [value]}))
+
+
+@pytest.mark.parametrize("value", [Decimal("19.99"), Decimal("5"), Decimal("1.5E+30")])
+def test_decimals_are_written_exactly_and_read_back_as_the_same_number(value):
+    back = record_from_json(record_to_json(Record.new("create", after={"v": value})))
+    assert Decimal(str(back.payload.after["v"])) == value
+
+
+def test_metadata_replaced_behind_the_records_back_is_an_error_naming_the_key():
+    from cdc_connectors.opencdc import record_to_proto_bytes
+
+    record = Record.new("create")
+    record.metadata = {"n": 1}  # type: ignore[assignment]
+    for write in (record_to_json, record_to_proto_bytes):
+        with pytest.raises(CodecError, match="metadata 'n' must be a string, not int"):
+            write(record)
+    record = Record.new("create")
+    record.position = "p"  # type: ignore[assignment]
+    for write in (record_to_json, record_to_proto_bytes):
+        with pytest.raises(CodecError, match="position must be bytes, not str"):
+            write(record)

@@ -83,6 +83,7 @@ def test_embedded_decoding_many_records_reads_the_store_a_handful_of_times(tmp_p
     assert len([s for s in statements if "SELECT" in s.upper()]) <= 3, statements
 
 
+@pytest.mark.spark
 def test_spark_tasks_open_the_registry_from_its_url_and_cache_it(spark, counting: InProcessServer):
     registry = open_registry(counting.url)
     schema_id = registry.register_schema("s", V1)

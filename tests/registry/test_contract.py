@@ -382,3 +382,13 @@ def test_sqlite_urls_read_as_sqlalchemy_does(tmp_path, monkeypatch):
     assert (tmp_path / "abs" / "registry.db").is_file()
     with pytest.raises(ValueError, match="has a host"):
         open_registry("sqlite://host/registry.db")
+
+
+def test_bad_http_settings_name_the_setting_and_hide_the_password():
+    with pytest.raises(ValueError, match="timeout must be a number, not 'abc'") as bad_number:
+        open_registry("http://ada:s3cret@127.0.0.1:1?timeout=abc")
+    with pytest.raises(ValueError, match=r"Unrecognized properties: bogus\.key") as unknown:
+        open_registry("http://ada:s3cret@127.0.0.1:1?bogus.key=1")
+    for error in (bad_number, unknown):
+        assert "s3cret" not in str(error.value)
+        assert "http://ada:***@127.0.0.1:1" in str(error.value)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from cdc_connectors.registry import compatibility
-from cdc_connectors.schema import languages, protobuf
+from cdc_connectors.schema import languages, protobuf, protobuf_compat
 
 P3 = 'syntax = "proto3";\n'
 P2 = 'syntax = "proto2";\n'
@@ -33,7 +33,7 @@ def changes(
     old_deps: dict[str, str] | None = None,
     new_deps: dict[str, str] | None = None,
 ) -> list[str]:
-    found = protobuf.differences(_compiled(old, old_deps), _compiled(new, new_deps))
+    found = protobuf_compat.differences(_compiled(old, old_deps), _compiled(new, new_deps))
     return sorted(f"{c.kind} {c.path}" for c in found)
 
 
@@ -44,7 +44,7 @@ def incompatible(
     new_deps: dict[str, str] | None = None,
 ) -> list[str]:
     reader, writer = _compiled(new, new_deps), _compiled(old, old_deps)
-    return protobuf.incompatibilities(reader, writer)
+    return protobuf_compat.incompatibilities(reader, writer)
 
 
 CASES = [

@@ -26,8 +26,8 @@ from tests.protoc import compile_proto
 
 
 @pytest.fixture(scope="module")
-def pool(tmp_path_factory):
-    return compile_proto("all_types.proto", tmp_path_factory.mktemp("types"))
+def pool():
+    return compile_proto("all_types.proto")
 
 
 def test_every_protobuf_shape_maps_to_its_spark_type(pool):
