@@ -24,10 +24,7 @@ java:
 
 EXAMPLES := examples/opencdc/orders.jsonl
 run: setup
-	@mkdir -p .cdc
-	@echo "== convert: OpenCDC JSON -> OpenCDC protobuf (length-delimited) -> JSON"
-	$(BIN)/cdc-connectors convert --from opencdc-json --to opencdc-proto $(EXAMPLES) -o .cdc/orders.pb
-	$(BIN)/cdc-connectors convert --from opencdc-proto --to opencdc-json .cdc/orders.pb -o .cdc/orders.jsonl
+	BIN=$(BIN) bash examples/tour.sh
 	@echo "== Spark: the records as a DataFrame with the OpenCDC schema"
 	$(BIN)/python examples/demo.py $(EXAMPLES)
 

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from contextlib import ExitStack
 from typing import Any, NoReturn
+from urllib.parse import urlparse
 
 import click
 from click.core import ParameterSource
@@ -21,6 +24,7 @@ from click.core import ParameterSource
 from cdc_connectors import plugins as plugin_groups
 from cdc_connectors.convert import DeadLetterWriter, FailFast, convert_stream
 from cdc_connectors.convert.files import (
+    ClosedStdout,
     Guarded,
     Output,
     Place,
@@ -28,15 +32,22 @@ from cdc_connectors.convert.files import (
     StreamError,
     check_places,
     close_quietly,
+    printable,
     settle_stdout,
 )
 from cdc_connectors.formats import FormatOptionError, load_format
 
 
 class _Command(click.Group):
-    """The command group; output lost to a full or closed stdout ends in one line."""
+    """The command group; output lost to a full or closed stdout ends in one line.
+
+    A process started with stdout closed gets a stand-in that refuses writes, so that
+    ``--help`` and ``--version`` (which click would skip silently) end in that line too.
+    """
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
+        if sys.stdout is None:
+            sys.stdout = ClosedStdout()
         try:
             return super().main(*args, **kwargs)
         except OSError as exc:
@@ -55,10 +66,66 @@ def _parse_opts(values: tuple[str, ...]) -> dict[str, str]:
     opts: dict[str, str] = {}
     for item in values:
         name, sep, value = item.partition("=")
-        if not sep or not name:
+        if not sep or not name.strip():
             raise click.BadParameter(f"{item!r} is not NAME=VALUE", param_hint="--opt")
-        opts[name.strip()] = value
+        name = name.strip()
+        if name in opts:
+            raise click.BadParameter(
+                f"{name!r} is given twice ({opts[name]!r} and {value!r})", param_hint="--opt"
+            )
+        opts[name] = value
     return opts
+
+
+def _check_registry(url: str | None) -> None:
+    """A usage error for a registry URL whose scheme no registry plugin serves, checked
+    by name without opening anything."""
+    if url is None:
+        return
+    from cdc_connectors.registry.redact import redact_url
+
+    scheme = urlparse(url).scheme
+    known = plugin_groups.available(plugin_groups.REGISTRIES)
+    if scheme not in known:
+        problem = f"no registry serves its scheme {scheme!r}" if scheme else "it has no scheme"
+        raise click.BadParameter(
+            f"{redact_url(url)!r}: {problem} (schemes: {', '.join(known) or 'none installed'})",
+            param_hint="--registry",
+        )
+
+
+class _Terminated(click.ClickException):
+    """A run stopped by SIGTERM: one line and exit 128 + 15, once the partial output was
+    removed (the exception unwinds the run's cleanups on its way)."""
+
+    exit_code = 128 + signal.SIGTERM
+
+    def __init__(self) -> None:
+        super().__init__(f"stopped by {signal.Signals(self.exit_code - 128).name}")
+
+
+class _HungUp(_Terminated):
+    """A run stopped by SIGHUP."""
+
+    exit_code = 128 + signal.SIGHUP
+
+
+_STOPPED_BY = {signal.SIGTERM: _Terminated, signal.SIGHUP: _HungUp}
+
+
+def _stop_on_signals(stack: ExitStack) -> None:
+    """Until ``stack`` closes, SIGTERM and SIGHUP raise :class:`_Terminated` (once: a
+    second one waits until the cleanups are done)."""
+    if threading.current_thread() is not threading.main_thread():
+        return  # only the main thread may handle signals; the caller keeps its own
+
+    def stop(signum: int, frame: object) -> None:
+        for each in _STOPPED_BY:
+            signal.signal(each, signal.SIG_IGN)
+        raise _STOPPED_BY[signal.Signals(signum)]()
+
+    for each in _STOPPED_BY:
+        stack.callback(signal.signal, each, signal.signal(each, stop))
 
 
 def _split_opts(
@@ -86,7 +153,9 @@ def _split_opts(
 @click.option("--to", "to", required=True, metavar="FORMAT", help="Output format.")
 @click.option("--registry", metavar="URL", help="Schema registry URL (sqlite:///..., http://...).")
 @click.option("--opt", "opts", multiple=True, metavar="NAME=VALUE", help="Format option.")
-@click.option("--kv", is_flag=True, help='Lines are {"key": ..., "value": ...}.')
+@click.option(
+    "--kv", is_flag=True, help='Lines are {"key": ..., "value": ...}; "value": null is a tombstone.'
+)
 @click.option(
     "--errors",
     "errors_path",
@@ -97,7 +166,9 @@ def _split_opts(
     "--fail-fast", is_flag=True, help="Stop at the first bad message (-o is then left unchanged)."
 )
 @click.argument("input_path", metavar="[IN]", required=False)
-@click.option("-o", "--output", "output_path", metavar="OUT", help="Output file.")
+@click.option(
+    "-o", "--output", "output_path", metavar="OUT", help="Output file (- for standard output)."
+)
 def convert(
     from_: str,
     to: str,
@@ -111,11 +182,14 @@ def convert(
 ) -> None:
     """Convert a CDC stream from one format to another, without Spark.
 
-    Reads IN (stdin by default) and writes to -o (stdout by default). JSON
-    formats hold one message per line; opencdc-proto is length-delimited.
-    Every path is checked before any file is touched; -o is replaced only
-    when the run reads its whole input.
+    Reads IN (stdin by default or with -) and writes to -o (stdout by default
+    or with -o -). JSON formats hold one message per line; opencdc-proto is
+    length-delimited. Every path is checked before any file is touched; -o is
+    replaced only when the run reads its whole input.
     """
+    _check_registry(registry)
+    input_path = None if input_path == "-" else input_path  # "-": standard input
+    output_path = None if output_path == "-" else output_path  # "-": standard output
     try:
         in_opts, out_opts = _split_opts(_parse_opts(opts), (from_, to))
         decoder = load_format(from_)(in_opts, registry=registry)
@@ -137,10 +211,11 @@ def convert(
 
     output: Output | None = None
     with ExitStack() as stack:
+        _stop_on_signals(stack)
         try:
-            where = source_place
+            where, action = source_place, "cannot open"
             raw_in = stack.enter_context(open(input_path, "rb")) if input_path else sys.stdin.buffer
-            where = outputs[0]
+            where, action = outputs[0], "cannot be written there"
             output = Output(output_path) if output_path else None
             if output is not None:
                 stack.callback(output.discard)  # a no-op once committed
@@ -150,7 +225,7 @@ def convert(
                 raw_errors = open(errors_path, "ab")  # noqa: SIM115
                 stack.callback(close_quietly, raw_errors)
         except OSError as exc:
-            stop(f"{where}: cannot open: {exc.strerror or exc}", 2)
+            stop(f"{where}: {action}: {exc.strerror or exc}", 2)
         sink = Guarded(output.stream if output else sys.stdout.buffer, str(outputs[0]))
         dead_letters = None
         if raw_errors is not None:
@@ -170,7 +245,7 @@ def convert(
                     kv_out=kv,
                     dead_letters=dead_letters,
                     fail_fast=fail_fast,
-                    source_name=input_path or "<stdin>",
+                    source_name=printable(input_path) if input_path else "<stdin>",
                 )
             except FailFast as failed:
                 stats, stopped = failed.stats, True
@@ -189,7 +264,10 @@ def convert(
     if stats.errors > len(stats.first_errors):
         click.echo(f"error: ... and {stats.errors - len(stats.first_errors)} more", err=True)
     if stopped and output_path:
-        click.echo(f"error: stopped at the first bad message, -o {output_path} unchanged", err=True)
+        click.echo(
+            f"error: stopped at the first bad message, -o {printable(output_path)} unchanged",
+            err=True,
+        )
     click.echo(stats.summary(), err=True)
     sys.exit(1 if stats.errors else 0)
 
@@ -272,6 +350,7 @@ def registry_serve(
             tls=(tls_cert, tls_key),
             max_body=limit,
             announce=lambda line: click.echo(line, err=True),
+            warn=lambda line: click.echo(f"Warning: {line}", err=True),
         )
     except ServeError as exc:
         click.echo(f"Error: {exc}", err=True)

@@ -28,3 +28,20 @@ def test_demo_shows_the_examples_with_typed_payload_values():
     assert "structured_data: variant" in out
     assert "9007199254740993" in out  # a 64-bit id kept exact through VARIANT
     assert "42.50" in out  # decimal(10,2) out of the payload
+
+
+def test_tour_converts_the_examples_and_keeps_the_one_protobuf_refuses(tmp_path):
+    result = subprocess.run(
+        ["bash", str(ROOT / "examples" / "tour.sh")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "BIN": str(Path(sys.executable).parent), "OUT": str(tmp_path)},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "read 7 messages, wrote 6 records, skipped 0, errors 1" in result.stderr
+    assert "read 6 messages, wrote 6 records, skipped 0, errors 0" in result.stderr
+    assert "payload.after.ref: integer 9007199254740993 is beyond" in result.stdout
+    dead = (tmp_path / "orders.errors.jsonl").read_text().splitlines()
+    assert len(dead) == 1
+    assert len((tmp_path / "orders.jsonl").read_text().splitlines()) == 6

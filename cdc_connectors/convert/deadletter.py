@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 
+from cdc_connectors.convert.files import printable
 from cdc_connectors.convert.streams import ByteWriter
 from cdc_connectors.formats.base import Message
 from cdc_connectors.opencdc import Operation, Record, keys
@@ -23,10 +24,13 @@ def dead_letter(message: Message, reason: str, node_id: str) -> Record:
     """The dead-letter record of ``message``, which failed at ``node_id`` because of ``reason``."""
     return Record.new(
         Operation.CREATE,
-        position=message.where.encode("utf-8"),
+        position=printable(message.where).encode("utf-8"),
         key=message.key,
         after=message.value,
-        metadata={keys.CONDUIT_DLQ_NACK_ERROR: reason, keys.CONDUIT_DLQ_NACK_NODE_ID: node_id},
+        metadata={
+            keys.CONDUIT_DLQ_NACK_ERROR: printable(reason),
+            keys.CONDUIT_DLQ_NACK_NODE_ID: printable(node_id),
+        },
         read_at=time.time_ns(),
     )
 

@@ -18,7 +18,10 @@
 from __future__ import annotations
 
 import contextlib
+import errno
+import io
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -35,6 +38,25 @@ class StreamError(OSError):
     """Reading or writing a stream failed; the message names the stream."""
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """``text`` as valid UTF-8 text: a file name that is not UTF-8 (which Python holds with
+    surrogate escapes) shows those bytes as ``\\xff``, any other lone surrogate as
+    ``\\ud800``."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub(_escape, text)
+    return text
+
+
 @dataclass(frozen=True)
 class Place:
     """A path given on the command line, or a standard stream when ``path`` is ``None``."""
@@ -45,7 +67,7 @@ class Place:
 
     def __str__(self) -> str:
         if self.path is not None:
-            return f"{self.label} {self.path}"
+            return f"{self.label} {printable(self.path)}"
         return "standard input" if self.fd == 0 else "standard output"
 
 
@@ -57,9 +79,30 @@ def _identity(place: Place) -> tuple[object, ...] | None:
         st = os.stat(place.path) if place.path is not None else os.fstat(place.fd)
     except FileNotFoundError:
         return ("new", os.path.realpath(place.path)) if place.path is not None else None
-    except OSError:
+    except OSError:  # NotADirectoryError among others: _check_* refused those already
         return None
     return ("file", st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else None
+
+
+def _refuse_file_as_directory(place: Place) -> None:
+    """:class:`PlaceError` when a path uses a file as a directory (``in.jsonl/``,
+    ``in.jsonl/x``) or ends in ``/`` without naming a directory: opening it would
+    fail, and resolving it by name would hit the file itself."""
+    path = place.path
+    if path is None:
+        return
+    try:
+        os.stat(path)
+    except NotADirectoryError:
+        parts = path.split("/")
+        for end in range(1, len(parts)):
+            prefix = "/".join(parts[:end]) or "/"
+            if os.path.lexists(prefix) and not os.path.isdir(prefix):
+                raise PlaceError(f"{place}: {printable(prefix)} is not a directory") from None
+        raise PlaceError(f"{place}: a part of the path is not a directory") from None
+    except OSError:
+        if path.endswith("/"):
+            raise PlaceError(f"{place}: no such directory") from None
 
 
 def _check_input(place: Place) -> None:
@@ -67,6 +110,7 @@ def _check_input(place: Place) -> None:
         if sys.stdin is None:
             raise PlaceError("standard input is closed: give IN or open standard input")
         return
+    _refuse_file_as_directory(place)
     if not os.path.lexists(place.path):
         raise PlaceError(f"{place}: no such file")
     if os.path.isdir(place.path):
@@ -79,7 +123,7 @@ def _check_input(place: Place) -> None:
 
 def _check_output(place: Place) -> None:
     if place.path is None:
-        if sys.stdout is None:
+        if stdout_closed():
             raise PlaceError("standard output is closed: give -o or open standard output")
         return
     path = place.path
@@ -87,9 +131,10 @@ def _check_output(place: Place) -> None:
         raise PlaceError(f"{place.label}: an empty path")
     if os.path.isdir(path):
         raise PlaceError(f"{place}: is a directory")
+    _refuse_file_as_directory(place)
     parent = os.path.dirname(os.path.realpath(path)) or "."
     if not os.path.isdir(parent):
-        shown = os.path.dirname(path) or "."
+        shown = printable(os.path.dirname(path) or ".")
         if os.path.exists(parent):
             raise PlaceError(f"{place}: {shown} is not a directory")
         raise PlaceError(f"{place}: no such directory {shown}")
@@ -97,7 +142,9 @@ def _check_output(place: Place) -> None:
         if not os.access(path, os.W_OK):
             raise PlaceError(f"{place}: not writable")
     elif not os.access(parent, os.W_OK):
-        raise PlaceError(f"{place}: directory {os.path.dirname(path) or '.'} is not writable")
+        raise PlaceError(
+            f"{place}: directory {printable(os.path.dirname(path) or '.')} is not writable"
+        )
 
 
 def check_places(source: Place, outputs: list[Place]) -> None:
@@ -159,6 +206,8 @@ class Output:
     """An output file written whole or not at all (see the module docstring)."""
 
     def __init__(self, path: str):
+        if path.endswith("/"):  # realpath would drop the slash and hit a file of that name
+            raise NotADirectoryError(errno.ENOTDIR, "a path ending in / names a directory", path)
         self.path = path
         self.target = os.path.realpath(path)
         self.temp: str | None = None
@@ -167,7 +216,13 @@ class Output:
             self.stream: IO[bytes] = open(path, "wb")  # noqa: SIM115 - closed by commit/discard
             return
         directory, name = os.path.split(self.target)
-        fd, self.temp = tempfile.mkstemp(prefix=f".{name}.", suffix=".partial", dir=directory)
+        try:
+            fd, self.temp = tempfile.mkstemp(prefix=f".{name}.", suffix=".partial", dir=directory)
+        except OSError as exc:  # e.g. /proc/version: the file is there, its directory is not ours
+            raise OSError(
+                exc.errno,
+                f"no temporary file can be made in {printable(directory)}: {exc.strerror or exc}",
+            ) from None
         self.stream = os.fdopen(fd, "wb")
         if existing is not None:
             os.chmod(self.temp, stat.S_IMODE(existing.st_mode))
@@ -188,21 +243,46 @@ class Output:
                 self.temp = None
         except OSError as exc:
             self.discard()
-            raise StreamError(f"cannot write -o {self.path}: {exc.strerror or exc}") from None
+            raise StreamError(
+                f"cannot write -o {printable(self.path)}: {exc.strerror or exc}"
+            ) from None
 
     def discard(self) -> None:
         """Drop what was written; an existing output stays as it was."""
         with contextlib.suppress(OSError):  # the failure was reported; closing repeats it
             self.stream.close()
         if self.temp is not None:
-            os.unlink(self.temp)
+            with contextlib.suppress(FileNotFoundError):  # renamed just before a signal
+                os.unlink(self.temp)
             self.temp = None
+
+
+class ClosedStdout(io.TextIOBase):
+    """Stands in for the standard output of a process started without one: writing
+    to it is an ``OSError``, so that what was meant for it cannot vanish silently."""
+
+    encoding = "utf-8"
+    errors = "strict"
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "standard output is closed")
+
+    def flush(self) -> None:
+        pass
+
+
+def stdout_closed() -> bool:
+    """True when the process has no standard output to write to."""
+    return sys.stdout is None or isinstance(sys.stdout, ClosedStdout)
 
 
 def settle_stdout() -> None:
     """Flush standard output; if it cannot take more (``/dev/full``, a closed pipe), point
     it at ``/dev/null`` so that the interpreter's own flush at exit cannot fail again."""
-    if sys.stdout is None:
+    if stdout_closed():
         return
     try:
         sys.stdout.flush()

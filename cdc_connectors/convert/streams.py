@@ -8,6 +8,10 @@
   always for binary formats that are not length-delimited. Key and value are
   JSON documents for text formats (a key that is not JSON is written as a
   string) and standard base64 strings for binary formats; ``null`` for none.
+  A line is an object with a ``value`` member (``"value": null`` is a
+  tombstone) and optionally ``key``; any other member, a missing ``value`` or
+  a member given twice makes the line an error. Members reach the format as
+  written (their raw text), so nothing in them is re-encoded on the way.
 
 A broken length-delimited stream (a prefix that is not a varint, a length
 beyond protobuf's 2 GiB message limit or beyond the end of the stream) cannot
@@ -20,6 +24,7 @@ prefix claims.
 from __future__ import annotations
 
 import binascii
+import re
 from base64 import b64encode
 from collections.abc import Iterable, Iterator
 from typing import Any, Literal, Protocol
@@ -32,6 +37,7 @@ from google.protobuf.message import DecodeError
 from cdc_connectors.formats.base import Format, Message
 from cdc_connectors.opencdc import CodecError, Record, record_from_proto_bytes
 from cdc_connectors.opencdc import record_to_proto_bytes as _to_proto
+from cdc_connectors.opencdc.json_codec import json_error
 
 Layout = Literal["lines", "kv", "delimited"]
 
@@ -160,18 +166,122 @@ def write_delimited_records(stream: ByteWriter, records: Iterable[Record]) -> in
     return count
 
 
-def _kv_field(obj: dict[str, Any], name: str, binary: bool) -> bytes | None:
-    value = obj.get(name)
-    if value is None:
+#: The members a --kv line may have.
+KV_MEMBERS = ("key", "value")
+_KV_SHAPE = 'a --kv line must be an object {"key": ..., "value": ...}'
+# Where the usual kv line {"key":K,"value":V} (any spacing, either order) splits: the
+# first member ends before one of the ``,"second":`` found, the second runs to the closing
+# brace. Each candidate is checked by parsing both halves: only the true split leaves two
+# whole JSON values.
+_FIRST = {name: re.compile(rb'\s*\{\s*"%s"\s*:' % name.encode()) for name in KV_MEMBERS}
+_THEN = {name: re.compile(rb',\s*"%s"\s*:' % name.encode()) for name in KV_MEMBERS}
+# the tokens that give a JSON document its structure (scalars lie between them)
+_STRUCTURE = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},:]')
+_CANDIDATES = 8  # splits tried before walking the line's structure instead
+_QUOTE, _COLON, _CLOSE, _ENDS, _OPENERS, _CLOSERS = 0x22, 0x3A, 0x7D, b",}", b"{[", b"}]"
+
+
+def _parses(text: bytes) -> bool:
+    try:
+        orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
+def _usual_kv_members(line: bytes) -> dict[str, bytes] | None:
+    """The raw texts of the members of a line laid out as ``{"key":K,"value":V}``,
+    ``{"value":V,"key":K}`` or ``{"value":V}``, or ``None`` for any other line."""
+    body = line.rstrip()
+    if not body.endswith(b"}"):
         return None
-    if binary:
-        if not isinstance(value, str):
-            raise CodecError(f"{name!r} must be a base64 string or null")
-        try:
-            return binascii.a2b_base64(value, strict_mode=True)
-        except binascii.Error as exc:
-            raise CodecError(f"{name!r} is not valid base64: {exc}") from None
-    return orjson.dumps(value)
+    body = body[:-1]
+    for first, second in (KV_MEMBERS, KV_MEMBERS[::-1]):
+        start = _FIRST[first].match(body)
+        if start is None:
+            continue
+        if first == "value":
+            whole = body[start.end() :].strip()
+            if _parses(whole):
+                return {"value": whole}
+        for tried, then in enumerate(_THEN[second].finditer(body, start.end())):
+            if tried == _CANDIDATES:
+                return None
+            text = body[start.end() : then.start()].strip()
+            if _parses(text):
+                rest = body[then.end() :].strip()
+                return {first: text, second: rest} if _parses(rest) else None
+        return None
+    return None
+
+
+def _kv_members(line: bytes) -> dict[str, bytes]:
+    """The raw text of each member of a --kv line, as written: big integers, number
+    spellings and everything else reach the format unchanged.
+
+    :class:`CodecError` for a line that is not a JSON object, names a member other
+    than ``key`` and ``value``, names one twice or has no ``value``.
+    """
+    members = _usual_kv_members(line)
+    if members is not None:
+        return members
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise CodecError(f"invalid JSON in --kv line: {json_error(exc, line)}") from None
+    if not isinstance(obj, dict):
+        raise CodecError(f"{_KV_SHAPE}, not {_json_kind(obj)}")
+    unknown = [name for name in obj if name not in KV_MEMBERS]
+    if unknown:
+        raise CodecError(f"{_KV_SHAPE}: it has a member {unknown[0]!r}")
+    if "value" not in obj:
+        raise CodecError(f'{_KV_SHAPE}: it has no "value" member (a tombstone is "value": null)')
+    # valid JSON whose members are known: walk its structure to the raw text of each
+    members = {}
+    depth = 0
+    name: str | None = None
+    start = 0
+    for token in _STRUCTURE.finditer(line):
+        char = line[token.start()]
+        if char == _QUOTE:
+            if depth == 1 and name is None:
+                name = orjson.loads(token.group())
+            continue
+        if depth == 1 and char == _COLON:
+            start = token.end()
+        elif depth == 1 and char in _ENDS:
+            if name is not None:
+                if name in members:
+                    raise CodecError(f"{_KV_SHAPE}: it has two {name!r} members")
+                members[name] = line[start : token.start()].strip()
+            name = None
+            depth -= char == _CLOSE
+        elif char in _OPENERS:
+            depth += 1
+        elif char in _CLOSERS:
+            depth -= 1
+    return members
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {str: "a string", bool: "a boolean", list: "an array"}.get(type(value), "a number")
+
+
+def _kv_field(members: dict[str, bytes], name: str, binary: bool) -> bytes | None:
+    text = members.get(name, b"null")
+    if text == b"null":
+        return None
+    if not binary:
+        return text
+    value = orjson.loads(text)
+    if not isinstance(value, str):
+        raise CodecError(f"{name!r} must be a base64 string or null")
+    try:
+        return binascii.a2b_base64(value, strict_mode=True)
+    except binascii.Error as exc:
+        raise CodecError(f"{name!r} is not valid base64: {exc}") from None
 
 
 def read_messages(
@@ -202,16 +312,12 @@ def read_messages(
             yield Message(content, where=where)
             continue
         try:
-            obj = orjson.loads(content)
-            if not isinstance(obj, dict):
-                raise CodecError('a --kv line must be an object {"key": ..., "value": ...}')
+            members = _kv_members(content)
             yield Message(
-                _kv_field(obj, "value", fmt.binary),
-                key=_kv_field(obj, "key", fmt.binary),
+                _kv_field(members, "value", fmt.binary),
+                key=_kv_field(members, "key", fmt.binary),
                 where=where,
             )
-        except orjson.JSONDecodeError as exc:
-            yield CodecError(f"invalid JSON in --kv line: {exc}", where=where, data=content)
         except CodecError as exc:
             yield exc.at(where, content)
 
@@ -221,10 +327,10 @@ def _kv_value(data: bytes | None, binary: bool) -> Any:
         return None
     if binary:
         return b64encode(data).decode("ascii")
-    try:
-        return orjson.Fragment(orjson.dumps(orjson.loads(data)))
-    except orjson.JSONDecodeError:
-        pass
+    if _parses(data):
+        # as written (a re-dump would turn integers beyond 64 bits into doubles); line breaks
+        # in valid JSON are whitespace between tokens, so blanks keep the line one line
+        return orjson.Fragment(data.replace(b"\n", b" ").replace(b"\r", b" ").strip())
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:

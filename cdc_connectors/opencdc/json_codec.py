@@ -71,6 +71,7 @@ def _structured_json(data: dict[str, Any], what: str) -> bytes:
         out = orjson.dumps(data, default=_default, option=_SORTED)
     except TypeError as exc:
         _check(data, what)
+        structured.check_text(data, what)
         raise CodecError(f"{what} cannot be written as JSON: {exc}") from None
     if b"null" in out:
         _check(data, what)
@@ -79,6 +80,17 @@ def _structured_json(data: dict[str, Any], what: str) -> bytes:
 
 def _check(data: dict[str, Any], what: str) -> None:
     structured.check(data, what, budget=MAX_DEPTH, limit_reason=f"JSON holds {MAX_DEPTH} levels")
+
+
+def json_error(exc: orjson.JSONDecodeError, data: bytes | bytearray | memoryview | str) -> str:
+    """orjson's reason for refusing ``data``; bytes that are not UTF-8 are named as such
+    with their offset (orjson reports them as "surrogates not allowed" at char 0)."""
+    if not isinstance(data, str) and "UTF-8" in str(exc):
+        try:
+            bytes(data).decode("utf-8")
+        except UnicodeDecodeError as bad:
+            return f"invalid UTF-8 at byte {bad.start}"
+    return str(exc)
 
 
 def _check_integers(text: bytes) -> None:
@@ -129,6 +141,15 @@ def _data_from_obj(obj: Any, raw_as_string: bool, what: str) -> Data:
     raise CodecError(f"{what} must be a base64 string, an object or null, not {type(obj).__name__}")
 
 
+def _metadata_json(metadata: Any) -> bytes:
+    checked = checked_metadata(metadata)
+    try:
+        return orjson.dumps(checked, option=_SORTED)
+    except TypeError:  # changed behind Metadata's back (dict.__setitem__): name the key
+        checked_metadata(dict(checked))
+        raise
+
+
 def record_to_json(record: Record, *, raw_as_string: bool = False) -> bytes:
     """Serialize a record to OpenCDC JSON (UTF-8 bytes, no trailing newline).
 
@@ -138,9 +159,7 @@ def record_to_json(record: Record, *, raw_as_string: bool = False) -> bytes:
     doc = {
         "position": b64encode(checked_position(record.position)).decode("ascii"),
         "operation": str(Operation.parse(record.operation)),
-        "metadata": orjson.Fragment(
-            orjson.dumps(checked_metadata(record.metadata), option=_SORTED)
-        ),
+        "metadata": orjson.Fragment(_metadata_json(record.metadata)),
         "key": _data_to_obj(record.key, raw_as_string, "key"),
         "payload": {
             "before": _data_to_obj(payload.before, raw_as_string, "payload.before"),
@@ -195,7 +214,7 @@ def record_from_json(data: bytes | str, *, raw_as_string: bool = False) -> Recor
     try:
         obj = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise CodecError(f"invalid JSON: {exc}") from None
+        raise CodecError(f"invalid JSON: {json_error(exc, data)}") from None
     _check_integers(data.encode("utf-8") if isinstance(data, str) else data)
     return record_from_obj(obj, raw_as_string=raw_as_string)
 

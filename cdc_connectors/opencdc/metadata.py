@@ -46,21 +46,39 @@ class StandardKey(Generic[T]):
 
 
 def _check(pairs: dict[Any, Any]) -> None:
-    """:class:`TypeError` naming the first key or value of ``pairs`` that is not a string."""
-    try:  # str.join type-checks in C: the common all-strings case costs next to nothing
-        "".join(pairs)
-        "".join(pairs.values())
-    except TypeError:
+    """:class:`TypeError` naming the first key or value of ``pairs`` that is not a string,
+    or not valid Unicode text (a lone surrogate, which no writer can encode as UTF-8)."""
+    try:  # str.join type-checks in C, encode checks the text: all-valid costs next to nothing
+        "".join(pairs).encode("utf-8")
+        "".join(pairs.values()).encode("utf-8")
+    except (TypeError, UnicodeEncodeError):
         for key, value in pairs.items():
             if not isinstance(key, str):
                 raise TypeError(
                     f"metadata key {key!r} must be a string, not {type(key).__name__}"
                 ) from None
+            if not _encodes(key):
+                raise TypeError(
+                    f"metadata key {key!r} holds a lone surrogate, which UTF-8 cannot encode"
+                ) from None
             if not isinstance(value, str):
                 raise TypeError(
                     f"metadata {key!r} must be a string, not {type(value).__name__} ({value!r})"
                 ) from None
+            if not _encodes(value):
+                raise TypeError(
+                    f"metadata {key!r} holds a lone surrogate, which UTF-8 cannot encode "
+                    f"({value!r})"
+                ) from None
         raise
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class Metadata(dict[str, str]):

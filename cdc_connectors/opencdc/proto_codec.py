@@ -90,7 +90,11 @@ def _data_to_proto(data: Data, target: opencdc_pb2.Data, what: str, budget: int)
             doubles=True,
         )
         target.structured_data.SetInParent()  # an empty struct is still structured data
-        target.structured_data.update(_plain(data))
+        try:
+            target.structured_data.update(_plain(data))
+        except UnicodeEncodeError:
+            structured.check_text(data, what)
+            raise
     elif isinstance(data, bytes | bytearray | memoryview):
         target.raw_data = bytes(data)
     else:
@@ -111,7 +115,12 @@ def record_to_proto(record: Record) -> opencdc_pb2.Record:
     would not parse back."""
     operation = Operation.parse(record.operation)
     msg = opencdc_pb2.Record(position=checked_position(record.position), operation=operation.value)
-    msg.metadata.update(checked_metadata(record.metadata))
+    metadata = checked_metadata(record.metadata)
+    try:
+        msg.metadata.update(metadata)
+    except (TypeError, UnicodeEncodeError):  # changed behind Metadata's back: name the key
+        checked_metadata(dict(metadata))
+        raise
     if record.key is not None:
         _data_to_proto(record.key, msg.key, "key", _KEY_BUDGET)
     payload = record.payload

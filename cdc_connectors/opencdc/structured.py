@@ -13,6 +13,9 @@ back and nothing changes silently:
   double), integers must lie within +-2**53 and ``Decimal`` values must keep
   their digits as a double: anything else would come back as another number;
 - object keys are strings;
+- strings and keys are valid Unicode text (no lone surrogates: UTF-8 cannot
+  encode them); the codecs check this with :func:`check_text` only once
+  their encoder has refused the data;
 - nesting stays within what the reader of the format accepts (each codec
   passes its own limit, see :func:`check`).
 
@@ -37,7 +40,48 @@ MAX_EXACT_DOUBLE = 2**53
 
 
 def _path(parts: list[str | int]) -> str:
-    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts)
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{_shown(p)}" for p in parts)
+
+
+def _shown(text: str) -> str:
+    """``text`` as valid UTF-8 for a message: lone surrogates escaped as ``\\ud800``."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def check_text(data: dict[str, Any], what: str) -> None:
+    """Raise :class:`CodecError` naming the first string or object key of ``data`` that
+    is not valid Unicode text (it holds a lone surrogate, which UTF-8 cannot encode).
+
+    The codecs call it once their encoder has refused the data, to name the place:
+    the common all-valid case pays nothing.
+    """
+    stack: list[tuple[Any, list[str | int]]] = [(data, [])]
+    while stack:
+        value, path = stack.pop()
+        items: Any = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, item in items:
+            if isinstance(key, str) and not _encodes(key):
+                raise CodecError(
+                    f"{what}{_path(path)}: object key {key!r} holds a lone surrogate, "
+                    "which UTF-8 cannot encode"
+                )
+            if isinstance(item, str):
+                if not _encodes(item):
+                    shown = item if len(item) <= 40 else f"{item[:37]}..."
+                    raise CodecError(
+                        f"{what}{_path([*path, key])}: string {shown!r} holds a lone surrogate, "
+                        "which UTF-8 cannot encode"
+                    )
+            elif isinstance(item, dict | list | tuple):
+                stack.append((item, [*path, key]))
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def check(
@@ -156,11 +200,11 @@ def _problem(value: Any, doubles: bool = False) -> str:
         if MIN_INT <= value <= MAX_INT:
             return ""
         return f"integer {value} does not fit in 64 bits (write it as a string or a decimal)"
-    if isinstance(value, float | Decimal):
-        if not math.isfinite(value):
+    if isinstance(value, float):
+        return "" if math.isfinite(value) else f"{value} has no JSON form (numbers must be finite)"
+    if isinstance(value, Decimal):
+        if not value.is_finite():  # math.isfinite raises ValueError for a signaling NaN
             return f"{value} has no JSON form (numbers must be finite)"
-        if not isinstance(value, Decimal):
-            return ""
         if doubles and Decimal(repr(float(value))) != value:
             return (
                 f"decimal {value} would change as a protobuf Struct number (a double: "

@@ -26,7 +26,7 @@ from cdc_connectors.registry.base import (
     SchemaRegistry,
     SchemaVersion,
 )
-from cdc_connectors.registry.errors import SchemaRegistryError
+from cdc_connectors.registry.errors import RegistryUnavailableError, SchemaRegistryError
 from cdc_connectors.registry.redact import redact_url
 
 GROUP = plugins.REGISTRIES
@@ -36,6 +36,7 @@ __all__ = [
     "DEFAULT_URL",
     "GROUP",
     "RegisteredSchema",
+    "RegistryUnavailableError",
     "Schema",
     "SchemaReference",
     "SchemaRegistry",

@@ -11,6 +11,10 @@ parameters (``https://host?ssl.ca.location=/etc/ca.pem``). Keyword settings:
   ``ssl.certificate.location``, ``ssl.key.location``, ``timeout``,
   ``cache.latest.ttl.sec``, ``max.retries``, ...
 
+``timeout`` is 30 seconds unless set. A registry that cannot be reached or does not answer
+in time is a :class:`~cdc_connectors.registry.errors.RegistryUnavailableError` (a
+``SchemaRegistryError`` without HTTP status) naming its URL without credentials.
+
 The registry is confluent-kafka's ``SchemaRegistryClient`` itself, with one change: it caches
 only what cannot change (a schema by its id or GUID), so decoding a million records makes a
 handful of requests while versions, subjects and registrations are asked of the server each
@@ -20,6 +24,7 @@ the latest version of a subject for that many seconds.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any, Literal
 from urllib.parse import parse_qsl, quote, urlparse, urlunparse
 
@@ -37,9 +42,16 @@ from cdc_connectors.registry.base import (
 )
 from cdc_connectors.registry.redact import redact_text, redact_url
 
+#: Seconds to connect, send or wait for an answer, unless ``timeout`` is set: without one,
+#: a server that accepts and never answers would hold the client forever.
+DEFAULT_TIMEOUT = 30.0
+
 
 def client_config(url: str, **settings: Any) -> dict[str, Any]:
-    """The ``SchemaRegistryClient`` configuration for a URL and keyword settings."""
+    """The ``SchemaRegistryClient`` configuration for a URL and keyword settings.
+
+    ``timeout`` is :data:`DEFAULT_TIMEOUT` unless the URL or the settings give one.
+    """
     urls = []
     conf: dict[str, Any] = {}
     for part in url.split(","):
@@ -68,7 +80,48 @@ def client_config(url: str, **settings: Any) -> dict[str, Any]:
                     f"registry URL {redact_url(url)}: {key} must be a number, not {value!r}"
                 ) from None
     conf.update(settings)
+    conf.setdefault("timeout", DEFAULT_TIMEOUT)
     return conf
+
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions of a request that got no answer, of whichever HTTP library the client
+    uses (confluent-kafka prefers ``httpx2`` and falls back to ``httpx``)."""
+    found: list[type[BaseException]] = []
+    for name in ("httpx2", "httpx"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        found.append(module.TransportError)
+    return tuple(found)
+
+
+_TRANSPORT_ERRORS = _transport_errors()
+
+
+def _answering(rest_client: Any) -> None:
+    """Make the failures of ``rest_client`` to get an answer one error type.
+
+    A connection refused, a DNS failure, a TLS failure or a timeout (after the client's own
+    retries and fail-over to the other URLs) becomes a :class:`RegistryUnavailableError`
+    naming the registry without its credentials, rather than an ``httpx`` exception.
+    """
+    send = rest_client.send_request
+    base_urls = [str(u) for u in rest_client.base_urls]
+
+    def send_request(url: str, method: str, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return send(url, method, *args, **kwargs)
+        except _TRANSPORT_ERRORS as exc:
+            where = redact_url(",".join(base_urls))
+            detail = redact_text(str(exc), urls=base_urls) or "no answer"
+            raise errors.RegistryUnavailableError(
+                f"schema registry {where} did not answer {method} /{url.lstrip('/')}: "
+                f"{type(exc).__name__}: {detail}"
+            ) from None
+
+    rest_client.send_request = send_request
 
 
 class ConfluentRegistry(SchemaRegistry):
@@ -84,6 +137,7 @@ class ConfluentRegistry(SchemaRegistry):
         except (TypeError, ValueError) as exc:
             detail = redact_text(str(exc), urls=[url])
             raise ValueError(f"registry URL {redact_url(url)}: {detail}") from None
+        _answering(self._rest_client)
 
     def get_schema(
         self,

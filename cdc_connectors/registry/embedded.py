@@ -8,7 +8,12 @@ so two writers never hand out the same version or lose a registration; readers a
 committed; only what cannot change (a schema by its id or GUID) is cached.
 
 ``memory://`` is the same store in memory, for tests: ``memory://name`` is shared by every
-registry of that name in the process; plain ``memory://`` is private to one instance.
+registry of that name in the process; plain ``memory://`` is private to one instance. Neither
+URL takes query parameters: one is refused (ValueError naming it) rather than ignored.
+
+As Confluent's registry: a reference to version ``-1`` (latest) is stored pinned to the
+version it resolved to, and a schema id no subject version uses any more (live or
+soft-deleted) is no schema (40403).
 
 The class is a ``confluent_kafka.schema_registry.SchemaRegistryClient`` that never talks HTTP,
 so confluent-kafka's serializers and deserializers take it as they take the client.
@@ -57,8 +62,9 @@ from cdc_connectors.schema import languages, protobuf
 from cdc_connectors.schema.errors import SchemaError
 
 #: Which rule made the fingerprints of a store (``PRAGMA user_version``): 2 is the
-#: canonical form of ``languages.normalize`` with references resolved.
-IDENTITY_RULE = 2
+#: canonical form of ``languages.normalize`` with references resolved; 3 also pins
+#: references to version -1 to the version they resolved to.
+IDENTITY_RULE = 3
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS schemas (
@@ -117,6 +123,14 @@ def _refs_from_json(text: str) -> list[SchemaReference]:
     return [SchemaReference(r["name"], r["subject"], r["version"]) for r in orjson.loads(text)]
 
 
+def _is_latest(ref: SchemaReference) -> bool:
+    """True for a reference to the latest version (``-1`` or ``latest``)."""
+    try:
+        return version_number(ref.version) == LATEST
+    except errors.SchemaRegistryError:
+        return False
+
+
 def _page(items: list[T], offset: int = 0, limit: int = -1) -> list[T]:
     """Confluent's paging: skip ``offset``, then at most ``limit`` (all when negative)."""
     items = items[max(offset, 0) :]
@@ -136,6 +150,12 @@ def _schema_call(fn: Callable[..., T], *args: Any) -> T:
 def _open(url: str) -> sqlite3.Connection:
     """The connection for an embedded URL; ValueError naming the store when it cannot be one."""
     parsed = urlparse(url)
+    names = sorted({unquote(item.partition("=")[0]) for item in parsed.query.split("&") if item})
+    if names and parsed.scheme in ("memory", "sqlite"):
+        raise ValueError(
+            f"registry URL {redact_url(url)!r}: unknown query parameter"
+            f"{'s' if len(names) > 1 else ''} {', '.join(names)} (the embedded store takes none)"
+        )
     if parsed.scheme == "memory":
         name = (parsed.netloc + parsed.path).strip("/") or f"private-{uuid.uuid4().hex}"
         target = f"file:cdc-registry-{name}?mode=memory&cache=shared"
@@ -226,13 +246,19 @@ class EmbeddedRegistry(SchemaRegistry):
         for schema_id, schema_type, text, refs, old in rows:
             schema = Schema(str(text), str(schema_type), _refs_from_json(str(refs)))
             try:
-                fingerprint, _ = self._identify(db, schema)
+                fingerprint, _, pinned = self._identify(db, schema)
             except errors.SchemaRegistryError:
                 fingerprint = str(old)  # no longer valid: it keeps the fingerprint it had
+            else:
+                # references to version -1 were stored as such before rule 3
+                refs = _refs_json(pinned.references)
             if fingerprint in taken:
                 fingerprint = f"{fingerprint}:{schema_id}"
             taken.add(fingerprint)
-            db.execute("UPDATE schemas SET fingerprint = ? WHERE id = ?", (fingerprint, schema_id))
+            db.execute(
+                "UPDATE schemas SET fingerprint = ?, refs = ? WHERE id = ?",
+                (fingerprint, str(refs), schema_id),
+            )
         db.execute(f"PRAGMA user_version = {IDENTITY_RULE}")
 
     @contextmanager
@@ -320,10 +346,12 @@ class EmbeddedRegistry(SchemaRegistry):
         modes = {str(scope): str(mode) for scope, mode in rows}
         return modes.get(_scope(subject)) or modes.get(_GLOBAL) or DEFAULT_MODE
 
-    def _writable(self, db: sqlite3.Connection, subject: str) -> str:
-        """The mode of ``subject``; 42205 when it is read-only."""
+    def _writable(self, db: sqlite3.Connection, subject: str | None) -> str:
+        """The mode of ``subject`` (None: the global one); 42205 when it is read-only."""
         mode = self._mode(db, subject)
         if mode in _READONLY:
+            if subject is None:
+                raise errors.not_permitted("The registry is in read-only mode")
             raise errors.not_permitted(f"Subject {subject} is in read-only mode")
         return mode
 
@@ -343,22 +371,50 @@ class EmbeddedRegistry(SchemaRegistry):
             if depth > 32:
                 raise errors.invalid_schema("schema references nest deeper than 32 levels")
             for ref in refs:
-                if not ref.name or not ref.subject or ref.version is None:
-                    raise errors.invalid_schema(f"incomplete schema reference {ref}")
                 if ref.name in resolved:
                     continue
-                try:
-                    row = self._row(db, str(ref.subject), ref.version, deleted=True)
-                except errors.SchemaRegistryError:
-                    raise errors.invalid_schema(
-                        f"reference {ref.name!r} names subject {ref.subject!r} version "
-                        f"{ref.version}, which does not exist"
-                    ) from None
+                row = self._reference_row(db, ref, pin=False)
                 visit(_refs_from_json(str(row[4])), depth + 1)
                 resolved[str(ref.name)] = str(row[3])
 
         visit(references or [], 0)
         return list(resolved.items())
+
+    def _reference_row(self, db: sqlite3.Connection, ref: SchemaReference, pin: bool) -> Row:
+        """The version a reference names, soft-deleted ones too.
+
+        To ``pin`` a reference to ``-1`` is to find the latest live version, as Confluent's
+        registry does for a new schema; a stored one may still name ``-1`` (written before
+        references were pinned) and resolves to the latest version, live or not.
+        """
+        if not ref.name or not ref.subject or ref.version is None:
+            raise errors.invalid_schema(f"incomplete schema reference {ref}")
+        try:
+            return self._row(db, str(ref.subject), ref.version, deleted=not pin)
+        except errors.SchemaRegistryError:
+            raise errors.invalid_schema(
+                f"reference {ref.name!r} names subject {ref.subject!r} version "
+                f"{ref.version}, which does not exist"
+            ) from None
+
+    def _pinned(self, db: sqlite3.Connection, schema: Schema) -> Schema:
+        """``schema`` with every reference to version ``-1`` pinned to the latest live version.
+
+        As Confluent's registry does on registration and lookup: the stored reference names
+        a concrete version, so that version is listed as referenced (``referencedby``),
+        cannot be deleted from under its referrer (42206), and a newer version of the
+        referenced subject does not change what the referrer means.
+        """
+        references = list(schema.references or [])
+        if not any(_is_latest(r) for r in references):
+            return schema
+        pinned = [
+            SchemaReference(r.name, r.subject, int(self._reference_row(db, r, pin=True)[0]))
+            if _is_latest(r)
+            else r
+            for r in references
+        ]
+        return Schema(schema.schema_str, schema.schema_type, pinned)
 
     @staticmethod
     def _checked_type(schema: Schema) -> str:
@@ -373,13 +429,15 @@ class EmbeddedRegistry(SchemaRegistry):
 
     def _identify(
         self, db: sqlite3.Connection, schema: Schema
-    ) -> tuple[str, list[tuple[str, str]]]:
-        """The fingerprint of a schema (equal ones share an id) and its resolved references."""
+    ) -> tuple[str, list[tuple[str, str]], Schema]:
+        """The fingerprint of a schema (equal ones share an id), its resolved references, and
+        the schema as stored: references to the latest version pinned to its number."""
         schema_type = self._checked_type(schema)
+        schema = self._pinned(db, schema)
         resolved = self._resolve(db, schema.references)
         text = _schema_call(languages.normalize, schema_type, schema.schema_str, resolved)
         key = f"{schema_type}\0{text}\0{_refs_json(schema.references)}"
-        return hashlib.sha256(key.encode()).hexdigest(), resolved
+        return hashlib.sha256(key.encode()).hexdigest(), resolved, schema
 
     @staticmethod
     def _parse(schema: Schema, resolved: list[tuple[str, str]]) -> languages.ParsedSchema:
@@ -453,7 +511,7 @@ class EmbeddedRegistry(SchemaRegistry):
         if version is not None and version_number(version) == LATEST:
             version = None
         with self._read() as db:
-            fingerprint, resolved = self._identify(db, schema)
+            fingerprint, resolved, schema = self._identify(db, schema)
         parsed = self._parse(schema, resolved)  # outside the write lock: may compile Protobuf
         schema_type = schema.schema_type or "AVRO"
         with self._write() as db:
@@ -514,6 +572,9 @@ class EmbeddedRegistry(SchemaRegistry):
                     if problems:
                         raise errors.incompatible(subject, problems)
             if found is None:
+                for ref in schema.references or []:
+                    # still there: it may have been removed since it was resolved
+                    self._reference_row(db, ref, pin=False)
                 cursor = db.execute(
                     "INSERT INTO schemas (id, fingerprint, schema_type, schema, refs, guid) "
                     "VALUES (?, ?, ?, ?, ?, ?)",
@@ -537,6 +598,13 @@ class EmbeddedRegistry(SchemaRegistry):
     # --- reading -------------------------------------------------------------------------
 
     def _schema_row(self, schema_id: int) -> tuple[Schema, str]:
+        """A schema by id and its GUID; 40403 once no subject version uses the id.
+
+        Once read, a schema is cached by id for the life of this instance, as
+        confluent-kafka's client caches it: a process that has read it may keep serving it
+        after every version using it is permanently deleted by another process (this one
+        forgets what it deletes itself).
+        """
         if isinstance(schema_id, bool) or not isinstance(schema_id, int):
             raise errors.schema_not_found(schema_id)
         cached = self._by_id.get(schema_id)
@@ -545,8 +613,11 @@ class EmbeddedRegistry(SchemaRegistry):
         if not 0 <= schema_id <= MAX_ID:
             raise errors.schema_not_found(schema_id)
         with self._lock:
+            # as Confluent's: an id no version uses (live or soft-deleted) is no schema
             row = self._db.execute(
-                "SELECT schema_type, schema, refs, guid FROM schemas WHERE id = ?", (schema_id,)
+                "SELECT schema_type, schema, refs, guid FROM schemas WHERE id = ? "
+                "AND EXISTS (SELECT 1 FROM versions WHERE schema_id = ?)",
+                (schema_id, schema_id),
             ).fetchone()
         if row is None:
             raise errors.schema_not_found(schema_id)
@@ -626,7 +697,7 @@ class EmbeddedRegistry(SchemaRegistry):
         with self._read() as db:
             if not self._has_subject(db, subject_name, deleted):
                 raise errors.subject_not_found(subject_name)
-            fingerprint, _ = self._identify(db, schema)
+            fingerprint, _, _ = self._identify(db, schema)
             live = "" if deleted else " AND v.deleted = 0"
             row = db.execute(
                 f"{_ROW} WHERE v.subject = ? AND s.fingerprint = ?{live} "
@@ -759,6 +830,13 @@ class EmbeddedRegistry(SchemaRegistry):
 
     # --- deleting ------------------------------------------------------------------------
 
+    def _forget(self, db: sqlite3.Connection, where: str, params: tuple[Any, ...]) -> None:
+        """Drop from the caches the schemas of the versions about to be removed for good."""
+        for (schema_id,) in db.execute(f"SELECT schema_id FROM versions WHERE {where}", params):
+            guid = self._by_id.pop(int(schema_id), (None, None))[1]
+            self._by_guid.pop(str(guid), None)
+            self._serialized.pop(int(schema_id), None)
+
     def delete_subject(self, subject_name: str, permanent: bool = False) -> list[int]:
         subject = subject_name
         with self._write() as db:
@@ -779,6 +857,7 @@ class EmbeddedRegistry(SchemaRegistry):
             if permanent:
                 if any(not deleted for _, deleted in rows):
                     raise errors.subject_not_soft_deleted(subject)
+                self._forget(db, "subject = ?", (subject,))
                 db.execute("DELETE FROM versions WHERE subject = ?", (subject,))
                 db.execute("DELETE FROM config WHERE scope = ?", (_scope(subject),))
                 db.execute("DELETE FROM modes WHERE scope = ?", (_scope(subject),))
@@ -801,6 +880,7 @@ class EmbeddedRegistry(SchemaRegistry):
             if permanent:
                 if not is_deleted:
                     raise errors.version_not_soft_deleted(subject, number)
+                self._forget(db, "subject = ? AND version = ?", (subject, number))
                 db.execute(
                     "DELETE FROM versions WHERE subject = ? AND version = ?", (subject, number)
                 )
@@ -828,10 +908,13 @@ class EmbeddedRegistry(SchemaRegistry):
         return str(row[0])
 
     def set_compatibility(self, subject_name: str | None = None, level: str | None = None) -> str:
+        """Set a level; 42205 while the subject (or, for the global level, the registry) is
+        read-only, as Confluent's."""
         if not isinstance(level, str) or level.upper() not in LEVELS:
             raise errors.invalid_compatibility_level(level)
         normalized = level.upper()
         with self._write() as db:
+            self._writable(db, subject_name)
             db.execute(
                 "INSERT INTO config (scope, compatibility) VALUES (?, ?) "
                 "ON CONFLICT(scope) DO UPDATE SET compatibility = excluded.compatibility",
@@ -865,17 +948,24 @@ class EmbeddedRegistry(SchemaRegistry):
         level = config.compatibility or config.compatibility_level
         if level is not None:
             self.set_compatibility(subject_name, str(getattr(level, "value", level)))
+        else:
+            with self._read() as db:
+                self._writable(db, subject_name)  # as Confluent's: refused when read-only
         current = self.get_compatibility(subject_name, default_to_global=True)
         return ServerConfig(compatibility=ConfigCompatibilityLevel(current))
 
     def delete_config(self, subject_name: str | None = None) -> ServerConfig:
-        """Remove a subject's level (40401 if none), or reset the global one; the removed one."""
+        """Remove a subject's level (40401 if none), or reset the global one; the removed one.
+
+        42205 while the subject (or, for the global level, the registry) is read-only.
+        """
         with self._write() as db:
             row = db.execute(
                 "SELECT compatibility FROM config WHERE scope = ?", (_scope(subject_name),)
             ).fetchone()
             if row is None and subject_name is not None:
                 raise errors.subject_not_found(subject_name)
+            self._writable(db, subject_name)
             db.execute("DELETE FROM config WHERE scope = ?", (_scope(subject_name),))
         level = DEFAULT_LEVEL if row is None else str(row[0])
         return ServerConfig(compatibility_level=ConfigCompatibilityLevel(level))
@@ -890,6 +980,7 @@ class EmbeddedRegistry(SchemaRegistry):
         number = None if version is None else version_number(version)
         with self._read() as db:
             self._checked_type(schema)
+            schema = self._pinned(db, schema)
             parsed = self._parse(schema, self._resolve(db, schema.references))
             level = self._level(db, subject_name)
             if number is None:
@@ -970,6 +1061,7 @@ class EmbeddedRegistry(SchemaRegistry):
                 ).fetchall():
                     if self._referrers(db, str(subject), int(number), True):
                         raise errors.reference_exists(str(subject), int(number))
+                self._forget(db, where.removeprefix(" WHERE ") or "1", params)
                 db.execute(f"DELETE FROM versions{where}", params)
             db.execute(
                 "INSERT INTO modes (scope, mode) VALUES (?, ?) "

@@ -9,7 +9,17 @@ from __future__ import annotations
 
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
-__all__ = ["SchemaRegistryError"]
+__all__ = ["RegistryUnavailableError", "SchemaRegistryError"]
+
+
+class RegistryUnavailableError(SchemaRegistryError):
+    """No answer from the registry: it could not be reached, or did not answer in time.
+
+    There is no HTTP status nor error code (both are -1, confluent-kafka's "unknown").
+    """
+
+    def __init__(self, error_message: str) -> None:
+        super().__init__(-1, SchemaRegistryError.UNKNOWN, error_message)
 
 
 def subject_not_found(subject: str) -> SchemaRegistryError:

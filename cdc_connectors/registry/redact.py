@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any
-from urllib.parse import quote, unquote, urlsplit, urlunsplit
+from urllib.parse import quote, unquote
 
 MASK = "***"
 MIN_SECRET = 3
@@ -48,18 +48,19 @@ def _redact_one(url: str) -> str:
 
 
 def _redact_query(rest: str) -> str:
-    """``host/path?query#fragment`` with the values of secret query parameters masked."""
-    try:
-        parts = urlsplit(f"//{rest}")
-    except ValueError:
-        return rest.split("?", 1)[0] + (f"?{MASK}" if "?" in rest else "")
-    if not parts.query:
+    """``host/path?query#fragment`` with the values of secret query parameters masked.
+
+    Everything else is kept as written: a URL without secrets comes back unchanged.
+    """
+    cut = min((i for i in (rest.find("?"), rest.find("#")) if i >= 0), default=-1)
+    if cut < 0 or rest[cut] != "?":
         return rest
-    query = "&".join(
-        f"{k}={MASK}" if is_secret(unquote(k)) else f"{k}={v}" if sep else k
-        for k, sep, v in (item.partition("=") for item in parts.query.split("&") if item)
-    )
-    return urlunsplit(parts._replace(query=query))[2:]
+    query, hash_, fragment = rest[cut + 1 :].partition("#")
+    items = []
+    for item in query.split("&"):
+        key, sep, _ = item.partition("=")
+        items.append(f"{key}={MASK}" if sep and is_secret(unquote(key)) else item)
+    return f"{rest[:cut]}?{'&'.join(items)}{hash_}{fragment}"
 
 
 def url_secrets(url: str) -> list[str]:

@@ -9,6 +9,7 @@ SIGINT and SIGTERM stop the server gracefully and ``serve`` returns.
 
 from __future__ import annotations
 
+import ipaddress
 import signal
 import socket
 import sqlite3
@@ -44,13 +45,15 @@ def serve(
     tls: tuple[str | None, str | None] = (None, None),
     max_body: int = DEFAULT_MAX_BODY,
     announce: Callable[[str], None] | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> None:
     """Serve the store at ``store_url`` until interrupted; HTTPS with ``tls=(cert, key)``.
 
     ``announce`` gets the line ``schema registry on URL serving STORE`` once the
-    socket is bound. Raises :class:`ServeError` before serving when a credential is
-    empty or malformed, the TLS files cannot be loaded, the address cannot be bound
-    or the store cannot be opened.
+    socket is bound; then ``warn`` gets :func:`exposure_warning`'s line, if any.
+    Raises :class:`ServeError` before serving when a credential is empty or malformed,
+    the TLS files cannot be loaded, the address cannot be bound or the store cannot be
+    opened.
     """
     import uvicorn
 
@@ -93,12 +96,34 @@ def serve(
                 bound = sock.getsockname()[1]
                 store = redact_url(store_url)
                 announce(f"schema registry on {scheme}://{address}:{bound} serving {store}")
+            warning = exposure_warning(
+                sock.getsockname()[0], basic_auth or bearer_token, bool(cert)
+            )
+            if warn is not None and warning:
+                warn(warning)
             uvicorn.Server(config).run(sockets=[sock])
     except (KeyboardInterrupt, _Stop):
         pass  # uvicorn has shut down gracefully; the signal it passes on ends here
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def exposure_warning(address: str, credential: str | None, tls: bool) -> str | None:
+    """A warning when the registry listens beyond loopback without any credential."""
+    try:
+        loopback = ipaddress.ip_address(address.split("%", 1)[0]).is_loopback
+    except ValueError:
+        loopback = False
+    if loopback or credential:
+        return None
+    advice = "set CDC_REGISTRY_BASIC_AUTH or CDC_REGISTRY_TOKEN"
+    if not tls:
+        advice += " and serve HTTPS with --tls-cert and --tls-key"
+    return (
+        f"the registry listens on {address} without credentials: anyone who can reach it "
+        f"can read, register and delete schemas; {advice}"
+    )
 
 
 def _stop(signum: int, frame: FrameType | None) -> None:

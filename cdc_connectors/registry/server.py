@@ -9,7 +9,8 @@ bad request never leaves a half-written registration behind.
 Protobuf schemas are served as stored (``.proto`` text or base64 descriptor);
 ``?format=serialized`` returns the base64 ``FileDescriptorProto`` either way,
 which is what confluent-kafka's Protobuf deserializer asks for. Bad client input is
-always a 4xx with Confluent's error code, never a 500.
+always a 4xx with Confluent's error code, never a 500. A subject may hold ``/``: clients
+send it encoded (``a%2Fb``) and every subject route takes it (:class:`EncodedSlashes`).
 """
 
 from __future__ import annotations
@@ -19,14 +20,17 @@ from collections.abc import Awaitable, Callable
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
 from typing import Any, Literal
+from urllib.parse import unquote, unquote_to_bytes
 
 import orjson
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from cdc_connectors.options import parse_bool
 from cdc_connectors.registry import errors, guards
@@ -50,6 +54,34 @@ class RegistryResponse(Response):
 
     def render(self, content: Any) -> bytes:
         return orjson.dumps(content)
+
+
+# set on a request whose path parameters are escaped by ``EncodedSlashes``
+_ESCAPED = "cdc_connectors.escaped_path"
+
+
+class EncodedSlashes:
+    """Routes a path by its segments as sent, so a subject may hold an encoded ``/``.
+
+    The server decodes ``%2F`` before routing: ``/subjects/a%2Fb/versions`` would be
+    ``/subjects/a/b/versions``, a path no route has. For a path holding ``%2F``, this
+    rewrites the path the router sees with each segment decoded except ``%`` and ``/``
+    (``%25``, ``%2F``); the endpoint decodes those in its path parameters. Other paths are
+    left as they are.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raw = scope.get("raw_path") if scope["type"] == "http" else None
+        if isinstance(raw, bytes) and b"%2f" in raw.lower():
+            segments = [unquote_to_bytes(s).decode("utf-8", "replace") for s in raw.split(b"/")]
+            # only when the server's path is the plain decoding of the raw one
+            if "/".join(segments) == scope["path"]:
+                escaped = (s.replace("%", "%25").replace("/", "%2F") for s in segments)
+                scope = {**scope, "path": "/".join(escaped), _ESCAPED: True}
+        await self.app(scope, receive, send)
 
 
 def _error(exc: errors.SchemaRegistryError) -> RegistryResponse:
@@ -187,6 +219,11 @@ def create_app(
         """An ASGI endpoint running ``fn(request, body)`` off the event loop (the store blocks)."""
 
         async def handle(request: Request) -> Response:
+            if request.scope.get(_ESCAPED):
+                request.scope["path_params"] = {
+                    k: unquote(v) if isinstance(v, str) else v
+                    for k, v in request.path_params.items()
+                }
             body = await request.body()
             try:
                 result = await run_in_threadpool(fn, request, body)
@@ -353,7 +390,8 @@ def create_app(
             level = _level_body(body)
             if level is not None:
                 return {"compatibility": r.set_compatibility(subject, level)}
-            return {"compatibility": r.get_compatibility(subject, default_to_global=True)}
+            # nothing to change, but refused as a change would be (read-only mode)
+            return {"compatibility": _level(r.set_config(subject, ServerConfig()))}
         if request.method == "DELETE":
             return {"compatibilityLevel": _level(r.delete_config(subject))}
         level = r.get_compatibility(subject, default_to_global=_flag(request, "defaultToGlobal"))
@@ -435,9 +473,10 @@ def create_app(
     ]
     return Starlette(
         routes=routes,
-        middleware=guards.middleware(
-            basic_auth=basic_auth, bearer_token=bearer_token, max_body=max_body
-        ),
+        middleware=[
+            Middleware(EncodedSlashes),
+            *guards.middleware(basic_auth=basic_auth, bearer_token=bearer_token, max_body=max_body),
+        ],
         exception_handlers={HTTPException: _http_error},
     )
 

@@ -6,8 +6,10 @@ null would otherwise get Arrow type ``null`` and Spark would reject it
 
 Structured data that has no VARIANT form (nested deeper than
 :data:`~cdc_connectors.spark.variant.MAX_DEPTH`, a number of more than 38
-digits, an unsupported type) raises :class:`CodecError` naming the record
-and the field; reading a VARIANT too deep for PySpark's decoder does too.
+digits, an object key that is not a string, a string UTF-8 cannot encode, an
+unsupported type) raises :class:`CodecError` naming the record, the field and
+the path inside it; reading a VARIANT too deep for PySpark's decoder does too.
+Decimals read back exact (all 38 digits), never rounded.
 """
 
 from __future__ import annotations
@@ -40,17 +42,21 @@ def _data_array(items: list[Data], what: str) -> pa.StructArray:
         if isinstance(data, dict):
             try:
                 value, meta = to_variant(data)
-            except (VariantError, TypeError) as exc:
-                raise CodecError(f"record {index}: {what}: {exc}") from None
+            except VariantError as exc:
+                raise CodecError(f"record {index}: {what}{exc.where}: {exc}") from None
             raw.append(None)
             values.append(value)
             metadata.append(meta)
             no_variant.append(False)
-        else:
+        elif data is None or isinstance(data, bytes | bytearray | memoryview):
             raw.append(None if data is None else bytes(data))
             values.append(b"")  # placeholders under a null variant
             metadata.append(b"")
             no_variant.append(True)
+        else:  # bytes(5) would be five zero bytes
+            raise CodecError(
+                f"record {index}: {what} must be bytes, a dict or None, not {type(data).__name__}"
+            )
         absent.append(data is None)
     variant = pa.StructArray.from_arrays(
         [pa.array(values, pa.binary()), pa.array(metadata, pa.binary())],

@@ -28,7 +28,17 @@ from __future__ import annotations
 import struct
 from base64 import b64encode
 from collections.abc import Mapping
-from decimal import Decimal
+from decimal import (
+    Context,
+    Decimal,
+    DecimalException,
+    DivisionByZero,
+    Inexact,
+    InvalidOperation,
+    Overflow,
+    Rounded,
+    localcontext,
+)
 from typing import Any, NoReturn
 
 from pyspark.sql.types import VariantVal
@@ -39,9 +49,36 @@ SIZE_LIMIT = 16 * 1024 * 1024
 #: Objects and arrays nest at most this deep (PySpark decodes recursively).
 MAX_DEPTH = 128
 
+# VARIANT decimals hold at most 38 digits: read back with room to spare, rounding trapped
+_EXACT_DECIMALS = Context(
+    prec=40, traps=[Inexact, Rounded, InvalidOperation, DivisionByZero, Overflow]
+)
+
 
 class VariantError(ValueError):
-    """A value has no faithful VARIANT form here; the message says why."""
+    """A value has no faithful VARIANT form here; the message says why, ``path`` where
+    (the keys and indexes from the top, ``[]`` for the value itself)."""
+
+    def __init__(self, message: str, path: list[str | int] | None = None):
+        super().__init__(message)
+        self.path: list[str | int] = path or []
+
+    @property
+    def where(self) -> str:
+        """``path`` as ``.items[3].price`` (the first six steps of a longer one)."""
+        shown = "".join(f"[{p}]" if isinstance(p, int) else f".{_text(p)}" for p in self.path[:6])
+        more = len(self.path) - 6
+        return f"{shown} (and {more} levels more)" if more > 0 else shown
+
+
+class VariantTypeError(VariantError, TypeError):
+    """A value of a type that has no VARIANT form at all (a set, an object key that is
+    not a string)."""
+
+
+def _text(text: str) -> str:
+    """``text`` as valid UTF-8 for a message: lone surrogates escaped."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 _PRIMITIVE, _SHORT_STRING, _OBJECT, _ARRAY = range(4)
@@ -84,7 +121,14 @@ def to_variant(value: Any) -> tuple[bytes, bytes]:
     """
     names: dict[str, int] = {}
     encoded = _encode(value, names, 0)
-    keys = [name.encode("utf-8") for name in names]
+    try:
+        keys = [name.encode("utf-8") for name in names]
+    except UnicodeEncodeError:
+        bad = next(name for name in names if not _encodes(name))
+        raise VariantError(
+            f"object key {bad!r} holds a lone surrogate, which UTF-8 cannot encode",
+            _path_to_key(value, bad),
+        ) from None
     total = sum(map(len, keys))
     width = _width(max(total, len(keys)))
     offsets = [0]
@@ -99,7 +143,12 @@ def to_variant(value: Any) -> tuple[bytes, bytes]:
 def _encode(value: Any, names: dict[str, int], depth: int) -> bytes:
     kind = type(value)
     if kind is str:
-        text: bytes = value.encode("utf-8")
+        try:
+            text: bytes = value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise VariantError(
+                f"string {value[:40]!r} holds a lone surrogate, which UTF-8 cannot encode"
+            ) from None
         if len(text) < 64:
             return _SHORT_STRINGS[len(text)] + text
         return _LONG_STRING + len(text).to_bytes(4, "little") + text
@@ -145,18 +194,20 @@ def _encode_other(value: Any, names: dict[str, int], depth: int) -> bytes:
         return _object(dict(value), names, depth + 1)
     if isinstance(value, list | tuple):
         return _array(list(value), names, depth + 1)
-    raise TypeError(f"type {type(value).__name__} has no VARIANT form")
+    raise VariantTypeError(f"type {type(value).__name__} has no VARIANT form")
 
 
 def _decimal(value: Decimal) -> bytes:
     if value.is_finite():
         sign, digits, exponent = value.as_tuple()
+        unscaled = int("".join(map(str, digits)) or "0")
         scale = -int(exponent)
-        if scale < 0:  # 12E+3: write it as an integer with scale 0
-            value, scale = value.quantize(Decimal(1)), 0
-            sign, digits, _ = value.as_tuple()
-        precision = max(len(digits), scale)
-        unscaled = int("".join(map(str, digits)) or "0") * (-1 if sign else 1)
+        if scale < 0:  # 12E+3: an integer with scale 0 (exact: no decimal context involved)
+            unscaled, scale = unscaled * 10**-scale, 0
+            precision = len(str(unscaled))
+        else:
+            precision = max(len(digits), scale)
+        unscaled = -unscaled if sign else unscaled
         for max_precision, header, size in _DECIMALS:
             if precision <= max_precision:
                 return header + bytes([scale]) + unscaled.to_bytes(size, "little", signed=True)
@@ -164,6 +215,8 @@ def _decimal(value: Decimal) -> bytes:
             f"{value} has {precision} digits; a VARIANT decimal holds 38 "
             "(write it as a string to keep it exact)"
         )
+    if value.is_snan():
+        raise VariantError(f"{value} (a signaling NaN) has no VARIANT form")
     return _DOUBLE + _pack_double(float(value))  # NaN and infinities: doubles hold them
 
 
@@ -177,13 +230,17 @@ def _object(value: dict[Any, Any], names: dict[str, int], depth: int) -> bytes:
     ids = []
     parts = []
     if not all(type(k) is str for k in value):
-        value = {str(k): v for k, v in value.items()}
+        value = _string_keys(value)
     for key, item in sorted(value.items(), key=_first):
         field_id = names.get(key)
         if field_id is None:
             field_id = names[key] = len(names)
         ids.append(field_id)
-        parts.append(_encode(item, names, depth))
+        try:
+            parts.append(_encode(item, names, depth))
+        except VariantError as exc:  # costs nothing unless raised: name the place
+            exc.path.insert(0, key)
+            raise
     count = len(parts)
     large = count > 0xFF
     id_width = _width(max(len(names) - 1, 0))
@@ -199,6 +256,39 @@ def _object(value: dict[Any, Any], names: dict[str, int], depth: int) -> bytes:
             *parts,
         ]
     )
+
+
+def _string_keys(value: dict[Any, Any]) -> dict[str, Any]:
+    """``value`` with ``str`` subclasses as keys made ``str``; any other key is refused,
+    as the codecs refuse it (``1`` and ``"1"`` would become the same field)."""
+    for key in value:
+        if not isinstance(key, str):
+            raise VariantTypeError(
+                f"object key {key!r} is a {type(key).__name__}, keys must be strings"
+            )
+    return {str(k): v for k, v in value.items()}
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _path_to_key(value: Any, key: str) -> list[str | int]:
+    """The path of the (first) object holding ``key``, found without recursion."""
+    stack: list[tuple[Any, list[str | int]]] = [(value, [])]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, Mapping):
+            if key in item:
+                return path
+            stack.extend((v, [*path, k]) for k, v in item.items())
+        elif isinstance(item, list | tuple):
+            stack.extend((v, [*path, i]) for i, v in enumerate(item))
+    return []
 
 
 def _offsets(parts: list[bytes]) -> list[int]:
@@ -218,7 +308,13 @@ def _first(item: tuple[str, Any]) -> str:
 def _array(value: list[Any], names: dict[str, int], depth: int) -> bytes:
     if depth > MAX_DEPTH:
         _too_deep()
-    parts = [_encode(item, names, depth) for item in value]
+    parts = []
+    for index, item in enumerate(value):
+        try:
+            parts.append(_encode(item, names, depth))
+        except VariantError as exc:
+            exc.path.insert(0, index)
+            raise
     count = len(parts)
     large = count > 0xFF
     offsets = _offsets(parts)
@@ -244,8 +340,18 @@ def from_variant(value: bytes, metadata: bytes) -> Any:
 
 
 def python_value(variant: VariantVal) -> Any:
-    """``variant.toPython()``, with :class:`VariantError` where that would recurse too deeply."""
+    """``variant.toPython()``, with :class:`VariantError` where that would recurse too deeply.
+
+    Decimals come back exact: PySpark computes them in the current decimal context
+    (28 digits by default), which would round those of 29 to 38 digits; here they are
+    computed with enough digits, and anything inexact is an error, never a rounding.
+    """
     try:
-        return variant.toPython()
+        with localcontext(_EXACT_DECIMALS):
+            return variant.toPython()
     except RecursionError:  # PySpark's decoder recurses once per level
         raise VariantError("VARIANT value nests too deeply to read in Python") from None
+    except DecimalException as exc:
+        raise VariantError(
+            f"a VARIANT decimal cannot be read back exactly ({type(exc).__name__})"
+        ) from None

@@ -307,3 +307,45 @@ def test_protobuf_to_json_is_byte_stable_across_processes():
     doc = orjson.loads(outputs.pop())
     assert list(doc["metadata"]) == sorted(names)
     assert list(doc["payload"]["after"]) == sorted(names)
+
+
+def _usage_error(result, *parts: bytes) -> None:
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == b""
+    errors = [line for line in result.stderr.splitlines() if line.startswith(b"Error")]
+    assert len(errors) == 1, result.stderr
+    for part in parts:
+        assert part in errors[0], result.stderr
+
+
+def test_a_registry_url_no_registry_serves_is_a_usage_error():
+    J2J = ("convert", "--from", "opencdc-json", "--to", "opencdc-json")
+    _usage_error(run_cli(*J2J, "--registry", "bogus://x", stdin=b""), b"--registry", b"'bogus'")
+    _usage_error(run_cli(*J2J, "--registry", "no-scheme", stdin=b""), b"has no scheme")
+    secret = run_cli(*J2J, "--registry", "bogus://user:hunter2@host", stdin=b"")
+    _usage_error(secret, b"'bogus'")
+    assert b"hunter2" not in secret.stderr
+    served = run_cli(*J2J, "--registry", "memory://", stdin=CONDUIT_TEST_RECORD + b"\n")
+    assert served.returncode == 0, served.stderr
+
+
+def test_an_option_given_twice_is_a_usage_error_naming_it():
+    result = run_cli(
+        "convert", "--from", "opencdc-json", "--to", "opencdc-json",
+        "--opt", "raw.as.string=true", "--opt", " raw.as.string=false", stdin=b"",
+    )  # fmt: skip
+    _usage_error(result, b"'raw.as.string' is given twice")
+
+
+def test_invalid_utf8_in_a_json_line_is_named_as_such_with_its_offset():
+    line = b'{"position":"\xff\xfe","operation":"create"}\n'
+    plain = run_cli("convert", "--from", "opencdc-json", "--to", "opencdc-json", stdin=line)
+    assert plain.returncode == 1
+    assert b"<stdin>:1: invalid JSON: invalid UTF-8 at byte 13" in plain.stderr
+    assert b"surrogates" not in plain.stderr
+    kv = run_cli(
+        "convert", "--from", "opencdc-json", "--to", "opencdc-json", "--kv",
+        stdin=b'{"value":' + line.rstrip() + b"}\n",
+    )  # fmt: skip
+    assert kv.returncode == 1
+    assert b"<stdin>:1: invalid JSON in --kv line: invalid UTF-8 at byte 22" in kv.stderr

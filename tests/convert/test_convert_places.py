@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import os
 import random
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
+from cdc_connectors.convert import dead_letter
+from cdc_connectors.convert.files import Output
+from cdc_connectors.formats.base import Message
 from cdc_connectors.opencdc import record_from_json
 from tests.conftest import ROOT, run_cli
 from tests.opencdc.canonical import CANONICAL, CONDUIT_TEST_RECORD
@@ -216,3 +221,92 @@ def test_junk_input_is_counted_as_errors_never_a_traceback(fmt, kv, tmp_path):
     assert result.returncode == 1
     assert b"errors 0" not in result.stderr
     assert errors.read_bytes()  # the junk is kept
+
+
+@pytest.mark.parametrize(
+    ("args", "parts"),
+    [
+        (("{src}", "-o", "{src}/"), ("-o", "in.jsonl is not a directory")),
+        (("{src}", "-o", "{other}/"), ("-o", "other.txt is not a directory")),
+        (("{src}", "-o", "{other}/x.jsonl"), ("-o", "other.txt is not a directory")),
+        (("{src}", "-o", "{src}/.."), ("-o", "in.jsonl is not a directory")),
+        (("{src}", "-o", "{tmp}/new/"), ("-o", "no such directory")),
+        (("{src}", "--errors", "{other}/"), ("--errors", "other.txt is not a directory")),
+        (("{src}/", "-o", "{tmp}/out.jsonl"), ("IN", "in.jsonl is not a directory")),
+    ],
+)
+def test_a_file_used_as_a_directory_is_refused_and_nothing_touched(src, tmp_path, args, parts):
+    other = tmp_path / "other.txt"
+    other.write_bytes(b"precious\n")
+    args = tuple(a.format(src=src, other=other, tmp=tmp_path) for a in args)
+    result = run_cli(*J2J, *args)
+    _one_line_error(result, 2, *parts)
+    assert src.read_bytes() == GOOD
+    assert other.read_bytes() == b"precious\n"
+    assert sorted(os.listdir(tmp_path)) == ["in.jsonl", "other.txt"]
+
+
+def test_the_output_file_refuses_a_path_ending_in_a_slash(src):
+    with pytest.raises(NotADirectoryError):
+        Output(f"{src}/")
+    assert src.read_bytes() == GOOD
+    assert sorted(os.listdir(src.parent)) == ["in.jsonl"]
+
+
+def test_a_file_name_that_is_not_utf8_is_shown_escaped_in_places_and_messages(tmp_path):
+    src = tmp_path / os.fsdecode(b"bad\xff.jsonl")
+    src.write_bytes(GOOD + b"junk\n")
+    errors = tmp_path / "dlq.jsonl"
+    result = run_cli(*J2J, str(src), "--errors", str(errors), "-o", os.devnull)
+    stderr = result.stderr.decode()
+    assert result.returncode == 1, stderr
+    assert "Traceback" not in stderr
+    where = f"{tmp_path}/bad\\xff.jsonl:{len(CANONICAL) + 1}"
+    assert f"error: {where}: invalid JSON" in stderr
+    (dead,) = [record_from_json(line) for line in errors.read_bytes().splitlines()]
+    assert dead.position == where.encode()
+    assert dead.payload.after == b"junk"
+    refused = run_cli(*J2J, str(src), "-o", f"{src}/")
+    _one_line_error(refused, 2, "bad\\xff.jsonl is not a directory")
+
+
+def test_a_dead_letter_position_is_utf8_whatever_the_place_holds():
+    message = Message(b"x", where=os.fsdecode(b"s\xfe.jsonl") + ":1 \ud800")
+    assert dead_letter(message, "bad", "convert").position == b"s\\xfe.jsonl:1 \\ud800"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_mid_run_removes_the_partial_output_and_is_one_line(tmp_path, signum):
+    out = tmp_path / "out.jsonl"
+    out.write_bytes(b"precious\n")
+    run = subprocess.Popen(
+        [sys.executable, "-m", "cdc_connectors.cli", *J2J, "-o", str(out)],
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    assert run.stdin is not None
+    run.stdin.write(GOOD)
+    run.stdin.flush()  # the run now waits for more input, its partial file in place
+    deadline = time.monotonic() + 60
+    while not [p for p in os.listdir(tmp_path) if p.endswith(".partial")]:
+        assert time.monotonic() < deadline and run.poll() is None
+        time.sleep(0.02)
+    run.send_signal(signum)
+    _, stderr = run.communicate(timeout=60)
+    name = signal.Signals(signum).name
+    assert run.returncode == 128 + signum, stderr
+    assert stderr.decode().splitlines() == [f"Error: stopped by {name}"]
+    assert sorted(os.listdir(tmp_path)) == ["out.jsonl"]
+    assert out.read_bytes() == b"precious\n"
+
+
+def test_a_dash_is_standard_input_and_standard_output(src):
+    result = _shell('convert --from opencdc-json --to opencdc-json - -o - < "$1"', str(src))
+    assert result.returncode == 0, result.stderr
+    assert len(result.stdout.splitlines()) == len(CANONICAL)
+
+
+def test_an_output_no_temporary_file_can_sit_beside_says_it_cannot_be_written_there(src):
+    result = run_cli(*J2J, str(src), "-o", "/proc/version")
+    _one_line_error(result, 2, "-o /proc/version: cannot be written there", "/proc")

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from confluent_kafka.schema_registry.common.schema_registry_client import ConfigCompatibilityLevel
 
-from cdc_connectors.registry import SchemaRegistry, SchemaRegistryError
+from cdc_connectors.registry import SchemaRegistry, SchemaRegistryError, open_registry
+from cdc_connectors.registry.base import ServerConfig
 
 from .conftest import InProcessServer, http
 from .test_contract import BREAKING, V1, V2, avro
@@ -38,6 +40,55 @@ def test_readonly_mode_refuses_every_write(registry: SchemaRegistry):
     assert registry.delete_mode(None) == "READONLY_OVERRIDE"
     assert registry.register_schema_full_response("s", V2).version == 2
     assert _code(lambda: registry.update_mode("s", "SIDEWAYS")) == 42204
+
+
+def test_readonly_mode_refuses_config_changes_in_its_scope(registry: SchemaRegistry):
+    registry.register_schema("s", V1)
+    registry.set_compatibility("s", "FULL")
+    registry.update_mode("s", "READONLY")
+    for change in (
+        lambda: registry.set_compatibility("s", "NONE"),
+        lambda: registry.set_config("s", ServerConfig(ConfigCompatibilityLevel.NONE)),
+        lambda: registry.delete_config("s"),
+    ):
+        assert _code(change) == 42205
+    assert registry.get_compatibility("s") == "FULL"
+    assert _code(lambda: registry.delete_config("t")) == 40401  # nothing to delete comes first
+    assert registry.set_compatibility(None, "FORWARD") == "FORWARD"  # the global scope is not
+    registry.delete_mode("s")
+
+    registry.update_global_mode("READONLY_OVERRIDE")
+    for change in (
+        lambda: registry.set_compatibility(None, "NONE"),
+        lambda: registry.set_compatibility("t", "NONE"),
+        lambda: registry.delete_config(None),
+        lambda: registry.delete_config("s"),
+    ):
+        assert _code(change) == 42205
+    assert registry.get_compatibility() == "FORWARD"
+    assert registry.get_compatibility("s") == "FULL"
+    registry.delete_mode(None)
+    assert registry.delete_config("s").compatibility_level.value == "FULL"  # type: ignore[union-attr]
+
+
+def test_readonly_mode_refuses_config_changes_over_http(app_server: InProcessServer):
+    u = app_server.url
+    http("POST", f"{u}/subjects/s/versions", {"schema": V1.schema_str})
+    assert http("PUT", f"{u}/config/s", {"compatibility": "FULL"})[0] == 200
+    assert http("PUT", f"{u}/mode", {"mode": "READONLY"})[0] == 200
+    for method, path, body in (
+        ("PUT", "/config", {"compatibility": "NONE"}),
+        ("PUT", "/config", {}),
+        ("PUT", "/config/s", {"compatibility": "NONE"}),
+        ("DELETE", "/config/s", None),
+        ("DELETE", "/config", None),
+    ):
+        status, _, answer = http(method, u + path, body)
+        assert (status, answer["error_code"]) == (422, 42205), (method, path)
+    assert http("GET", f"{u}/config/s")[2] == {"compatibilityLevel": "FULL"}
+    assert http("GET", f"{u}/config")[2] == {"compatibilityLevel": "BACKWARD"}
+    assert http("DELETE", f"{u}/mode")[0] == 200
+    assert http("DELETE", f"{u}/config/s")[2] == {"compatibilityLevel": "FULL"}
 
 
 def test_import_mode_takes_ids_and_versions_and_only_then(registry: SchemaRegistry):
@@ -185,3 +236,50 @@ def test_compatibility_endpoint_follows_confluents_rules(app_server: InProcessSe
     assert http("POST", f"{check}/latest", broken)[2]["error_code"] == 42201
     verbose = http("POST", f"{check}/latest?verbose=true", broken)[2]
     assert verbose["is_compatible"] is False and verbose["messages"]
+
+
+def test_an_id_no_version_uses_any_more_is_40403(app_server: InProcessServer):
+    u = app_server.url
+    first = http("POST", f"{u}/subjects/s/versions", {"schema": V1.schema_str})[2]
+    http("POST", f"{u}/subjects/t/versions", {"schema": V1.schema_str})  # the same id
+    guid = http("GET", f"{u}/schemas/ids/{first['id']}")[2]["guid"]
+    for subject in ("s", "t"):
+        http("DELETE", f"{u}/subjects/{subject}")
+        # soft-deleted versions still use it
+        assert http("GET", f"{u}/schemas/ids/{first['id']}")[0] == 200
+        http("DELETE", f"{u}/subjects/{subject}?permanent=true")
+    for path in ("", "/schema", "/versions", "/subjects"):
+        status, _, body = http("GET", f"{u}/schemas/ids/{first['id']}{path}")
+        assert (status, body["error_code"]) == (404, 40403), path
+    status, _, body = http("GET", f"{u}/schemas/guids/{guid}")
+    assert (status, body["error_code"]) == (404, 40403)
+    # registered again, the schema keeps its id
+    again = http("POST", f"{u}/subjects/s/versions", {"schema": V1.schema_str})[2]
+    assert again["id"] == first["id"]
+    assert http("GET", f"{u}/schemas/ids/{first['id']}")[0] == 200
+
+
+def test_an_id_read_before_another_process_removed_it_may_stay_cached(tmp_path):
+    url = f"sqlite:///{tmp_path}/registry.db"
+    reader, writer = open_registry(url), open_registry(url)
+    schema_id = writer.register_schema("s", V1)
+    assert reader.get_schema(schema_id).schema_str == V1.schema_str
+    assert writer.get_schema(schema_id).schema_str == V1.schema_str
+    writer.delete_subject("s")
+    writer.delete_subject("s", permanent=True)
+    assert reader.get_schema(schema_id).schema_str == V1.schema_str  # as a client's cache
+    assert _code(lambda: writer.get_schema(schema_id)) == 40403
+    fresh = open_registry(url)
+    assert _code(lambda: fresh.get_schema(schema_id)) == 40403
+    for registry in (reader, writer, fresh):
+        registry.close()
+
+
+def test_a_json_schema_its_metaschema_refuses_is_42201(registry: SchemaRegistry):
+    from cdc_connectors.registry import Schema
+
+    with pytest.raises(SchemaRegistryError) as e:
+        registry.register_schema("j", Schema('{"type": 5}', "JSON"))
+    assert e.value.error_code == 42201 and "/type" in e.value.error_message
+    assert registry.get_subjects() == []
+    assert registry.register_schema("j", Schema('{"type": "integer"}', "JSON")) == 1

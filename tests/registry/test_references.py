@@ -134,3 +134,68 @@ def test_a_schema_with_references_keeps_one_id_however_it_is_spelled(registry: S
     assert registry.register_schema("customers-value", spaced) == first
     assert registry.lookup_schema("customers-value", spaced).version == 1
     assert registry.get_versions("customers-value") == [1]
+
+
+DEP = 'syntax = "proto3";\npackage dep;\nmessage D { string a = 1; }\n'
+DEP_V2 = 'syntax = "proto3";\npackage dep;\nmessage D { string a = 1; string b = 2; }\n'
+MAIN = 'syntax = "proto3";\npackage app;\nimport "dep2.proto";\nmessage M { dep.D d = 1; }\n'
+
+
+def _main_latest() -> Schema:
+    return Schema(MAIN, "PROTOBUF", [SchemaReference("dep2.proto", "dep2", -1)])
+
+
+def test_a_reference_to_the_latest_version_is_pinned_to_its_number(registry: SchemaRegistry):
+    registry.register_schema("dep2", Schema(DEP, "PROTOBUF"))
+    main = registry.register_schema_full_response("main3", _main_latest())
+    stored = registry.get_version("main3", 1)
+    assert [(r.subject, r.version) for r in stored.schema.references] == [("dep2", 1)]
+    assert [r.version for r in registry.get_schema(main.schema_id).references] == [1]
+    assert registry.get_referenced_by("dep2", 1) == [main.schema_id]
+    # "latest" spelled either way finds the registration, and registers nothing new
+    assert registry.lookup_schema("main3", _main_latest()).version == 1
+    assert registry.register_schema("main3", _main_latest()) == main.schema_id
+    pinned = Schema(MAIN, "PROTOBUF", [SchemaReference("dep2.proto", "dep2", 1)])
+    assert registry.register_schema("main3", pinned) == main.schema_id
+    assert registry.get_versions("main3") == [1]
+
+    assert _code(lambda: registry.delete_subject("dep2")) == 42206
+    assert _code(lambda: registry.delete_version("dep2", 1)) == 42206
+    # a newer version of the referenced subject does not change the referrer
+    registry.register_schema("dep2", Schema(DEP_V2, "PROTOBUF"))
+    assert registry.get_referenced_by("dep2", 2) == []
+    assert [r.version for r in registry.get_version("main3", 1).schema.references] == [1]
+    assert registry.get_schema(main.schema_id, fmt="serialized").schema_str
+    assert registry.test_compatibility("main3", _main_latest())
+    registry.delete_version("dep2", 2)
+    registry.delete_version("dep2", 2, permanent=True)
+    assert _code(lambda: registry.delete_subject("dep2")) == 42206
+
+
+def test_a_reference_to_the_latest_version_of_nothing_is_invalid(registry: SchemaRegistry):
+    assert _code(lambda: registry.register_schema("main3", _main_latest())) == 42201
+    registry.register_schema("dep2", Schema(DEP, "PROTOBUF"))
+    registry.delete_subject("dep2")  # soft: no live version is the latest
+    assert _code(lambda: registry.register_schema("main3", _main_latest())) == 42201
+
+
+def test_latest_references_over_http_are_stored_pinned(app_server: InProcessServer):
+    u = app_server.url
+    dep = {"schema": DEP, "schemaType": "PROTOBUF"}
+    assert http("POST", f"{u}/subjects/dep2/versions", dep)[0] == 200
+    body = {
+        "schema": MAIN,
+        "schemaType": "PROTOBUF",
+        "references": [{"name": "dep2.proto", "subject": "dep2", "version": -1}],
+    }
+    status, _, registered = http("POST", f"{u}/subjects/main3/versions", body)
+    assert status == 200, registered
+    refs = http("GET", f"{u}/subjects/main3/versions/1")[2]["references"]
+    assert refs == [{"name": "dep2.proto", "subject": "dep2", "version": 1}]
+    assert http("GET", f"{u}/subjects/dep2/versions/1/referencedby")[2] == [registered["id"]]
+    status, _, found = http("POST", f"{u}/subjects/main3", body)
+    assert (status, found["version"]) == (200, 1)
+    for path in ("/subjects/dep2", "/subjects/dep2/versions/1"):
+        status, _, answer = http("DELETE", u + path)
+        assert (status, answer["error_code"]) == (422, 42206), path
+    assert http("GET", f"{u}/schemas/ids/{registered['id']}?format=serialized")[0] == 200

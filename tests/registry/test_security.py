@@ -341,8 +341,12 @@ def test_a_refused_credential_raises_no_secret(tmp_path: Path):
 def test_serve_never_prints_a_credential(tmp_path: Path):
     hidden = "c0nfidential"
     env = _env(CDC_REGISTRY_BASIC_AUTH=f"ada:{hidden}")
-    with serving(f"memory://shared?token={hidden}", env=env) as server:
-        assert hidden not in server.first_line and f"token={MASK}" in server.first_line
+    # a store URL with a secret in it is refused (the store takes no setting), masked
+    result = run("registry", "serve", "--store", f"memory://shared?token={hidden}", env=env)
+    line = assert_one_line_refusal(result, hidden)
+    assert f"token={MASK}" in line
+    with serving("memory://shared", env=env) as server:
+        assert hidden not in server.first_line
         http("GET", f"{server.url}/subjects", headers=basic("ada:wrong"))
         http("POST", f"{server.url}/subjects/s/versions", b"{", headers=basic(f"ada:{hidden}"))
         code, err = server.stop()
@@ -370,9 +374,37 @@ def test_redact_url_masks_passwords_however_they_are_spelled():
         "sqlite:////abs/r.db": "sqlite:////abs/r.db",
         "memory://": "memory://",
         "http://[::1]:8081/": "http://[::1]:8081/",
+        # nothing secret: unchanged, slashes and all; something secret: only it masked
+        "sqlite:////tmp/x.db?mode=ro": "sqlite:////tmp/x.db?mode=ro",
+        "sqlite:///a.db?x=1": "sqlite:///a.db?x=1",
+        "memory://name?a=1&&b#frag?token=x": "memory://name?a=1&&b#frag?token=x",
+        "http://[::1:8081/?x": "http://[::1:8081/?x",
+        "sqlite:////tmp/x.db?password=pw1&mode=ro": "sqlite:////tmp/x.db?password=***&mode=ro",
+        "http://ada:pw1@host//p?token=t#f": "http://ada:***@host//p?token=***#f",
     }
     for url, expected in cases.items():
         assert redact_url(url) == expected, url
+
+
+@pytest.mark.parametrize(
+    ("url", "named"),
+    [
+        ("sqlite:///{tmp}/r.db?mode=ro", "parameter mode "),
+        ("sqlite:////{tmp}/r.db?x=1&cache=shared", "parameters cache, x "),
+        ("memory://shared?mode=ro", "parameter mode "),
+        ("memory://?password=pw1", "parameter password "),
+    ],
+)
+def test_the_embedded_store_refuses_query_parameters_it_does_not_take(
+    tmp_path: Path, url: str, named: str
+):
+    url = url.format(tmp=str(tmp_path).lstrip("/"))
+    with pytest.raises(ValueError) as e:
+        open_registry(url)
+    message = str(e.value)
+    assert named in message and "\n" not in message and "pw1" not in message
+    assert redact_url(url) in message
+    assert not (tmp_path / "r.db").exists()
 
 
 def test_redact_text_and_settings_hide_every_form_of_a_secret():
@@ -597,6 +629,48 @@ def test_port_0_announces_the_port_it_bound_and_serves_there(tmp_path: Path):
         )
         assert server.port > 0
         assert http("GET", f"{server.url}/subjects")[0] == 200
+
+
+def test_serving_beyond_loopback_without_credentials_warns_and_serves(tmp_path: Path):
+    with serving("memory://", "--host", "0.0.0.0") as server:
+        assert server.first_line.startswith("schema registry on http://0.0.0.0:")
+        local = f"http://127.0.0.1:{server.port}"
+        assert http("GET", f"{local}/subjects")[0] == 200
+        status, rest = server.stop()
+    assert status == 0
+    warnings = [line for line in rest.splitlines() if line.startswith("Warning: ")]
+    assert len(warnings) == 1, rest
+    for hint in ("0.0.0.0", "anyone", "CDC_REGISTRY_BASIC_AUTH", "CDC_REGISTRY_TOKEN"):
+        assert hint in warnings[0]
+    assert "--tls-cert" in warnings[0] and "--tls-key" in warnings[0]
+
+
+@pytest.mark.parametrize(
+    ("host", "env"),
+    [("127.0.0.1", {}), ("0.0.0.0", {"CDC_REGISTRY_TOKEN": "long-random-token"})],
+)
+def test_no_warning_on_loopback_or_with_a_credential(host: str, env: dict[str, str]):
+    with serving("memory://", "--host", host, env=_env(**env)) as server:
+        assert http("GET", f"http://127.0.0.1:{server.port}/", headers=_auth(env))[0] == 200
+        status, rest = server.stop()
+    assert status == 0 and "Warning: " not in rest, rest
+
+
+def _auth(env: dict[str, str]) -> dict[str, str]:
+    token = env.get("CDC_REGISTRY_TOKEN")
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+def test_exposure_warning_reads_the_bound_address():
+    from cdc_connectors.registry.serve import exposure_warning
+
+    assert exposure_warning("127.0.0.1", None, False) is None
+    assert exposure_warning("::1", None, False) is None
+    assert exposure_warning("10.0.0.5", "user:pw", False) is None
+    open_tls = exposure_warning("::", None, True)
+    assert open_tls is not None and "CDC_REGISTRY_TOKEN" in open_tls
+    assert "--tls-cert" not in open_tls  # TLS is on; credentials are what is missing
+    assert "--tls-cert" in (exposure_warning("192.168.1.2", None, False) or "")
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])

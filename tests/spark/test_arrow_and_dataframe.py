@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
@@ -44,9 +46,12 @@ def test_structured_data_with_no_variant_form_names_the_record_and_field():
     for _ in range(200):
         deep = {"a": deep}
     records = [Record.new("create", after={"ok": 1}), Record.new("create", before=deep)]
-    with pytest.raises(CodecError, match=r"record 1: payload\.before: value nests deeper than"):
+    with pytest.raises(
+        CodecError,
+        match=r"record 1: payload\.before(\.a){6} \(and \d+ levels more\): value nests deeper than",
+    ):
         records_to_batch(records)
-    with pytest.raises(CodecError, match=r"record 0: key: .*38"):
+    with pytest.raises(CodecError, match=r"record 0: key\.n: .*38"):
         records_to_batch([Record.new("create", key={"n": 10**40})])
 
 
@@ -122,3 +127,40 @@ def test_python_data_source_yielding_arrow_batches_serves_the_opencdc_schema(spa
     records = [record_from_row(r) for r in rows]
     assert [r.position for r in records] == [b"0-a", b"0-b", b"1-a", b"1-b"]
     assert records[3].key == {"id": 1} and records[0].key is None
+
+
+@pytest.mark.parametrize(
+    ("after", "match"),
+    [
+        ({1: "a"}, r"record 1: payload\.after: object key 1 is a int, keys must be strings"),
+        ({None: 1}, r"record 1: payload\.after: object key None is a NoneType"),
+        ({"x": [{"y": {2: 3}}]}, r"record 1: payload\.after\.x\[0\]\.y: object key 2"),
+        ({"a": Decimal("1e38")}, r"record 1: payload\.after\.a: 1E\+38 has 39 digits"),
+        ({"a": {"b": Decimal("1e40")}}, r"record 1: payload\.after\.a\.b: 1E\+40 has 41 digits"),
+        ({"a": [Decimal("sNaN")]}, r"record 1: payload\.after\.a\[0\]: sNaN"),
+        ({"a": "\ud800"}, r"record 1: payload\.after\.a: string .* lone surrogate"),
+        ({"s": {1, 2}}, r"record 1: payload\.after\.s: type set has no VARIANT form"),
+    ],
+)
+def test_structured_data_the_codecs_refuse_is_refused_naming_record_and_path(after, match):
+    with pytest.raises(CodecError, match=match):
+        records_to_batch([Record.new("create", after={"ok": 1}), Record.new("create", after=after)])
+
+
+def test_raw_data_that_is_not_bytes_is_refused_not_made_into_zero_bytes():
+    record = Record.new("create")
+    record.key = 5  # type: ignore[assignment]
+    with pytest.raises(CodecError, match="record 0: key must be bytes, a dict or None, not int"):
+        records_to_batch([record])
+
+
+def test_decimals_of_up_to_38_digits_read_back_from_a_batch_exactly():
+    after = {
+        "a": Decimal("1234567890123456789012345678901234.5678"),
+        "b": Decimal("-0." + "1" * 38),
+        "c": Decimal("1e37"),
+        "d": [Decimal("9" * 38)],
+    }
+    (back,) = records_from_batch(records_to_batch([Record.new("create", after=after)]))
+    assert back.payload.after == after
+    assert [str(v) for v in back.payload.after.values()][:2] == [str(after["a"]), str(after["b"])]

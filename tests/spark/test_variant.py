@@ -146,3 +146,30 @@ def test_a_variant_too_deep_for_pysparks_decoder_is_a_variant_error():
         from_variant(deep, b"\x01\x00\x00")
     shallow = deep[-6 * 3 - 2 :]  # the innermost three levels
     assert from_variant(shallow, b"\x01\x00\x00") == [[[0]]]
+
+
+@pytest.mark.parametrize(
+    ("value", "path"),
+    [
+        ({1: "a"}, []),
+        ({"a": [0, {None: 1}]}, ["a", 1]),
+        ({"a": [0, "x\udcff"]}, ["a", 1]),
+        ({"a": {"\ud800": 1}}, ["a"]),
+        ({"a": Decimal("1e38")}, ["a"]),
+    ],
+)
+def test_what_has_no_variant_form_is_a_variant_error_with_its_path(value, path):
+    with pytest.raises(VariantError) as error:
+        to_variant(value)
+    assert error.value.path == path
+
+
+def test_decimals_with_positive_exponents_do_not_depend_on_the_decimal_context():
+    assert from_variant(*to_variant({"n": Decimal("1e37")})) == {"n": Decimal(10**37)}
+    assert from_variant(*to_variant({"n": Decimal("-12e35")})) == {"n": Decimal(-12 * 10**35)}
+
+
+def test_decimals_read_back_with_all_their_digits():
+    for text in ["1234567890123456789012345678901234.5678", "-" + "9" * 38, "0." + "1" * 38]:
+        (back,) = from_variant(*to_variant([Decimal(text)]))
+        assert str(back) == text
