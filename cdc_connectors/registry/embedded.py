@@ -28,6 +28,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 from urllib.parse import unquote, urlparse
@@ -199,6 +200,45 @@ def _open(url: str) -> sqlite3.Connection:
     return db
 
 
+@dataclass(frozen=True)
+class _Setting:
+    """A setting held globally and per subject (compatibility level, mode) in one table."""
+
+    table: str
+    column: str
+    default: str
+
+    def own(self, db: sqlite3.Connection, subject: str | None) -> str | None:
+        """The value set for ``subject`` itself (None: the global one), or ``None``."""
+        row = db.execute(
+            f"SELECT {self.column} FROM {self.table} WHERE scope = ?", (_scope(subject),)
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def effective(self, db: sqlite3.Connection, subject: str | None) -> str:
+        """The value that applies to ``subject``: its own, else the global one, else the default."""
+        rows = db.execute(
+            f"SELECT scope, {self.column} FROM {self.table} WHERE scope IN (?, ?)",
+            (_scope(subject), _GLOBAL),
+        ).fetchall()
+        values = {str(scope): str(value) for scope, value in rows}
+        return values.get(_scope(subject)) or values.get(_GLOBAL) or self.default
+
+    def put(self, db: sqlite3.Connection, subject: str | None, value: str) -> None:
+        db.execute(
+            f"INSERT INTO {self.table} (scope, {self.column}) VALUES (?, ?) "
+            f"ON CONFLICT(scope) DO UPDATE SET {self.column} = excluded.{self.column}",
+            (_scope(subject), value),
+        )
+
+    def remove(self, db: sqlite3.Connection, subject: str | None) -> None:
+        db.execute(f"DELETE FROM {self.table} WHERE scope = ?", (_scope(subject),))
+
+
+_LEVEL = _Setting("config", "compatibility", DEFAULT_LEVEL)
+_MODE = _Setting("modes", "mode", DEFAULT_MODE)
+
+
 class EmbeddedRegistry(SchemaRegistry):
     """A schema registry stored in SQLite (a file, or shared memory)."""
 
@@ -332,19 +372,10 @@ class EmbeddedRegistry(SchemaRegistry):
         return tuple(row)
 
     def _level(self, db: sqlite3.Connection, subject: str | None) -> str:
-        rows = db.execute(
-            "SELECT scope, compatibility FROM config WHERE scope IN (?, ?)",
-            (_scope(subject), _GLOBAL),
-        ).fetchall()
-        levels = {str(scope): str(level) for scope, level in rows}
-        return levels.get(_scope(subject)) or levels.get(_GLOBAL) or DEFAULT_LEVEL
+        return _LEVEL.effective(db, subject)
 
     def _mode(self, db: sqlite3.Connection, subject: str | None) -> str:
-        rows = db.execute(
-            "SELECT scope, mode FROM modes WHERE scope IN (?, ?)", (_scope(subject), _GLOBAL)
-        ).fetchall()
-        modes = {str(scope): str(mode) for scope, mode in rows}
-        return modes.get(_scope(subject)) or modes.get(_GLOBAL) or DEFAULT_MODE
+        return _MODE.effective(db, subject)
 
     def _writable(self, db: sqlite3.Connection, subject: str | None) -> str:
         """The mode of ``subject`` (None: the global one); 42205 when it is read-only."""
@@ -859,8 +890,8 @@ class EmbeddedRegistry(SchemaRegistry):
                     raise errors.subject_not_soft_deleted(subject)
                 self._forget(db, "subject = ?", (subject,))
                 db.execute("DELETE FROM versions WHERE subject = ?", (subject,))
-                db.execute("DELETE FROM config WHERE scope = ?", (_scope(subject),))
-                db.execute("DELETE FROM modes WHERE scope = ?", (_scope(subject),))
+                _LEVEL.remove(db, subject)
+                _MODE.remove(db, subject)
             else:
                 db.execute("UPDATE versions SET deleted = 1 WHERE subject = ?", (subject,))
         return versions
@@ -900,12 +931,10 @@ class EmbeddedRegistry(SchemaRegistry):
         with self._read() as db:
             if subject_name is None or default_to_global:
                 return self._level(db, subject_name)
-            row = db.execute(
-                "SELECT compatibility FROM config WHERE scope = ?", (_scope(subject_name),)
-            ).fetchone()
-        if row is None:
+            level = _LEVEL.own(db, subject_name)
+        if level is None:
             raise errors.subject_level_config_not_found(subject_name)
-        return str(row[0])
+        return level
 
     def set_compatibility(self, subject_name: str | None = None, level: str | None = None) -> str:
         """Set a level; 42205 while the subject (or, for the global level, the registry) is
@@ -915,11 +944,7 @@ class EmbeddedRegistry(SchemaRegistry):
         normalized = level.upper()
         with self._write() as db:
             self._writable(db, subject_name)
-            db.execute(
-                "INSERT INTO config (scope, compatibility) VALUES (?, ?) "
-                "ON CONFLICT(scope) DO UPDATE SET compatibility = excluded.compatibility",
-                (_scope(subject_name), normalized),
-            )
+            _LEVEL.put(db, subject_name, normalized)
         return normalized
 
     def get_config(
@@ -960,14 +985,12 @@ class EmbeddedRegistry(SchemaRegistry):
         42205 while the subject (or, for the global level, the registry) is read-only.
         """
         with self._write() as db:
-            row = db.execute(
-                "SELECT compatibility FROM config WHERE scope = ?", (_scope(subject_name),)
-            ).fetchone()
-            if row is None and subject_name is not None:
+            removed = _LEVEL.own(db, subject_name)
+            if removed is None and subject_name is not None:
                 raise errors.subject_not_found(subject_name)
             self._writable(db, subject_name)
-            db.execute("DELETE FROM config WHERE scope = ?", (_scope(subject_name),))
-        level = DEFAULT_LEVEL if row is None else str(row[0])
+            _LEVEL.remove(db, subject_name)
+        level = removed or DEFAULT_LEVEL
         return ServerConfig(compatibility_level=ConfigCompatibilityLevel(level))
 
     def compatibility_problems(
@@ -1025,12 +1048,10 @@ class EmbeddedRegistry(SchemaRegistry):
         with self._read() as db:
             if subject_name is None or default_to_global:
                 return self._mode(db, subject_name)
-            row = db.execute(
-                "SELECT mode FROM modes WHERE scope = ?", (_scope(subject_name),)
-            ).fetchone()
-        if row is None:
+            mode = _MODE.own(db, subject_name)
+        if mode is None:
             raise errors.subject_level_mode_not_found(subject_name)
-        return str(row[0])
+        return mode
 
     def get_global_mode(self) -> str:
         return self.get_mode(None)
@@ -1063,11 +1084,7 @@ class EmbeddedRegistry(SchemaRegistry):
                         raise errors.reference_exists(str(subject), int(number))
                 self._forget(db, where.removeprefix(" WHERE ") or "1", params)
                 db.execute(f"DELETE FROM versions{where}", params)
-            db.execute(
-                "INSERT INTO modes (scope, mode) VALUES (?, ?) "
-                "ON CONFLICT(scope) DO UPDATE SET mode = excluded.mode",
-                (_scope(subject_name), normalized),
-            )
+            _MODE.put(db, subject_name, normalized)
         return normalized
 
     def update_global_mode(self, mode: str, force: bool = False) -> str:
@@ -1076,13 +1093,11 @@ class EmbeddedRegistry(SchemaRegistry):
     def delete_mode(self, subject_name: str | None) -> str:
         """Remove a subject's mode (40401 if none), or reset the global one; the removed one."""
         with self._write() as db:
-            row = db.execute(
-                "SELECT mode FROM modes WHERE scope = ?", (_scope(subject_name),)
-            ).fetchone()
-            if row is None and subject_name is not None:
+            removed = _MODE.own(db, subject_name)
+            if removed is None and subject_name is not None:
                 raise errors.subject_not_found(subject_name)
-            db.execute("DELETE FROM modes WHERE scope = ?", (_scope(subject_name),))
-        return DEFAULT_MODE if row is None else str(row[0])
+            _MODE.remove(db, subject_name)
+        return removed or DEFAULT_MODE
 
     # --- the rest of confluent-kafka's client ---------------------------------------------
 
