@@ -15,7 +15,7 @@ import sys
 import threading
 from collections.abc import Callable
 from contextlib import ExitStack
-from typing import Any, NoReturn
+from typing import IO, Any, NoReturn
 from urllib.parse import urlparse
 
 import click
@@ -160,7 +160,8 @@ def _split_opts(
     "--errors",
     "errors_path",
     metavar="FILE",
-    help="Append messages that fail as dead-letter records (OpenCDC JSON lines) here.",
+    help="Append messages that fail as dead-letter records (OpenCDC JSON lines) here; "
+    "- for standard output when -o names a file.",
 )
 @click.option(
     "--fail-fast", is_flag=True, help="Stop at the first bad message (-o is then left unchanged)."
@@ -201,8 +202,17 @@ def convert(
         click.echo(f"Error: {message}", err=True)
         sys.exit(code)
 
+    errors_to_stdout = errors_path == "-"  # "-": standard output, when -o names a file
+    if errors_to_stdout:
+        if output_path is None:
+            stop("--errors -: standard output already holds the output; give -o FILE", 2)
+        errors_path = None
     source_place = Place("IN", input_path, 0)
-    errors_place = Place("--errors", errors_path, -1) if errors_path is not None else None
+    errors_place = (
+        Place("--errors", errors_path, 1 if errors_to_stdout else -1)
+        if errors_path is not None or errors_to_stdout
+        else None
+    )
     outputs = [Place("-o", output_path, 1), *([errors_place] if errors_place else [])]
     try:
         check_places(source_place, outputs)
@@ -219,7 +229,7 @@ def convert(
             output = Output(output_path) if output_path else None
             if output is not None:
                 stack.callback(output.discard)  # a no-op once committed
-            raw_errors = None
+            raw_errors: IO[bytes] | None = sys.stdout.buffer if errors_to_stdout else None
             if errors_place is not None and errors_path is not None:
                 where = errors_place
                 raw_errors = open(errors_path, "ab")  # noqa: SIM115

@@ -72,16 +72,18 @@ class Place:
 
 
 def _identity(place: Place) -> tuple[object, ...] | None:
-    """What makes two places the same file: (device, inode) of a regular file,
-    or the resolved path of one that does not exist yet; ``None`` for pipes,
-    terminals and devices, which may well be shared."""
+    """What makes two places the same file: (device, inode) of a regular file or a
+    pipe (writing into the pipe being read would never end), or the resolved path
+    of one that does not exist yet; ``None`` for terminals and devices, which may
+    well be shared."""
     try:
         st = os.stat(place.path) if place.path is not None else os.fstat(place.fd)
     except FileNotFoundError:
         return ("new", os.path.realpath(place.path)) if place.path is not None else None
     except OSError:  # NotADirectoryError among others: _check_* refused those already
         return None
-    return ("file", st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else None
+    shared = stat.S_ISREG(st.st_mode) or stat.S_ISFIFO(st.st_mode)
+    return ("file", st.st_dev, st.st_ino) if shared else None
 
 
 def _refuse_file_as_directory(place: Place) -> None:

@@ -21,6 +21,8 @@
 from __future__ import annotations
 
 import binascii
+import json
+import math
 import re
 from base64 import b64encode
 from collections.abc import Iterator
@@ -39,14 +41,23 @@ from cdc_connectors.opencdc.record import Record, checked_position
 #: Containers orjson writes nested at most (it refuses the 255th level).
 MAX_DEPTH = 254
 
-# A JSON integer beyond 64 bits has at least 20 digits, or 19 after a minus sign;
-# orjson reads it as a double, so a document holding such a run of digits is
-# tokenized once more to find out whether it is an integer outside a string.
-# The runs are found on a copy with every digit and minus sign made "0" (one
-# substring search in C: a regular expression is several times slower than
-# orjson's whole parse); a false alarm only costs the tokenizing.
-_DIGITS_AS_ZERO = bytes(b"0"[0] if chr(c) in "0123456789-" else b" "[0] for c in range(256))
-_LONG_RUN = b"0" * 20
+# orjson reads every number as an int of at most 64 bits or a double. A number it
+# would change has a long run of digits (an integer beyond 64 bits has at least 20,
+# a decimal a double cannot hold at least 16 significant ones) or an exponent of
+# three digits (beyond a double's range); a document holding either is tokenized
+# once more to look at its numbers outside strings. Both are found on a copy with
+# every character of a number made "0" and every exponent mark "e" (substring
+# searches in C: a regular expression is several times slower than orjson's whole
+# parse), after dropping strings of exactly 19 digits (nanosecond timestamps, in
+# every record's metadata); a false alarm only costs the tokenizing.
+_NUMBER_SHAPE = bytes(
+    b"0"[0] if chr(c) in "0123456789-+." else c if chr(c) in 'eE"' else b" "[0] for c in range(256)
+).replace(b"E", b"e")
+_NANOSECONDS = b'"' + b"0" * 19 + b'"'
+_NANOSECONDS_BLANK = b" " * len(_NANOSECONDS)
+_IN_NUMBER = frozenset(b"0e")
+_LONG_RUN = b"0" * 16
+_BIG_EXPONENT = b"e000"
 _TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?')
 # sorted keys; dates and dataclasses to ``_default`` (which refuses them) as proto does
 _SORTED = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
@@ -93,22 +104,102 @@ def json_error(exc: orjson.JSONDecodeError, data: bytes | bytearray | memoryview
     return str(exc)
 
 
-def _check_integers(text: bytes) -> None:
-    """Refuse integers beyond 64 bits, which orjson would have read as doubles."""
-    if _LONG_RUN not in text.translate(_DIGITS_AS_ZERO):
-        return
+def _exact_numbers(text: bytes, obj: Any) -> Any:
+    """``obj`` as parsed by orjson, or, when that changed a number, the document parsed again
+    keeping every such number exact (as :class:`~decimal.Decimal`).
+
+    Integers beyond 64 bits are refused: OpenCDC JSON readers take integers as 64 bits.
+    """
+    shape = text.translate(_NUMBER_SHAPE)
+    if _BIG_EXPONENT in shape:
+        return _look_at_every_number(text, obj)
+    shape = shape.replace(_NANOSECONDS, _NANOSECONDS_BLANK)
+    at = shape.find(_LONG_RUN)
+    while at != -1:
+        # the run of number characters around ``at`` (inside a string or not): most are
+        # doubles written in their shortest form, which a double reads back unchanged
+        start, end = at, at + len(_LONG_RUN)
+        while start and shape[start - 1] in _IN_NUMBER:
+            start -= 1
+        while end < len(shape) and shape[end] in _IN_NUMBER:
+            end += 1
+        if not _surely_unchanged(text[start:end]):
+            return _look_at_every_number(text, obj)
+        at = shape.find(_LONG_RUN, end)
+    return obj
+
+
+def _surely_unchanged(run: bytes) -> bool:
+    """True when ``run`` is no number orjson would change (False: look closer)."""
+    if b"." not in run and b"e" not in run and b"E" not in run:
+        if len(run.lstrip(b"-")) < 19:  # every integer of 18 digits fits in 64 bits
+            return True
+        try:
+            return structured.MIN_INT <= int(run) <= structured.MAX_INT
+        except ValueError:
+            return True  # not a number: part of a string
+    try:
+        token = run.decode("ascii")
+        as_double = float(token)
+    except ValueError:
+        return True  # not a number: part of a string
+    return repr(as_double) == token or not _inexact(_in_range(token))
+
+
+def _look_at_every_number(text: bytes, obj: Any) -> Any:
+    """The numbers of the document, outside strings, one by one."""
+    changed = False
     for token in _TOKENS.findall(text):
-        if token[:1] == b'"' or b"." in token or b"e" in token or b"E" in token:
+        if token[:1] == b'"':
             continue
-        # no leading zeros in JSON: more than 20 digits is out of range (and int() refuses
-        # very long ones)
-        if len(token.lstrip(b"-")) > 20 or not (
-            structured.MIN_INT <= int(token) <= structured.MAX_INT
-        ):
-            shown = token.decode() if len(token) <= 40 else f"{token[:37].decode()}..."
-            raise CodecError(
-                f"integer {shown} does not fit in 64 bits; it would be read as a double"
-            )
+        if b"." not in token and b"e" not in token and b"E" not in token:
+            # no leading zeros in JSON: more than 20 digits is out of range (and int()
+            # refuses very long ones)
+            if len(token.lstrip(b"-")) > 20 or not (
+                structured.MIN_INT <= int(token) <= structured.MAX_INT
+            ):
+                shown = token.decode() if len(token) <= 40 else f"{token[:37].decode()}..."
+                raise CodecError(
+                    f"integer {shown} does not fit in 64 bits; it would be read as a double"
+                )
+        elif _inexact(_in_range(token.decode())):
+            changed = True
+    return _parse_exact(text) if changed else obj
+
+
+def _in_range(token: str) -> str:
+    """``token``, or :class:`CodecError` when the number is beyond a double's range (as the
+    writer refuses it: JSON readers would not read it back)."""
+    as_double = float(token)
+    if not math.isfinite(as_double) or (as_double == 0 and Decimal(token) != 0):
+        shown = token if len(token) <= 40 else f"{token[:37]}..."
+        raise CodecError(f"number {shown} is beyond the range of a double")
+    return token
+
+
+def _inexact(token: str) -> bool:
+    """True when a double would not hold the number ``token`` writes."""
+    return Decimal(repr(float(token))) != Decimal(token)
+
+
+def _exact_float(token: str) -> float | Decimal:
+    return Decimal(token) if _inexact(_in_range(token)) else float(token)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise CodecError(f"{name} is not a JSON number")
+
+
+def _parse_exact(text: bytes) -> Any:
+    """The document with numbers a double would change read as ``Decimal``."""
+    try:
+        return json.loads(text, parse_float=_exact_float, parse_constant=_refuse_constant)
+    except CodecError:
+        raise
+    except RecursionError:
+        raise CodecError("JSON nested too deeply to read its numbers exactly") from None
+    except ValueError as exc:  # orjson read it: only a number can be refused here
+        raise CodecError(f"invalid JSON: {exc}") from None
 
 
 def _b64decode(text: str, what: str) -> bytes:
@@ -211,11 +302,14 @@ def record_from_obj(obj: Any, *, raw_as_string: bool = False) -> Record:
 
 def record_from_json(data: bytes | str, *, raw_as_string: bool = False) -> Record:
     """Parse one OpenCDC JSON document; raise :class:`CodecError` on bad input."""
+    text = data.encode("utf-8") if isinstance(data, str) else data
     try:
-        obj = orjson.loads(data)
+        obj = orjson.loads(text)
     except orjson.JSONDecodeError as exc:
-        raise CodecError(f"invalid JSON: {json_error(exc, data)}") from None
-    _check_integers(data.encode("utf-8") if isinstance(data, str) else data)
+        if "infinity" not in str(exc):
+            raise CodecError(f"invalid JSON: {json_error(exc, data)}") from None
+        obj = _parse_exact(text)  # a number beyond a double's range: kept exact
+    obj = _exact_numbers(text, obj)
     return record_from_obj(obj, raw_as_string=raw_as_string)
 
 

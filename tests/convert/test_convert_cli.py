@@ -349,3 +349,13 @@ def test_invalid_utf8_in_a_json_line_is_named_as_such_with_its_offset():
     )  # fmt: skip
     assert kv.returncode == 1
     assert b"<stdin>:1: invalid JSON in --kv line: invalid UTF-8 at byte 22" in kv.stderr
+
+
+def test_a_decimal_a_double_would_round_stays_exact_in_json_and_is_refused_by_protobuf():
+    line = b'{"operation":"create","payload":{"after":{"price":0.30000000000000000001}}}\n'
+    to_json = run_cli("convert", "--from", "opencdc-json", "--to", "opencdc-json", stdin=line)
+    assert to_json.returncode == 0
+    assert b'"price":0.30000000000000000001' in to_json.stdout
+    to_proto = run_cli("convert", "--from", "opencdc-json", "--to", "opencdc-proto", stdin=line)
+    assert to_proto.returncode == 1
+    assert b"payload.after.price: decimal 0.30000000000000000001 would change" in to_proto.stderr

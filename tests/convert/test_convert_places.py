@@ -310,3 +310,29 @@ def test_a_dash_is_standard_input_and_standard_output(src):
 def test_an_output_no_temporary_file_can_sit_beside_says_it_cannot_be_written_there(src):
     result = run_cli(*J2J, str(src), "-o", "/proc/version")
     _one_line_error(result, 2, "-o /proc/version: cannot be written there", "/proc")
+
+
+def test_writing_into_the_pipe_being_read_is_refused_not_a_hang(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(GOOD)
+    piped = subprocess.run(
+        ["sh", "-c", f'cat "$1" | "$0" -m cdc_connectors.cli {" ".join(J2J)} -o /dev/stdin',
+         sys.executable, str(src)],
+        capture_output=True, cwd=ROOT, timeout=60,
+    )  # fmt: skip
+    _one_line_error(piped, 2, "-o /dev/stdin is the same file as standard input")
+    fifo = tmp_path / "f"
+    os.mkfifo(fifo)
+    _one_line_error(run_cli(*J2J, str(fifo), "-o", str(fifo)), 2, "is the same file as IN")
+
+
+def test_errors_dash_is_standard_output_when_o_names_a_file(tmp_path):
+    out = tmp_path / "out.jsonl"
+    result = run_cli(*J2J, "-o", str(out), "--errors", "-", stdin=GOOD + b"junk\n")
+    assert result.returncode == 1
+    assert len(out.read_bytes().splitlines()) == len(CANONICAL)
+    dead = [record_from_json(line) for line in result.stdout.splitlines()]
+    assert [d.payload.after for d in dead] == [b"junk"]
+    refused = run_cli(*J2J, "--errors", "-", stdin=GOOD)
+    _one_line_error(refused, 2, "standard output already holds the output")
+    assert not (ROOT / "-").exists()

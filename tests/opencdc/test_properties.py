@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import random
+from decimal import Decimal
 from typing import Any
 
 import orjson
@@ -131,3 +132,19 @@ def test_streams_round_trip(st_records: list[Record]):
     write_delimited_records(delimited, st_records)
     delimited.seek(0)
     assert list(read_delimited_records(delimited)) == st_records
+
+
+@settings(max_examples=200)
+@given(
+    st.decimals(allow_nan=False, allow_infinity=False, min_value=-(10**30), max_value=10**30)
+    | st.floats(allow_nan=False, allow_infinity=False).map(repr)
+)
+def test_json_numbers_are_read_as_the_number_written(number):
+    text = str(number)
+    line = f'{{"operation":"create","payload":{{"after":{{"x":{text}}}}}}}'
+    try:
+        value = record_from_json(line).payload.after["x"]
+    except CodecError as exc:  # only integers beyond 64 bits and numbers beyond a double
+        assert "64 bits" in str(exc) or "range of a double" in str(exc)
+        return
+    assert Decimal(str(value)) == Decimal(text)
