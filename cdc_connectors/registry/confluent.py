@@ -284,6 +284,18 @@ class ConfluentRegistry(SchemaRegistry):
     def set_config(
         self, subject_name: str | None = None, config: ServerConfig | None = None
     ) -> ServerConfig:
+        if config is not None and config.compatibility is None:
+            # Confluent's PUT /config reads the level from "compatibility" only (and ignores
+            # "compatibilityLevel", which confluent-kafka sends for compatibility_level)
+            config = ServerConfig(
+                compatibility=config.compatibility_level,
+                compatibility_level=config.compatibility_level,
+                compatibility_group=config.compatibility_group,
+                default_metadata=config.default_metadata,
+                override_metadata=config.override_metadata,
+                default_rule_set=config.default_rule_set,
+                override_rule_set=config.override_rule_set,
+            )
         result: Any = super().set_config(subject_name, config)
         return ServerConfig.from_dict(result) if isinstance(result, dict) else result
 

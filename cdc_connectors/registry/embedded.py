@@ -8,8 +8,10 @@ so two writers never hand out the same version or lose a registration; readers a
 committed; only what cannot change (a schema by its id or GUID) is cached.
 
 ``memory://`` is the same store in memory, for tests: ``memory://name`` is shared by every
-registry of that name in the process; plain ``memory://`` is private to one instance. Neither
-URL takes query parameters: one is refused (ValueError naming it) rather than ignored.
+registry of that name in the process (one connection, its transactions serialised, so threads
+using several clients of one name lose nothing, as with a file), until the last of them is
+closed; plain ``memory://`` is private to one instance. Neither URL takes query parameters:
+one is refused (ValueError naming it) rather than ignored.
 
 As Confluent's registry: a reference to version ``-1`` (latest) is stored pinned to the
 version it resolved to, and a schema id no subject version uses any more (live or
@@ -148,8 +150,66 @@ def _schema_call(fn: Callable[..., T], *args: Any) -> T:
         raise errors.invalid_schema("the schema nests too deeply to be processed") from None
 
 
-def _open(url: str) -> sqlite3.Connection:
-    """The connection for an embedded URL; ValueError naming the store when it cannot be one."""
+# A memory://name store in this process: (process id, name). After a fork the child's
+# stores are its own: a connection is never used in two processes.
+_Key = tuple[int, str]
+
+
+@dataclass
+class _Named:
+    """The store of a ``memory://name``: one connection and one lock for all its clients.
+
+    Every client of the name uses this connection under this lock, so their transactions
+    are serialised as a file store's are (SQLite's shared-cache mode would answer "table
+    is locked" to concurrent writers instead of waiting). The store lives while a client
+    of the name is open.
+    """
+
+    db: sqlite3.Connection
+    lock: Any  # threading.RLock
+    users: int = 0
+
+
+_NAMED: dict[_Key, _Named] = {}
+_NAMED_LOCK = threading.Lock()
+
+
+def _memory() -> sqlite3.Connection:
+    return sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+
+
+def _attach(key: _Key) -> _Named:
+    """The named store of ``key``, created on first use, with one more client."""
+    with _NAMED_LOCK:
+        named = _NAMED.get(key)
+        if named is None:
+            named = _NAMED[key] = _Named(_memory(), threading.RLock())
+        named.users += 1
+        return named
+
+
+def _detach(key: _Key) -> None:
+    """One client of the named store of ``key`` fewer; the last one takes the store away."""
+    with _NAMED_LOCK:
+        named = _NAMED[key]
+        named.users -= 1
+        if named.users == 0:
+            del _NAMED[key]
+            with named.lock:
+                named.db.close()
+
+
+def _closed_connection() -> sqlite3.Connection:
+    """A connection already closed: what a closed client holds, so using it raises."""
+    db = sqlite3.connect(":memory:", check_same_thread=False)
+    db.close()
+    return db
+
+
+def _open(url: str) -> tuple[sqlite3.Connection, Any, _Key | None]:
+    """The connection for an embedded URL, the lock that serialises its use and, for
+    ``memory://name``, the key of its named store; ValueError naming the store when the
+    URL cannot be one."""
     parsed = urlparse(url)
     names = sorted({unquote(item.partition("=")[0]) for item in parsed.query.split("&") if item})
     if names and parsed.scheme in ("memory", "sqlite"):
@@ -158,11 +218,12 @@ def _open(url: str) -> sqlite3.Connection:
             f"{'s' if len(names) > 1 else ''} {', '.join(names)} (the embedded store takes none)"
         )
     if parsed.scheme == "memory":
-        name = (parsed.netloc + parsed.path).strip("/") or f"private-{uuid.uuid4().hex}"
-        target = f"file:cdc-registry-{name}?mode=memory&cache=shared"
-        return sqlite3.connect(
-            target, uri=True, timeout=60.0, isolation_level=None, check_same_thread=False
-        )
+        name = (parsed.netloc + parsed.path).strip("/")
+        if not name:
+            return _memory(), threading.RLock(), None
+        key = (os.getpid(), name)
+        named = _attach(key)
+        return named.db, named.lock, key
     if parsed.scheme != "sqlite":
         raise ValueError(f"not an embedded registry URL: {redact_url(url)!r}")
     if parsed.netloc:
@@ -197,7 +258,21 @@ def _open(url: str) -> sqlite3.Connection:
     except sqlite3.DatabaseError as exc:
         db.close()
         raise ValueError(f"registry store {path} is not a SQLite database ({exc})") from None
-    return db
+    return db, threading.RLock(), None
+
+
+def _config_level(config: ServerConfig) -> str | None:
+    """The level a config sets, given as ``compatibility`` or ``compatibility_level``."""
+    given = [
+        str(getattr(level, "value", level))
+        for level in (config.compatibility, config.compatibility_level)
+        if level is not None
+    ]
+    if len({level.upper() for level in given}) > 1:
+        raise errors.invalid_compatibility_level(
+            f"compatibility {given[0]} and compatibility_level {given[1]} differ"
+        )
+    return given[0] if given else None
 
 
 @dataclass(frozen=True)
@@ -248,8 +323,8 @@ class EmbeddedRegistry(SchemaRegistry):
         self._conf = {"url": url, **conf}
         # read by confluent-kafka's serdes configured with use.schema.id
         self._cache = _SchemaCache()  # type: ignore[no-untyped-call]
-        self._lock = threading.RLock()
-        self._db = _open(url)
+        self._db, self._lock, self._named = _open(url)
+        self._closed = False
         try:
             with self._write() as db:
                 for statement in _DDL.split(";"):
@@ -257,7 +332,7 @@ class EmbeddedRegistry(SchemaRegistry):
                         db.execute(statement)
                 self._upgrade_identities(db)
         except sqlite3.DatabaseError as exc:
-            self._db.close()
+            self.close()
             raise ValueError(
                 f"registry store {redact_url(url)} is not a usable SQLite database ({exc})"
             ) from None
@@ -324,8 +399,16 @@ class EmbeddedRegistry(SchemaRegistry):
                 self._db.execute("COMMIT")
 
     def close(self) -> None:
+        """Close this client; a ``memory://name`` store stays for its other clients."""
         with self._lock:
-            self._db.close()
+            if self._closed:
+                return
+            self._closed = True
+            db, self._db = self._db, _closed_connection()
+            if self._named is None:
+                db.close()
+        if self._named is not None:
+            _detach(self._named)
 
     def config(self) -> dict[str, Any]:
         return self._conf
@@ -956,7 +1039,8 @@ class EmbeddedRegistry(SchemaRegistry):
     def set_config(
         self, subject_name: str | None = None, config: ServerConfig | None = None
     ) -> ServerConfig:
-        """Set the compatibility level; a config without one answers the current config."""
+        """Set the compatibility level (``compatibility`` or ``compatibility_level``: 42203
+        when they differ); a config without one answers the current config."""
         if config is None:
             raise ValueError("config must be set")
         others = (
@@ -970,9 +1054,9 @@ class EmbeddedRegistry(SchemaRegistry):
             raise errors.unprocessable(
                 "Only the compatibility level can be configured in this registry"
             )
-        level = config.compatibility or config.compatibility_level
+        level = _config_level(config)
         if level is not None:
-            self.set_compatibility(subject_name, str(getattr(level, "value", level)))
+            self.set_compatibility(subject_name, level)
         else:
             with self._read() as db:
                 self._writable(db, subject_name)  # as Confluent's: refused when read-only

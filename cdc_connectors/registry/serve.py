@@ -19,12 +19,17 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from types import FrameType
 from typing import Any
+from urllib.parse import urlparse
 
 from cdc_connectors.registry import guards
 from cdc_connectors.registry.redact import redact_text, redact_url
 from cdc_connectors.registry.server import create_app
 
 DEFAULT_MAX_BODY = guards.DEFAULT_MAX_BODY
+
+#: The schemes of the stores ``serve`` serves: its own embedded ones. Anything else (an
+#: HTTP registry, this server itself) is refused rather than relayed.
+EMBEDDED_SCHEMES = ("sqlite", "memory")
 
 
 class ServeError(ValueError):
@@ -51,12 +56,13 @@ def serve(
 
     ``announce`` gets the line ``schema registry on URL serving STORE`` once the
     socket is bound; then ``warn`` gets :func:`exposure_warning`'s line, if any.
-    Raises :class:`ServeError` before serving when a credential is empty or malformed,
-    the TLS files cannot be loaded, the address cannot be bound or the store cannot be
-    opened.
+    Raises :class:`ServeError` before serving when the store is not an embedded one
+    (:data:`EMBEDDED_SCHEMES`), a credential is empty or malformed, the TLS files cannot
+    be loaded, the address cannot be bound or the store cannot be opened.
     """
     import uvicorn
 
+    _check_store(store_url)
     cert, key = tls
     if bool(cert) != bool(key):
         raise ServeError("a TLS certificate needs its key and a key its certificate")
@@ -137,6 +143,16 @@ def _reason(exc: BaseException, store_url: str = "") -> str:
     else:
         text = " ".join(str(exc).split()) or type(exc).__name__
     return redact_text(text, urls=[store_url])
+
+
+def _check_store(store_url: str) -> None:
+    """Refuse a store that is not embedded, before anything is bound or opened."""
+    scheme = urlparse(store_url).scheme
+    if scheme not in EMBEDDED_SCHEMES:
+        raise ServeError(
+            f"the store {redact_url(store_url)!r} is not an embedded one: registry serve "
+            "serves sqlite:///path.db or memory:// (clients reach other registries directly)"
+        )
 
 
 def _check_tls(cert: str, key: str) -> None:

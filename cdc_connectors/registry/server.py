@@ -23,6 +23,9 @@ from typing import Any, Literal
 from urllib.parse import unquote, unquote_to_bytes
 
 import orjson
+from confluent_kafka.schema_registry.common.schema_registry_client import (
+    ConfigCompatibilityLevel,
+)
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -36,6 +39,7 @@ from cdc_connectors.options import parse_bool
 from cdc_connectors.registry import errors, guards
 from cdc_connectors.registry.base import (
     LATEST,
+    LEVELS,
     MAX_ID,
     RegisteredSchema,
     Schema,
@@ -84,11 +88,23 @@ class EncodedSlashes:
         await self.app(scope, receive, send)
 
 
+#: Confluent's code for a request this registry could not get answered by the one behind it
+#: (``REQUEST_FORWARDING_FAILED_ERROR_CODE``).
+FORWARDING_FAILED = 50003
+
+
 def _error(exc: errors.SchemaRegistryError) -> RegistryResponse:
-    return RegistryResponse(
-        {"error_code": exc.error_code, "message": exc.error_message},
-        status_code=exc.http_status_code,
-    )
+    """Confluent's error body; an error without an HTTP error status is the 502 of a gateway.
+
+    A registry client raises errors with no HTTP status (status -1, e.g.
+    :class:`~cdc_connectors.registry.errors.RegistryUnavailableError`: the registry it
+    talks to did not answer); these, and any status that is not an HTTP error status
+    (400..599), are answered 502 with error code 50003, never passed to the response.
+    """
+    status, code = exc.http_status_code, exc.error_code
+    if not (isinstance(status, int) and 400 <= status <= 599):
+        status, code = 502, FORWARDING_FAILED
+    return RegistryResponse({"error_code": code, "message": exc.error_message}, status)
 
 
 # --- request parameters ---------------------------------------------------------------------
@@ -141,6 +157,48 @@ def _optional_int(body: dict[str, Any], key: str) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise errors.unprocessable(f"{key} must be an integer")
     return value if value >= 0 else None
+
+
+#: The keys of Confluent's ``ConfigUpdateRequest`` besides the level, and the fields of
+#: ``ServerConfig`` they are; the registry decides whether it takes them.
+_CONFIG_KEYS = {
+    "compatibilityGroup": "compatibility_group",
+    "defaultMetadata": "default_metadata",
+    "overrideMetadata": "override_metadata",
+    "defaultRuleSet": "default_rule_set",
+    "overrideRuleSet": "override_rule_set",
+}
+
+
+def _config_body(raw: bytes) -> ServerConfig:
+    """The config of a ``PUT /config`` body.
+
+    The level is ``compatibility``, as Confluent's ``ConfigUpdateRequest`` reads it, or
+    ``compatibilityLevel``, which confluent-kafka's ``set_config`` sends for a
+    ``ServerConfig(compatibility_level=...)``; in any case (``full`` is ``FULL``). A level
+    that is not one, or two keys naming different levels, is 42203.
+    """
+    parsed = _json_body(raw)
+    if not isinstance(parsed, dict):
+        raise errors.unprocessable("The request body must be a JSON object")
+    levels: dict[str, str] = {}
+    for key in ("compatibility", "compatibilityLevel"):
+        value = parsed.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, str) or value.upper() not in LEVELS:
+            raise errors.invalid_compatibility_level(value)
+        levels[key] = value.upper()
+    if len(set(levels.values())) > 1:
+        raise errors.invalid_compatibility_level(
+            f"compatibility {levels['compatibility']} and compatibilityLevel "
+            f"{levels['compatibilityLevel']} differ"
+        )
+    level = levels.get("compatibility") or levels.get("compatibilityLevel")
+    others = {field: parsed.get(key) for key, field in _CONFIG_KEYS.items()}
+    return ServerConfig(
+        compatibility=None if level is None else ConfigCompatibilityLevel(level), **others
+    )
 
 
 def _schema_body(raw: bytes) -> tuple[Schema, int | None, int | None]:
@@ -375,23 +433,12 @@ def create_app(
             permanent=_flag(request, "permanent"),
         )
 
-    def _level_body(raw: bytes) -> str | None:
-        parsed = _json_body(raw)
-        if not isinstance(parsed, dict):
-            raise errors.unprocessable("The request body must be a JSON object")
-        level = parsed.get("compatibility")
-        if level is not None and not isinstance(level, str):
-            raise errors.invalid_compatibility_level(level)
-        return level
-
     def config(request: Request, body: bytes) -> Any:
         subject = request.path_params.get("subject")
         if request.method == "PUT":
-            level = _level_body(body)
-            if level is not None:
-                return {"compatibility": r.set_compatibility(subject, level)}
-            # nothing to change, but refused as a change would be (read-only mode)
-            return {"compatibility": _level(r.set_config(subject, ServerConfig()))}
+            # without a level, nothing changes, but it is refused as a change would be
+            # (read-only mode); Confluent answers the scope's config as it now is
+            return {"compatibility": _level(r.set_config(subject, _config_body(body)))}
         if request.method == "DELETE":
             return {"compatibilityLevel": _level(r.delete_config(subject))}
         level = r.get_compatibility(subject, default_to_global=_flag(request, "defaultToGlobal"))
