@@ -42,21 +42,27 @@ from cdc_connectors.opencdc.record import Record, checked_position
 MAX_DEPTH = 254
 
 # orjson reads every number as an int of at most 64 bits or a double. A number it
-# would change has a long run of digits (an integer beyond 64 bits has at least 20,
-# a decimal a double cannot hold at least 16 significant ones) or an exponent of
-# three digits (beyond a double's range); a document holding either is tokenized
-# once more to look at its numbers outside strings. Both are found on a copy with
-# every character of a number made "0" and every exponent mark "e" (substring
-# searches in C: a regular expression is several times slower than orjson's whole
-# parse), after dropping strings of exactly 19 digits (nanosecond timestamps, in
-# every record's metadata); a false alarm only costs the tokenizing.
+# would change has a long run of number characters (an integer beyond 64 bits at
+# least 20 digits, a decimal a double cannot hold at least 16 significant digits and
+# a point: a double keeps any 15) or an exponent of three digits (beyond a double's
+# range). Both are found with substring searches in C on copies of the document
+# with every character of a number made "0" (regular expressions are several times
+# slower than orjson's whole parse). Runs of exactly 19 digits are dropped first:
+# nanosecond timestamps, in every record's metadata, and every such integer fits.
+# Each remaining run is looked at; only a number that would change, inside a string
+# or not, sends the document to the tokenizer, which decides.
 _NUMBER_SHAPE = bytes(
-    b"0"[0] if chr(c) in "0123456789-+." else c if chr(c) in 'eE"' else b" "[0] for c in range(256)
-).replace(b"E", b"e")
-_NANOSECONDS = b'"' + b"0" * 19 + b'"'
-_NANOSECONDS_BLANK = b" " * len(_NANOSECONDS)
-_IN_NUMBER = frozenset(b"0e")
-_LONG_RUN = b"0" * 16
+    b"0"[0] if chr(c) in "0123456789" else b"."[0] if chr(c) in "-+." else b" "[0]
+    for c in range(256)
+)
+_POINTS_AS_DIGITS = bytes.maketrans(b".", b"0")
+_EXPONENT_SHAPE = bytes(
+    b"0"[0] if chr(c) in "0123456789-+" else b"e"[0] if chr(c) in "eE" else b" "[0]
+    for c in range(256)
+)
+_NINETEEN_DIGITS = b" " + b"0" * 19 + b" "
+_NINETEEN_BLANK = b" " * len(_NINETEEN_DIGITS)
+_LONG_RUN = b"0" * 17
 _BIG_EXPONENT = b"e000"
 _TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?')
 # sorted keys; dates and dataclasses to ``_default`` (which refuses them) as proto does
@@ -110,20 +116,15 @@ def _exact_numbers(text: bytes, obj: Any) -> Any:
 
     Integers beyond 64 bits are refused: OpenCDC JSON readers take integers as 64 bits.
     """
-    shape = text.translate(_NUMBER_SHAPE)
-    if _BIG_EXPONENT in shape:
+    if _BIG_EXPONENT in text.translate(_EXPONENT_SHAPE):
         return _look_at_every_number(text, obj)
-    shape = shape.replace(_NANOSECONDS, _NANOSECONDS_BLANK)
+    shape = text.translate(_NUMBER_SHAPE).replace(_NINETEEN_DIGITS, _NINETEEN_BLANK)
+    shape = shape.translate(_POINTS_AS_DIGITS)
     at = shape.find(_LONG_RUN)
     while at != -1:
-        # the run of number characters around ``at`` (inside a string or not): most are
-        # doubles written in their shortest form, which a double reads back unchanged
-        start, end = at, at + len(_LONG_RUN)
-        while start and shape[start - 1] in _IN_NUMBER:
-            start -= 1
-        while end < len(shape) and shape[end] in _IN_NUMBER:
-            end += 1
-        if not _surely_unchanged(text[start:end]):
+        end = shape.find(b" ", at)
+        end = len(shape) if end == -1 else end
+        if text[end : end + 1] in (b"e", b"E") or not _surely_unchanged(text[at:end]):
             return _look_at_every_number(text, obj)
         at = shape.find(_LONG_RUN, end)
     return obj

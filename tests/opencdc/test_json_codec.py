@@ -222,6 +222,8 @@ def test_metadata_replaced_behind_the_records_back_is_an_error_naming_the_key():
         "1.2345678901234567891e-5",
         "1.23456789012345678901234",
         "-12345678901234567890e-3",
+        "-4.6986522550395717",  # 19 characters, as many as a nanosecond timestamp
+        "1.2345678901234567891e5",
     ],
 )
 def test_numbers_a_double_would_change_are_read_exactly_and_written_back_the_same(number):
