@@ -36,7 +36,7 @@ from cdc_connectors.registry.redact import (
 from cdc_connectors.registry.serve import ServeError, serve
 from cdc_connectors.registry.server import create_app
 
-from .conftest import free_port, http
+from .conftest import free_port, http, self_signed
 
 SECRET = "Sup3r-s3cret:pw"  # holds a colon: only the first one separates user and password
 CLI = [sys.executable, "-m", "cdc_connectors.cli"]
@@ -688,47 +688,8 @@ def test_a_signal_stops_the_server_cleanly(tmp_path: Path, sig: int):
     assert err.strip() == "" and time.monotonic() - started < 10
 
 
-def _self_signed(tmp_path: Path) -> tuple[Path, Path]:
-    import datetime
-    import ipaddress
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = tmp_path / "cert.pem", tmp_path / "key.pem"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_path, key_path
-
-
 def test_tls_with_auth_on_a_free_port(tmp_path: Path):
-    cert, key = _self_signed(tmp_path)
+    cert, key = self_signed(tmp_path)
     env = _env(CDC_REGISTRY_TOKEN="tls-t0ken")
     store = f"sqlite:///{tmp_path}/r.db"
     with serving(store, "--tls-cert", str(cert), "--tls-key", str(key), env=env) as server:
@@ -744,7 +705,7 @@ def test_tls_with_auth_on_a_free_port(tmp_path: Path):
     # a certificate with someone else's key
     other = tmp_path / "other"
     other.mkdir()
-    _, other_key = _self_signed(other)
+    _, other_key = self_signed(other)
     result = run(
         "registry",
         "serve",

@@ -15,7 +15,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 from cdc_connectors.opencdc.proto.opencdc.v1 import opencdc_pb2
 from cdc_connectors.registry import open_registry
 
-from .conftest import Served, http, serve
+from .conftest import Served, http, self_signed, serve
 from .test_contract import BREAKING, V1, V2
 
 CT = "application/vnd.schemaregistry.v1+json"
@@ -204,49 +204,10 @@ def test_several_urls_fall_over_to_a_live_one(served: Served):
     assert registry.register_schema_full_response("s", V1).version == 1
 
 
-def _self_signed(tmp_path: Path) -> tuple[Path, Path]:
-    import datetime
-    import ipaddress
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = tmp_path / "cert.pem", tmp_path / "key.pem"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_path, key_path
-
-
 def test_https_with_tls_settings_passed_to_the_client(tmp_path: Path):
     from .conftest import free_port
 
-    cert, key = _self_signed(tmp_path)
+    cert, key = self_signed(tmp_path)
     port = free_port()
     server = serve(
         f"sqlite:///{tmp_path}/r.db",
