@@ -1,0 +1,237 @@
+"""Schema-encode and decode OpenCDC records: keys and payloads through the registry.
+
+:class:`RecordEncoder` takes each record's structured key and payload, finds their
+schema (the version the record's metadata names, or one inferred by Conduit's rules),
+registers it under a subject (:mod:`~cdc_connectors.schema.subjects`; once per process
+per schema) and, when asked, replaces the structured data with the encoded bytes: plain
+Avro named by subject and version in the metadata (Conduit's framing), or Confluent's
+wire format, whose prefix names the schema id.
+
+:class:`RecordDecoder` does the reverse for raw data: the schema comes from the
+metadata (Conduit) or the Confluent prefix (an id, a GUID); data without either passes
+through unchanged, as in Conduit. With a reader schema (``reader="latest"``, the
+subject's latest version when the decoder first meets it, or a pinned version
+number) every writer version of a subject decodes into that one shape; a writer that
+cannot be resolved to it is a :class:`~cdc_connectors.opencdc.CodecError` naming both.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, Literal
+
+from cdc_connectors.opencdc import CodecError, Record
+from cdc_connectors.opencdc.data import Change
+from cdc_connectors.schema import avro_values, framing
+from cdc_connectors.schema.errors import SchemaError
+from cdc_connectors.schema.store import Resolved, SchemaStore
+from cdc_connectors.schema.subjects import Part, SubjectContext, strategy
+
+__all__ = ["Framing", "ReaderChoice", "RecordDecoder", "RecordEncoder"]
+
+Framing = Literal["conduit", "confluent"]
+#: ``"writer"``: no resolution; ``"latest"``: the subject's latest version when first
+#: met; an int: that version of the subject.
+ReaderChoice = Literal["writer", "latest"] | int
+
+
+class RecordEncoder:
+    """Register the schemas of records' structured data and encode it (module docstring)."""
+
+    def __init__(
+        self,
+        store: SchemaStore,
+        *,
+        subject_strategy: str = "conduit",
+        context: str | None = None,
+        topic: str | None = None,
+        framing: Framing = "conduit",
+        encode: bool = True,
+    ):
+        self.store = store
+        self.subject_of: Callable[[SubjectContext], str] = strategy(subject_strategy)
+        self.context = context
+        self.topic = topic
+        self.framing = framing
+        self.encode_data = encode
+        self._inferred: dict[str, str] = {}
+
+    def encode(self, record: Record) -> Record:
+        """``record`` with schema metadata set and, if asked, its structured data encoded."""
+        metadata = record.metadata.copy()
+        key = self._part(record, "key", record.key, None, metadata)
+        before, after = record.payload.before, record.payload.after
+        shape = after if isinstance(after, dict) else before
+        if isinstance(shape, dict):
+            schema = self._schema(record, "payload", shape, metadata)
+            before = self._data(before, schema, "payload.before")
+            after = self._data(after, schema, "payload.after")
+        return replace(record, metadata=metadata, key=key, payload=Change(before, after))
+
+    def _part(
+        self, record: Record, part: Part, data: Any, _: None, metadata: dict[str, str]
+    ) -> Any:
+        if not isinstance(data, dict):
+            return data
+        return self._data(data, self._schema(record, part, data, metadata), part)
+
+    def _schema(
+        self, record: Record, part: Part, data: dict[str, Any], metadata: dict[str, str]
+    ) -> Resolved:
+        named = framing.conduit_schema(metadata, part)
+        if named is not None:
+            return self.store.by_version(*named)
+        from cdc_connectors.schema.infer import infer_schema_text
+
+        try:
+            text = infer_schema_text(data)
+        except SchemaError as exc:
+            raise CodecError(f"{part}: no Avro schema can be inferred: {exc}") from None
+        subject = self.subject_of(
+            SubjectContext(
+                part,
+                topic=self.topic,
+                context=self.context,
+                collection=record.metadata.collection,
+                record_name="record",
+            )
+        )
+        resolved = self.store.register(subject, text)
+        if self.framing == "conduit" or not self.encode_data:
+            # Confluent-framed bytes carry the schema id; the metadata would say it twice.
+            framing.set_conduit_schema(metadata, part, subject, resolved.version or 0)
+        return resolved
+
+    def _data(self, data: Any, schema: Resolved, where: str) -> Any:
+        if not isinstance(data, dict) or not self.encode_data:
+            return data
+        try:
+            body = avro_values.encode(schema.avro, data, schema.avro_standalone)
+        except CodecError as exc:
+            raise CodecError(f"{where} {exc.reason} ({schema.label()})") from None
+        if self.framing == "confluent":
+            return framing.frame(schema.schema_id, body)
+        return body
+
+
+class RecordDecoder:
+    """Decode records' schema-encoded raw data to structured data (module docstring)."""
+
+    def __init__(
+        self,
+        store: SchemaStore,
+        *,
+        reader: ReaderChoice = "writer",
+        subject_strategy: str | None = None,
+        topic: str | None = None,
+    ):
+        self.store = store
+        self.reader = reader
+        # For Confluent-framed data the subject is not in the record: a strategy names it.
+        self.subject_of = strategy(subject_strategy) if subject_strategy else None
+        self.topic = topic
+        self._readers: dict[str, Resolved] = {}
+        self._checked: dict[tuple[int, int], str | None] = {}
+        self._lock = threading.Lock()
+
+    def decode(self, record: Record) -> Record:
+        """``record`` with its schema-encoded key and payload as structured data."""
+        key = self._decode(record, "key", record.key, "key")
+        before = self._decode(record, "payload", record.payload.before, "payload.before")
+        after = self._decode(record, "payload", record.payload.after, "payload.after")
+        if key is record.key and before is record.payload.before and after is record.payload.after:
+            return record
+        return replace(record, key=key, payload=Change(before, after))
+
+    def decode_value(
+        self, data: bytes, part: Part = "payload", *, header: bytes | None = None
+    ) -> Any:
+        """Structured data from Confluent-framed bytes (or a bare body with ``header``)."""
+        frame = framing.read_frame(data, header=header)
+        writer = self._by_frame(frame, data)
+        return self._read(data, frame.offset, writer, self._reader(writer, part, None), part)
+
+    def _decode(self, record: Record, part: Part, data: Any, where: str) -> Any:
+        if not isinstance(data, bytes):
+            return data
+        try:
+            named = framing.conduit_schema(record.metadata, part)
+            if named is not None:
+                writer = self.store.by_version(*named)
+                offset = 0
+            elif data[:1] in (b"\x00", b"\x01"):
+                frame = framing.read_frame(data)
+                writer, offset = self._by_frame(frame, data), frame.offset
+            else:
+                return data
+            reader = self._reader(writer, part, record)
+            return self._read(data, offset, writer, reader, where)
+        except CodecError as exc:
+            raise type(exc)(f"{where}: {exc.reason}", data=data) from None
+
+    def _by_frame(self, frame: framing.Frame, data: bytes) -> Resolved:
+        if frame.schema_id is not None:
+            return self.store.by_id(frame.schema_id)
+        return self.store.by_guid(str(frame.guid))
+
+    def _reader(self, writer: Resolved, part: Part, record: Record | None) -> Resolved | None:
+        if self.reader == "writer":
+            return None
+        subject = writer.subject
+        if subject is None and self.subject_of is not None:
+            subject = self.subject_of(
+                SubjectContext(
+                    part,
+                    topic=self.topic,
+                    collection=record.metadata.collection if record is not None else None,
+                    record_name=writer.record_name,
+                )
+            )
+        if subject is None:
+            raise CodecError(
+                f"{writer.label()} names no subject, so no reader schema can be chosen: "
+                "set a subject name strategy"
+            )
+        found = self._readers.get(subject)
+        if found is None:
+            if self.reader == "latest":
+                found = self.store.latest(subject)
+            else:
+                found = self.store.by_version(subject, int(self.reader))
+            with self._lock:
+                found = self._readers.setdefault(subject, found)
+        return found
+
+    def _read(
+        self, data: bytes, offset: int, writer: Resolved, reader: Resolved | None, where: str
+    ) -> Any:
+        if writer.schema_type != "AVRO":
+            raise CodecError(f"{writer.label()} is {writer.schema_type}; this decoder reads Avro")
+        if reader is not None and reader.schema_id != writer.schema_id:
+            problem = self._resolvable(writer, reader)
+            if problem is not None:
+                raise CodecError(
+                    f"written with {writer.label()}, which cannot be read as "
+                    f"{reader.label()}: {problem}"
+                )
+            value = avro_values.decode(data, writer.avro, reader.avro, offset=offset)
+        else:
+            value = avro_values.decode(data, writer.avro, offset=offset)
+        if not isinstance(value, dict):
+            raise CodecError(f"{writer.label()} is not a record schema; data must be a record")
+        return avro_values.to_structured(value)
+
+    def _resolvable(self, writer: Resolved, reader: Resolved) -> str | None:
+        pair = (writer.schema_id, reader.schema_id)
+        if pair not in self._checked:
+            from cdc_connectors.schema.avro import incompatibilities, parse
+
+            problems = incompatibilities(
+                parse(reader.text, [t for _, t in reader.references]),
+                parse(writer.text, [t for _, t in writer.references]),
+            )
+            with self._lock:
+                self._checked[pair] = "; ".join(problems) if problems else None
+        return self._checked[pair]

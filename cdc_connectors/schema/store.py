@@ -1,0 +1,246 @@
+"""Schemas from the registry, resolved with their references and cached for a process.
+
+A :class:`SchemaStore` wraps any :class:`~cdc_connectors.registry.SchemaRegistry`. What
+cannot change is cached: a schema by id or GUID, a subject's version, and what this
+process registered (so a schema is registered once per process, not once per record).
+``latest`` asks the registry every time: callers that pin a reader schema ask once.
+
+A schema the registry does not have is :class:`UnknownSchema`, a
+:class:`~cdc_connectors.opencdc.CodecError`: for a decoder that is one bad message, to
+route to the dead letters. A registry that does not answer is not: that error propagates.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import fastavro
+import orjson
+from confluent_kafka.schema_registry import (
+    RegisteredSchema,
+    Schema,
+    SchemaReference,
+)
+from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+from cdc_connectors.opencdc import CodecError
+from cdc_connectors.registry import SchemaRegistry
+from cdc_connectors.schema.errors import SchemaError
+
+__all__ = ["Resolved", "SchemaStore", "UnknownSchema"]
+
+_NOT_FOUND = 404
+# Reference chains longer than this are a cycle or an attack, not a schema.
+_MAX_REFERENCE_DEPTH = 32
+
+
+class UnknownSchema(CodecError):
+    """The registry has no schema for the id, GUID, subject or version a message names."""
+
+
+@dataclass(frozen=True, eq=False)
+class Resolved:
+    """One registered schema with the text of every schema it references."""
+
+    schema_id: int
+    schema_type: str
+    text: str
+    #: ``(name, text)`` of each referenced schema, dependencies first.
+    references: tuple[tuple[str, str], ...] = ()
+    subject: str | None = None
+    version: int | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def label(self) -> str:
+        """How an error message names this schema: subject and version, or the id."""
+        if self.subject is not None and self.version is not None:
+            return f"{self.subject!r} version {self.version} (id {self.schema_id})"
+        return f"schema id {self.schema_id}"
+
+    @cached_property
+    def avro(self) -> Any:
+        """The Avro schema parsed by fastavro, named types of references resolved."""
+        if self.schema_type != "AVRO":
+            raise SchemaError(f"{self.label()} is {self.schema_type}, not Avro")
+        named: dict[str, Any] = {}
+        try:
+            for _, text in self.references:
+                fastavro.parse_schema(orjson.loads(text), named)
+            parsed = fastavro.parse_schema(orjson.loads(self.text), named)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise SchemaError(
+                f"{self.label()} is not an Avro schema fastavro reads: {exc}"
+            ) from exc
+        return parsed
+
+    @cached_property
+    def avro_standalone(self) -> Any:
+        """The Avro schema as plain JSON with every named type spelled out where used."""
+        named: dict[str, Any] = {}
+        for _, text in self.references:
+            fastavro.parse_schema(orjson.loads(text), named)
+        expanded = fastavro.parse_schema(orjson.loads(self.text), named, expand=True)
+        return _plain(expanded)
+
+    @cached_property
+    def record_name(self) -> str | None:
+        """The full name of an Avro record or enum schema, or a Protobuf message's."""
+        if self.schema_type == "AVRO":
+            name = self.avro.get("name") if isinstance(self.avro, dict) else None
+            return name if isinstance(name, str) else None
+        return None
+
+
+def _plain(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        return {
+            k: _plain(v)
+            for k, v in schema.items()
+            if not k.startswith("__fastavro") and k != "__named_schemas"
+        }
+    if isinstance(schema, list):
+        return [_plain(v) for v in schema]
+    return schema
+
+
+class SchemaStore:
+    """A registry's schemas, resolved and cached for this process (module docstring)."""
+
+    def __init__(self, registry: SchemaRegistry):
+        self.registry = registry
+        self._by_id: dict[int, Resolved] = {}
+        self._by_guid: dict[str, Resolved] = {}
+        self._by_version: dict[tuple[str, int], Resolved] = {}
+        self._registered: dict[
+            tuple[str, str, str, tuple[tuple[str, str, int], ...]], Resolved
+        ] = {}
+        self._lock = threading.Lock()
+
+    def by_id(self, schema_id: int) -> Resolved:
+        """The schema with ``schema_id``."""
+        found = self._by_id.get(schema_id)
+        if found is None:
+            schema = self._ask(
+                lambda: self.registry.get_schema(schema_id), f"schema id {schema_id}"
+            )
+            found = self._resolve(schema_id, schema)
+            with self._lock:
+                self._by_id[schema_id] = found
+        return found
+
+    def by_guid(self, guid: str) -> Resolved:
+        """The schema with ``guid`` (Confluent's v1 framing)."""
+        found = self._by_guid.get(guid)
+        if found is None:
+            schema = self._ask(
+                lambda: self.registry.get_schema_by_guid(guid), f"schema GUID {guid}"
+            )
+            ids = (
+                self._ask(lambda: self.registry.lookup_schema_id(schema), f"schema GUID {guid}")
+                if hasattr(self.registry, "lookup_schema_id")
+                else None
+            )
+            found = self._resolve(int(ids) if ids else 0, schema)
+            with self._lock:
+                self._by_guid[guid] = found
+        return found
+
+    def by_version(self, subject: str, version: int) -> Resolved:
+        """Version ``version`` of ``subject``."""
+        found = self._by_version.get((subject, version))
+        if found is None:
+            registered = self._ask(
+                lambda: self.registry.get_version(subject, version),
+                f"subject {subject!r} version {version}",
+            )
+            found = self._from_registered(registered, subject)
+            with self._lock:
+                self._by_version[(subject, version)] = found
+        return found
+
+    def latest(self, subject: str) -> Resolved:
+        """The latest version of ``subject``, as the registry has it now."""
+        registered = self._ask(
+            lambda: self.registry.get_latest_version(subject), f"subject {subject!r}"
+        )
+        found = self._from_registered(registered, subject)
+        with self._lock:
+            self._by_version.setdefault((subject, found.version or 0), found)
+        return found
+
+    def register(
+        self,
+        subject: str,
+        text: str,
+        schema_type: str = "AVRO",
+        references: Sequence[SchemaReference] = (),
+    ) -> Resolved:
+        """Register ``text`` under ``subject`` once per process; its id and version."""
+        key = (
+            subject,
+            schema_type,
+            text,
+            tuple((str(r.name), str(r.subject), int(r.version or 0)) for r in references),
+        )
+        found = self._registered.get(key)
+        if found is not None:
+            return found
+        schema = Schema(text, schema_type, list(references))
+        registered = self.registry.register_schema_full_response(subject, schema)
+        if registered.version is None or registered.schema_id is None:
+            registered = self.registry.lookup_schema(subject, schema)
+        found = self._from_registered(registered, subject)
+        with self._lock:
+            self._registered[key] = found
+            self._by_version.setdefault((subject, found.version or 0), found)
+        return found
+
+    def _from_registered(self, registered: RegisteredSchema, subject: str) -> Resolved:
+        schema_id = int(registered.schema_id or 0)
+        base = self._resolve(schema_id, registered.schema)
+        return Resolved(
+            schema_id,
+            base.schema_type,
+            base.text,
+            base.references,
+            subject=registered.subject or subject,
+            version=int(registered.version) if registered.version is not None else None,
+        )
+
+    def _resolve(self, schema_id: int, schema: Schema) -> Resolved:
+        references: dict[str, str] = {}
+        self._collect(schema.references or [], references, 0)
+        return Resolved(
+            schema_id,
+            schema.schema_type or "AVRO",
+            str(schema.schema_str),
+            tuple(references.items()),
+        )
+
+    def _collect(self, refs: Sequence[SchemaReference], into: dict[str, str], depth: int) -> None:
+        if depth > _MAX_REFERENCE_DEPTH:
+            raise SchemaError(f"schema references nest deeper than {_MAX_REFERENCE_DEPTH}")
+        for ref in refs:
+            if ref.name in into:
+                continue
+            where = f"reference {ref.name!r} ({ref.subject!r} version {ref.version})"
+            registered = self._ask(
+                lambda ref=ref: self.registry.get_version(ref.subject, ref.version), where
+            )
+            self._collect(registered.schema.references or [], into, depth + 1)
+            into[str(ref.name)] = str(registered.schema.schema_str)
+
+    @staticmethod
+    def _ask(call: Any, what: str) -> Any:
+        try:
+            return call()
+        except SchemaRegistryError as exc:
+            if exc.http_status_code == _NOT_FOUND:
+                raise UnknownSchema(
+                    f"{what} is not in the schema registry ({exc.error_message})"
+                ) from None
+            raise

@@ -1,0 +1,321 @@
+"""Records' keys and payloads schema-encoded through the registry, and decoded back."""
+
+from __future__ import annotations
+
+import io
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import replace
+from decimal import Decimal
+from pathlib import Path
+
+import fastavro
+import pytest
+from confluent_kafka.schema_registry import Schema
+from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+from cdc_connectors.opencdc import CodecError, Record
+from cdc_connectors.registry import SchemaRegistry, open_registry
+from cdc_connectors.schema import framing
+from cdc_connectors.schema.serde import RecordDecoder, RecordEncoder
+from cdc_connectors.schema.store import SchemaStore, UnknownSchema
+from tests.registry.conftest import InProcessServer
+
+VALUE = SerializationContext("orders", MessageField.VALUE)
+KEY = SerializationContext("orders", MessageField.KEY)
+
+ORDER = {
+    "type": "record",
+    "name": "Order",
+    "namespace": "shop",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "note", "type": ["null", "string"], "default": None},
+        {
+            "name": "amount",
+            "type": {"type": "bytes", "logicalType": "decimal", "precision": 10, "scale": 2},
+        },
+        {"name": "at", "type": {"type": "long", "logicalType": "timestamp-micros"}},
+        {"name": "day", "type": {"type": "int", "logicalType": "date"}},
+    ],
+}
+ORDER_KEY = {
+    "type": "record",
+    "name": "OrderKey",
+    "namespace": "shop",
+    "fields": [{"name": "id", "type": "long"}],
+}
+ROW = {
+    "id": 2**40 + 1,
+    "note": "gift",
+    "amount": Decimal("12.30"),
+    "at": "2025-01-02T03:04:05.123456+00:00",
+    "day": "2025-01-02",
+}
+
+
+@pytest.fixture(params=["memory", "http"])
+def registry(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SchemaRegistry]:
+    """The embedded registry in this process, and the same store served over real HTTP."""
+    if request.param == "memory":
+        reg = open_registry(f"memory://{uuid.uuid4().hex}")
+        yield reg
+        reg.close()
+    else:
+        server = InProcessServer(f"sqlite:///{tmp_path}/registry.db")
+        reg = open_registry(server.url)
+        yield reg
+        reg.close()
+        server.stop()
+
+
+def _record(row: dict | None = None, key: dict | None = None) -> Record:
+    return Record.new("create", key=key, after=dict(row or ROW), collection="shop.orders")
+
+
+def _named(record: Record, subject: str, version: int, part: str = "payload") -> Record:
+    metadata = record.metadata.copy()
+    framing.set_conduit_schema(metadata, part, subject, version)  # type: ignore[arg-type]
+    return replace(record, metadata=metadata)
+
+
+# --- interop with confluent-kafka's serializers -----------------------------------------------
+
+
+def test_confluent_reads_what_we_write(registry: SchemaRegistry):
+    store = SchemaStore(registry)
+    store.register("orders-value", json.dumps(ORDER))
+    store.register("orders-key", json.dumps(ORDER_KEY))
+    record = _named(_record(key={"id": ROW["id"]}), "orders-value", 1)
+    record = _named(record, "orders-key", 1, "key")
+    encoded = RecordEncoder(store, framing="confluent").encode(record)
+    value = AvroDeserializer(registry)(encoded.payload.after, VALUE)
+    assert value["id"] == ROW["id"] and value["amount"] == Decimal("12.30")
+    assert value["at"].isoformat() == ROW["at"] and value["day"].isoformat() == ROW["day"]
+    assert AvroDeserializer(registry)(encoded.key, KEY) == {"id": ROW["id"]}
+
+
+def test_we_read_what_confluent_writes(registry: SchemaRegistry):
+    serializer = AvroSerializer(registry, json.dumps(ORDER))
+    import datetime as dt
+
+    native = dict(
+        ROW, at=dt.datetime.fromisoformat(ROW["at"]), day=dt.date.fromisoformat(ROW["day"])
+    )
+    value = serializer(native, VALUE)
+    key = AvroSerializer(registry, json.dumps(ORDER_KEY))({"id": 5}, KEY)
+    record = Record.new("create", key=key, after=value)
+    decoded = RecordDecoder(SchemaStore(registry)).decode(record)
+    assert decoded.payload.after == ROW
+    assert decoded.key == {"id": 5}
+
+
+def test_conduit_framing_is_plain_avro_of_the_named_version(registry: SchemaRegistry):
+    store = SchemaStore(registry)
+    store.register("orders-value", json.dumps(ORDER))
+    encoded = RecordEncoder(store).encode(_named(_record(), "orders-value", 1))
+    body = encoded.payload.after
+    assert (isinstance(body, bytes) and body[:1] != b"\x00") or body[1:5] != b"\x00\x00\x00\x01"
+    text = registry.get_version("orders-value", 1).schema.schema_str
+    plain = fastavro.schemaless_reader(io.BytesIO(body), fastavro.parse_schema(json.loads(text)))
+    assert plain["amount"] == Decimal("12.30") and plain["id"] == ROW["id"]
+    assert RecordDecoder(store).decode(encoded).payload.after == ROW
+
+
+# --- schema evolution -------------------------------------------------------------------------
+
+V1 = {
+    "type": "record",
+    "name": "Item",
+    "fields": [
+        {"name": "id", "type": "int"},
+        {"name": "legacy", "type": "string", "default": ""},
+    ],
+}
+V2 = {
+    "type": "record",
+    "name": "Item",
+    "fields": [
+        {"name": "id", "type": "int"},
+        {"name": "legacy", "type": "string", "default": ""},
+        {"name": "colour", "type": "string", "default": "none"},
+    ],
+}
+V3 = {
+    "type": "record",
+    "name": "Item",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "colour", "type": "string", "default": "none"},
+    ],
+}
+
+
+def _stream(registry: SchemaRegistry) -> list[Record]:
+    store = SchemaStore(registry)
+    rows = [
+        (V1, {"id": 1, "legacy": "a"}),
+        (V2, {"id": 2, "legacy": "b", "colour": "red"}),
+        (V3, {"id": 2**40, "colour": "blue"}),
+        (V1, {"id": 4, "legacy": "d"}),
+    ]
+    out = []
+    for schema, row in rows:
+        version = store.register("items-value", json.dumps(schema)).version
+        assert version is not None
+        out.append(RecordEncoder(store).encode(_named(_record(row), "items-value", version)))
+    return out
+
+
+def test_several_writer_versions_decode_into_the_latest(registry: SchemaRegistry):
+    stream = _stream(registry)
+    decoder = RecordDecoder(SchemaStore(registry), reader="latest")
+    rows = [decoder.decode(r).payload.after for r in stream]
+    assert rows == [
+        {"id": 1, "colour": "none"},
+        {"id": 2, "colour": "red"},
+        {"id": 2**40, "colour": "blue"},
+        {"id": 4, "colour": "none"},
+    ]
+
+
+def test_a_pinned_reader_version(registry: SchemaRegistry):
+    stream = _stream(registry)
+    decoder = RecordDecoder(SchemaStore(registry), reader=2)
+    assert decoder.decode(stream[0]).payload.after == {"id": 1, "legacy": "a", "colour": "none"}
+    # version 3 wrote a long: version 2 reads an int, so that message is an error naming both
+    with pytest.raises(CodecError, match=r"'items-value' version 3 .*'items-value' version 2"):
+        decoder.decode(stream[2])
+
+
+def test_the_reader_is_fixed_when_the_read_starts(registry: SchemaRegistry):
+    stream = _stream(registry)
+    store = SchemaStore(registry)
+    decoder = RecordDecoder(store, reader="latest")
+    assert decoder.decode(stream[0]).payload.after == {"id": 1, "colour": "none"}
+    v4 = dict(V3, fields=[*V3["fields"], {"name": "size", "type": "int", "default": 0}])
+    store.register("items-value", json.dumps(v4))
+    assert decoder.decode(stream[1]).payload.after == {"id": 2, "colour": "red"}
+    assert RecordDecoder(store, reader="latest").decode(stream[1]).payload.after == {
+        "id": 2,
+        "colour": "red",
+        "size": 0,
+    }
+
+
+def test_an_incompatible_writer_is_an_error_naming_both_versions(registry: SchemaRegistry):
+    registry.set_compatibility("clash-value", "NONE")
+    store = SchemaStore(registry)
+    store.register("clash-value", json.dumps(V1))
+    bad = {"type": "record", "name": "Item", "fields": [{"name": "id", "type": "string"}]}
+    store.register("clash-value", json.dumps(bad))
+    good = RecordEncoder(store).encode(_named(_record({"id": 1}), "clash-value", 1))
+    with pytest.raises(CodecError, match=r"version 1 .* version 2"):
+        RecordDecoder(store, reader="latest").decode(good)
+
+
+def test_several_subjects_each_to_their_own_reader(registry: SchemaRegistry):
+    store = SchemaStore(registry)
+    store.register("a-value", json.dumps(V1))
+    store.register("a-value", json.dumps(V2))
+    other = {"type": "record", "name": "Other", "fields": [{"name": "x", "type": "int"}]}
+    store.register("b-value", json.dumps(other))
+    wide = {**other, "fields": [*other["fields"], {"name": "y", "type": "int", "default": 9}]}
+    store.register("b-value", json.dumps(wide))
+    a = RecordEncoder(store).encode(_named(_record({"id": 1, "legacy": "z"}), "a-value", 1))
+    b = RecordEncoder(store).encode(_named(_record({"x": 3}), "b-value", 1))
+    decoder = RecordDecoder(store, reader="latest")
+    assert decoder.decode(a).payload.after == {"id": 1, "legacy": "z", "colour": "none"}
+    assert decoder.decode(b).payload.after == {"x": 3, "y": 9}
+
+
+def test_confluent_framed_evolution_by_subject_strategy(registry: SchemaRegistry):
+    store = SchemaStore(registry)
+    old = store.register("orders-value", json.dumps(V1))
+    store.register("orders-value", json.dumps(V2))
+    body = framing.frame(old.schema_id, fastavro_body(V1, {"id": 7, "legacy": "q"}))
+    decoder = RecordDecoder(store, reader="latest", subject_strategy="topic", topic="orders")
+    decoded = decoder.decode(Record.new("create", after=body))
+    assert decoded.payload.after == {"id": 7, "legacy": "q", "colour": "none"}
+    with pytest.raises(CodecError, match="names no subject"):
+        RecordDecoder(store, reader="latest").decode(Record.new("create", after=body))
+
+
+def fastavro_body(schema: dict, row: dict) -> bytes:
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, fastavro.parse_schema(schema), row)
+    return out.getvalue()
+
+
+# --- bad input: an error with the reason and the bytes, never a crash -------------------------
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"\x00\x00\x00\x00", "truncated"),
+        (b"\x00\x00\x00\x03\xe7\x02", "schema id 999 is not in the schema registry"),
+        (b"\x01abc", "truncated"),
+    ],
+)
+def test_garbage_is_an_error_that_keeps_the_bytes(
+    registry: SchemaRegistry, data: bytes, reason: str
+):
+    with pytest.raises(CodecError, match=reason) as caught:
+        RecordDecoder(SchemaStore(registry)).decode(Record.new("create", after=data))
+    assert caught.value.data == data
+
+
+def test_bytes_that_do_not_match_the_schema(registry: SchemaRegistry):
+    store = SchemaStore(registry)
+    sid = store.register("items-value", json.dumps(V1)).schema_id
+    decoder = RecordDecoder(store)
+    truncated = framing.frame(sid, b"\x02")  # id, then the string length is missing
+    with pytest.raises(CodecError, match="not Avro of its schema"):
+        decoder.decode(Record.new("create", after=truncated))
+    trailing = framing.frame(sid, fastavro_body(V1, {"id": 1, "legacy": ""}) + b"\x00")
+    with pytest.raises(CodecError, match="1 bytes are left"):
+        decoder.decode(Record.new("create", after=trailing))
+    bad_utf8 = framing.frame(sid, b"\x02\x04\xff\xfe")
+    with pytest.raises(CodecError, match="not Avro"):
+        decoder.decode(Record.new("create", after=bad_utf8))
+
+
+def test_a_version_the_registry_does_not_have(registry: SchemaRegistry):
+    record = _named(Record.new("create", after=b"\x02"), "nothing-value", 3)
+    with pytest.raises(UnknownSchema, match="'nothing-value' version 3"):
+        RecordDecoder(SchemaStore(registry)).decode(record)
+
+
+def test_raw_data_without_a_schema_passes_through(registry: SchemaRegistry):
+    record = Record.new("create", key=b"plain", after=b"text")
+    assert RecordDecoder(SchemaStore(registry)).decode(record) is record
+
+
+def test_data_that_does_not_fit_its_schema_is_an_encode_error(registry: SchemaRegistry):
+    store = SchemaStore(registry)
+    store.register("orders-value", json.dumps(ORDER))
+    bad = _named(_record(dict(ROW, amount=Decimal("1.234"))), "orders-value", 1)
+    with pytest.raises(CodecError, match=r"payload.after does not fit .*'orders-value' version 1"):
+        RecordEncoder(store).encode(bad)
+    with pytest.raises(CodecError, match="not an ISO 8601"):
+        RecordEncoder(store).encode(_named(_record(dict(ROW, at="soon")), "orders-value", 1))
+
+
+def test_a_schema_is_registered_once_per_process(registry: SchemaRegistry):
+    store = SchemaStore(registry)
+    calls = []
+    original = registry.register_schema_full_response
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(args[0])
+        return original(*args, **kwargs)
+
+    registry.register_schema_full_response = counted  # type: ignore[method-assign]
+    for _ in range(50):
+        store.register("orders-value", json.dumps(ORDER))
+    assert calls == ["orders-value"]
+    assert registry.get_latest_version("orders-value").version == 1
+    assert isinstance(registry.get_schema(1), Schema)
