@@ -20,6 +20,7 @@ from urllib.parse import urlparse
 
 import click
 from click.core import ParameterSource
+from confluent_kafka.schema_registry.error import SchemaRegistryError
 
 from cdc_connectors import plugins as plugin_groups
 from cdc_connectors.convert import DeadLetterWriter, FailFast, convert_stream
@@ -259,6 +260,9 @@ def convert(
                 )
             except FailFast as failed:
                 stats, stopped = failed.stats, True
+            except SchemaRegistryError as exc:
+                # Not one bad message: the registry itself failed (unreachable, refused).
+                stop(f"schema registry: {exc.error_message}", 2)
             if dead_letters is not None:
                 dead_letters.stream.flush()
             if output is None:

@@ -56,7 +56,8 @@ class RecordEncoder:
         self.topic = topic
         self.framing = framing
         self.encode_data = encode
-        self._inferred: dict[str, str] = {}
+        # Schemas inferred here: their unions need values tagged with the branch.
+        self._inferred: set[int] = set()
 
     def encode(self, record: Record) -> Record:
         """``record`` with schema metadata set and, if asked, its structured data encoded."""
@@ -86,9 +87,9 @@ class RecordEncoder:
         from cdc_connectors.schema.infer import infer_schema_text
 
         try:
-            text = infer_schema_text(data)
+            text = infer_schema_text(data, what=part)
         except SchemaError as exc:
-            raise CodecError(f"{part}: no Avro schema can be inferred: {exc}") from None
+            raise CodecError(f"no Avro schema can be inferred: {exc}") from None
         subject = self.subject_of(
             SubjectContext(
                 part,
@@ -99,6 +100,7 @@ class RecordEncoder:
             )
         )
         resolved = self.store.register(subject, text)
+        self._inferred.add(resolved.schema_id)
         if self.framing == "conduit" or not self.encode_data:
             # Confluent-framed bytes carry the schema id; the metadata would say it twice.
             framing.set_conduit_schema(metadata, part, subject, resolved.version or 0)
@@ -108,12 +110,24 @@ class RecordEncoder:
         if not isinstance(data, dict) or not self.encode_data:
             return data
         try:
+            if schema.schema_id in self._inferred:
+                data = prepared(data, schema, where)
             body = avro_values.encode(schema.avro, data, schema.avro_standalone)
         except CodecError as exc:
             raise CodecError(f"{where} {exc.reason} ({schema.label()})") from None
         if self.framing == "confluent":
             return framing.frame(schema.schema_id, body)
         return body
+
+
+def prepared(data: dict[str, Any], schema: Resolved, where: str) -> dict[str, Any]:
+    """``data`` tagged for a schema inferred by Conduit's rules (see ``infer.prepare``)."""
+    from cdc_connectors.schema.infer import prepare
+
+    try:
+        return prepare(data, schema.avro_standalone, what=where)
+    except SchemaError as exc:
+        raise CodecError(f"does not fit its Avro schema: {exc}") from None
 
 
 class RecordDecoder:
@@ -212,6 +226,7 @@ class RecordDecoder:
         if reader is not None and reader.schema_id != writer.schema_id:
             problem = self._resolvable(writer, reader)
             if problem is not None:
+                writer = self.store.named(writer, reader.subject or "")
                 raise CodecError(
                     f"written with {writer.label()}, which cannot be read as "
                     f"{reader.label()}: {problem}"

@@ -31,15 +31,21 @@ from cdc_connectors.opencdc import CodecError
 from cdc_connectors.registry import SchemaRegistry
 from cdc_connectors.schema.errors import SchemaError
 
-__all__ = ["Resolved", "SchemaStore", "UnknownSchema"]
+__all__ = ["Resolved", "SchemaRejected", "SchemaStore", "UnknownSchema"]
 
 _NOT_FOUND = 404
+_CONFLICT = 409
+_INVALID = 422
 # Reference chains longer than this are a cycle or an attack, not a schema.
 _MAX_REFERENCE_DEPTH = 32
 
 
 class UnknownSchema(CodecError):
     """The registry has no schema for the id, GUID, subject or version a message names."""
+
+
+class SchemaRejected(CodecError):
+    """The registry refused to register a record's schema (incompatible or invalid)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -172,6 +178,26 @@ class SchemaStore:
             self._by_version.setdefault((subject, found.version or 0), found)
         return found
 
+    def named(self, schema: Resolved, subject: str) -> Resolved:
+        """``schema`` labelled with its version under ``subject``, if it has one there."""
+        if schema.subject is not None:
+            return schema
+        try:
+            versions = self.registry.get_schema_versions(schema.schema_id)
+        except SchemaRegistryError:
+            return schema
+        for found in versions:
+            if found.subject == subject:
+                return Resolved(
+                    schema.schema_id,
+                    schema.schema_type,
+                    schema.text,
+                    schema.references,
+                    subject=subject,
+                    version=int(found.version or 0),
+                )
+        return schema
+
     def register(
         self,
         subject: str,
@@ -190,7 +216,15 @@ class SchemaStore:
         if found is not None:
             return found
         schema = Schema(text, schema_type, list(references))
-        registered = self.registry.register_schema_full_response(subject, schema)
+        try:
+            registered = self.registry.register_schema_full_response(subject, schema)
+        except SchemaRegistryError as exc:
+            if exc.http_status_code in (_CONFLICT, _INVALID):
+                raise SchemaRejected(
+                    f"the registry refused this schema under subject {subject!r}: "
+                    f"{exc.error_message}"
+                ) from None
+            raise
         if registered.version is None or registered.schema_id is None:
             registered = self.registry.lookup_schema(subject, schema)
         found = self._from_registered(registered, subject)

@@ -1,0 +1,246 @@
+"""Rows in Confluent's Avro wire format: ``avro``, what Kafka's Avro serializers write.
+
+A message is one row, as a Kafka topic of a table holds it: the key (the record's key)
+and the value (the row after the change), each Confluent-framed Avro (magic byte, schema
+id, body); a delete is a tombstone, a ``null`` value. Schemas come from the registry:
+
+- writing, the key and row schemas are inferred by Conduit's rules (or read from the
+  ``key.schema`` / ``value.schema`` files) and registered under the subjects the
+  ``subject.strategy`` gives (``topic``: ``<topic>-key`` / ``<topic>-value``); raw data
+  that the record's metadata names a schema for (Conduit's framing) is re-framed as is;
+- reading, the schema id of each message finds its writer schema; ``reader=latest`` (or
+  a version number) decodes every writer version into one reader schema.
+
+Only the row travels: operation (create, or delete for a tombstone), position, metadata
+and the before image do not. Reading sets ``opencdc.collection`` to the topic.
+
+| option | meaning |
+|---|---|
+| ``topic`` | the topic the subjects are named after (default: the record's collection) |
+| ``subject.strategy`` | ``topic`` (default), ``record`` or ``topic-record`` |
+| ``key.schema`` / ``value.schema`` | an ``.avsc`` file to use instead of inference |
+| ``reader`` | ``writer`` (default), ``latest`` or a version: the reader schema |
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+from cdc_connectors.formats.base import Format, FormatOptionError, Message, SkipMessage
+from cdc_connectors.opencdc import CodecError, Record
+from cdc_connectors.opencdc.operation import Operation
+from cdc_connectors.schema import avro_values, framing
+from cdc_connectors.schema.errors import SchemaError
+from cdc_connectors.schema.serde import ReaderChoice, RecordDecoder, prepared
+from cdc_connectors.schema.store import Resolved, SchemaStore
+from cdc_connectors.schema.subjects import Part, SubjectContext, strategy
+
+_STRATEGIES = ("topic", "record", "topic-record")
+
+
+class SchemaRowFormat(Format):
+    """What ``avro`` and ``protobuf`` share: options, subjects, rows in and out."""
+
+    binary = True
+    schema_type: ClassVar[str]
+    options: ClassVar[Mapping[str, str]] = {
+        "topic": "topic the subjects are named after (default: the record's collection)",
+        "subject.strategy": "topic (default), record or topic-record",
+        "key.schema": "schema file for keys, instead of inferring one",
+        "value.schema": "schema file for rows, instead of inferring one",
+        "reader": "reading: writer (default), latest, or a version number of the subject",
+    }
+
+    def configure(self) -> None:
+        if not self.registry_url:
+            raise FormatOptionError(f"format {self.name!r} needs a schema registry (--registry)")
+        self.topic = self.settings.get("topic") or None
+        name = self.settings.get("subject.strategy", "topic")
+        if name not in _STRATEGIES:
+            raise FormatOptionError(
+                f"format {self.name!r} option 'subject.strategy': {name!r} is not one of "
+                f"{', '.join(_STRATEGIES)}"
+            )
+        self.strategy_name = name
+        self.subject_of = strategy(name)
+        self.schema_files = {
+            part: self._schema_file(option)
+            for part, option in (("key", "key.schema"), ("payload", "value.schema"))
+        }
+        self.reader_choice = self._reader_choice(self.settings.get("reader", "writer"))
+        self._store: SchemaStore | None = None
+        self._decoder: RecordDecoder | None = None
+        self._inferred: set[int] = set()
+
+    def _schema_file(self, option: str) -> str | None:
+        path = self.settings.get(option)
+        if path is None:
+            return None
+        try:
+            return Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = getattr(exc, "strerror", None) or exc
+            raise FormatOptionError(
+                f"format {self.name!r} option {option!r}: cannot read {path}: {reason}"
+            ) from None
+
+    def _reader_choice(self, value: str) -> ReaderChoice:
+        if value in ("writer", "latest"):
+            return value  # type: ignore[return-value]
+        if value.isascii() and value.isdigit() and 0 < int(value) < 2**31:
+            return int(value)
+        raise FormatOptionError(
+            f"format {self.name!r} option 'reader': {value!r} is not writer, latest or a version"
+        )
+
+    @property
+    def store(self) -> SchemaStore:
+        """The registry's schemas, cached for this process."""
+        if self._store is None:
+            self._store = SchemaStore(self.registry)
+        return self._store
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_store"] = state["_decoder"] = None  # registries are opened where used
+        return state
+
+    # --- writing ---------------------------------------------------------------------------
+
+    def encode(self, record: Record) -> Message:
+        after = None if record.operation is Operation.DELETE else record.payload.after
+        return Message(
+            value=self._encode_part(record, "payload", after),
+            key=self._encode_part(record, "key", record.key),
+        )
+
+    def _encode_part(self, record: Record, part: Part, data: Any) -> bytes | None:
+        where = "key" if part == "key" else "payload.after"
+        if data is None:
+            return None
+        if isinstance(data, bytes):
+            named = framing.conduit_schema(record.metadata, part)
+            if named is None:
+                if part == "key":
+                    return data  # a raw key is the Kafka key as it is
+                raise CodecError(
+                    f"{where} is raw data and the metadata names no schema for it, "
+                    f"so it cannot be written as {self.name}"
+                )
+            schema = self.store.by_version(*named)
+            self._check_type(schema, where)
+            return self.reframe(schema, data, where)
+        schema = self._schema_for(record, part, data)
+        try:
+            return self.encode_row(schema, data)
+        except CodecError as exc:
+            raise CodecError(f"{where} {exc.reason} ({schema.label()})") from None
+
+    def _subject(self, record: Record, part: Part, record_name: str | None) -> str:
+        topic = self.topic or record.metadata.collection
+        try:
+            return self.subject_of(SubjectContext(part, topic=topic, record_name=record_name))
+        except ValueError as exc:
+            raise CodecError(f"{exc}: set --opt topic=NAME") from None
+
+    def _check_type(self, schema: Resolved, where: str) -> None:
+        if schema.schema_type != self.schema_type:
+            raise CodecError(f"{where}: {schema.label()} is {schema.schema_type}, not {self.name}")
+
+    def _schema_for(self, record: Record, part: Part, data: dict[str, Any]) -> Resolved:
+        raise NotImplementedError
+
+    def encode_row(self, schema: Resolved, data: dict[str, Any]) -> bytes:
+        """``data`` framed in Confluent's wire format with ``schema``."""
+        raise NotImplementedError
+
+    def reframe(self, schema: Resolved, body: bytes, where: str) -> bytes:
+        """A bare body of ``schema`` (Conduit's framing) in Confluent's."""
+        raise NotImplementedError
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def decode(self, message: Message) -> list[Record]:
+        if message.value is None and message.key is None:
+            raise SkipMessage("tombstone")
+        key = self._decode_part(message, "key", message.key)
+        after = self._decode_part(message, "payload", message.value)
+        operation = "delete" if message.value is None else "create"
+        return [Record.new(operation, key=key, after=after, collection=self.topic)]
+
+    def _decode_part(self, message: Message, part: Part, data: bytes | None) -> Any:
+        if data is None:
+            return None
+        where = "key" if part == "key" else "value"
+        header = framing.schema_id_header(message.headers, "key" if part == "key" else "value")
+        if header is None and data[:1] not in (b"\x00", b"\x01") and part == "key":
+            return data  # a raw key: not every producer encodes keys
+        try:
+            return self.decode_row(data, part, header)
+        except CodecError as exc:
+            raise type(exc)(f"{where}: {exc.reason}", data=data) from None
+
+    def decode_row(self, data: bytes, part: Part, header: bytes | None) -> dict[str, Any]:
+        """Structured data from Confluent-framed bytes."""
+        raise NotImplementedError
+
+
+class AvroFormat(SchemaRowFormat):
+    """Rows as Confluent-framed Avro (module docstring)."""
+
+    name = "avro"
+    schema_type = "AVRO"
+
+    def _schema_for(self, record: Record, part: Part, data: dict[str, Any]) -> Resolved:
+        text = self.schema_files[part]
+        if text is None:
+            from cdc_connectors.schema.infer import infer_schema_text
+
+            try:
+                text = infer_schema_text(data, what="key" if part == "key" else "payload.after")
+            except SchemaError as exc:
+                raise CodecError(f"no Avro schema can be inferred: {exc}") from None
+            resolved = self.store.register(self._subject(record, part, "record"), text)
+            self._inferred.add(resolved.schema_id)
+            return resolved
+        return self.store.register(self._subject(record, part, _record_name(text)), text)
+
+    def encode_row(self, schema: Resolved, data: dict[str, Any]) -> bytes:
+        if schema.schema_id in self._inferred:
+            data = prepared(data, schema, "")
+        body = avro_values.encode(schema.avro, data, schema.avro_standalone)
+        return framing.frame(schema.schema_id, body)
+
+    def reframe(self, schema: Resolved, body: bytes, where: str) -> bytes:
+        try:
+            avro_values.decode(body, schema.avro)  # nothing is written that does not read
+        except CodecError as exc:
+            raise CodecError(f"{where} {exc.reason} ({schema.label()})") from None
+        return framing.frame(schema.schema_id, body)
+
+    def decode_row(self, data: bytes, part: Part, header: bytes | None) -> dict[str, Any]:
+        if self._decoder is None:
+            self._decoder = RecordDecoder(
+                self.store,
+                reader=self.reader_choice,
+                subject_strategy=self.strategy_name,
+                topic=self.topic,
+            )
+        value: dict[str, Any] = self._decoder.decode_value(data, part, header=header)
+        return value
+
+
+def _record_name(text: str) -> str | None:
+    import orjson
+
+    try:
+        schema = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    if isinstance(schema, dict) and isinstance(schema.get("name"), str):
+        space = schema.get("namespace")
+        name: str = schema["name"]
+        return f"{space}.{name}" if space and "." not in name else name
+    return None

@@ -1,0 +1,242 @@
+"""`convert --to avro` / `--from avro`: rows in Confluent's Avro wire format as --kv lines."""
+
+from __future__ import annotations
+
+import base64
+import json
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+from cdc_connectors.formats import Message, load_format
+from cdc_connectors.opencdc import CodecError, Record
+from cdc_connectors.opencdc.json_codec import record_to_json
+from cdc_connectors.registry import open_registry
+from cdc_connectors.schema import framing
+from tests.conftest import run_cli
+
+VALUE = SerializationContext("orders", MessageField.VALUE)
+KEY = SerializationContext("orders", MessageField.KEY)
+
+
+def _records() -> list[Record]:
+    return [
+        Record.new(
+            "create", key={"id": 1}, after={"id": 1, "note": "a", "amount": Decimal("2.50")}
+        ),
+        Record.new(
+            "update", key={"id": 1}, after={"id": 1, "note": "b", "amount": Decimal("3.75")}
+        ),
+        Record.new(
+            "delete", key={"id": 1}, before={"id": 1, "note": "b", "amount": Decimal("3.75")}
+        ),
+    ]
+
+
+def _jsonl(path: Path, records: list[Record]) -> Path:
+    path.write_bytes(b"".join(record_to_json(r) + b"\n" for r in records))
+    return path
+
+
+def _kv(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_rows_round_trip_through_the_cli(tmp_path: Path):
+    registry = f"sqlite:///{tmp_path}/registry.db"
+    source = _jsonl(tmp_path / "in.jsonl", _records())
+    out = tmp_path / "rows.jsonl"
+    done = run_cli(
+        "convert",
+        "--from",
+        "opencdc-json",
+        "--to",
+        "avro",
+        "--registry",
+        registry,
+        "--opt",
+        "topic=orders",
+        str(source),
+        "-o",
+        str(out),
+    )
+    assert done.returncode == 0, done.stderr
+    lines = _kv(out)
+    assert lines[2]["value"] is None  # a delete is a tombstone
+    back = run_cli(
+        "convert",
+        "--from",
+        "avro",
+        "--to",
+        "opencdc-json",
+        "--registry",
+        registry,
+        "--opt",
+        "topic=orders",
+        str(out),
+    )
+    assert back.returncode == 0, back.stderr
+    rows = [json.loads(line) for line in back.stdout.splitlines()]
+    assert [r["operation"] for r in rows] == ["create", "create", "delete"]
+    assert rows[1]["payload"]["after"] == {"amount": 3.75, "id": 1, "note": "b"}
+    assert rows[2]["key"] == {"id": 1} and rows[2]["metadata"]["opencdc.collection"] == "orders"
+
+
+def test_confluent_reads_our_rows_and_we_read_theirs(tmp_path: Path):
+    url = f"sqlite:///{tmp_path}/registry.db"
+    fmt = load_format("avro")({"topic": "orders"}, registry=url)
+    message = fmt.encode(_records()[0])
+    registry = open_registry(url)
+    assert AvroDeserializer(registry)(message.value, VALUE)["amount"] == Decimal("2.50")
+    assert AvroDeserializer(registry)(message.key, KEY) == {"id": 1}
+    schema = json.dumps(
+        {
+            "type": "record",
+            "name": "Row",
+            "fields": [
+                {"name": "id", "type": "long"},
+                {"name": "tags", "type": {"type": "array", "items": "string"}},
+            ],
+        }
+    )
+    theirs = AvroSerializer(registry, schema)(
+        {"id": 9, "tags": ["x"]}, SerializationContext("t", MessageField.VALUE)
+    )
+    (record,) = fmt.decode(Message(theirs, key=b"k-9"))
+    assert record.payload.after == {"id": 9, "tags": ["x"]} and record.key == b"k-9"
+
+
+def test_schema_id_in_a_header(tmp_path: Path):
+    url = f"sqlite:///{tmp_path}/registry.db"
+    fmt = load_format("avro")({"topic": "orders"}, registry=url)
+    framed = fmt.encode(_records()[0]).value
+    assert framed is not None
+    header = framed[:5]
+    (record,) = fmt.decode(Message(framed[5:], headers=[(framing.VALUE_SCHEMA_ID_HEADER, header)]))
+    assert record.payload.after == {"id": 1, "note": "a", "amount": Decimal("2.50")}
+
+
+def test_reader_latest_reads_every_version_as_the_newest(tmp_path: Path):
+    url = f"sqlite:///{tmp_path}/registry.db"
+    v1 = tmp_path / "v1.avsc"
+    v1.write_text(
+        json.dumps({"type": "record", "name": "Row", "fields": [{"name": "id", "type": "int"}]})
+    )
+    v2 = tmp_path / "v2.avsc"
+    v2.write_text(
+        json.dumps(
+            {
+                "type": "record",
+                "name": "Row",
+                "fields": [
+                    {"name": "id", "type": "long"},
+                    {"name": "tier", "type": "string", "default": "basic"},
+                ],
+            }
+        )
+    )
+    old = load_format("avro")({"topic": "t", "value.schema": str(v1)}, registry=url)
+    new = load_format("avro")({"topic": "t", "value.schema": str(v2)}, registry=url)
+    first = old.encode(Record.new("create", after={"id": 1}))
+    second = new.encode(Record.new("create", after={"id": 2**40, "tier": "gold"}))
+    reader = load_format("avro")({"topic": "t", "reader": "latest"}, registry=url)
+    assert [reader.decode(m)[0].payload.after for m in (first, second)] == [
+        {"id": 1, "tier": "basic"},
+        {"id": 2**40, "tier": "gold"},
+    ]
+    pinned = load_format("avro")({"topic": "t", "reader": "1"}, registry=url)
+    with pytest.raises(CodecError, match=r"version 2 .* version 1"):
+        pinned.decode(second)
+
+
+def test_conduit_framed_raw_data_is_reframed(tmp_path: Path):
+    url = f"sqlite:///{tmp_path}/registry.db"
+    from cdc_connectors.schema.serde import RecordEncoder
+    from cdc_connectors.schema.store import SchemaStore
+
+    store = SchemaStore(open_registry(url))
+    conduit = RecordEncoder(store, context="pipeline:source").encode(
+        Record.new("create", after={"id": 5, "name": "x"}, collection="users")
+    )
+    assert conduit.metadata["opencdc.payload.schema.subject"] == "pipeline:source:users.payload"
+    fmt = load_format("avro")({"topic": "users"}, registry=url)
+    message = fmt.encode(conduit)
+    assert AvroDeserializer(open_registry(url))(message.value, VALUE) == {"id": 5, "name": "x"}
+
+
+def test_garbage_goes_to_the_dead_letters_with_its_bytes(tmp_path: Path):
+    url = f"sqlite:///{tmp_path}/registry.db"
+    garbage = b"\x07not avro"
+    good_fmt = load_format("avro")({"topic": "orders"}, registry=url)
+    good = good_fmt.encode(_records()[0])
+    lines = [
+        {"key": None, "value": base64.b64encode(garbage).decode()},
+        {"key": None, "value": base64.b64encode(good.value or b"").decode()},
+        {"key": None, "value": base64.b64encode(b"\x00\x00\x00\x01\x2c\x02").decode()},
+    ]
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    errors = tmp_path / "errors.jsonl"
+    done = run_cli(
+        "convert",
+        "--from",
+        "avro",
+        "--to",
+        "opencdc-json",
+        "--registry",
+        url,
+        str(source),
+        "--errors",
+        str(errors),
+    )
+    assert done.returncode == 1
+    assert (
+        b"magic byte" in done.stderr
+        and b"schema id 300 is not in the schema registry" in done.stderr
+    )
+    dead = [json.loads(line) for line in errors.read_text().splitlines()]
+    assert len(dead) == 2 and len(done.stdout.splitlines()) == 1
+    assert base64.b64decode(dead[0]["payload"]["after"]) == garbage
+    assert "magic byte" in dead[0]["metadata"]["conduit.dlq.nack.error"]
+    assert base64.b64decode(dead[1]["payload"]["after"]) == b"\x00\x00\x00\x01\x2c\x02"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((), b"needs a schema registry"),
+        (
+            ("--registry", "sqlite:///{tmp}/r.db", "--opt", "subject.strategy=random"),
+            b"subject.strategy",
+        ),
+        (
+            ("--registry", "sqlite:///{tmp}/r.db", "--opt", "value.schema={tmp}/missing.avsc"),
+            b"cannot read",
+        ),
+        (("--registry", "sqlite:///{tmp}/r.db", "--opt", "reader=newest"), b"'reader'"),
+        (("--registry", "http://127.0.0.1:9"), b"schema registry"),
+    ],
+)
+def test_misuse_is_one_line_and_exit_2(tmp_path: Path, args: tuple[str, ...], message: bytes):
+    source = _jsonl(tmp_path / "in.jsonl", _records())
+    out = tmp_path / "out.jsonl"
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    done = run_cli(
+        "convert",
+        "--from",
+        "opencdc-json",
+        "--to",
+        "avro",
+        "--opt",
+        "topic=o",
+        *argv,
+        str(source),
+        "-o",
+        str(out),
+    )
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr and b"Traceback" not in done.stderr
+    assert not out.exists()
