@@ -252,6 +252,9 @@ def cases() -> dict[str, Case]:
     return c
 
 
+_REGISTRY = ("--registry", "sqlite:///registry.db")
+
+
 def junk_cases() -> dict[str, Case]:
     """Each junk input to each input format, plain and ``--kv``; the output format rotates."""
     c: dict[str, Case] = {}
@@ -260,10 +263,11 @@ def junk_cases() -> dict[str, Case]:
             target = FORMATS[(i + j) % len(FORMATS)]
             for kv in ((), ("--kv",)):
                 key = f"{source}-to-{target}{'-kv' if kv else ''}-{name}"
-                args = ("convert", "--from", source, "--to", target, *kv)
+                # Schema formats need a registry; the embedded one in the run's directory.
+                args = ("convert", "--from", source, "--to", target, *kv, *_REGISTRY)
                 c[key] = Case((*args, "--errors", "dead.jsonl"), stdin=data, exits=(0, 1))
         c[f"{source}-fail-fast-random"] = Case(
-            ("convert", "--from", source, "--to", source, "--fail-fast"),
+            ("convert", "--from", source, "--to", source, "--fail-fast", *_REGISTRY),
             stdin=JUNK["random-100"],
             exits=(1,),
         )
