@@ -131,10 +131,10 @@ class SchemaRowFormat(Format):
                 )
             schema = self.store.by_version(*named)
             self._check_type(schema, where)
-            return self.reframe(schema, data, where)
+            return self.reframe(schema, data, where, part)
         schema = self._schema_for(record, part, data)
         try:
-            return self.encode_row(schema, data)
+            return self.encode_row(schema, data, part)
         except CodecError as exc:
             raise CodecError(f"{where} {exc.reason} ({schema.label()})") from None
 
@@ -152,11 +152,11 @@ class SchemaRowFormat(Format):
     def _schema_for(self, record: Record, part: Part, data: dict[str, Any]) -> Resolved:
         raise NotImplementedError
 
-    def encode_row(self, schema: Resolved, data: dict[str, Any]) -> bytes:
+    def encode_row(self, schema: Resolved, data: dict[str, Any], part: Part) -> bytes:
         """``data`` framed in Confluent's wire format with ``schema``."""
         raise NotImplementedError
 
-    def reframe(self, schema: Resolved, body: bytes, where: str) -> bytes:
+    def reframe(self, schema: Resolved, body: bytes, where: str, part: Part) -> bytes:
         """A bare body of ``schema`` (Conduit's framing) in Confluent's."""
         raise NotImplementedError
 
@@ -207,13 +207,13 @@ class AvroFormat(SchemaRowFormat):
             return resolved
         return self.store.register(self._subject(record, part, _record_name(text)), text)
 
-    def encode_row(self, schema: Resolved, data: dict[str, Any]) -> bytes:
+    def encode_row(self, schema: Resolved, data: dict[str, Any], part: Part) -> bytes:
         if schema.schema_id in self._inferred:
             data = prepared(data, schema, "")
         body = avro_values.encode(schema.avro, data, schema.avro_standalone)
         return framing.frame(schema.schema_id, body)
 
-    def reframe(self, schema: Resolved, body: bytes, where: str) -> bytes:
+    def reframe(self, schema: Resolved, body: bytes, where: str, part: Part) -> bytes:
         try:
             avro_values.decode(body, schema.avro)  # nothing is written that does not read
         except CodecError as exc:

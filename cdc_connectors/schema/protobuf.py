@@ -738,8 +738,14 @@ def _timestamp_writer(cls: type[Message]) -> _Writer:
     def write_timestamp(value: Any) -> Any:
         if isinstance(value, cls):
             return value
+        if isinstance(value, str):
+            # Structured data carries timestamps as ISO 8601 text (JSON has no time type).
+            try:
+                value = datetime.datetime.fromisoformat(value)
+            except ValueError:
+                raise _PathError(f"{value!r:.60} is not an ISO 8601 timestamp") from None
         if not isinstance(value, datetime.datetime):
-            raise _PathError(f"expected a datetime, got {_kind(value)}")
+            raise _PathError(f"expected a datetime or ISO 8601 text, got {_kind(value)}")
         stamp = cls()
         stamp.FromDatetime(value)
         return stamp

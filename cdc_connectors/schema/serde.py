@@ -120,6 +120,28 @@ class RecordEncoder:
         return body
 
 
+def read_protobuf(data: bytes, frame: framing.Frame, writer: Resolved) -> dict[str, Any]:
+    """Structured data from a Protobuf body: the message at the frame's index path."""
+    from google.protobuf.message import DecodeError
+
+    from cdc_connectors.schema.protobuf import message_class, to_dict
+
+    try:
+        cls = message_class(writer.text, writer.references, frame.indexes or (0,))
+    except SchemaError as exc:
+        raise CodecError(f"{writer.label()}: {exc}") from None
+    try:
+        message = cls.FromString(data[frame.offset :])
+    except DecodeError as exc:
+        raise CodecError(f"is not Protobuf of {writer.label()}: {exc}") from None
+    try:
+        value = to_dict(message)
+    except SchemaError as exc:
+        raise CodecError(f"is not Protobuf of {writer.label()}: {exc}") from None
+    structured: dict[str, Any] = avro_values.to_structured(value)
+    return structured
+
+
 def prepared(data: dict[str, Any], schema: Resolved, where: str) -> dict[str, Any]:
     """``data`` tagged for a schema inferred by Conduit's rules (see ``infer.prepare``)."""
     from cdc_connectors.schema.infer import prepare
@@ -165,6 +187,10 @@ class RecordDecoder:
         """Structured data from Confluent-framed bytes (or a bare body with ``header``)."""
         frame = framing.read_frame(data, header=header)
         writer = self._by_frame(frame, data)
+        if writer.schema_type == "PROTOBUF":
+            return read_protobuf(
+                data, framing.read_frame(data, protobuf=True, header=header), writer
+            )
         return self._read(data, frame.offset, writer, self._reader(writer, part, None), part)
 
     def _decode(self, record: Record, part: Part, data: Any, where: str) -> Any:
@@ -178,6 +204,8 @@ class RecordDecoder:
             elif data[:1] in (b"\x00", b"\x01"):
                 frame = framing.read_frame(data)
                 writer, offset = self._by_frame(frame, data), frame.offset
+                if writer.schema_type == "PROTOBUF":
+                    return read_protobuf(data, framing.read_frame(data, protobuf=True), writer)
             else:
                 return data
             reader = self._reader(writer, part, record)
