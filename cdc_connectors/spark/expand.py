@@ -1,0 +1,378 @@
+"""Typed columns from schema-encoded keys and payloads, and back: on Arrow batches.
+
+:func:`expand` turns an OpenCDC DataFrame whose key or payload is schema-encoded (Avro
+bytes named by Conduit's metadata, or in Confluent's wire format) into typed columns of
+one subject's reader schema: the latest version when the call is made, or a pinned one.
+Every writer version of the subject is resolved into it (Avro schema resolution), so a
+stream written by versions 1, 2 and 3 is one typed DataFrame. :func:`encode` writes
+typed columns back as schema-encoded bytes.
+
+Both run in ``mapInArrow``: each Arrow batch is grouped by writer schema and decoded
+column by column (:mod:`cdc_connectors.spark.avro_batch`), with no Python object per
+row between the decoder and Arrow. Executors open the registry from its URL and cache
+schemas by id.
+
+Modes, as Spark's own readers name them: ``PERMISSIVE`` (default) keeps a bad row with
+null data and the reason in the ``error`` column (which rows are bad: bytes that do not
+decode, an unknown schema id, a writer schema that cannot be resolved to the reader);
+``FAILFAST`` fails the job at the first bad row, naming its position and the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, Literal
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import BinaryType, StringType, StructField, StructType
+
+from cdc_connectors.opencdc import CodecError, keys
+from cdc_connectors.registry import registry_for
+from cdc_connectors.schema import framing
+from cdc_connectors.schema.store import Resolved, SchemaStore
+from cdc_connectors.spark.avro_batch import AvroBatchDecoder, AvroBatchEncoder
+from cdc_connectors.spark.avro_types import arrow_type, avro_to_spark
+
+__all__ = ["AvroColumnDecoder", "encode", "expand"]
+
+Mode = Literal["PERMISSIVE", "FAILFAST"]
+Part = Literal["key", "payload"]
+_MODES = ("PERMISSIVE", "FAILFAST")
+_SUBJECT_KEY = {"key": keys.KEY_SCHEMA_SUBJECT, "payload": keys.PAYLOAD_SCHEMA_SUBJECT}
+_VERSION_KEY = {"key": keys.KEY_SCHEMA_VERSION, "payload": keys.PAYLOAD_SCHEMA_VERSION}
+ERROR_COLUMN = "error"
+
+
+class AvroColumnDecoder:
+    """Schema-encoded values of one subject -> one Arrow struct array of its reader schema."""
+
+    def __init__(self, store: SchemaStore, reader: Resolved):
+        self.store = store
+        self.reader = reader
+        self.spark_type = avro_to_spark(reader.avro_standalone)
+        self.type = arrow_type(self.spark_type)
+        self._decoders: dict[int, AvroBatchDecoder | str] = {}
+        self._subject_ids: dict[int, bool] = {}
+
+    def decode(
+        self,
+        values: Sequence[bytes | None],
+        named: Sequence[tuple[str, int] | None] | None = None,
+    ) -> tuple[pa.Array, list[str | None], list[bool]]:
+        """Decode ``values``: Confluent-framed, or bare Avro where ``named`` gives the
+        writer's subject and version (Conduit's framing).
+
+        Returns the struct array (null where a value is null or bad), each row's error
+        (or ``None``), and whether each row belongs to the reader's subject.
+        """
+        count = len(values)
+        errors: list[str | None] = [None] * count
+        mine = [True] * count
+        groups: dict[int, tuple[Resolved, list[int], list[bytes], list[int]]] = {}
+        for i, value in enumerate(values):
+            if value is None:
+                continue
+            try:
+                writer, offset = self._writer(value, named[i] if named is not None else None)
+            except CodecError as exc:
+                errors[i] = exc.reason
+                continue
+            if not self._of_subject(writer):
+                mine[i] = False
+                continue
+            group = groups.setdefault(writer.schema_id, (writer, [], [], []))
+            group[1].append(i)
+            group[2].append(value)
+            group[3].append(offset)
+        parts: list[pa.Array] = []
+        order: list[int] = []
+        for writer, rows, messages, offsets in groups.values():
+            decoder = self._decoder(writer)
+            if isinstance(decoder, str):
+                for i in rows:
+                    errors[i] = decoder
+                continue
+            array, row_errors = decoder.decode(messages, offsets)
+            for i, problem in zip(rows, row_errors, strict=True):
+                if problem is not None:
+                    errors[i] = problem
+            parts.append(array)
+            order.extend(rows)
+        return _scatter(parts, order, count, self.type), errors, mine
+
+    def _writer(self, value: bytes, named: tuple[str, int] | None) -> tuple[Resolved, int]:
+        if named is not None:
+            return self.store.by_version(*named), 0
+        frame = framing.read_frame(value)
+        if frame.schema_id is not None:
+            return self.store.by_id(frame.schema_id), frame.offset
+        return self.store.by_guid(str(frame.guid)), frame.offset
+
+    def _of_subject(self, writer: Resolved) -> bool:
+        if writer.subject is not None:
+            return writer.subject == self.reader.subject
+        found = self._subject_ids.get(writer.schema_id)
+        if found is None:
+            named = self.store.named(writer, self.reader.subject or "")
+            found = self._subject_ids[writer.schema_id] = named.subject is not None
+        return found
+
+    def _decoder(self, writer: Resolved) -> AvroBatchDecoder | str:
+        found = self._decoders.get(writer.schema_id)
+        if found is None:
+            if writer.schema_type != "AVRO":
+                found = f"{writer.label()} is {writer.schema_type}, not Avro"
+            elif writer.schema_id == self.reader.schema_id:
+                found = AvroBatchDecoder(self.reader.avro_standalone)
+            else:
+                problem = _incompatibility(writer, self.reader)
+                if problem is None:
+                    found = AvroBatchDecoder(writer.avro_standalone, self.reader.avro_standalone)
+                else:
+                    writer = self.store.named(writer, self.reader.subject or "")
+                    found = (
+                        f"written with {writer.label()}, which cannot be read as "
+                        f"{self.reader.label()}: {problem}"
+                    )
+            self._decoders[writer.schema_id] = found
+        return found
+
+
+def _incompatibility(writer: Resolved, reader: Resolved) -> str | None:
+    from cdc_connectors.schema.avro import incompatibilities, parse
+
+    problems = incompatibilities(
+        parse(reader.text, [t for _, t in reader.references]),
+        parse(writer.text, [t for _, t in writer.references]),
+    )
+    return "; ".join(problems) if problems else None
+
+
+def _scatter(parts: list[pa.Array], order: list[int], count: int, type_: pa.DataType) -> pa.Array:
+    """One array of ``count`` rows: row ``order[k]`` from the parts' k-th row, else null."""
+    if not parts:
+        return pa.nulls(count, type_)
+    present = pa.concat_arrays([*parts, pa.nulls(1, type_)])
+    missing = len(present) - 1
+    take = [missing] * count
+    for position, row in enumerate(order):
+        take[row] = position
+    return present.take(pa.array(take, pa.int64()))
+
+
+def _resolve_reader(store: SchemaStore, subject: str, reader: str | int) -> Resolved:
+    if reader == "latest":
+        return store.latest(subject)
+    if isinstance(reader, int) and not isinstance(reader, bool):
+        return store.by_version(subject, reader)
+    raise ValueError(f"reader must be 'latest' or a version number, not {reader!r}")
+
+
+def expand(
+    df: DataFrame,
+    registry: str,
+    subject: str,
+    *,
+    part: Part = "payload",
+    reader: str | int = "latest",
+    mode: str = "PERMISSIVE",
+) -> DataFrame:
+    """``df`` (the OpenCDC schema) with ``part`` decoded into typed columns of ``subject``.
+
+    For ``part="payload"`` the result has ``before`` and ``after`` typed struct columns
+    in place of ``payload``; for ``part="key"``, ``key`` becomes the typed struct. Rows
+    whose data belongs to another subject are left out (several tables in one stream:
+    expand once per subject); rows without data keep nulls. An ``error`` column holds
+    each row's problem in ``PERMISSIVE`` mode.
+    """
+    if mode not in _MODES:
+        raise ValueError(f"mode must be one of {', '.join(_MODES)}, not {mode!r}")
+    if part not in ("key", "payload"):
+        raise ValueError(f"part must be 'key' or 'payload', not {part!r}")
+    store = SchemaStore(registry_for(registry))
+    resolved = _resolve_reader(store, subject, reader)
+    typed = avro_to_spark(resolved.avro_standalone)
+    columns = [c for c in df.columns if c not in ("key", "payload")]
+    fields = [f for f in df.schema.fields if f.name in columns]
+    if part == "payload":
+        out_fields = [
+            *fields,
+            *[f for f in df.schema.fields if f.name == "key"],
+            StructField("before", typed, True),
+            StructField("after", typed, True),
+        ]
+    else:
+        out_fields = [
+            *fields,
+            StructField("key", typed, True),
+            *[f for f in df.schema.fields if f.name == "payload"],
+        ]
+    out_fields.append(StructField(ERROR_COLUMN, StringType(), True))
+    out_schema = StructType(out_fields)
+    subject_key = _SUBJECT_KEY[part]
+    # Conduit-framed rows of other subjects are left out here, cheaply, in the JVM.
+    if "metadata" in df.columns:
+        named = F.col("metadata").getItem(subject_key)
+        df = df.where(named.isNull() | (named == F.lit(subject)))
+    reader_id = (resolved.subject, resolved.version)
+    fail_fast = mode == "FAILFAST"
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        local = SchemaStore(registry_for(registry))
+        assert reader_id[0] is not None and reader_id[1] is not None
+        decoder = AvroColumnDecoder(local, local.by_version(reader_id[0], reader_id[1]))
+        for batch in batches:
+            yield _expand_batch(batch, decoder, part, out_schema, fail_fast)
+
+    return df.mapInArrow(run, out_schema)
+
+
+def _named_column(batch: pa.RecordBatch, part: Part) -> list[tuple[str, int] | None] | None:
+    """Each row's writer subject and version from Conduit's metadata, or ``None``."""
+    if "metadata" not in batch.schema.names:
+        return None
+    metadata = batch.column("metadata")
+    subjects = pc.map_lookup(metadata, pa.scalar(_SUBJECT_KEY[part]), "first").to_pylist()
+    if not any(subjects):
+        return None
+    versions = pc.map_lookup(metadata, pa.scalar(_VERSION_KEY[part]), "first").to_pylist()
+    out: list[tuple[str, int] | None] = []
+    for subject, version in zip(subjects, versions, strict=True):
+        try:
+            out.append(
+                framing.conduit_schema(
+                    {
+                        k: v
+                        for k, v in ((_SUBJECT_KEY[part], subject), (_VERSION_KEY[part], version))
+                        if v is not None
+                    },
+                    part,
+                )
+            )
+        except CodecError:
+            out.append(None)
+    return out
+
+
+def _raw(batch: pa.RecordBatch, path: Sequence[str]) -> list[bytes | None]:
+    column: Any = batch.column(path[0])
+    for name in path[1:]:
+        column = pc.struct_field(column, name)
+    values: list[bytes | None] = column.to_pylist()
+    return values
+
+
+def _expand_batch(
+    batch: pa.RecordBatch,
+    decoder: AvroColumnDecoder,
+    part: Part,
+    out_schema: StructType,
+    fail_fast: bool,
+) -> pa.RecordBatch:
+    named = _named_column(batch, part)
+    paths = (
+        [("key", "raw_data")]
+        if part == "key"
+        else [
+            ("payload", "before", "raw_data"),
+            ("payload", "after", "raw_data"),
+        ]
+    )
+    decoded: list[pa.Array] = []
+    errors: list[str | None] = [None] * batch.num_rows
+    keep = [True] * batch.num_rows
+    for path in paths:
+        values = _raw(batch, path)
+        array, problems, mine = decoder.decode(values, named)
+        decoded.append(array)
+        for i, problem in enumerate(problems):
+            if problem is not None and errors[i] is None:
+                errors[i] = f"{'.'.join(path[:-1])}: {problem}"
+            if not mine[i]:
+                keep[i] = False
+    if fail_fast:
+        for i, problem in enumerate(errors):
+            if problem is not None and keep[i]:
+                position = (
+                    batch.column("position")[i].as_py()
+                    if "position" in batch.schema.names
+                    else None
+                )
+                raise CodecError(f"record at position {position!r}: {problem}")
+    columns: list[pa.Array] = []
+    names: list[str] = []
+    for field in out_schema.fields:
+        if field.name == ERROR_COLUMN:
+            columns.append(pa.array(errors, pa.string()))
+        elif part == "payload" and field.name in ("before", "after"):
+            columns.append(decoded[0 if field.name == "before" else 1])
+        elif part == "key" and field.name == "key":
+            columns.append(decoded[0])
+        else:
+            columns.append(batch.column(field.name))
+        names.append(field.name)
+    out = pa.RecordBatch.from_arrays(columns, names=names)
+    if not all(keep):
+        out = out.filter(pa.array(keep))
+    return out
+
+
+def encode(
+    df: DataFrame,
+    registry: str,
+    subject: str,
+    column: str,
+    *,
+    version: int | None = None,
+    framing_name: Literal["confluent", "conduit"] = "confluent",
+    output: str = "value",
+    mode: str = "PERMISSIVE",
+) -> DataFrame:
+    """``df`` with the typed struct ``column`` encoded as Avro of ``subject``'s schema.
+
+    The latest version (or ``version``) of ``subject`` is the writer schema. The bytes
+    go to a new binary column ``output``: Confluent-framed, or bare Avro
+    (``framing_name="conduit"``; the schema is then named by subject and version, which
+    the caller puts in the records' metadata). A row that does not fit the schema is a
+    null with its reason in ``error`` (``PERMISSIVE``) or fails the job (``FAILFAST``).
+    """
+    if mode not in _MODES:
+        raise ValueError(f"mode must be one of {', '.join(_MODES)}, not {mode!r}")
+    store = SchemaStore(registry_for(registry))
+    writer = _resolve_reader(store, subject, "latest" if version is None else version)
+    out_schema = StructType(
+        [
+            *df.schema.fields,
+            StructField(output, BinaryType(), True),
+            StructField(ERROR_COLUMN, StringType(), True),
+        ]
+    )
+    schema_id, standalone = writer.schema_id, writer.avro_standalone
+    fail_fast = mode == "FAILFAST"
+    conduit = framing_name == "conduit"
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        encoder = AvroBatchEncoder(standalone)
+        prefix = framing.frame(schema_id, b"")
+        for batch in batches:
+            bodies, problems = encoder.encode(batch.column(column))
+            if fail_fast:
+                for problem in problems:
+                    if problem is not None:
+                        raise CodecError(f"{column}: {problem}")
+            values = [
+                None if body is None else body if conduit else prefix + body for body in bodies
+            ]
+            yield pa.RecordBatch.from_arrays(
+                [
+                    *batch.columns,
+                    pa.array(values, pa.binary()),
+                    pa.array(problems, pa.string()),
+                ],
+                names=[*batch.schema.names, output, ERROR_COLUMN],
+            )
+
+    return df.mapInArrow(run, out_schema)
