@@ -17,6 +17,20 @@ def rate(fn: Callable[[], Any], items: int, *, repeat: int = 5) -> float:
     return items / best
 
 
+def rates(fns: dict[str, Callable[[], Any]], items: int, *, rounds: int = 7) -> dict[str, float]:
+    """Items per second of each of ``fns``, best of ``rounds`` rounds taken in turn.
+
+    Interleaving keeps a burst of load on a shared machine from landing on one side only.
+    """
+    for fn in fns.values():
+        fn()  # warm up
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            best[name] = min(best[name], _timed(fn))
+    return {name: items / seconds for name, seconds in best.items()}
+
+
 def _timed(fn: Callable[[], Any]) -> float:
     start = time.perf_counter()
     fn()

@@ -95,9 +95,13 @@ def read_frame(data: bytes, *, protobuf: bool = False, header: bytes | None = No
     With a ``header`` (the value of ``__value_schema_id`` / ``__key_schema_id``) the
     reference is read from it and the whole of ``data`` is the body.
     """
-    if header is None and not protobuf and len(data) >= 5 and data[0] == _MAGIC_ID:
-        # The common case, without the BytesIO that SchemaId needs.
-        return Frame(_checked_id(int.from_bytes(data[1:5], "big"), data), None, None, 5)
+    if header is None and len(data) >= 5 and data[0] == _MAGIC_ID:
+        # The common cases, without the BytesIO that SchemaId needs: Avro, and Protobuf's
+        # first message of the file (index path [0], the single byte 0x00).
+        if not protobuf:
+            return Frame(_checked_id(int.from_bytes(data[1:5], "big"), data), None, None, 5)
+        if len(data) >= 6 and data[5] == 0:
+            return Frame(_checked_id(int.from_bytes(data[1:5], "big"), data), None, (0,), 6)
     source = header if header is not None else data
     where = "schema id header" if header is not None else "message"
     if not source:

@@ -21,6 +21,7 @@ decode, an unknown schema id, a writer schema that cannot be resolved to the rea
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from itertools import repeat
 from typing import Any, Literal
 
 import pyarrow as pa
@@ -71,6 +72,9 @@ class AvroColumnDecoder:
         count = len(values)
         errors: list[str | None] = [None] * count
         mine = [True] * count
+        single = None if named is not None else self._single_schema(values)
+        if single is not None:
+            return self._decode_group(single, values, errors, mine)
         groups: dict[int, tuple[Resolved, list[int], list[bytes], list[int]]] = {}
         for i, value in enumerate(values):
             if value is None:
@@ -102,6 +106,38 @@ class AvroColumnDecoder:
             parts.append(array)
             order.extend(rows)
         return _scatter(parts, order, count, self.type), errors, mine
+
+    def _single_schema(self, values: Sequence[bytes | None]) -> Resolved | None:
+        """The writer when every value starts with one v0 prefix (the common batch)."""
+        if not values or not isinstance(values[0], bytes) or values[0][:1] != b"\x00":
+            return None
+        prefix = values[0][:5]
+        try:
+            if not all(map(bytes.startswith, values, repeat(prefix))):  # type: ignore[arg-type]
+                return None
+        except TypeError:  # a null value among them
+            return None
+        try:
+            writer = self._writer(values[0], None)[0]
+        except CodecError:
+            return None
+        return writer if writer.schema_type == "AVRO" and self._of_subject(writer) else None
+
+    def _decode_group(
+        self,
+        writer: Resolved,
+        values: Sequence[bytes | None],
+        errors: list[str | None],
+        mine: list[bool],
+    ) -> tuple[pa.Array, list[str | None], list[bool]]:
+        decoder = self._decoder(writer)
+        if isinstance(decoder, str):
+            return pa.nulls(len(values), self.type), [decoder] * len(values), mine
+        array, problems = decoder.decode(values, [5] * len(values))  # type: ignore[arg-type]
+        if any(problems):
+            # Rows that failed hold placeholders: make them null in the struct.
+            array = _nulled(array, problems)
+        return array, list(problems), mine
 
     def _writer(self, value: bytes, named: tuple[str, int] | None) -> tuple[Resolved, int]:
         if named is not None:
@@ -139,6 +175,14 @@ class AvroColumnDecoder:
                     )
             self._decoders[writer.schema_id] = found
         return found
+
+
+def _nulled(array: pa.Array, problems: Sequence[str | None]) -> pa.Array:
+    """``array`` with the rows that have a problem null."""
+    if array.null_count == sum(p is not None for p in problems):
+        return array
+    keep = pa.array([p is None for p in problems])
+    return pc.if_else(keep, array, pa.nulls(len(array), array.type))
 
 
 def _incompatibility(writer: Resolved, reader: Resolved) -> str | None:

@@ -268,3 +268,52 @@ def test_spark_reads_the_batch_from_a_python_data_source(spark):
         ("TIER_UNSPECIFIED", None, None, None, None),
         (None, None, None, None, None),
     ]
+
+
+# --- the fast path (ptars) builds exactly what the message-by-message path builds -----------
+
+NO_JSON = CUSTOMER.replace("  google.protobuf.Struct extra = 28;\n", "")
+
+
+def _both(cls: Any) -> tuple[ProtobufBatchDecoder, ProtobufBatchDecoder]:
+    fast, slow = ProtobufBatchDecoder(cls), ProtobufBatchDecoder(cls)
+    slow._fast = None
+    assert fast._fast is not None
+    return fast, slow
+
+
+@settings(max_examples=100, deadline=None)
+@given(CUSTOMERS)
+def test_the_fast_path_builds_what_the_message_by_message_path_builds(data):
+    cls = message_class(NO_JSON, REFERENCES)
+    data = {k: v for k, v in data.items() if k != "extra"}
+    payloads = [from_dict(data, cls).SerializeToString(), cls().SerializeToString()]
+    fast, slow = _both(cls)
+    (a, a_errors), (b, b_errors) = fast.decode(payloads, [0, 0]), slow.decode(payloads, [0, 0])
+    assert a.type == b.type and _maps_as_dicts(a.to_pylist()) == _maps_as_dicts(b.to_pylist())
+    assert a_errors == b_errors == [None, None]
+
+
+def _maps_as_dicts(value: Any) -> Any:
+    """Map entries (key, value) pairs as dicts: a protobuf map has no order to compare."""
+    if isinstance(value, list):
+        if value and all(isinstance(v, tuple) and len(v) == 2 for v in value):
+            return {k: _maps_as_dicts(v) for k, v in value}
+        return [_maps_as_dicts(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _maps_as_dicts(v) for k, v in value.items()}
+    return value
+
+
+def test_a_batch_the_fast_path_cannot_take_goes_message_by_message():
+    cls = message_class(NO_JSON, REFERENCES)
+    good = from_dict({"id": 5}, cls).SerializeToString()
+    fast, _ = _both(cls)
+    array, errors = fast.decode([good, b"\xff\xff\xff", None, good], [0, 0, 0, 0])
+    assert [r["id"] if r else None for r in array.to_pylist()] == [5, None, None, 5]
+    assert errors[0] is None and errors[1] and errors[2] is None and errors[3] is None
+    past = from_dict({"visits": [datetime.datetime(9999, 12, 31, tzinfo=UTC)]}, cls)
+    stamp = past.visits[0]
+    stamp.seconds += 86_400  # year 10000: no Python datetime holds it
+    array, errors = fast.decode([past.SerializeToString(), good], [0, 0])
+    assert errors[0] and "visits" in errors[0] and errors[1] is None
