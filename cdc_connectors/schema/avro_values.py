@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 from uuid import UUID
 
@@ -47,7 +47,10 @@ def encode(schema: Any, data: Any, shape: Any | None = None) -> bytes:
     to find the temporal fields whose text to parse; without it, ``schema`` is used.
     """
     buffer = io.BytesIO()
-    value = from_structured(shape if shape is not None else schema, data)
+    try:
+        value = from_structured(shape if shape is not None else schema, data)
+    except CodecError as exc:
+        raise CodecError(f"does not fit its Avro schema: {exc.reason}") from None
     try:
         fastavro.schemaless_writer(buffer, schema, value)
     except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:
@@ -105,49 +108,72 @@ def to_structured(value: Any) -> Any:
     return value
 
 
-def from_structured(schema: Any, value: Any) -> Any:
-    """Structured data made writable for ``schema``: ISO strings of temporal types parsed."""
+def from_structured(schema: Any, value: Any, where: str = "") -> Any:
+    """Structured data made writable for ``schema``: ISO strings of temporal types and
+    decimal text parsed; a record's keys checked against its fields (fastavro would drop
+    the ones the schema lacks without a word)."""
     if isinstance(schema, str):
         return value
     if isinstance(schema, list):
-        if not isinstance(value, str):
-            return value
-        # A string in a union: parse it for the first temporal branch it reads as.
+        if not isinstance(value, str | dict) or (isinstance(value, str) and "string" in schema):
+            return value  # text stays text where the union has a string branch
+        # Text or an object in a union: made writable for the first branch that takes it.
         for branch in schema:
-            parse = _temporal(branch)
-            if parse is not None:
-                try:
-                    return parse(value)
-                except ValueError:
-                    continue
+            if isinstance(value, dict) and not _is_record(branch) and _kind(branch) != "map":
+                continue
+            try:
+                prepared = from_structured(branch, value, where)
+            except CodecError:
+                continue
+            if prepared is not value or isinstance(value, dict):
+                return prepared
         return value
     if not isinstance(schema, dict):
         return value
-    parse = _temporal(schema)
-    if parse is not None:
-        if isinstance(value, str):
-            try:
-                return parse(value)
-            except ValueError:
-                raise CodecError(f"{value!r} is not an ISO 8601 {schema['logicalType']}") from None
-        return value
+    logical = schema.get("logicalType")
+    parse = _TEMPORAL.get(logical) if isinstance(logical, str) else None
+    if parse is not None and isinstance(value, str):
+        try:
+            return parse(value)
+        except ValueError:
+            raise CodecError(
+                f"{where or 'value'}: {value!r:.60} is not an ISO 8601 {logical}"
+            ) from None
+    if logical == "decimal" and isinstance(value, str):
+        # Decimals often travel as text (JSON has no exact decimal); parsed exactly.
+        try:
+            number = Decimal(value)
+        except ArithmeticError:
+            raise CodecError(f"{where or 'value'}: {value!r:.60} is not a decimal number") from None
+        if not number.is_finite():
+            raise CodecError(f"{where or 'value'}: {value!r:.60} is not a finite decimal")
+        return number
     kind = schema.get("type")
-    if kind in ("record", "error") and isinstance(value, dict):
-        out = dict(value)
-        for f in schema["fields"]:
-            if f["name"] in out:
-                out[f["name"]] = from_structured(f["type"], out[f["name"]])
-        return out
+    if _is_record(schema) and isinstance(value, dict):
+        fields = {f["name"]: f["type"] for f in schema["fields"]}
+        extra = [key for key in value if key not in fields]
+        if extra:
+            raise CodecError(
+                f"{_join(where, extra[0])}: not a field of the Avro record "
+                f"{schema.get('name')!r} (fields: {', '.join(fields) or 'none'})"
+            )
+        return {k: from_structured(fields[k], v, _join(where, k)) for k, v in value.items()}
     if kind == "array" and isinstance(value, list):
-        return [from_structured(schema["items"], v) for v in value]
+        return [from_structured(schema["items"], v, f"{where}[{i}]") for i, v in enumerate(value)]
     if kind == "map" and isinstance(value, dict):
-        return {k: from_structured(schema["values"], v) for k, v in value.items()}
+        return {k: from_structured(schema["values"], v, _join(where, k)) for k, v in value.items()}
     if isinstance(kind, dict | list):
-        return from_structured(kind, value)
+        return from_structured(kind, value, where)
     return value
 
 
-def _temporal(schema: Any) -> Callable[[str], Any] | None:
-    if isinstance(schema, dict) and isinstance(schema.get("logicalType"), str):
-        return _TEMPORAL.get(schema["logicalType"])
-    return None
+def _is_record(schema: Any) -> bool:
+    return isinstance(schema, dict) and schema.get("type") in ("record", "error")
+
+
+def _kind(schema: Any) -> Any:
+    return schema.get("type") if isinstance(schema, dict) else schema
+
+
+def _join(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key

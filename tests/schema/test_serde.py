@@ -359,3 +359,25 @@ def test_a_number_that_inference_cannot_hold_is_an_error(registry: SchemaRegistr
     record = Record.new("create", after={"n": 2**64 - 1}, collection="c")
     with pytest.raises(CodecError, match=r"payload.*2\*\*|does not fit an Avro long"):
         RecordEncoder(SchemaStore(registry)).encode(record)
+
+
+def test_a_key_the_schema_lacks_is_refused_not_dropped(registry: SchemaRegistry):
+    store = SchemaStore(registry)
+    store.register("orders-value", json.dumps(ORDER))
+    extra = _named(_record(dict(ROW, ref=2**53 + 1)), "orders-value", 1)
+    with pytest.raises(
+        CodecError,
+        match=r"payload.after does not fit its Avro schema: ref: not a field of the Avro record",
+    ):
+        RecordEncoder(store).encode(extra)
+
+
+def test_decimal_text_is_read_exactly(registry: SchemaRegistry):
+    store = SchemaStore(registry)
+    store.register("orders-value", json.dumps(ORDER))
+    text = _named(_record(dict(ROW, amount="12.30")), "orders-value", 1)
+    encoded = RecordEncoder(store).encode(text)
+    assert RecordDecoder(store).decode(encoded).payload.after["amount"] == Decimal("12.30")
+    for bad in ("12.345", "lots", "NaN"):
+        with pytest.raises(CodecError, match=r"amount|decimal|Scale"):
+            RecordEncoder(store).encode(_named(_record(dict(ROW, amount=bad)), "orders-value", 1))
