@@ -27,6 +27,8 @@ run: setup
 	BIN=$(BIN) bash examples/tour.sh
 	@echo "== Spark: the records as a DataFrame with the OpenCDC schema"
 	$(BIN)/python examples/demo.py $(EXAMPLES)
+	@echo "== Spark: Avro payloads through the registry, as typed columns"
+	$(BIN)/python examples/typed.py .cdc
 
 test: setup
 	$(BIN)/python -m pytest -q

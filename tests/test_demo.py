@@ -45,3 +45,20 @@ def test_tour_converts_the_examples_and_keeps_the_one_protobuf_refuses(tmp_path)
     dead = (tmp_path / "orders.errors.jsonl").read_text().splitlines()
     assert len(dead) == 1
     assert len((tmp_path / "orders.jsonl").read_text().splitlines()) == 6
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_typed_demo_expands_two_schema_versions_into_typed_columns(tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "typed.py"), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = result.stdout
+    assert "amount: decimal(10,2)" in out and "ref: long" in out
+    assert "9007199254740993" in out  # version 2's 64-bit ref, exact
+    assert "42.50" in out and "payload.after: Avro body is truncated" in out

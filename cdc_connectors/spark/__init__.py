@@ -1,4 +1,6 @@
-"""Spark side of cdc-connectors: the OpenCDC schema, Arrow conversion, data source registration.
+"""Spark side of cdc-connectors: the OpenCDC schema, Arrow conversion, data source
+registration, and typed columns from schema-encoded keys and payloads (``expand`` /
+``encode``).
 
 ``register(spark)`` registers every connector found through the
 ``cdc_connectors.connectors`` entry points as a Spark Python data source.
@@ -14,6 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from cdc_connectors import plugins
 from cdc_connectors.opencdc import Record
 from cdc_connectors.spark.arrow import record_from_row, records_from_batch, records_to_batch
+from cdc_connectors.spark.expand import encode, expand
 from cdc_connectors.spark.schema import OPENCDC_ARROW_SCHEMA, OPENCDC_SCHEMA
 
 CONNECTORS_GROUP = plugins.CONNECTORS
@@ -21,6 +24,8 @@ CONNECTORS_GROUP = plugins.CONNECTORS
 __all__ = [
     "OPENCDC_ARROW_SCHEMA",
     "OPENCDC_SCHEMA",
+    "encode",
+    "expand",
     "record_from_row",
     "records_dataframe",
     "records_from_batch",
