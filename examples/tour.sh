@@ -30,3 +30,14 @@ for line in open(sys.argv[1]):
 echo "== convert: OpenCDC protobuf -> OpenCDC JSON"
 "$bin/cdc-connectors" convert --from opencdc-proto --to opencdc-json "$out/orders.pb" \
     -o "$out/orders.jsonl"
+
+echo "== convert: the shop orders -> Avro rows in Confluent's wire format (a registry in $out)"
+rm -f "$out/registry.db"
+grep '"shop.public.orders"' examples/opencdc/orders.jsonl \
+    | "$bin/cdc-connectors" convert --from opencdc-json --to avro \
+        --registry "sqlite:///$out/registry.db" --opt topic=orders \
+        --opt value.schema=examples/avro/orders-v2.avsc - -o "$out/orders.avro.jsonl"
+head -n 2 "$out/orders.avro.jsonl"
+echo "== convert: Avro rows -> OpenCDC JSON (a delete's tombstone is a delete again)"
+"$bin/cdc-connectors" convert --from avro --to opencdc-json \
+    --registry "sqlite:///$out/registry.db" --opt topic=orders "$out/orders.avro.jsonl"

@@ -45,6 +45,10 @@ def test_tour_converts_the_examples_and_keeps_the_one_protobuf_refuses(tmp_path)
     dead = (tmp_path / "orders.errors.jsonl").read_text().splitlines()
     assert len(dead) == 1
     assert len((tmp_path / "orders.jsonl").read_text().splitlines()) == 6
+    # the shop orders as Avro rows and back: 64-bit ref and decimal amount exact
+    assert result.stderr.count("read 5 messages, wrote 5 records, skipped 0, errors 0") == 2
+    assert '"ref":9007199254740993' in result.stdout and '"amount":42.50' in result.stdout
+    assert len((tmp_path / "orders.avro.jsonl").read_text().splitlines()) == 5
 
 
 @pytest.mark.spark
