@@ -4,28 +4,42 @@ Structured data holds JSON-like values, so Avro's logical types travel in it as 
 text or numbers: ``decimal`` as :class:`~decimal.Decimal`; ``timestamp-*``,
 ``local-timestamp-*``, ``date`` and ``time-*`` as ISO 8601 strings (what Conduit's JSON
 shows for them); ``uuid`` as its string. Writing takes those strings back (and native
-``datetime``, ``date``, ``time`` and ``UUID`` values too), so a record decoded here encodes
-to the same bytes.
+``datetime``, ``date``, ``time`` and ``UUID`` values, and decimal numbers or text), so a
+record decoded here encodes to the same bytes.
+
+Numbers never change on the way. fastavro writes what it is given as the first type
+that takes it, so values are checked against the schema first: an ``int`` or ``long``
+takes integers only (an integral float such as ``2.0`` too), a ``double`` integers
+within +-2**53, a ``float`` only values a 32-bit float holds as they are written; in a
+union an integer goes to the ``long``/``int`` branch before a ``double``; a key the
+record does not have is an error, not dropped. Reading, a decimal is exact: one with
+more digits than its precision is an error (fastavro would round it to the precision).
 
 Decoding resolves the writer's schema to a reader's (Avro schema resolution: added fields
 get their defaults, removed ones are dropped, promotions apply). A body that does not
-decode, or that has bytes left after the value, is a :class:`CodecError`.
+decode, that has bytes left after the value, or that nests deeper than Python can follow
+is a :class:`CodecError`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import io
-from decimal import Decimal
-from typing import Any
+import math
+import re
+import struct
+import threading
+from decimal import Decimal, InvalidOperation
+from typing import Any, NamedTuple
 from uuid import UUID
 
 import fastavro
+import fastavro._read
 from fastavro.read import SchemaResolutionError
 
 from cdc_connectors.opencdc import CodecError
 
-__all__ = ["decode", "encode", "needs_text", "to_structured"]
+__all__ = ["decode", "encode", "from_structured", "needs_text", "to_structured"]
 
 _TEMPORAL = {
     "timestamp-millis": dt.datetime.fromisoformat,
@@ -38,19 +52,46 @@ _TEMPORAL = {
     "time-millis": dt.time.fromisoformat,
     "time-micros": dt.time.fromisoformat,
 }
+_RANGES = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
+_EXACT_DOUBLE = 2**53
+_MAX_FLOAT32 = 3.4028234663852886e38
+_NAMED = ("record", "error", "enum", "fixed")
+_ADDRESS = re.compile(r" at 0x[0-9a-f]+")
+
+
+def _exact_decimal(data: bytes, writer_schema: Any = None, reader_schema: Any = None) -> Decimal:
+    """A decimal's bytes as an exact ``Decimal``; more digits than its precision is an error."""
+    scale = int(writer_schema.get("scale", 0))
+    precision = int(writer_schema["precision"])
+    unscaled = int.from_bytes(data, "big", signed=True)
+    if abs(unscaled) >= 10**precision:
+        raise ValueError(
+            f"decimal with unscaled value {unscaled} has more digits than decimal"
+            f"({precision},{scale}) holds"
+        )
+    digits = tuple(int(d) for d in str(abs(unscaled)))
+    return Decimal((int(unscaled < 0), digits, -scale))
+
+
+# fastavro reads decimals in a context of the schema's precision, rounding what does not
+# fit; this reader is exact and refuses such values instead.
+fastavro._read.LOGICAL_READERS["bytes-decimal"] = _exact_decimal  # type: ignore[attr-defined]
+fastavro._read.LOGICAL_READERS["fixed-decimal"] = _exact_decimal  # type: ignore[attr-defined]
 
 
 def encode(schema: Any, data: Any, shape: Any | None = None) -> bytes:
     """``data`` (structured data) as an Avro body of ``schema`` (parsed by fastavro).
 
     ``shape`` is the same schema with named types spelled out (``Resolved.avro_standalone``),
-    to find the temporal fields whose text to parse; without it, ``schema`` is used.
+    to check values against; without it, ``schema`` is used.
     """
     buffer = io.BytesIO()
     try:
         value = from_structured(shape if shape is not None else schema, data)
     except CodecError as exc:
         raise CodecError(f"does not fit its Avro schema: {exc.reason}") from None
+    except RecursionError:
+        raise CodecError("nests deeper than can be written") from None
     try:
         fastavro.schemaless_writer(buffer, schema, value)
     except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:
@@ -62,12 +103,25 @@ def decode(
     body: bytes | memoryview, writer: Any, reader: Any | None = None, *, offset: int = 0
 ) -> Any:
     """The value of an Avro ``body`` written with ``writer``, read as ``reader``."""
+    shape = _shape(writer)
+    if shape.empty_items:
+        raise CodecError(
+            "is not read: its schema has arrays or maps of items that take no bytes, so a "
+            "few bytes could claim billions of them"
+        )
     buffer = io.BytesIO(body)
     buffer.seek(offset)
     try:
-        value = fastavro.schemaless_reader(buffer, writer, reader)
+        if shape.recursive and len(body) - offset > _SMALL:
+            value = _read_deep(buffer, writer, reader, len(body) - offset)
+        else:
+            value = fastavro.schemaless_reader(buffer, writer, reader)
+    except CodecError:
+        raise
     except SchemaResolutionError as exc:
         raise CodecError(f"cannot be read with the reader schema: {exc}") from None
+    except RecursionError:
+        raise CodecError("is not Avro of its schema: it nests deeper than can be read") from None
     except (EOFError, ValueError, TypeError, KeyError, IndexError, OverflowError) as exc:
         raise CodecError(f"is not Avro of its schema: {_reason(exc)}") from None
     left = len(body) - buffer.tell()
@@ -76,8 +130,107 @@ def decode(
     return value
 
 
+# A recursive schema nests as deep as its bytes allow, and fastavro's compiled reader
+# recurses on the C stack: a deep body is read in a thread with a stack for it.
+_SMALL = 2_000
+_MAX_RECURSIVE_BODY = 64 * 1024
+_DEEP_STACK = 256 * 1024 * 1024
+
+
+class _Shape(NamedTuple):
+    recursive: bool
+    empty_items: bool
+
+
+_SHAPES: dict[int, tuple[Any, _Shape]] = {}
+
+
+def _shape(schema: Any) -> _Shape:
+    """Whether a parsed schema is recursive, and has arrays or maps of zero-byte items."""
+    cached = _SHAPES.get(id(schema))
+    if cached is not None and cached[0] is schema:
+        return cached[1]
+    named: dict[str, Any] = {}
+    recursive = empty = False
+    stack: list[tuple[Any, tuple[str, ...]]] = [(schema, ())]
+    while stack:
+        node, enclosing = stack.pop()
+        if isinstance(node, str):
+            recursive = recursive or node in enclosing
+            continue
+        if isinstance(node, list):
+            stack.extend((m, enclosing) for m in node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        kind = node.get("type")
+        if kind in ("record", "error"):
+            name = str(node.get("name"))
+            named[name] = node
+            stack.extend((f["type"], (*enclosing, name)) for f in node.get("fields", []))
+        elif kind == "array":
+            empty = empty or _zero_size(node["items"], named)
+            stack.append((node["items"], enclosing))
+        elif kind == "map":
+            empty = empty or _zero_size(node["values"], named)
+            stack.append((node["values"], enclosing))
+        elif isinstance(kind, dict | list):
+            stack.append((kind, enclosing))
+    shape = _Shape(recursive, empty)
+    if len(_SHAPES) > 1024:
+        _SHAPES.clear()
+    _SHAPES[id(schema)] = (schema, shape)
+    return shape
+
+
+def _zero_size(node: Any, named: dict[str, Any], depth: int = 0) -> bool:
+    """Whether values of ``node`` may be written in no bytes at all."""
+    if depth > 64:
+        return False
+    if isinstance(node, str):
+        return node == "null" or (node in named and _zero_size(named[node], named, depth + 1))
+    if isinstance(node, dict):
+        kind = node.get("type")
+        if kind == "fixed":
+            return int(node.get("size", 1)) == 0
+        if kind in ("record", "error"):
+            return all(_zero_size(f["type"], named, depth + 1) for f in node.get("fields", []))
+        if isinstance(kind, dict | str) and kind not in ("array", "map", "enum"):
+            return _zero_size(kind, named, depth + 1)
+    return False  # unions, arrays, maps, enums and other primitives take a byte at least
+
+
+def _read_deep(buffer: io.BytesIO, writer: Any, reader: Any, size: int) -> Any:
+    if size > _MAX_RECURSIVE_BODY:
+        raise CodecError(
+            f"is not read: {size} bytes of a recursive schema could nest deeper than can be "
+            f"followed safely (the limit is {_MAX_RECURSIVE_BODY} bytes)"
+        )
+    result: list[Any] = []
+    failure: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            result.append(fastavro.schemaless_reader(buffer, writer, reader))
+        except BaseException as exc:  # re-raised in the caller's thread
+            failure.append(exc)
+
+    previous = threading.stack_size(_DEEP_STACK)
+    try:
+        thread = threading.Thread(target=read, name="avro-deep-read")
+        thread.start()
+    finally:
+        threading.stack_size(previous)
+    thread.join()
+    if failure:
+        raise failure[0]
+    return result[0]
+
+
 def _reason(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
+    text = _ADDRESS.sub("", str(exc)) or type(exc).__name__
+    if isinstance(exc, EOFError):
+        text = f"truncated ({text})"
     return text if len(text) <= 300 else text[:300] + "..."
 
 
@@ -97,10 +250,17 @@ def needs_text(schema: Any) -> bool:
 
 def to_structured(value: Any) -> Any:
     """A decoded Avro value as structured data: temporal values and UUIDs as text."""
+    try:
+        return _structured(value)
+    except RecursionError:
+        raise CodecError("nests deeper than structured data can hold") from None
+
+
+def _structured(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: to_structured(v) for k, v in value.items()}
+        return {k: _structured(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [to_structured(v) for v in value]
+        return [_structured(v) for v in value]
     if isinstance(value, dt.date | dt.time):  # datetime is a date
         return value.isoformat()
     if isinstance(value, UUID):
@@ -109,47 +269,29 @@ def to_structured(value: Any) -> Any:
 
 
 def from_structured(schema: Any, value: Any, where: str = "") -> Any:
-    """Structured data made writable for ``schema``: ISO strings of temporal types and
-    decimal text parsed; a record's keys checked against its fields (fastavro would drop
-    the ones the schema lacks without a word)."""
-    if isinstance(schema, str):
-        return value
+    """Structured data made writable for ``schema`` exactly (module docstring), or a
+    :class:`CodecError` naming the path of the first value that would change."""
+    if isinstance(value, tuple):
+        return value  # already tagged with its union branch (``infer.prepare``)
     if isinstance(schema, list):
-        if not isinstance(value, str | dict) or (isinstance(value, str) and "string" in schema):
-            return value  # text stays text where the union has a string branch
-        # Text or an object in a union: made writable for the first branch that takes it.
-        for branch in schema:
-            if isinstance(value, dict) and not _is_record(branch) and _kind(branch) != "map":
-                continue
-            try:
-                prepared = from_structured(branch, value, where)
-            except CodecError:
-                continue
-            if prepared is not value or isinstance(value, dict):
-                return prepared
-        return value
-    if not isinstance(schema, dict):
-        return value
-    logical = schema.get("logicalType")
-    parse = _TEMPORAL.get(logical) if isinstance(logical, str) else None
-    if parse is not None and isinstance(value, str):
-        try:
-            return parse(value)
-        except ValueError:
-            raise CodecError(
-                f"{where or 'value'}: {value!r:.60} is not an ISO 8601 {logical}"
-            ) from None
-    if logical == "decimal" and isinstance(value, str):
-        # Decimals often travel as text (JSON has no exact decimal); parsed exactly.
-        try:
-            number = Decimal(value)
-        except ArithmeticError:
-            raise CodecError(f"{where or 'value'}: {value!r:.60} is not a decimal number") from None
-        if not number.is_finite():
-            raise CodecError(f"{where or 'value'}: {value!r:.60} is not a finite decimal")
-        return number
-    kind = schema.get("type")
-    if _is_record(schema) and isinstance(value, dict):
+        return _union(schema, value, where)
+    kind = schema.get("type") if isinstance(schema, dict) else schema
+    if isinstance(kind, dict | list):
+        return from_structured(kind, value, where)
+    logical = schema.get("logicalType") if isinstance(schema, dict) else None
+    if isinstance(logical, str) and value is not None:
+        converted = _logical(logical, schema, value, where)
+        if converted is not _NOT_LOGICAL:
+            return converted
+    if kind in _RANGES:
+        return _integer(kind, value, where)
+    if kind == "double":
+        return _double(value, where)
+    if kind == "float":
+        return _float(value, where)
+    if kind == "boolean" and not isinstance(value, bool) and value is not None:
+        raise CodecError(f"{_at(where)}: expected a boolean, got {_shown(value)}")
+    if kind in ("record", "error") and isinstance(value, dict):
         fields = {f["name"]: f["type"] for f in schema["fields"]}
         extra = [key for key in value if key not in fields]
         if extra:
@@ -162,18 +304,161 @@ def from_structured(schema: Any, value: Any, where: str = "") -> Any:
         return [from_structured(schema["items"], v, f"{where}[{i}]") for i, v in enumerate(value)]
     if kind == "map" and isinstance(value, dict):
         return {k: from_structured(schema["values"], v, _join(where, k)) for k, v in value.items()}
-    if isinstance(kind, dict | list):
-        return from_structured(kind, value, where)
     return value
 
 
-def _is_record(schema: Any) -> bool:
-    return isinstance(schema, dict) and schema.get("type") in ("record", "error")
+_NOT_LOGICAL = object()
 
 
-def _kind(schema: Any) -> Any:
-    return schema.get("type") if isinstance(schema, dict) else schema
+def _logical(logical: str, schema: Any, value: Any, where: str) -> Any:
+    parse = _TEMPORAL.get(logical)
+    if parse is not None and isinstance(value, str):
+        try:
+            return parse(value)
+        except ValueError:
+            raise CodecError(f"{_at(where)}: {value!r:.60} is not an ISO 8601 {logical}") from None
+    if logical == "decimal" and not isinstance(value, bytes | Decimal | bool):
+        if isinstance(value, str | int):
+            text = value if isinstance(value, str) else str(value)
+        elif isinstance(value, float):
+            text = repr(value)  # the number as JSON wrote it, not the double's binary value
+        else:
+            return _NOT_LOGICAL
+        try:
+            number = Decimal(text)
+        except InvalidOperation:
+            raise CodecError(f"{_at(where)}: {value!r:.60} is not a decimal number") from None
+        if not number.is_finite():
+            raise CodecError(f"{_at(where)}: {value!r:.60} is not a finite decimal")
+        return number
+    return _NOT_LOGICAL
+
+
+def _integer(kind: str, value: Any, where: str) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer() and abs(value) <= _EXACT_DOUBLE:
+        value = int(value)  # 2.0 is the integer 2; nothing changes
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise CodecError(f"{_at(where)}: expected an integer for Avro {kind}, got {_shown(value)}")
+    low, high = _RANGES[kind]
+    if not low <= value <= high:
+        raise CodecError(f"{_at(where)}: integer {value} does not fit an Avro {kind}")
+    return value
+
+
+def _double(value: Any, where: str) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
+        raise CodecError(f"{_at(where)}: expected a number for Avro double, got {_shown(value)}")
+    if isinstance(value, int) and abs(value) > _EXACT_DOUBLE:
+        raise CodecError(f"{_at(where)}: integer {value} would change as an Avro double")
+    if isinstance(value, Decimal):
+        number = float(value)
+        if Decimal(repr(number)) != value:
+            raise CodecError(f"{_at(where)}: {value} would change as an Avro double")
+        return number
+    return float(value)
+
+
+def _float(value: Any, where: str) -> Any:
+    number = _double(value, where)
+    if number is None or not math.isfinite(number):
+        return number
+    if abs(number) <= _MAX_FLOAT32:
+        single = struct.unpack("<f", struct.pack("<f", number))[0]
+        # A 32-bit float holds the value when it is that float, or that float's shortest text.
+        if single == number or _shortest32(single) == number:
+            return number
+    raise CodecError(f"{_at(where)}: {value} would change as an Avro float (32 bits)")
+
+
+def _shortest32(single: float) -> float:
+    for digits in range(1, 10):
+        candidate = float(f"{single:.{digits}g}")
+        if struct.unpack("<f", struct.pack("<f", candidate))[0] == single:
+            return candidate
+    return single
+
+
+def _union(members: list[Any], value: Any, where: str) -> Any:
+    if value is None:
+        return None  # fastavro takes the null branch, or says there is none
+    problems = []
+    for branch in _candidates(members, value):
+        try:
+            prepared = from_structured(branch, value, where)
+        except CodecError as exc:
+            problems.append(exc.reason)
+            continue
+        return (_branch_name(branch), prepared)
+    if problems:
+        raise CodecError(problems[0])
+    return value  # no branch of its kind: fastavro names the mismatch
+
+
+def _candidates(members: list[Any], value: Any) -> list[Any]:
+    """The union members that may hold ``value``, in the order to try them."""
+    order: tuple[str, ...]
+    if isinstance(value, bool):
+        order = ("boolean",)
+    elif isinstance(value, int):
+        order = ("long", "int", "decimal", "double", "float")
+    elif isinstance(value, float):
+        order = ("double", "float", "decimal")
+    elif isinstance(value, Decimal):
+        order = ("decimal", "double", "float")
+    elif isinstance(value, str):
+        order = ("string", "enum", "temporal", "uuid", "decimal")
+    elif isinstance(value, bytes | bytearray):
+        order = ("bytes", "fixed")
+    elif isinstance(value, dict):
+        order = ("record", "map")
+    elif isinstance(value, list):
+        order = ("array",)
+    elif isinstance(value, dt.date | dt.time):
+        order = ("temporal",)
+    elif isinstance(value, UUID):
+        order = ("uuid",)
+    else:
+        return []
+    return [m for wanted in order for m in members if _family(m) == wanted]
+
+
+def _family(member: Any) -> str:
+    if isinstance(member, str):
+        return member
+    logical = member.get("logicalType")
+    if logical == "decimal":
+        return "decimal"
+    if logical in _TEMPORAL:
+        return "temporal"
+    if logical == "uuid":
+        return "uuid"
+    kind = member.get("type")
+    return "record" if kind == "error" else str(kind)
+
+
+def _branch_name(member: Any) -> str:
+    """How fastavro's tuple notation names a union branch."""
+    if isinstance(member, str):
+        return member
+    kind = member.get("type")
+    if kind in _NAMED:
+        name = str(member["name"])
+        space = member.get("namespace")
+        return f"{space}.{name}" if space and "." not in name else name
+    return str(kind)
+
+
+def _at(where: str) -> str:
+    return where or "value"
 
 
 def _join(where: str, key: str) -> str:
     return f"{where}.{key}" if where else key
+
+
+def _shown(value: Any) -> str:
+    return f"{type(value).__name__} {value!r:.40}"

@@ -1,0 +1,132 @@
+"""Structured data <-> Avro bodies: numbers exact or refused, hostile bodies refused."""
+
+from __future__ import annotations
+
+import io
+from decimal import Decimal
+
+import fastavro
+import pytest
+
+from cdc_connectors.opencdc import CodecError
+from cdc_connectors.schema import avro_values
+
+LOSSY = fastavro.parse_schema(
+    {
+        "type": "record",
+        "name": "R",
+        "fields": [
+            {"name": "qty", "type": "long"},
+            {"name": "price", "type": "float"},
+            {"name": "id", "type": ["null", "double", "long"]},
+            {"name": "ok", "type": "int"},
+            {
+                "name": "d",
+                "type": {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2},
+            },
+        ],
+    }
+)
+GOOD = {"qty": 2, "price": 0.1, "id": 9007199254740993, "ok": 1, "d": Decimal("1.50")}
+
+
+def _round_trip(row: dict) -> dict:
+    return avro_values.decode(avro_values.encode(LOSSY, row), LOSSY)
+
+
+def test_values_that_fit_keep_their_value():
+    back = _round_trip(GOOD)
+    assert back["id"] == 9007199254740993 and isinstance(back["id"], int)  # the long branch
+    assert back["qty"] == 2 and back["ok"] == 1 and back["d"] == Decimal("1.50")
+    assert _round_trip(dict(GOOD, qty=2.0))["qty"] == 2  # an integral float is that integer
+    assert _round_trip(dict(GOOD, d=1.5))["d"] == Decimal("1.50")  # JSON numbers for decimals
+    assert _round_trip(dict(GOOD, d=12))["d"] == Decimal("12.00")
+    assert _round_trip(dict(GOOD, id=0.5))["id"] == 0.5
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"qty": 2.5}, r"qty: expected an integer for Avro long, got float 2\.5"),
+        ({"price": 16777217}, r"price: 16777217 would change as an Avro float"),
+        ({"price": 1e300}, r"price: 1e\+300 would change as an Avro float"),
+        ({"id": 2**64}, r"does not fit an Avro long"),
+        ({"ok": True}, r"ok: expected an integer for Avro int, got bool"),
+        ({"ok": 2**31}, r"ok: integer 2147483648 does not fit an Avro int"),
+        ({"d": "1.234"}, r"Scale|scale|decimal"),
+        ({"extra": 1}, r"extra: not a field of the Avro record 'R'"),
+    ],
+)
+def test_values_that_would_change_are_refused(change: dict, reason: str):
+    with pytest.raises(CodecError, match=reason):
+        avro_values.encode(LOSSY, dict(GOOD, **change))
+
+
+def test_a_decimal_wider_than_its_precision_is_an_error_not_rounded():
+    schema = fastavro.parse_schema(
+        {
+            "type": "record",
+            "name": "D",
+            "fields": [
+                {
+                    "name": "dec",
+                    "type": {"type": "bytes", "logicalType": "decimal", "precision": 4, "scale": 2},
+                }
+            ],
+        }
+    )
+    unscaled = (8388607).to_bytes(3, "big", signed=True)
+    body = bytes([len(unscaled) * 2]) + unscaled
+    with pytest.raises(CodecError, match=r"8388607 has more digits than decimal\(4,2\)"):
+        avro_values.decode(body, schema)
+    exact = (-1234).to_bytes(2, "big", signed=True)
+    assert avro_values.decode(bytes([4]) + exact, schema) == {"dec": Decimal("-12.34")}
+
+
+RECURSIVE = fastavro.parse_schema(
+    {
+        "type": "record",
+        "name": "N",
+        "fields": [{"name": "v", "type": "int"}, {"name": "next", "type": ["null", "N"]}],
+    }
+)
+
+
+@pytest.mark.parametrize("depth", [1000, 5000, 20000])
+def test_deep_recursive_bodies_are_errors_not_crashes(depth: int):
+    body = b"\x02\x02" * depth + b"\x02\x00"
+    value = avro_values.decode(body, RECURSIVE)  # read on a thread with room for it
+    with pytest.raises(CodecError, match="nests deeper than structured data can hold"):
+        avro_values.to_structured(value)
+
+
+def test_a_recursive_body_too_large_to_follow_is_refused():
+    with pytest.raises(CodecError, match="could nest deeper than can be followed"):
+        avro_values.decode(b"\x02\x02" * 40000 + b"\x02\x00", RECURSIVE)
+
+
+def test_arrays_of_items_that_take_no_bytes_are_not_read():
+    schema = fastavro.parse_schema(
+        {
+            "type": "record",
+            "name": "B",
+            "fields": [{"name": "xs", "type": {"type": "array", "items": "null"}}],
+        }
+    )
+    bomb = b"\x80\xda\xc4\x09\x00"  # a block of 10**7 nulls in five bytes
+    with pytest.raises(CodecError, match="items that take no bytes"):
+        avro_values.decode(bomb, schema)
+
+
+def test_reasons_carry_no_memory_addresses():
+    schema = fastavro.parse_schema(
+        {"type": "record", "name": "F", "fields": [{"name": "x", "type": "double"}]}
+    )
+    with pytest.raises(CodecError) as caught:
+        avro_values.decode(b"\x01", schema)
+    assert " at 0x" not in str(caught.value)
+
+
+def test_fastavro_reads_what_we_write():
+    body = avro_values.encode(LOSSY, GOOD)
+    assert fastavro.schemaless_reader(io.BytesIO(body), LOSSY)["id"] == 9007199254740993
