@@ -20,6 +20,7 @@ and the before image do not. Reading sets ``opencdc.collection`` to the topic.
 | ``subject.strategy`` | ``topic`` (default), ``record`` or ``topic-record`` |
 | ``key.schema`` / ``value.schema`` | an ``.avsc`` file to use instead of inference |
 | ``reader`` | ``writer`` (default), ``latest`` or a version: the reader schema |
+| ``raw.keys`` | keys are raw bytes, never schema-framed (``true``/``false``) |
 """
 
 from __future__ import annotations
@@ -32,12 +33,15 @@ from cdc_connectors.formats.base import Format, FormatOptionError, Message, Skip
 from cdc_connectors.opencdc import CodecError, Record
 from cdc_connectors.opencdc.operation import Operation
 from cdc_connectors.schema import avro_values, framing
+from cdc_connectors.schema.avro import parse as parse_avro
 from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.schema.serde import ReaderChoice, RecordDecoder, prepared
 from cdc_connectors.schema.store import Resolved, SchemaStore
 from cdc_connectors.schema.subjects import Part, SubjectContext, strategy
 
 _STRATEGIES = ("topic", "record", "topic-record")
+# Registering a schema costs time growing with the square of its size: a bound for files.
+_MAX_SCHEMA_FILE = 1024 * 1024
 
 
 class SchemaRowFormat(Format):
@@ -51,6 +55,7 @@ class SchemaRowFormat(Format):
         "key.schema": "schema file for keys, instead of inferring one",
         "value.schema": "schema file for rows, instead of inferring one",
         "reader": "reading: writer (default), latest, or a version number of the subject",
+        "raw.keys": "keys are raw bytes, written and read as they are (default: false)",
     }
 
     def configure(self) -> None:
@@ -70,15 +75,30 @@ class SchemaRowFormat(Format):
             for part, option in (("key", "key.schema"), ("payload", "value.schema"))
         }
         self.reader_choice = self._reader_choice(self.settings.get("reader", "writer"))
+        self.raw_keys = self.flag("raw.keys")
+        if self.reader_choice != "writer" and name == "topic" and not self.topic:
+            raise FormatOptionError(
+                f"format {self.name!r} option 'reader': a reader schema is found by subject, "
+                "and the topic strategy needs --opt topic=NAME"
+            )
+        self.check_schema_files()
         self._store: SchemaStore | None = None
         self._decoder: RecordDecoder | None = None
         self._inferred: set[int] = set()
+
+    def check_schema_files(self) -> None:
+        """Refuse, before the run, schema files the format cannot use."""
 
     def _schema_file(self, option: str) -> str | None:
         path = self.settings.get(option)
         if path is None:
             return None
         try:
+            if Path(path).stat().st_size > _MAX_SCHEMA_FILE:
+                raise FormatOptionError(
+                    f"format {self.name!r} option {option!r}: {path} is larger than "
+                    f"{_MAX_SCHEMA_FILE // 1024} KiB, more than a schema needs"
+                )
             return Path(path).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             reason = getattr(exc, "strerror", None) or exc
@@ -120,6 +140,10 @@ class SchemaRowFormat(Format):
         where = "key" if part == "key" else "payload.after"
         if data is None:
             return None
+        if part == "key" and self.raw_keys:
+            if not isinstance(data, bytes):
+                raise CodecError("key is structured data, and raw.keys=true writes raw keys only")
+            return data
         if isinstance(data, bytes):
             named = framing.conduit_schema(record.metadata, part)
             if named is None:
@@ -174,9 +198,11 @@ class SchemaRowFormat(Format):
         if data is None:
             return None
         where = "key" if part == "key" else "value"
+        if part == "key" and self.raw_keys:
+            return data
         header = framing.schema_id_header(message.headers, "key" if part == "key" else "value")
         if header is None and data[:1] not in (b"\x00", b"\x01") and part == "key":
-            return data  # a raw key: not every producer encodes keys
+            return data  # a raw key: not every producer encodes keys (raw.keys=true says so)
         try:
             return self.decode_row(data, part, header)
         except CodecError as exc:
@@ -192,6 +218,31 @@ class AvroFormat(SchemaRowFormat):
 
     name = "avro"
     schema_type = "AVRO"
+
+    def check_schema_files(self) -> None:
+        for part, option in (("key", "key.schema"), ("payload", "value.schema")):
+            text = self.schema_files[part]
+            if text is None:
+                if self.strategy_name != "topic" and not (part == "key" and self.raw_keys):
+                    # Every inferred schema is the record "record": keys and rows of every
+                    # table would share one subject.
+                    raise FormatOptionError(
+                        f"format {self.name!r} option 'subject.strategy': "
+                        f"{self.strategy_name} names subjects after the record, and inferred "
+                        f"schemas are all named 'record': give --opt {option}=FILE.avsc"
+                    )
+                continue
+            try:
+                parsed = parse_avro(text)
+            except SchemaError as exc:
+                raise FormatOptionError(
+                    f"format {self.name!r} option {option!r}: not an Avro schema: {exc}"
+                ) from None
+            if parsed.type != "record" and part == "payload":
+                raise FormatOptionError(
+                    f"format {self.name!r} option {option!r}: a row schema must be an Avro "
+                    f"record, not {parsed.type}"
+                )
 
     def _schema_for(self, record: Record, part: Part, data: dict[str, Any]) -> Resolved:
         text = self.schema_files[part]

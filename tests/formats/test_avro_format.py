@@ -240,3 +240,60 @@ def test_misuse_is_one_line_and_exit_2(tmp_path: Path, args: tuple[str, ...], me
     assert done.returncode == 2, done.stderr
     assert message in done.stderr and b"Traceback" not in done.stderr
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("opts", "message"),
+    [
+        (("subject.strategy=record",), b"inferred schemas are all named 'record'"),
+        (("value.schema={tmp}/bad.avsc",), b"not an Avro schema"),
+        (("value.schema={tmp}/str.avsc",), b"must be an Avro record, not string"),
+        (("value.schema={tmp}/big.avsc",), b"larger than 1024 KiB"),
+        (("reader=latest", "topic="), b"needs --opt topic=NAME"),
+        (("raw.keys=maybe",), b"raw.keys"),
+    ],
+)
+def test_schema_options_are_checked_before_the_run(
+    tmp_path: Path, opts: tuple[str, ...], message: bytes
+):
+    (tmp_path / "bad.avsc").write_text("{not json")
+    (tmp_path / "str.avsc").write_text('"string"')
+    (tmp_path / "big.avsc").write_text(" " * (1024 * 1024 + 1) + '"string"')
+    source = _jsonl(tmp_path / "in.jsonl", _records())
+    out = tmp_path / "out.jsonl"
+    registry = f"sqlite:///{tmp_path}/r.db"
+    args = [a for o in opts for a in ("--opt", o.replace("{tmp}", str(tmp_path)))]
+    if not any(o.startswith("topic=") for o in opts):
+        args += ["--opt", "topic=t"]
+    done = run_cli(
+        "convert",
+        "--from",
+        "opencdc-json",
+        "--to",
+        "avro",
+        "--registry",
+        registry,
+        *args,
+        str(source),
+        "-o",
+        str(out),
+    )
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr and b"Traceback" not in done.stderr
+    assert not out.exists()
+    assert not (tmp_path / "r.db").exists() or b"t-value" not in (tmp_path / "r.db").read_bytes()
+
+
+def test_raw_keys_stay_raw_both_ways(tmp_path: Path):
+    url = f"sqlite:///{tmp_path}/registry.db"
+    fmt = load_format("avro")({"topic": "orders", "raw.keys": "true"}, registry=url)
+    looks_framed = b"\x00\x00\x00\x00\x01\x02"  # a raw key that starts like a framed one
+    message = fmt.encode(Record.new("create", key=looks_framed, after={"id": 1}))
+    assert message.key == looks_framed
+    (record,) = fmt.decode(message)
+    assert record.key == looks_framed and record.payload.after == {"id": 1}
+    long_key = (7).to_bytes(8, "big")  # Kafka's LongSerializer
+    (record,) = fmt.decode(Message(message.value, key=long_key))
+    assert record.key == long_key
+    with pytest.raises(CodecError, match=r"raw\.keys=true writes raw keys only"):
+        fmt.encode(Record.new("create", key={"id": 1}, after={"id": 1}))
