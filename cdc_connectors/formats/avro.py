@@ -36,7 +36,7 @@ from cdc_connectors.schema import avro_values, framing
 from cdc_connectors.schema.avro import parse as parse_avro
 from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.schema.serde import ReaderChoice, RecordDecoder, prepared
-from cdc_connectors.schema.store import Resolved, SchemaStore
+from cdc_connectors.schema.store import Resolved, SchemaStore, UnknownSchema
 from cdc_connectors.schema.subjects import Part, SubjectContext, strategy
 
 _STRATEGIES = ("topic", "record", "topic-record")
@@ -85,6 +85,7 @@ class SchemaRowFormat(Format):
         self._store: SchemaStore | None = None
         self._decoder: RecordDecoder | None = None
         self._inferred: set[int] = set()
+        self._current: dict[str, Resolved | None] = {}
 
     def check_schema_files(self) -> None:
         """Refuse, before the run, schema files the format cannot use."""
@@ -249,14 +250,34 @@ class AvroFormat(SchemaRowFormat):
         if text is None:
             from cdc_connectors.schema.infer import infer_schema_text
 
+            subject = self._subject(record, part, "record")
+            current = self._current_schema(subject)
+            if current is not None and _fits(current, data):
+                # A row a version of the subject already holds is written with it: inferring
+                # anew would register ["null","string"] for a null, then "string" for the next
+                # row's text, which the registry refuses as incompatible.
+                return current
             try:
                 text = infer_schema_text(data, what="key" if part == "key" else "payload.after")
             except SchemaError as exc:
                 raise CodecError(f"no Avro schema can be inferred: {exc}") from None
-            resolved = self.store.register(self._subject(record, part, "record"), text)
+            resolved = self.store.register(subject, text)
             self._inferred.add(resolved.schema_id)
+            self._current[subject] = resolved
             return resolved
         return self.store.register(self._subject(record, part, _record_name(text)), text)
+
+    def _current_schema(self, subject: str) -> Resolved | None:
+        """The subject's latest version, asked once per run; ``None`` for a new subject."""
+        if subject not in self._current:
+            try:
+                latest: Resolved | None = self.store.latest(subject)
+            except UnknownSchema:
+                latest = None
+            if latest is not None and latest.schema_type != "AVRO":
+                latest = None
+            self._current[subject] = latest
+        return self._current[subject]
 
     def encode_row(self, schema: Resolved, data: dict[str, Any], part: Part) -> bytes:
         if schema.schema_id in self._inferred:
@@ -281,6 +302,15 @@ class AvroFormat(SchemaRowFormat):
             )
         value: dict[str, Any] = self._decoder.decode_value(data, part, header=header)
         return value
+
+
+def _fits(schema: Resolved, data: dict[str, Any]) -> bool:
+    """Whether ``data`` is written by ``schema`` exactly as it is."""
+    try:
+        avro_values.encode(schema.avro, data, schema.avro_standalone)
+    except CodecError:
+        return False
+    return True
 
 
 def _record_name(text: str) -> str | None:

@@ -3,7 +3,8 @@
 Structured data holds JSON-like values, so Avro's logical types travel in it as exact
 text or numbers: ``decimal`` as :class:`~decimal.Decimal`; ``timestamp-*``,
 ``local-timestamp-*``, ``date`` and ``time-*`` as ISO 8601 strings (what Conduit's JSON
-shows for them); ``uuid`` as its string. Writing takes those strings back (and native
+shows for them); ``uuid`` as its string (``timestamp-nanos`` stays an integer: Python's
+``datetime`` stops at microseconds). Writing takes those strings back (and native
 ``datetime``, ``date``, ``time`` and ``UUID`` values, and decimal numbers or text), so a
 record decoded here encodes to the same bytes.
 

@@ -297,3 +297,15 @@ def test_raw_keys_stay_raw_both_ways(tmp_path: Path):
     assert record.key == long_key
     with pytest.raises(CodecError, match=r"raw\.keys=true writes raw keys only"):
         fmt.encode(Record.new("create", key={"id": 1}, after={"id": 1}))
+
+
+def test_rows_a_registered_version_holds_reuse_it(tmp_path: Path):
+    """A null then a text in one column: the second row fits the first row's schema."""
+    url = f"sqlite:///{tmp_path}/registry.db"
+    fmt = load_format("avro")({"topic": "t"}, registry=url)
+    first = fmt.encode(Record.new("create", key={"id": 1}, after={"id": 1, "note": None, "n": 1.5}))
+    second = fmt.encode(Record.new("create", key={"id": 2}, after={"id": 2, "note": "x", "n": 2}))
+    assert first.value is not None and second.value is not None
+    assert first.value[:5] == second.value[:5]  # one schema, one version
+    assert [v.version for v in [open_registry(url).get_latest_version("t-value")]] == [1]
+    assert fmt.decode(second)[0].payload.after == {"id": 2, "note": "x", "n": 2.0}
