@@ -269,12 +269,18 @@ class RecordDecoder:
     def _resolvable(self, writer: Resolved, reader: Resolved) -> str | None:
         pair = (writer.schema_id, reader.schema_id)
         if pair not in self._checked:
-            from cdc_connectors.schema.avro import incompatibilities, parse
-
-            problems = incompatibilities(
-                parse(reader.text, [t for _, t in reader.references]),
-                parse(writer.text, [t for _, t in writer.references]),
-            )
+            problem = resolution_problem(writer, reader)
             with self._lock:
-                self._checked[pair] = "; ".join(problems) if problems else None
+                self._checked[pair] = problem
         return self._checked[pair]
+
+
+def resolution_problem(writer: Resolved, reader: Resolved) -> str | None:
+    """Why data written with ``writer`` cannot be read as ``reader`` (Avro); ``None`` if it can."""
+    from cdc_connectors.schema.avro import incompatibilities, parse
+
+    problems = incompatibilities(
+        parse(reader.text, [t for _, t in reader.references]),
+        parse(writer.text, [t for _, t in writer.references]),
+    )
+    return "; ".join(problems) if problems else None

@@ -33,6 +33,7 @@ from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 from cdc_connectors.opencdc import CodecError, keys
 from cdc_connectors.registry import registry_for
 from cdc_connectors.schema import framing
+from cdc_connectors.schema.serde import resolution_problem
 from cdc_connectors.schema.store import Resolved, SchemaStore
 from cdc_connectors.spark.avro_batch import AvroBatchDecoder, AvroBatchEncoder
 from cdc_connectors.spark.avro_types import arrow_type, avro_to_spark
@@ -164,7 +165,7 @@ class AvroColumnDecoder:
             elif writer.schema_id == self.reader.schema_id:
                 found = AvroBatchDecoder(self.reader.avro_standalone)
             else:
-                problem = _incompatibility(writer, self.reader)
+                problem = resolution_problem(writer, self.reader)
                 if problem is None:
                     found = AvroBatchDecoder(writer.avro_standalone, self.reader.avro_standalone)
                 else:
@@ -183,16 +184,6 @@ def _nulled(array: pa.Array, problems: Sequence[str | None]) -> pa.Array:
         return array
     keep = pa.array([p is None for p in problems])
     return pc.if_else(keep, array, pa.nulls(len(array), array.type))
-
-
-def _incompatibility(writer: Resolved, reader: Resolved) -> str | None:
-    from cdc_connectors.schema.avro import incompatibilities, parse
-
-    problems = incompatibilities(
-        parse(reader.text, [t for _, t in reader.references]),
-        parse(writer.text, [t for _, t in writer.references]),
-    )
-    return "; ".join(problems) if problems else None
 
 
 def _scatter(parts: list[pa.Array], order: list[int], count: int, type_: pa.DataType) -> pa.Array:
