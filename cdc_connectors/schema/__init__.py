@@ -1,8 +1,11 @@
-"""Schema languages: Avro, Protobuf, JSON Schema; parsing, normal forms, compatibility.
+"""Schema languages and schema-encoded data: Avro, Protobuf, JSON Schema, Kafka Connect.
 
-Nothing here knows of Spark or of any registry. One module per language,
-``languages`` to dispatch on the registry's type name, and ``jsontext`` to load
-JSON schema text safely (no junk, no deep nesting).
+Nothing here knows of Spark. One module per language (``avro``, ``protobuf``,
+``json_schema``, ``connect`` for Kafka Connect schemas), ``languages`` to dispatch on the
+registry's type name, ``jsontext`` to load JSON schema text safely, ``infer`` for Conduit's
+schema inference, ``framing`` for Confluent's and Conduit's wire framing, ``subjects`` for
+subject name strategies. ``store`` (schemas of a registry, cached) and ``serde`` (records
+encoded and decoded) use a registry through the interface of :mod:`cdc_connectors.registry`.
 """
 
 from cdc_connectors.schema.errors import SchemaError
