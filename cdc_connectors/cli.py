@@ -3,7 +3,8 @@
 Exit codes of ``convert``: 0 when every message converted or was skipped by
 policy, 1 when any failed (written to ``--errors`` when given) or a read or
 write failed midway (one line naming the stream), 2 on usage errors (formats,
-options, and paths: checked before any file is touched). Counts go to stderr.
+options, paths and the registry: checked before any file is touched) and when
+the registry fails midway (-o is then left unchanged). Counts go to stderr.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import threading
 from collections.abc import Callable
 from contextlib import ExitStack
 from typing import IO, Any, NoReturn
-from urllib.parse import urlparse
 
 import click
 from click.core import ParameterSource
@@ -83,9 +83,10 @@ def _check_registry(url: str | None) -> None:
     by name without opening anything."""
     if url is None:
         return
+    from cdc_connectors.registry import url_scheme
     from cdc_connectors.registry.redact import redact_url
 
-    scheme = urlparse(url).scheme
+    scheme = url_scheme(url)
     known = plugin_groups.available(plugin_groups.REGISTRIES)
     if scheme not in known:
         problem = f"no registry serves its scheme {scheme!r}" if scheme else "it has no scheme"
@@ -93,6 +94,18 @@ def _check_registry(url: str | None) -> None:
             f"{redact_url(url)!r}: {problem} (schemes: {', '.join(known) or 'none installed'})",
             param_hint="--registry",
         )
+
+
+def _open_registry(url: str, stop: Callable[[str, int], NoReturn]) -> None:
+    """Open the registry of ``url`` and ask it one question, before any file is touched:
+    the formats then use this one (it is shared by URL). Whatever keeps it from being
+    used ends the run in one line without credentials, exit 2."""
+    from cdc_connectors.registry import checked_registry
+
+    try:
+        checked_registry(url)
+    except ValueError as exc:
+        stop(f"--registry: {exc}", 2)
 
 
 class _Terminated(click.ClickException):
@@ -219,6 +232,8 @@ def convert(
         check_places(source_place, outputs)
     except PlaceError as exc:
         stop(str(exc), 2)
+    if registry is not None:
+        _open_registry(registry, stop)
 
     output: Output | None = None
     with ExitStack() as stack:
@@ -261,8 +276,11 @@ def convert(
             except FailFast as failed:
                 stats, stopped = failed.stats, True
             except SchemaRegistryError as exc:
-                # Not one bad message: the registry itself failed (unreachable, refused).
-                stop(f"schema registry: {exc.error_message}", 2)
+                # Not one bad message (a schema it does not have is one): the registry
+                # itself failed (unreachable, refused, read-only, not a registry).
+                from cdc_connectors.registry import describe_error
+
+                stop(describe_error(exc, registry or ""), 2)
             if dead_letters is not None:
                 dead_letters.stream.flush()
             if output is None:

@@ -10,6 +10,10 @@ Every one is a :class:`SchemaRegistry`: confluent-kafka's ``SchemaRegistryClient
 method names and signatures), so confluent-kafka's serializers and deserializers take any of
 them. Implementations are found through the ``cdc_connectors.registries`` entry points by URL
 scheme, so another package can add one (a ``SchemaRegistry`` subclass).
+
+:func:`checked_registry` opens a registry and asks it one question before anything depends
+on it; whatever keeps it from being used is one ``ValueError`` line without credentials, and
+:func:`describe_error` is the same line for a registry error met later.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from cdc_connectors.registry.base import (
     SchemaVersion,
 )
 from cdc_connectors.registry.errors import RegistryUnavailableError, SchemaRegistryError
-from cdc_connectors.registry.redact import redact_url
+from cdc_connectors.registry.redact import redact_line, redact_url
 
 GROUP = plugins.REGISTRIES
 DEFAULT_URL = "sqlite:///.cdc/registry.db"
@@ -42,14 +46,17 @@ __all__ = [
     "SchemaRegistry",
     "SchemaRegistryError",
     "SchemaVersion",
+    "checked_registry",
+    "describe_error",
     "open_registry",
     "registry_for",
+    "url_scheme",
 ]
 
 
 def open_registry(url: str, **conf: Any) -> SchemaRegistry:
     """A new registry client for ``url``; ``conf`` goes to the implementation."""
-    scheme = urlparse(url).scheme
+    scheme = url_scheme(url)
     if not scheme:
         raise ValueError(
             f"registry URL {redact_url(url)!r} has no scheme (sqlite:///..., memory://, http://)"
@@ -62,6 +69,15 @@ def open_registry(url: str, **conf: Any) -> SchemaRegistry:
         ) from None
     registry: SchemaRegistry = cls(url, **conf)
     return registry
+
+
+def url_scheme(url: str) -> str:
+    """The scheme of ``url`` ("" for none), also of a URL ``urlparse`` refuses."""
+    try:
+        return urlparse(url).scheme
+    except ValueError:  # an unclosed IPv6 bracket, ...
+        scheme, sep, _ = url.partition("://")
+        return scheme.lower() if sep else ""
 
 
 _shared: dict[str, SchemaRegistry] = {}
@@ -79,3 +95,68 @@ def registry_for(url: str) -> SchemaRegistry:
         if registry is None:
             registry = _shared[url] = open_registry(url)
         return registry
+
+
+#: Asked of a registry to check it: every Confluent registry and store of ours answers it.
+_PROBE = "GET /schemas/types"
+_NOT_FOUND = 404
+
+
+def checked_registry(url: str) -> SchemaRegistry:
+    """The registry of ``url`` as :func:`registry_for` shares it, opened and asked which
+    schema types it takes, so that a URL that names no usable registry is found before
+    anything depends on it.
+
+    ``ValueError`` with one line naming the registry without its credentials for whatever
+    keeps it from being used: a URL that is not one, a store that cannot be opened (a
+    directory, not SQLite, unreadable), a registry that does not answer, refuses the
+    credentials or answers as no schema registry does. A registry that answers the
+    question with Confluent's "not found" is one (older than the question) and passes.
+    """
+    try:
+        registry = registry_for(url)
+    except Exception as exc:  # an implementation's failure, whatever it is: one line
+        raise ValueError(_opening_failure(url, exc)) from None
+    try:
+        types: Any = registry.get_schema_types()
+    except SchemaRegistryError as exc:
+        if exc.http_status_code == _NOT_FOUND:
+            return registry
+        raise ValueError(describe_error(exc, url, _PROBE)) from None
+    except Exception as exc:
+        raise ValueError(_opening_failure(url, exc)) from None
+    if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
+        raise ValueError(
+            f"{redact_url(url)} is not a schema registry, or not at this URL: it answered "
+            f"{_PROBE} with something other than a list of schema types"
+        )
+    return registry
+
+
+def _opening_failure(url: str, exc: BaseException) -> str:
+    if isinstance(exc, ValueError):  # the implementation's own message, naming the URL
+        return redact_line(str(exc), urls=[url])
+    detail = redact_line(str(exc), urls=[url])
+    return redact_line(
+        f"registry {redact_url(url)} cannot be opened: {type(exc).__name__}"
+        f"{f': {detail}' if detail else ''}",
+        urls=[url],
+    )
+
+
+def describe_error(exc: SchemaRegistryError, url: str, request: str | None = None) -> str:
+    """One line for a registry error, naming the registry without credentials.
+
+    An error without HTTP status (no answer, or not a registry's) already names the
+    registry; one with a status says which registry answered it, and to which request.
+    """
+    message = str(exc.error_message or "").strip()
+    status = exc.http_status_code
+    if not isinstance(status, int) or status < 0:
+        return redact_line(message or f"schema registry {redact_url(url)} failed", urls=[url])
+    code = f", error code {exc.error_code}" if exc.error_code not in (None, -1) else ""
+    asked = f", to {request}" if request else ""
+    return redact_line(
+        f"schema registry {redact_url(url)}: {message or 'failed'} (HTTP {status}{code}{asked})",
+        urls=[url],
+    )

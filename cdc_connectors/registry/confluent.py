@@ -13,7 +13,12 @@ parameters (``https://host?ssl.ca.location=/etc/ca.pem``). Keyword settings:
 
 ``timeout`` is 30 seconds unless set. A registry that cannot be reached or does not answer
 in time is a :class:`~cdc_connectors.registry.errors.RegistryUnavailableError` (a
-``SchemaRegistryError`` without HTTP status) naming its URL without credentials.
+``SchemaRegistryError`` without HTTP status) naming its URL without credentials; so is an
+answer that is not the registry API's JSON (:class:`NotARegistryError`: the URL names
+something else, a web server or a proxy's error page). A URL that is not one (no host, a
+port that is no number, a password holding an unencoded ``/``, ``?``, ``#`` or ``@``, an
+empty password) or settings that cannot be used (an unknown one, a TLS file that cannot be
+read) are a ``ValueError`` when the registry is opened; no message holds a credential.
 
 The registry is confluent-kafka's ``SchemaRegistryClient`` itself, with one change: it caches
 only what cannot change (a schema by its id or GUID), so decoding a million records makes a
@@ -25,12 +30,14 @@ the latest version of a subject for that many seconds.
 from __future__ import annotations
 
 import importlib
-from typing import Any, Literal
-from urllib.parse import parse_qsl, quote, urlparse, urlunparse
+import json
+import os
+from typing import Any, Literal, NoReturn
+from urllib.parse import parse_qsl, quote, unquote, urlparse, urlunparse
 
 from confluent_kafka.schema_registry import SchemaRegistryClient
 
-from cdc_connectors.registry import errors
+from cdc_connectors.registry import errors, guards
 from cdc_connectors.registry.base import (
     RegisteredSchema,
     Schema,
@@ -40,23 +47,85 @@ from cdc_connectors.registry.base import (
     version_number,
     with_schema,
 )
-from cdc_connectors.registry.redact import redact_text, redact_url
+from cdc_connectors.registry.redact import is_secret, redact_line, redact_url
 
 #: Seconds to connect, send or wait for an answer, unless ``timeout`` is set: without one,
 #: a server that accepts and never answers would hold the client forever.
 DEFAULT_TIMEOUT = 30.0
 
 
+_ENCODE = "a password holding '/', '?', '#' or '@' must be percent-encoded (%2F, %3F, %23, %40)"
+#: Settings naming a file the client loads when it is opened.
+_TLS_FILES = ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location")
+
+
+def check_url(url: str) -> None:
+    """Raise ``ValueError`` unless every comma-separated part of ``url`` is an ``http://`` or
+    ``https://`` URL with a host, a numeric port if any, user info (if any) with a user and a
+    password, and a query of ``NAME=VALUE`` items without an empty credential.
+
+    The message names the URL with its credentials masked and never quotes a part of it
+    (the HTTP library's own message would: ``Invalid port: '<the password's start>'``).
+    """
+
+    def refuse(problem: str) -> NoReturn:
+        raise ValueError(f"registry URL {redact_url(url)}: {problem}")
+
+    for raw in url.split(","):
+        part = raw.strip()
+        if not part:
+            refuse("an empty URL between commas")
+        try:
+            parsed = urlparse(part)
+            parsed.port  # noqa: B018 - raises ValueError for a port that is no number
+        except ValueError:
+            hint = f"; {_ENCODE}" if "@" in part else ""
+            refuse(f"its host and port do not parse (a port is a number 0..65535){hint}")
+        if parsed.scheme.lower() not in ("http", "https"):
+            refuse("each URL must start with http:// or https://")
+        if not parsed.hostname:
+            hint = f"; {_ENCODE}" if "@" in part else ""
+            refuse(f"it names no host{hint}")
+        if "@" in parsed.path or "@" in parsed.fragment:
+            refuse(f"'@' after the host: {_ENCODE}")
+        if "@" in parsed.netloc:
+            userinfo = parsed.netloc.rpartition("@")[0]
+            user, colon, password = userinfo.partition(":")
+            if not colon:
+                refuse("it names a user and no password (http://USER:PASSWORD@host)")
+            try:
+                guards.check_basic_auth(f"{unquote(user)}:{unquote(password)}")
+            except ValueError as exc:
+                refuse(f"its user info {exc}")
+        for item in parsed.query.split("&"):
+            if not item:
+                continue
+            key, eq, value = item.partition("=")
+            name = unquote(key)
+            if not eq:
+                hint = f" ({_ENCODE})" if "@" in item else ""
+                refuse(f"its query holds an item that is not NAME=VALUE{hint}")
+            if is_secret(name) and not unquote(value).strip():
+                refuse(f"setting {name} is empty")
+            if name == "basic.auth.user.info":
+                try:
+                    guards.check_basic_auth(unquote(value))
+                except ValueError as exc:
+                    refuse(f"setting {name} {exc}")
+
+
 def client_config(url: str, **settings: Any) -> dict[str, Any]:
     """The ``SchemaRegistryClient`` configuration for a URL and keyword settings.
 
     ``timeout`` is :data:`DEFAULT_TIMEOUT` unless the URL or the settings give one.
+    ``ValueError`` (:func:`check_url`) for a URL that is not one.
     """
+    check_url(url)
     urls = []
     conf: dict[str, Any] = {}
     for part in url.split(","):
         parsed = urlparse(part.strip())
-        conf.update(parse_qsl(parsed.query))
+        conf.update(parse_qsl(parsed.query, keep_blank_values=True))
         urls.append(urlunparse(parsed._replace(query="", fragment="")))
     conf["url"] = ",".join(urls)
     basic = settings.pop("basic_auth", None)
@@ -84,44 +153,104 @@ def client_config(url: str, **settings: Any) -> dict[str, Any]:
     return conf
 
 
-def _transport_errors() -> tuple[type[BaseException], ...]:
-    """The exceptions of a request that got no answer, of whichever HTTP library the client
-    uses (confluent-kafka prefers ``httpx2`` and falls back to ``httpx``)."""
-    found: list[type[BaseException]] = []
+class NotARegistryError(errors.RegistryUnavailableError):
+    """An answer that is not the registry API's: no JSON, or an error without Confluent's
+    error code. The URL names something else (a web server, a proxy's error page), so this
+    is no "not found" of a schema; like an unanswered request, it has no HTTP status."""
+
+
+def _http_errors() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+    """The exceptions of a request that got no answer, and those of one that could not be
+    made (a URL the library refuses, ...), of whichever HTTP library the client uses
+    (confluent-kafka prefers ``httpx2`` and falls back to ``httpx``)."""
+    transport: list[type[BaseException]] = []
+    failed: list[type[BaseException]] = []
     for name in ("httpx2", "httpx"):
         try:
             module = importlib.import_module(name)
         except ImportError:
             continue
-        found.append(module.TransportError)
-    return tuple(found)
+        transport.append(module.TransportError)
+        failed.extend(
+            getattr(module, each)
+            for each in ("HTTPError", "InvalidURL", "StreamError", "CookieConflict")
+            if hasattr(module, each)
+        )
+    return tuple(transport), tuple(failed)
 
 
-_TRANSPORT_ERRORS = _transport_errors()
+_TRANSPORT_ERRORS, _REQUEST_ERRORS = _http_errors()
+#: What else a request may raise: the HTTP library refusing it, a value it cannot send.
+_UNSENT: tuple[type[BaseException], ...] = (*_REQUEST_ERRORS, ValueError)
 
 
 def _answering(rest_client: Any) -> None:
-    """Make the failures of ``rest_client`` to get an answer one error type.
+    """Make the failures of ``rest_client`` to get a registry's answer one error type.
 
     A connection refused, a DNS failure, a TLS failure or a timeout (after the client's own
     retries and fail-over to the other URLs) becomes a :class:`RegistryUnavailableError`
-    naming the registry without its credentials, rather than an ``httpx`` exception.
+    naming the registry without its credentials, rather than an ``httpx`` exception; so
+    does a request the HTTP library refuses to make. An answer that is not the registry
+    API's (not JSON, or an error without Confluent's error code: a web server's page) is
+    a :class:`NotARegistryError`, never an error with the page's status (a 404 would read
+    as "no such schema"). No message quotes a library's text unredacted, nor an answer.
     """
     send = rest_client.send_request
     base_urls = [str(u) for u in rest_client.base_urls]
+    where = redact_url(",".join(base_urls))
 
     def send_request(url: str, method: str, *args: Any, **kwargs: Any) -> Any:
+        request = f"{method} /{url.lstrip('/')}"
         try:
             return send(url, method, *args, **kwargs)
+        except errors.SchemaRegistryError as exc:
+            code, status = exc.error_code, exc.http_status_code
+            if isinstance(code, int) and code > 0:
+                raise
+            if status in (401, 403):
+                problem = f"refused {request} (HTTP {status}): check the credentials"
+            else:
+                problem = f"answered {request} with HTTP {status} and no registry error"
+            raise NotARegistryError(
+                f"{where} is not a schema registry, or not at this URL: it {problem}"
+            ) from None
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise NotARegistryError(
+                f"{where} is not a schema registry, or not at this URL: it answered {request} "
+                "with something that is not JSON"
+            ) from None
         except _TRANSPORT_ERRORS as exc:
-            where = redact_url(",".join(base_urls))
-            detail = redact_text(str(exc), urls=base_urls) or "no answer"
+            detail = redact_line(str(exc), urls=base_urls) or "no answer"
             raise errors.RegistryUnavailableError(
-                f"schema registry {where} did not answer {method} /{url.lstrip('/')}: "
-                f"{type(exc).__name__}: {detail}"
+                f"schema registry {where} did not answer {request}: {type(exc).__name__}: {detail}"
+            ) from None
+        except _UNSENT as exc:
+            # the library's text may quote the URL's parts: a password cut at a delimiter
+            raise errors.RegistryUnavailableError(
+                f"schema registry {where}: {request} could not be sent ({type(exc).__name__})"
             ) from None
 
     rest_client.send_request = send_request
+
+
+def _check_files(url: str, conf: dict[str, Any]) -> None:
+    """``ValueError`` naming a TLS file setting whose file cannot be read (before the client
+    loads it: its error would name no file)."""
+    for key in _TLS_FILES:
+        path = conf.get(key)
+        if not isinstance(path, str):
+            continue
+        try:
+            if os.path.isdir(path):
+                os.listdir(path)
+            else:
+                with open(path, "rb"):
+                    pass
+        except OSError as exc:
+            raise ValueError(
+                f"registry URL {redact_url(url)}: {key} {path}: cannot be read "
+                f"({exc.strerror or type(exc).__name__})"
+            ) from None
 
 
 class ConfluentRegistry(SchemaRegistry):
@@ -132,11 +261,17 @@ class ConfluentRegistry(SchemaRegistry):
         conf = client_config(url, **settings)
         self._cache_latest = "cache.latest.ttl.sec" in conf
         self._by_format: dict[tuple[int, str], Schema] = {}
+        _check_files(url, conf)
         try:
             SchemaRegistryClient.__init__(self, conf)
         except (TypeError, ValueError) as exc:
-            detail = redact_text(str(exc), urls=[url])
+            detail = redact_line(str(exc), urls=[url], secrets=_secrets(conf))
             raise ValueError(f"registry URL {redact_url(url)}: {detail}") from None
+        except OSError as exc:  # ssl.SSLError: a certificate or key that does not load
+            detail = redact_line(str(exc), urls=[url], secrets=_secrets(conf))
+            raise ValueError(
+                f"registry URL {redact_url(url)}: its TLS settings cannot be loaded ({detail})"
+            ) from None
         _answering(self._rest_client)
 
     def get_schema(
@@ -380,6 +515,11 @@ class ConfluentRegistry(SchemaRegistry):
                 return 0
             raise
         return int(response.get("maxId") or 0)
+
+
+def _secrets(conf: dict[str, Any]) -> list[str]:
+    """The values of secret settings, to scrub out of a message."""
+    return [str(v) for k, v in conf.items() if is_secret(str(k)) and v]
 
 
 def _quote(subject: str) -> str:

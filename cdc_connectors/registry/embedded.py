@@ -5,7 +5,9 @@ for an absolute path) is the default store: several processes (Spark executors o
 ``registry serve``) may use it at once. Each write runs in one ``BEGIN IMMEDIATE`` transaction,
 so two writers never hand out the same version or lose a registration; readers are not blocked
 (WAL). Every answer is read from the file, so each process sees at once what any other
-committed; only what cannot change (a schema by its id or GUID) is cached.
+committed; only what cannot change (a schema by its id or GUID) is cached. A file this
+process cannot write (nor its directory) is opened read-only: it answers every question,
+and a change is refused (500, 50001) naming the store as read-only.
 
 ``memory://`` is the same store in memory, for tests: ``memory://name`` is shared by every
 registry of that name in the process (one connection, its transactions serialised, so threads
@@ -206,10 +208,26 @@ def _closed_connection() -> sqlite3.Connection:
     return db
 
 
-def _open(url: str) -> tuple[sqlite3.Connection, Any, _Key | None]:
-    """The connection for an embedded URL, the lock that serialises its use and, for
-    ``memory://name``, the key of its named store; ValueError naming the store when the
-    URL cannot be one."""
+@dataclass
+class _Opened:
+    """What :func:`_open` opened: the connection, the lock that serialises its use, the key
+    of a ``memory://name`` store, how messages name the store and whether it is read-only."""
+
+    db: sqlite3.Connection
+    lock: Any  # threading.RLock
+    key: _Key | None
+    label: str
+    read_only: bool = False
+
+
+def _open(url: str) -> _Opened:
+    """Open the store of an embedded URL; ValueError naming the store (one line, no
+    secret) when the URL cannot be one or the store cannot be opened.
+
+    A file this process cannot write (nor its directory, where SQLite keeps its
+    write-ahead log) is opened read-only: reading works, a change is refused naming
+    the store as read-only.
+    """
     parsed = urlparse(url)
     names = sorted({unquote(item.partition("=")[0]) for item in parsed.query.split("&") if item})
     if names and parsed.scheme in ("memory", "sqlite"):
@@ -219,11 +237,12 @@ def _open(url: str) -> tuple[sqlite3.Connection, Any, _Key | None]:
         )
     if parsed.scheme == "memory":
         name = (parsed.netloc + parsed.path).strip("/")
+        label = f"registry store {redact_url(url)}"
         if not name:
-            return _memory(), threading.RLock(), None
+            return _Opened(_memory(), threading.RLock(), None, label)
         key = (os.getpid(), name)
         named = _attach(key)
-        return named.db, named.lock, key
+        return _Opened(named.db, named.lock, key, label)
     if parsed.scheme != "sqlite":
         raise ValueError(f"not an embedded registry URL: {redact_url(url)!r}")
     if parsed.netloc:
@@ -233,32 +252,100 @@ def _open(url: str) -> tuple[sqlite3.Connection, Any, _Key | None]:
         )
     # As SQLAlchemy reads it: sqlite:///rel.db is relative, sqlite:////abs.db absolute.
     path = Path(unquote(parsed.path)[1:])
-    if not str(path):
+    if not str(path) or str(path) == ".":
         raise ValueError(
             f"registry URL {redact_url(url)!r} names no file: use sqlite:///path/to.db"
         )
-    if path.is_dir():
-        raise ValueError(f"registry store {path} is a directory, not a SQLite database file")
+    label = f"registry store {path}"
+    try:
+        is_dir, exists = path.is_dir(), path.exists()
+    except OSError as exc:  # a directory on the way that cannot be searched
+        raise ValueError(f"{label} cannot be reached ({exc.strerror or exc})") from None
+    if is_dir:
+        raise ValueError(f"{label} is a directory, not a SQLite database file")
+    if exists:
+        if not os.access(path, os.R_OK):
+            raise ValueError(f"{label} cannot be read (permission denied)")
+        folder = path.parent
+        if not (os.access(path, os.W_OK) and os.access(folder, os.W_OK | os.X_OK)):
+            return _Opened(_open_read_only(path, label), threading.RLock(), None, label, True)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ValueError(
-            f"registry store {path}: cannot create its directory {path.parent} "
-            f"({exc.strerror or exc})"
+            f"{label}: cannot create its directory {path.parent} ({exc.strerror or exc})"
         ) from None
-    if path.exists() and not os.access(path, os.R_OK):
-        raise ValueError(f"registry store {path} cannot be read (permission denied)")
     try:
         db = sqlite3.connect(str(path), timeout=60.0, isolation_level=None, check_same_thread=False)
     except sqlite3.Error as exc:
-        raise ValueError(f"registry store {path} cannot be opened: {exc}") from None
+        raise ValueError(f"{label} cannot be opened: {exc}") from None
     try:
         db.execute("PRAGMA busy_timeout = 60000")
         db.execute("PRAGMA journal_mode = WAL")
     except sqlite3.DatabaseError as exc:
         db.close()
-        raise ValueError(f"registry store {path} is not a SQLite database ({exc})") from None
-    return db, threading.RLock(), None
+        if _is_read_only(exc):
+            raise ValueError(
+                f"{label} is read-only ({exc}): make it and its directory writable, "
+                "or remove the file to start a new store"
+            ) from None
+        raise ValueError(f"{label} is not a SQLite database ({exc})") from None
+    return _Opened(db, threading.RLock(), None, label)
+
+
+def _primary_code(exc: sqlite3.Error) -> int | None:
+    """SQLite's primary result code of an error (its extended code without the variant)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code & 0xFF if isinstance(code, int) else None
+
+
+def _is_read_only(exc: sqlite3.Error) -> bool:
+    """True for SQLite's "attempt to write a readonly database" (any of its variants)."""
+    return _primary_code(exc) == sqlite3.SQLITE_READONLY
+
+
+def _open_read_only(path: Path, label: str) -> sqlite3.Connection:
+    """A read-only connection to the store at ``path``, which this process cannot write.
+
+    A store in WAL mode needs its shared-memory file beside it: when that does not exist
+    and the directory cannot be written, and no write-ahead log waits to be checkpointed
+    (no writer has it open), the file is read as immutable.
+    """
+    uri = path.absolute().as_uri()
+
+    def connect(query: str) -> sqlite3.Connection:
+        db = sqlite3.connect(
+            f"{uri}?{query}",
+            uri=True,
+            timeout=60.0,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        try:
+            db.execute("PRAGMA busy_timeout = 60000")
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    try:
+        try:
+            return connect("mode=ro")
+        except sqlite3.OperationalError as exc:
+            wal = Path(f"{path}-wal")
+            if _primary_code(exc) not in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN):
+                raise
+            if wal.exists() and wal.stat().st_size > 0:
+                raise ValueError(
+                    f"{label} is read-only and its write-ahead log {wal} holds changes "
+                    "that only a writer can apply: open it once with write access"
+                ) from None
+            return connect("mode=ro&immutable=1")
+    except (sqlite3.OperationalError, OSError) as exc:
+        raise ValueError(f"{label} (read-only) cannot be opened ({exc})") from None
+    except sqlite3.Error as exc:
+        raise ValueError(f"{label} (read-only) is not a SQLite database ({exc})") from None
 
 
 def _config_level(config: ServerConfig) -> str | None:
@@ -323,19 +410,29 @@ class EmbeddedRegistry(SchemaRegistry):
         self._conf = {"url": url, **conf}
         # read by confluent-kafka's serdes configured with use.schema.id
         self._cache = _SchemaCache()  # type: ignore[no-untyped-call]
-        self._db, self._lock, self._named = _open(url)
+        opened = _open(url)
+        self._db, self._lock, self._named = opened.db, opened.lock, opened.key
+        self._label, self._read_only = opened.label, opened.read_only
         self._closed = False
         try:
-            with self._write() as db:
-                for statement in _DDL.split(";"):
-                    if statement.strip():
-                        db.execute(statement)
-                self._upgrade_identities(db)
+            if self._read_only:
+                self._check_tables()
+            else:
+                with self._lock, self._transaction("BEGIN IMMEDIATE") as db:
+                    for statement in _DDL.split(";"):
+                        if statement.strip():
+                            db.execute(statement)
+                    self._upgrade_identities(db)
         except sqlite3.DatabaseError as exc:
             self.close()
-            raise ValueError(
-                f"registry store {redact_url(url)} is not a usable SQLite database ({exc})"
-            ) from None
+            if _is_read_only(exc):
+                raise ValueError(
+                    f"{self._label} is read-only ({exc}): make it and its directory writable"
+                ) from None
+            raise ValueError(f"{self._label} is not a usable SQLite database ({exc})") from None
+        except BaseException:
+            self.close()
+            raise
         # What cannot change: a schema by its id, its GUID, its serialized Protobuf form.
         self._by_id: dict[int, tuple[Schema, str]] = {}
         self._by_guid: dict[str, int] = {}
@@ -376,27 +473,71 @@ class EmbeddedRegistry(SchemaRegistry):
             )
         db.execute(f"PRAGMA user_version = {IDENTITY_RULE}")
 
+    def _check_tables(self) -> None:
+        """A store opened read-only cannot be set up: it must hold a registry already."""
+        with self._lock:
+            rows = self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            tables = {str(r[0]) for r in rows.fetchall()}
+        missing = sorted({"schemas", "versions"} - tables)
+        if missing:
+            raise ValueError(
+                f"{self._label} is read-only and holds no registry (no {' or '.join(missing)} "
+                "table): point --registry at a registry store, or make this one writable"
+            )
+
+    def _backend_error(self, exc: sqlite3.Error) -> errors.SchemaRegistryError:
+        """Confluent's server fault (500, 50001) for a store that failed a request."""
+        if _is_read_only(exc):
+            why = " (opened read-only: the file or its directory cannot be written)"
+            return errors.SchemaRegistryError(
+                500,
+                50001,
+                f"{self._label} is read-only"
+                f"{why if self._read_only else ''}, so it cannot take this change ({exc})",
+            )
+        return errors.SchemaRegistryError(500, 50001, f"{self._label} failed: {exc}")
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold the store's lock; a store that fails (locked, read-only, I/O, corrupt) is
+        :meth:`_backend_error`. A closed client's ProgrammingError and the like pass."""
+        with self._lock:
+            try:
+                yield
+            except sqlite3.DatabaseError as exc:
+                if type(exc) not in (sqlite3.OperationalError, sqlite3.DatabaseError):
+                    raise
+                raise self._backend_error(exc) from None
+
+    @contextmanager
+    def _transaction(self, begin: str) -> Iterator[sqlite3.Connection]:
+        """One transaction on the connection, the lock held by the caller; SQLite's errors
+        as they are."""
+        self._db.execute(begin)
+        try:
+            yield self._db
+        except BaseException:
+            if self._db.in_transaction:  # SQLite may have rolled it back already
+                self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction, serialised against every other writer of the file."""
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+        with self._locked(), self._transaction("BEGIN IMMEDIATE") as db:
+            yield db
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
         """One read transaction: several queries see one committed state of the file."""
-        with self._lock:
+        with self._locked():
             self._db.execute("BEGIN")
             try:
                 yield self._db
             finally:
-                self._db.execute("COMMIT")
+                if self._db.in_transaction:
+                    self._db.execute("COMMIT")
 
     def close(self) -> None:
         """Close this client; a ``memory://name`` store stays for its other clients."""
@@ -726,7 +867,7 @@ class EmbeddedRegistry(SchemaRegistry):
             return cached
         if not 0 <= schema_id <= MAX_ID:
             raise errors.schema_not_found(schema_id)
-        with self._lock:
+        with self._locked():
             # as Confluent's: an id no version uses (live or soft-deleted) is no schema
             row = self._db.execute(
                 "SELECT schema_type, schema, refs, guid FROM schemas WHERE id = ? "
@@ -757,7 +898,7 @@ class EmbeddedRegistry(SchemaRegistry):
     def get_schema_by_guid(self, guid: str, fmt: str | None = None) -> Schema:
         schema_id = self._by_guid.get(guid)
         if schema_id is None:
-            with self._lock:
+            with self._locked():
                 row = self._db.execute(
                     "SELECT id FROM schemas WHERE guid = ?", (str(guid),)
                 ).fetchone()
@@ -770,7 +911,7 @@ class EmbeddedRegistry(SchemaRegistry):
         return list(SCHEMA_TYPES)
 
     def get_max_schema_id(self) -> int:
-        with self._lock:
+        with self._locked():
             row = self._db.execute("SELECT coalesce(max(id), 0) FROM schemas").fetchone()
         return int(row[0])
 
@@ -832,7 +973,7 @@ class EmbeddedRegistry(SchemaRegistry):
         limit: int = -1,
     ) -> list[str]:
         where = " WHERE deleted = 1" if deleted_only else "" if deleted else " WHERE deleted = 0"
-        with self._lock:
+        with self._locked():
             rows = self._db.execute(
                 f"SELECT DISTINCT subject FROM versions{where} ORDER BY subject"
             ).fetchall()
@@ -862,7 +1003,7 @@ class EmbeddedRegistry(SchemaRegistry):
     ) -> list[SchemaVersion]:
         self._schema_row(schema_id)
         live = "" if deleted else " AND deleted = 0"
-        with self._lock:
+        with self._locked():
             rows = self._db.execute(
                 f"SELECT subject, version FROM versions WHERE schema_id = ?{live} "
                 "ORDER BY subject, version",
@@ -906,7 +1047,7 @@ class EmbeddedRegistry(SchemaRegistry):
         limit: int = -1,
     ) -> list[RegisteredSchema]:
         live = "" if deleted else " WHERE v.deleted = 0"
-        with self._lock:
+        with self._locked():
             rows = self._db.execute(f"{_ROW}{live} ORDER BY v.subject, v.version").fetchall()
         found: list[RegisteredSchema] = []
         for row in rows:

@@ -3,11 +3,13 @@
 ``redact_url`` masks the password of ``scheme://user:password@host`` and every
 query parameter whose name holds a credential; ``redact_settings`` masks such
 settings; ``redact_text`` scrubs given URLs and secrets out of any text (an
-exception's message from a library that printed the URL it was given).
+exception's message from a library that printed the URL it was given), and
+``redact_line`` makes such a text one line fit for an error message.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote, unquote
@@ -87,7 +89,14 @@ def redact_text(text: str, urls: Iterable[str] = (), secrets: Iterable[str | Non
     """
     url_list = [u for u in urls if u]
     for url in sorted(url_list, key=len, reverse=True):
-        text = text.replace(url, redact_url(url))
+        masked = redact_url(url)
+        if masked == url:
+            continue
+        # where the text already shows the URL masked, it stays as it is (a URL ending in
+        # an empty secret, "?token=", is the start of its own masked form)
+        rest = masked[len(url) :] if masked.startswith(url) else ""
+        pattern = re.escape(url) + (f"(?!{re.escape(rest)})" if rest else "")
+        text = re.sub(pattern, masked.replace("\\", "\\\\"), text)
     hidden = {s for s in secrets if s and s.strip()}
     hidden.update(s for url in url_list for s in url_secrets(url))
     # also the forms a secret takes in a URL or a repr
@@ -96,6 +105,16 @@ def redact_text(text: str, urls: Iterable[str] = (), secrets: Iterable[str | Non
     for secret in sorted((s for s in hidden if len(s) >= MIN_SECRET), key=len, reverse=True):
         text = text.replace(secret, MASK)
     return text
+
+
+def redact_line(text: str, urls: Iterable[str] = (), secrets: Iterable[str | None] = ()) -> str:
+    """:func:`redact_text` of ``text`` as one line: every run of whitespace (newlines too)
+    becomes one space, so a message quoting a multi-line answer stays one line."""
+    url_list = list(urls)
+    secret_list = list(secrets)
+    # scrubbed before the whitespace goes and after: joined, two lines may spell a secret
+    once = " ".join(redact_text(text, url_list, secret_list).split())
+    return redact_text(once, url_list, secret_list)
 
 
 def is_secret(key: str) -> bool:
