@@ -313,6 +313,10 @@ _NOT_LOGICAL = object()
 
 def _logical(logical: str, schema: Any, value: Any, where: str) -> Any:
     parse = _TEMPORAL.get(logical)
+    if parse is not None and isinstance(value, dt.date | dt.time):
+        return value  # native values: fastavro converts them itself
+    if logical == "uuid" and isinstance(value, UUID):
+        return value
     if parse is not None and isinstance(value, str):
         try:
             return parse(value)

@@ -35,6 +35,7 @@ __all__ = [
     "VALUE_SCHEMA_ID_HEADER",
     "Frame",
     "FramingError",
+    "clear_conduit_schema",
     "conduit_schema",
     "frame",
     "read_frame",
@@ -177,3 +178,9 @@ def set_conduit_schema(
     subject_key, version_key = _CONDUIT_KEYS[part]
     metadata[subject_key] = subject
     metadata[version_key] = str(version)
+
+
+def clear_conduit_schema(metadata: MutableMapping[str, str], part: Part) -> None:
+    """Remove the subject and version Conduit's metadata names for ``part``."""
+    for key in _CONDUIT_KEYS[part]:
+        metadata.pop(key, None)

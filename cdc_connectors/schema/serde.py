@@ -3,9 +3,10 @@
 :class:`RecordEncoder` takes each record's structured key and payload, finds their
 schema (the version the record's metadata names, or one inferred by Conduit's rules),
 registers it under a subject (:mod:`~cdc_connectors.schema.subjects`; once per process
-per schema) and, when asked, replaces the structured data with the encoded bytes: plain
-Avro named by subject and version in the metadata (Conduit's framing), or Confluent's
-wire format, whose prefix names the schema id.
+per schema), names it in the metadata as Conduit does and, when asked, replaces the
+structured data with the encoded bytes: plain Avro (Conduit's framing), or Confluent's
+wire format, whose prefix names the schema by id (the metadata then names none, so that
+no reader takes the framed bytes for bare Avro).
 
 :class:`RecordDecoder` does the reverse for raw data: the schema comes from the
 metadata (Conduit) or the Confluent prefix (an id, a GUID); data without either passes
@@ -52,6 +53,7 @@ class RecordEncoder:
     ):
         self.store = store
         self.subject_of: Callable[[SubjectContext], str] = strategy(subject_strategy)
+        self.strategy_name = subject_strategy
         self.context = context
         self.topic = topic
         self.framing = framing
@@ -69,6 +71,8 @@ class RecordEncoder:
             schema = self._schema(record, "payload", shape, metadata)
             before = self._data(before, schema, "payload.before")
             after = self._data(after, schema, "payload.after")
+            self._metadata_for(metadata, "payload", shape)
+        self._metadata_for(metadata, "key", record.key)
         return replace(record, metadata=metadata, key=key, payload=Change(before, after))
 
     def _part(
@@ -86,6 +90,13 @@ class RecordEncoder:
             return self.store.by_version(*named)
         from cdc_connectors.schema.infer import infer_schema_text
 
+        if self.strategy_name in ("record", "topic-record"):
+            raise CodecError(
+                f"{part}: the {self.strategy_name} strategy names subjects after the record, and "
+                "inferred schemas are all named 'record': name a registered version in the "
+                "record's metadata, or use the conduit or topic strategy"
+            )
+
         try:
             text = infer_schema_text(data, what=part)
         except SchemaError as exc:
@@ -101,10 +112,14 @@ class RecordEncoder:
         )
         resolved = self.store.register(subject, text)
         self._inferred.add(resolved.schema_id)
-        if self.framing == "conduit" or not self.encode_data:
-            # Confluent-framed bytes carry the schema id; the metadata would say it twice.
-            framing.set_conduit_schema(metadata, part, subject, resolved.version or 0)
+        framing.set_conduit_schema(metadata, part, subject, resolved.version or 0)
         return resolved
+
+    def _metadata_for(self, metadata: dict[str, str], part: Part, data: Any) -> None:
+        """Confluent-framed bytes name their schema by id: metadata naming a subject and
+        version for them would be read as Conduit's framing (bare Avro), so it goes."""
+        if self.framing == "confluent" and self.encode_data and isinstance(data, dict):
+            framing.clear_conduit_schema(metadata, part)
 
     def _data(self, data: Any, schema: Resolved, where: str) -> Any:
         if not isinstance(data, dict) or not self.encode_data:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
+from uuid import UUID
 
 import fastavro
 import orjson
@@ -59,12 +60,15 @@ class Resolved:
     references: tuple[tuple[str, str], ...] = ()
     subject: str | None = None
     version: int | None = None
+    guid: str | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def label(self) -> str:
         """How an error message names this schema: subject and version, or the id."""
         if self.subject is not None and self.version is not None:
             return f"{self.subject!r} version {self.version} (id {self.schema_id})"
+        if self.guid is not None:
+            return f"schema GUID {self.guid}"
         return f"schema id {self.schema_id}"
 
     @cached_property
@@ -120,6 +124,7 @@ class SchemaStore:
         self.registry = registry
         self._by_id: dict[int, Resolved] = {}
         self._by_guid: dict[str, Resolved] = {}
+        self._guid_schemas: dict[int, Schema] = {}
         self._by_version: dict[tuple[str, int], Resolved] = {}
         self._registered: dict[
             tuple[str, str, str, tuple[tuple[str, str, int], ...]], Resolved
@@ -139,20 +144,24 @@ class SchemaStore:
         return found
 
     def by_guid(self, guid: str) -> Resolved:
-        """The schema with ``guid`` (Confluent's v1 framing)."""
+        """The schema with ``guid`` (Confluent's v1 framing).
+
+        The registry gives the schema but not its id: it gets a stand-in id of its own
+        (negative, one per GUID) until :meth:`named` finds its id and version in a subject.
+        """
         found = self._by_guid.get(guid)
         if found is None:
             schema = self._ask(
                 lambda: self.registry.get_schema_by_guid(guid), f"schema GUID {guid}"
             )
-            ids = (
-                self._ask(lambda: self.registry.lookup_schema_id(schema), f"schema GUID {guid}")
-                if hasattr(self.registry, "lookup_schema_id")
-                else None
+            stand_in = -1 - (UUID(guid).int % (2**31 - 1))
+            base = self._resolve(stand_in, schema)
+            found = Resolved(
+                base.schema_id, base.schema_type, base.text, base.references, guid=guid
             )
-            found = self._resolve(int(ids) if ids else 0, schema)
             with self._lock:
                 self._by_guid[guid] = found
+                self._guid_schemas[stand_in] = schema
         return found
 
     def by_version(self, subject: str, version: int) -> Resolved:
@@ -182,6 +191,13 @@ class SchemaStore:
         """``schema`` labelled with its version under ``subject``, if it has one there."""
         if schema.subject is not None:
             return schema
+        original = self._guid_schemas.get(schema.schema_id)
+        if original is not None:
+            try:
+                registered = self.registry.lookup_schema(subject, original)
+            except SchemaRegistryError:
+                return schema
+            return self._from_registered(registered, subject)
         try:
             versions = self.registry.get_schema_versions(schema.schema_id)
         except SchemaRegistryError:

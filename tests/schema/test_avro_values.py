@@ -130,3 +130,35 @@ def test_reasons_carry_no_memory_addresses():
 def test_fastavro_reads_what_we_write():
     body = avro_values.encode(LOSSY, GOOD)
     assert fastavro.schemaless_reader(io.BytesIO(body), LOSSY)["id"] == 9007199254740993
+
+
+def test_native_temporal_values_are_written():
+    import datetime as dt
+    from uuid import UUID
+
+    schema = fastavro.parse_schema(
+        {
+            "type": "record",
+            "name": "T",
+            "fields": [
+                {"name": "at", "type": {"type": "long", "logicalType": "timestamp-micros"}},
+                {"name": "day", "type": ["null", {"type": "int", "logicalType": "date"}]},
+                {"name": "clock", "type": {"type": "long", "logicalType": "time-micros"}},
+                {"name": "id", "type": {"type": "string", "logicalType": "uuid"}},
+            ],
+        }
+    )
+    row = {
+        "at": dt.datetime(2025, 1, 2, 3, 4, 5, 6, tzinfo=dt.UTC),
+        "day": dt.date(2025, 1, 2),
+        "clock": dt.time(1, 2, 3, 4),
+        "id": UUID(int=7),
+    }
+    assert avro_values.decode(avro_values.encode(schema, row), schema) == row
+    text = {
+        "at": row["at"].isoformat(),
+        "day": "2025-01-02",
+        "clock": "01:02:03.000004",
+        "id": str(UUID(int=7)),
+    }
+    assert avro_values.decode(avro_values.encode(schema, text), schema) == row
