@@ -1,8 +1,9 @@
 """Typed columns from schema-encoded keys and payloads, and back: on Arrow batches.
 
 :func:`expand` turns an OpenCDC DataFrame whose key or payload is schema-encoded (Avro
-bytes named by Conduit's metadata, or in Confluent's wire format) into typed columns of
-one subject's reader schema: the latest version when the call is made, or a pinned one.
+bytes named by Conduit's metadata, or Avro or Protobuf in Confluent's wire format) into
+typed columns of one subject's reader schema: the latest version when the call is made,
+or a pinned one.
 Every writer version of the subject is resolved into it (Avro schema resolution), so a
 stream written by versions 1, 2 and 3 is one typed DataFrame. :func:`encode` writes
 typed columns back as schema-encoded bytes.
@@ -38,7 +39,7 @@ from cdc_connectors.schema.store import Resolved, SchemaStore
 from cdc_connectors.spark.avro_batch import AvroBatchDecoder, AvroBatchEncoder
 from cdc_connectors.spark.avro_types import arrow_type, avro_to_spark
 
-__all__ = ["AvroColumnDecoder", "encode", "expand"]
+__all__ = ["AvroColumnDecoder", "ProtobufColumnDecoder", "encode", "expand"]
 
 Mode = Literal["PERMISSIVE", "FAILFAST"]
 Part = Literal["key", "payload"]
@@ -178,6 +179,87 @@ class AvroColumnDecoder:
         return found
 
 
+class ProtobufColumnDecoder(AvroColumnDecoder):
+    """Confluent-framed Protobuf values of one subject -> one Arrow struct array.
+
+    Protobuf needs no schema resolution: every writer version's bytes parse with the
+    reader version's message class, by field number. A value whose header names another
+    message of the file than the reader's is an error row.
+    """
+
+    def __init__(self, store: SchemaStore, reader: Resolved, indexes: Sequence[int] = (0,)):
+        from cdc_connectors.schema.protobuf import message_class
+        from cdc_connectors.spark.protobuf_batch import ProtobufBatchDecoder
+
+        self.store = store
+        self.reader = reader
+        self.indexes = tuple(indexes)
+        self.batch = ProtobufBatchDecoder(
+            message_class(reader.text, reader.references, self.indexes)
+        )
+        self.spark_type = self.batch.struct_type
+        self.type = self.batch.arrow_type
+        self._subject_ids: dict[int, bool] = {}
+
+    def decode(
+        self,
+        values: Sequence[bytes | None],
+        named: Sequence[tuple[str, int] | None] | None = None,
+    ) -> tuple[pa.Array, list[str | None], list[bool]]:
+        count = len(values)
+        errors: list[str | None] = [None] * count
+        mine = [True] * count
+        rows: list[int] = []
+        messages: list[bytes] = []
+        offsets: list[int] = []
+        for i, value in enumerate(values):
+            if value is None:
+                continue
+            try:
+                offset = self._offset(value, named[i] if named is not None else None, i, mine)
+            except CodecError as exc:
+                errors[i] = exc.reason
+                continue
+            if offset is not None:
+                rows.append(i)
+                messages.append(value)
+                offsets.append(offset)
+        if not rows:
+            return pa.nulls(count, self.type), errors, mine
+        array, problems = self.batch.decode(messages, offsets)
+        for i, problem in zip(rows, problems, strict=True):
+            if problem is not None:
+                errors[i] = problem
+        return _scatter([array], rows, count, self.type), errors, mine
+
+    def _offset(
+        self, value: bytes, named: tuple[str, int] | None, row: int, mine: list[bool]
+    ) -> int | None:
+        """Where the body starts, or ``None`` for a value of another subject."""
+        frame_indexes: tuple[int, ...]
+        if named is not None:
+            writer, frame_indexes, offset = self.store.by_version(*named), (0,), 0
+        else:
+            frame = framing.read_frame(value, protobuf=True)
+            writer = (
+                self.store.by_id(frame.schema_id)
+                if frame.schema_id is not None
+                else self.store.by_guid(str(frame.guid))
+            )
+            frame_indexes, offset = frame.indexes or (0,), frame.offset
+        if writer.schema_type != "PROTOBUF":
+            raise CodecError(f"{writer.label()} is {writer.schema_type}, not Protobuf")
+        if not self._of_subject(writer):
+            mine[row] = False
+            return None
+        if tuple(frame_indexes) != self.indexes:
+            raise CodecError(
+                f"the header names message {list(frame_indexes)} of {writer.label()}, "
+                f"not the reader's message {list(self.indexes)}"
+            )
+        return offset
+
+
 def _nulled(array: pa.Array, problems: Sequence[str | None]) -> pa.Array:
     """``array`` with the rows that have a problem null."""
     if array.null_count == sum(p is not None for p in problems):
@@ -196,6 +278,17 @@ def _scatter(parts: list[pa.Array], order: list[int], count: int, type_: pa.Data
     for position, row in enumerate(order):
         take[row] = position
     return present.take(pa.array(take, pa.int64()))
+
+
+def _column_decoder(store: SchemaStore, reader: Resolved) -> AvroColumnDecoder:
+    """The column decoder for the reader schema's language."""
+    if reader.schema_type == "PROTOBUF":
+        return ProtobufColumnDecoder(store, reader)
+    if reader.schema_type != "AVRO":
+        raise ValueError(
+            f"{reader.label()} is {reader.schema_type}: expand reads Avro and Protobuf"
+        )
+    return AvroColumnDecoder(store, reader)
 
 
 def _resolve_reader(store: SchemaStore, subject: str, reader: str | int) -> Resolved:
@@ -229,7 +322,7 @@ def expand(
         raise ValueError(f"part must be 'key' or 'payload', not {part!r}")
     store = SchemaStore(registry_for(registry))
     resolved = _resolve_reader(store, subject, reader)
-    typed = avro_to_spark(resolved.avro_standalone)
+    typed = _column_decoder(store, resolved).spark_type
     columns = [c for c in df.columns if c not in ("key", "payload")]
     fields = [f for f in df.schema.fields if f.name in columns]
     if part == "payload":
@@ -258,7 +351,7 @@ def expand(
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         local = SchemaStore(registry_for(registry))
         assert reader_id[0] is not None and reader_id[1] is not None
-        decoder = AvroColumnDecoder(local, local.by_version(reader_id[0], reader_id[1]))
+        decoder = _column_decoder(local, local.by_version(reader_id[0], reader_id[1]))
         for batch in batches:
             yield _expand_batch(batch, decoder, part, out_schema, fail_fast)
 

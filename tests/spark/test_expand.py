@@ -184,3 +184,65 @@ def test_typed_columns_encode_back_to_bytes_confluent_reads(spark, stream):  # t
     assert [v["id"] for v in values] == [1, 2, 2**40, 5, 6]
     assert values[2]["amount"] == Decimal("-3.30") and values[2]["at"].microsecond == 6
     assert all(r.error is None for r in rows)
+
+
+PROTO_V1 = 'syntax = "proto3"; package shop; message Order { int64 id = 1; string name = 2; }'
+PROTO_V2 = (
+    'syntax = "proto3"; package shop; import "google/protobuf/timestamp.proto"; '
+    "message Order { int64 id = 1; string name = 2; optional string tier = 3; "
+    "google.protobuf.Timestamp at = 4; }"
+)
+
+
+def test_protobuf_writer_versions_expand_to_the_readers_columns(spark, tmp_path: Path):  # type: ignore[no-untyped-def]
+    from confluent_kafka.schema_registry import Schema
+
+    from cdc_connectors.schema.protobuf import from_dict, message_class
+
+    url = f"sqlite:///{tmp_path}/registry.db"
+    registry = open_registry(url)
+    v1 = registry.register_schema("orders-value", Schema(PROTO_V1, "PROTOBUF"))
+    v2 = registry.register_schema("orders-value", Schema(PROTO_V2, "PROTOBUF"))
+    old = framing.frame(
+        v1, from_dict({"id": 2**40, "name": "a"}, message_class(PROTO_V1)).SerializeToString(), [0]
+    )
+    new_row = {"id": 2, "name": "b", "tier": "gold", "at": "2025-01-02T03:04:05.000006+00:00"}
+    new = framing.frame(v2, from_dict(new_row, message_class(PROTO_V2)).SerializeToString(), [0])
+    broken = new[:-4] + b"\xff\xff\xff\xff"
+    records = [
+        Record.new("create", position=b"%d" % i, key={"n": i}, after=value)
+        for i, value in enumerate([old, new, broken])
+    ]
+    df = expand(records_dataframe(spark, records), url, "orders-value")
+    assert df.schema["after"].dataType["at"].dataType == TimestampType()
+    rows = {r.position: r for r in df.collect()}
+    assert rows[b"0"].after.id == 2**40 and rows[b"0"].after.tier is None
+    assert rows[b"1"].after.tier == "gold" and rows[b"1"].after.at.microsecond == 6
+    assert rows[b"2"].after is None and rows[b"2"].error
+
+
+def test_keys_expand_too(spark, tmp_path: Path):  # type: ignore[no-untyped-def]
+    url = f"sqlite:///{tmp_path}/registry.db"
+    store = SchemaStore(open_registry(url))
+    key_schema = {"type": "record", "name": "Key", "fields": [{"name": "id", "type": "long"}]}
+    store.register("orders-key", json.dumps(key_schema))
+    encoder = RecordEncoder(store)
+    records = []
+    for i in range(3):
+        metadata = Record.new("create").metadata.copy()
+        framing.set_conduit_schema(metadata, "key", "orders-key", 1)
+        records.append(
+            encoder.encode(
+                Record.new(
+                    "create",
+                    position=b"%d" % i,
+                    key={"id": 10 + i},
+                    after=b"raw",
+                    metadata=dict(metadata),
+                )
+            )
+        )
+    df = expand(records_dataframe(spark, records), url, "orders-key", part="key")
+    assert df.schema["key"].dataType["id"].dataType == LongType()
+    assert sorted(r.key.id for r in df.collect()) == [10, 11, 12]
+    assert "payload" in df.columns
