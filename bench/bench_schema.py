@@ -230,6 +230,10 @@ def _protobuf(registry: Any, data: list[dict[str, Any]]) -> dict[str, dict[str, 
     def confluent() -> list[Any]:
         return [deserializer(m, context) for m in messages]
 
+    theirs = confluent()[:100]
+    assert [(r["id"], r["customer"], r["status"]) for r in ours().to_pylist()[:100]] == [
+        (m.id, m.customer if m.HasField("customer") else None, m.status) for m in theirs
+    ]
     measured = rates({"ours": ours, "confluent": confluent}, n)
     value, anchor = measured["ours"], measured["confluent"]
     return {

@@ -29,8 +29,10 @@ from confluent_kafka.schema_registry.common.serde import SchemaId
 from confluent_kafka.serialization import SerializationError
 
 from cdc_connectors.opencdc import CodecError, keys
+from cdc_connectors.schema.subjects import Part
 
 __all__ = [
+    "CONDUIT_KEYS",
     "KEY_SCHEMA_ID_HEADER",
     "VALUE_SCHEMA_ID_HEADER",
     "Frame",
@@ -47,7 +49,6 @@ KEY_SCHEMA_ID_HEADER = "__key_schema_id"
 VALUE_SCHEMA_ID_HEADER = "__value_schema_id"
 
 Field = Literal["key", "value"]
-Part = Literal["key", "payload"]
 
 _MAGIC_ID = 0
 _MAGIC_GUID = 1
@@ -151,7 +152,8 @@ def schema_id_header(headers: Iterable[tuple[str, bytes | None]], field: Field) 
     return None
 
 
-_CONDUIT_KEYS: Mapping[Part, tuple[str, str]] = {
+#: The metadata keys of the subject and version Conduit's framing names, per part.
+CONDUIT_KEYS: Mapping[Part, tuple[str, str]] = {
     "key": (keys.KEY_SCHEMA_SUBJECT, keys.KEY_SCHEMA_VERSION),
     "payload": (keys.PAYLOAD_SCHEMA_SUBJECT, keys.PAYLOAD_SCHEMA_VERSION),
 }
@@ -159,7 +161,7 @@ _CONDUIT_KEYS: Mapping[Part, tuple[str, str]] = {
 
 def conduit_schema(metadata: Mapping[str, str], part: Part) -> tuple[str, int] | None:
     """The subject and version Conduit's metadata names for ``part``; ``None`` if unset."""
-    subject_key, version_key = _CONDUIT_KEYS[part]
+    subject_key, version_key = CONDUIT_KEYS[part]
     subject, version = metadata.get(subject_key), metadata.get(version_key)
     if subject is None and version is None:
         return None
@@ -175,12 +177,12 @@ def set_conduit_schema(
     metadata: MutableMapping[str, str], part: Part, subject: str, version: int
 ) -> None:
     """Name ``part``'s schema in ``metadata`` as Conduit does."""
-    subject_key, version_key = _CONDUIT_KEYS[part]
+    subject_key, version_key = CONDUIT_KEYS[part]
     metadata[subject_key] = subject
     metadata[version_key] = str(version)
 
 
 def clear_conduit_schema(metadata: MutableMapping[str, str], part: Part) -> None:
     """Remove the subject and version Conduit's metadata names for ``part``."""
-    for key in _CONDUIT_KEYS[part]:
+    for key in CONDUIT_KEYS[part]:
         metadata.pop(key, None)

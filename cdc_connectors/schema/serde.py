@@ -64,7 +64,7 @@ class RecordEncoder:
     def encode(self, record: Record) -> Record:
         """``record`` with schema metadata set and, if asked, its structured data encoded."""
         metadata = record.metadata.copy()
-        key = self._part(record, "key", record.key, None, metadata)
+        key = self._part(record, "key", record.key, metadata)
         before, after = record.payload.before, record.payload.after
         shape = after if isinstance(after, dict) else before
         if isinstance(shape, dict):
@@ -75,9 +75,7 @@ class RecordEncoder:
         self._metadata_for(metadata, "key", record.key)
         return replace(record, metadata=metadata, key=key, payload=Change(before, after))
 
-    def _part(
-        self, record: Record, part: Part, data: Any, _: None, metadata: dict[str, str]
-    ) -> Any:
+    def _part(self, record: Record, part: Part, data: Any, metadata: dict[str, str]) -> Any:
         if not isinstance(data, dict):
             return data
         return self._data(data, self._schema(record, part, data, metadata), part)

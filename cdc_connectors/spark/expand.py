@@ -31,21 +31,19 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
-from cdc_connectors.opencdc import CodecError, keys
+from cdc_connectors.opencdc import CodecError
 from cdc_connectors.registry import registry_for
 from cdc_connectors.schema import framing
 from cdc_connectors.schema.serde import resolution_problem
 from cdc_connectors.schema.store import Resolved, SchemaStore
+from cdc_connectors.schema.subjects import Part
 from cdc_connectors.spark.avro_batch import AvroBatchDecoder, AvroBatchEncoder
 from cdc_connectors.spark.avro_types import arrow_type, avro_to_spark
 
 __all__ = ["AvroColumnDecoder", "ProtobufColumnDecoder", "encode", "expand"]
 
 Mode = Literal["PERMISSIVE", "FAILFAST"]
-Part = Literal["key", "payload"]
 _MODES = ("PERMISSIVE", "FAILFAST")
-_SUBJECT_KEY = {"key": keys.KEY_SCHEMA_SUBJECT, "payload": keys.PAYLOAD_SCHEMA_SUBJECT}
-_VERSION_KEY = {"key": keys.KEY_SCHEMA_VERSION, "payload": keys.PAYLOAD_SCHEMA_VERSION}
 ERROR_COLUMN = "error"
 
 
@@ -340,7 +338,7 @@ def expand(
         ]
     out_fields.append(StructField(ERROR_COLUMN, StringType(), True))
     out_schema = StructType(out_fields)
-    subject_key = _SUBJECT_KEY[part]
+    subject_key = framing.CONDUIT_KEYS[part][0]
     # Conduit-framed rows of other subjects are left out here, cheaply, in the JVM.
     if "metadata" in df.columns:
         named = F.col("metadata").getItem(subject_key)
@@ -363,10 +361,14 @@ def _named_column(batch: pa.RecordBatch, part: Part) -> list[tuple[str, int] | N
     if "metadata" not in batch.schema.names:
         return None
     metadata = batch.column("metadata")
-    subjects = pc.map_lookup(metadata, pa.scalar(_SUBJECT_KEY[part]), "first").to_pylist()
+    subjects = pc.map_lookup(
+        metadata, pa.scalar(framing.CONDUIT_KEYS[part][0]), "first"
+    ).to_pylist()
     if not any(subjects):
         return None
-    versions = pc.map_lookup(metadata, pa.scalar(_VERSION_KEY[part]), "first").to_pylist()
+    versions = pc.map_lookup(
+        metadata, pa.scalar(framing.CONDUIT_KEYS[part][1]), "first"
+    ).to_pylist()
     out: list[tuple[str, int] | None] = []
     for subject, version in zip(subjects, versions, strict=True):
         try:
@@ -374,7 +376,10 @@ def _named_column(batch: pa.RecordBatch, part: Part) -> list[tuple[str, int] | N
                 framing.conduit_schema(
                     {
                         k: v
-                        for k, v in ((_SUBJECT_KEY[part], subject), (_VERSION_KEY[part], version))
+                        for k, v in (
+                            (framing.CONDUIT_KEYS[part][0], subject),
+                            (framing.CONDUIT_KEYS[part][1], version),
+                        )
                         if v is not None
                     },
                     part,
