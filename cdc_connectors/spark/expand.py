@@ -464,13 +464,14 @@ def encode(
     output: str = "value",
     mode: str = "PERMISSIVE",
 ) -> DataFrame:
-    """``df`` with the typed struct ``column`` encoded as Avro of ``subject``'s schema.
+    """``df`` with the typed struct ``column`` encoded with ``subject``'s schema.
 
-    The latest version (or ``version``) of ``subject`` is the writer schema. The bytes
-    go to a new binary column ``output``: Confluent-framed, or bare Avro
-    (``framing_name="conduit"``; the schema is then named by subject and version, which
-    the caller puts in the records' metadata). A row that does not fit the schema is a
-    null with its reason in ``error`` (``PERMISSIVE``) or fails the job (``FAILFAST``).
+    The latest version (or ``version``) of ``subject`` is the writer schema, Avro or
+    Protobuf (its first message). The bytes go to a new binary column ``output``:
+    Confluent-framed, or bare Avro (``framing_name="conduit"``; the schema is then named
+    by subject and version, which the caller puts in the records' metadata). A row that
+    does not fit the schema is a null with its reason in ``error`` (``PERMISSIVE``) or
+    fails the job (``FAILFAST``).
     """
     if mode not in _MODES:
         raise ValueError(f"mode must be one of {', '.join(_MODES)}, not {mode!r}")
@@ -483,13 +484,28 @@ def encode(
             StructField(ERROR_COLUMN, StringType(), True),
         ]
     )
-    schema_id, standalone = writer.schema_id, writer.avro_standalone
+    if writer.schema_type not in ("AVRO", "PROTOBUF"):
+        raise ValueError(
+            f"{writer.label()} is {writer.schema_type}: encode writes Avro and Protobuf"
+        )
+    protobuf = writer.schema_type == "PROTOBUF"
+    if protobuf and framing_name == "conduit":
+        raise ValueError("Conduit's framing is bare Avro: Protobuf is written Confluent-framed")
+    schema_id, text, references = writer.schema_id, writer.text, writer.references
+    standalone = None if protobuf else writer.avro_standalone
     fail_fast = mode == "FAILFAST"
     conduit = framing_name == "conduit"
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        encoder = AvroBatchEncoder(standalone)
-        prefix = framing.frame(schema_id, b"")
+        if protobuf:
+            from cdc_connectors.schema.protobuf import message_class
+            from cdc_connectors.spark.protobuf_batch import ProtobufBatchEncoder
+
+            encoder: Any = ProtobufBatchEncoder(message_class(text, references))
+            prefix = framing.frame(schema_id, b"", [0])
+        else:
+            encoder = AvroBatchEncoder(standalone or {})
+            prefix = framing.frame(schema_id, b"")
         for batch in batches:
             bodies, problems = encoder.encode(batch.column(column))
             if fail_fast:

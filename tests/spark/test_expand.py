@@ -246,3 +246,25 @@ def test_keys_expand_too(spark, tmp_path: Path):  # type: ignore[no-untyped-def]
     assert df.schema["key"].dataType["id"].dataType == LongType()
     assert sorted(r.key.id for r in df.collect()) == [10, 11, 12]
     assert "payload" in df.columns
+
+
+def test_protobuf_typed_columns_encode_back(spark, tmp_path: Path):  # type: ignore[no-untyped-def]
+    from confluent_kafka.schema_registry import Schema
+    from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    from cdc_connectors.schema.protobuf import from_dict, message_class
+
+    url = f"sqlite:///{tmp_path}/registry.db"
+    sid = open_registry(url).register_schema("orders-value", Schema(PROTO_V2, "PROTOBUF"))
+    row = {"id": 2**50, "name": "b", "tier": "gold", "at": "2025-01-02T03:04:05.000006+00:00"}
+    body = framing.frame(sid, from_dict(row, message_class(PROTO_V2)).SerializeToString(), [0])
+    typed = expand(
+        records_dataframe(spark, [Record.new("create", after=body)]), url, "orders-value"
+    )
+    (encoded,) = encode(typed.select("after"), url, "orders-value", "after").collect()
+    assert encoded.error is None and encoded.value == body
+    read = ProtobufDeserializer(message_class(PROTO_V2), {"use.deprecated.format": False})(
+        encoded.value, SerializationContext("orders", MessageField.VALUE)
+    )
+    assert read.id == 2**50 and read.tier == "gold"
