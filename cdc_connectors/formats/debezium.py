@@ -1,0 +1,1082 @@
+"""Debezium change events as JSON: ``debezium-json``, what Kafka Connect's JsonConverter writes.
+
+A message is one Debezium change event: the Kafka key (the row's primary key) and value
+(the envelope), each with or without JsonConverter's ``{"schema": ..., "payload": ...}``
+wrapper (``schemas.enable`` true or false on the Debezium side). Reading maps it as
+Conduit's ``unwrap.debezium`` does:
+
+| Debezium | OpenCDC |
+|---|---|
+| ``op`` ``c`` / ``u`` / ``d`` / ``r`` | ``create`` / ``update`` / ``delete`` / ``snapshot`` |
+| ``op`` ``t`` (truncate), ``m`` (message) | error record; ``truncate=skip`` / ``message=skip`` |
+| any other ``op``, no ``op`` | error record |
+| ``before`` / ``after`` (``{}`` = absent) | ``payload.before`` / ``payload.after`` |
+| Kafka key: its ``payload`` (or the object) | ``key``, structured; not a JSON object: raw |
+| no Kafka key, option ``key.fields=a,b`` | ``key`` = those columns of the row |
+| ``source.ts_ms`` (``ts_us``/``ts_ns``: finer) | ``opencdc.createdAt`` (ns) |
+| ``ts_ms`` (``ts_us``/``ts_ns``: finer) | ``opencdc.readAt`` (ns); none: time of reading |
+| ``source`` ``db``.``schema``.``table`` | ``opencdc.collection`` (the parts present) |
+| ``source.<field>`` | ``debezium.source.<field>`` |
+| ``transaction.<field>`` | ``debezium.transaction.<field>`` |
+| other ``payload`` fields (vendor fields) | ``debezium.<field>`` |
+| columns = ``__debezium_unavailable_value`` | kept; ``debezium.unavailable.columns`` lists them |
+| value ``null`` (tombstone) | skipped, ``tombstone``; ``tombstones=delete``: key-only delete |
+| ``{"ts_ms": ...}``, no ``op`` (heartbeat) | skipped, ``heartbeat`` |
+| ``{"status": "BEGIN"/"END", "id": ...}`` | skipped, ``transaction boundary`` |
+
+Metadata values are strings: a string field is copied as is, any other value is its
+compact JSON text with sorted keys (``1234``, ``true``, ``{"a":1}``); ``null`` fields are
+left out. Collection: the ``db``, ``schema`` and ``table`` fields of ``source`` that are
+set, dot-joined (PostgreSQL ``db.schema.table``, MySQL ``db.table``); MongoDB's
+``collection`` stands in for ``table``; a ``source`` without them falls back to its
+``opencdc.collection`` (what Conduit's own Debezium output carries).
+
+With a ``schema`` block, ``before``/``after`` are typed by the row struct's Kafka Connect
+schema (:mod:`cdc_connectors.schema.connect`): decimals exact, dates and timestamps as ISO
+8601 text, bytes as bytes. A value the schema contradicts is an error naming the field.
+With ``--registry``, the row schema (as Confluent's AvroConverter spells it) is registered
+once per process under ``subject.strategy`` and named by ``opencdc.payload.schema.*``
+(the key's by ``opencdc.key.schema.*``).
+
+Writing is Conduit's reverse mapping: ``op`` from the operation, ``before``/``after``,
+``source`` rebuilt from ``debezium.source.*`` (integers, objects and arrays read back as
+JSON, everything else as text; a record without them gets its whole metadata, as Conduit
+writes it), ``transaction`` from ``debezium.transaction.*``, ``ts_ms`` from
+``opencdc.readAt``. ``schemas.enable=true`` adds the Connect ``schema`` block, built from
+the record's registered Avro schema when its metadata names one, else from the values.
+
+Other Debezium-shaped formats subclass :class:`DebeziumJsonFormat`: set ``prefix`` (the
+metadata prefix) and override the small hooks (:meth:`~DebeziumJsonFormat.collection_of`,
+:meth:`~DebeziumJsonFormat.key_of`, :meth:`~DebeziumJsonFormat.extra_metadata`).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import re
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any, ClassVar
+
+import orjson
+
+from cdc_connectors.formats.base import Format, FormatOptionError, Message, SkipMessage
+from cdc_connectors.opencdc import CodecError, Record, structured
+from cdc_connectors.opencdc.data import Data
+from cdc_connectors.opencdc.json_codec import (
+    MAX_DEPTH,
+    _default,
+    _exact_numbers,
+    _parse_exact,
+    json_error,
+)
+from cdc_connectors.opencdc.metadata import Metadata
+from cdc_connectors.opencdc.operation import Operation
+from cdc_connectors.schema import avro_values, framing
+from cdc_connectors.schema.connect import (
+    SEMANTIC_TYPES,
+    ConnectSchema,
+    connect_to_avro,
+    connect_value,
+    parse_connect_schema,
+)
+from cdc_connectors.schema.errors import SchemaError
+from cdc_connectors.schema.store import SchemaStore
+from cdc_connectors.schema.subjects import Part, SubjectContext, strategy
+
+__all__ = ["UNAVAILABLE_VALUE", "DebeziumJsonFormat"]
+
+#: What Debezium's PostgreSQL connector writes for an unchanged TOASTed column.
+UNAVAILABLE_VALUE = "__debezium_unavailable_value"
+_UNAVAILABLE_BYTES = UNAVAILABLE_VALUE.encode()
+
+_OPERATIONS = {
+    "c": Operation.CREATE,
+    "u": Operation.UPDATE,
+    "d": Operation.DELETE,
+    "r": Operation.SNAPSHOT,
+}
+_LETTERS = {operation: letter for letter, operation in _OPERATIONS.items()}
+_NO_OPERATION = {"t": ("truncate", "truncate"), "m": ("message", "logical decoding message")}
+# Envelope fields with a place of their own; any other payload field goes to metadata.
+_ENVELOPE = frozenset(("before", "after", "source", "op", "transaction", "ts_ms", "ts_us", "ts_ns"))
+# Finest first: Debezium 2.x adds ts_us / ts_ns next to ts_ms for the same instant.
+_TIME_FIELDS = (("ts_ns", 1), ("ts_us", 1_000), ("ts_ms", 1_000_000))
+_HEARTBEAT_SCHEMA = "io.debezium.connector.common.Heartbeat"
+_INTEGER = re.compile(r"-?(0|[1-9][0-9]{0,18})")
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_EPOCH_DAY = dt.date(1970, 1, 1).toordinal()
+_RAW_DATA_KEY = "opencdc.rawData"  # Conduit's name for raw data that is no JSON object
+_SORTED = orjson.OPT_SORT_KEYS
+_MAX_CACHED = 1024  # distinct schema blocks kept parsed
+
+
+@dataclass(frozen=True, slots=True)
+class _RowSchema:
+    """One row struct of a ``schema`` block, parsed once, with its Avro form for the registry."""
+
+    connect: ConnectSchema
+    avro_text: str | None
+    record_name: str | None
+    problem: str | None  # why it has no Avro form (an unusable name), for the registry path
+
+
+class DebeziumJsonFormat(Format):
+    """Debezium change events as JSON (module docstring)."""
+
+    name = "debezium-json"
+    #: The metadata prefix: ``<prefix>.source.<field>``, ``<prefix>.transaction.<field>``.
+    prefix: ClassVar[str] = "debezium"
+    options: ClassVar[Mapping[str, str]] = {
+        "tombstones": "skip (default): count and skip null values; delete: a key-only delete",
+        "truncate": "error (default) or skip: what a truncate event (op 't') becomes",
+        "message": "error (default) or skip: what a logical decoding message (op 'm') becomes",
+        "schemas.enable": "writing: wrap key and value in {schema, payload} (default: false)",
+        "subject.strategy": "conduit (default: <collection>.payload / .key), topic, record or "
+        "topic-record; the topic is the collection",
+        "key.fields": "comma-separated columns that make the key when a message has no key",
+    }
+
+    def configure(self) -> None:
+        self.tombstones = self._choice("tombstones", ("skip", "delete"))
+        self.truncate = self._choice("truncate", ("error", "skip"))
+        self.message = self._choice("message", ("error", "skip"))
+        self.schemas_enable = self.flag("schemas.enable")
+        self.strategy_name = self.settings.get("subject.strategy", "conduit")
+        try:
+            self.subject_of = strategy(self.strategy_name)
+        except ValueError as exc:
+            raise FormatOptionError(
+                f"format {self.name!r} option 'subject.strategy': {exc}"
+            ) from None
+        fields = self.settings.get("key.fields")
+        self.key_fields: tuple[str, ...] = ()
+        if fields is not None:
+            self.key_fields = tuple(f.strip() for f in fields.split(",") if f.strip())
+            if not self.key_fields:
+                raise FormatOptionError(
+                    f"format {self.name!r} option 'key.fields': name at least one column"
+                )
+        self._reset_caches()
+
+    def _choice(self, option: str, allowed: tuple[str, ...]) -> str:
+        value = self.settings.get(option, allowed[0]).strip().lower()
+        if value not in allowed:
+            raise FormatOptionError(
+                f"format {self.name!r} option {option!r}: {self.settings[option]!r} is not one "
+                f"of {', '.join(allowed)}"
+            )
+        return value
+
+    def _reset_caches(self) -> None:
+        self._store: SchemaStore | None = None
+        # canonical JSON text of a schema block -> the parsed block
+        self._rows: dict[bytes, _RowSchema] = {}
+        self._envelopes: dict[bytes, tuple[_RowSchema | None, _RowSchema | None]] = {}
+        # (subject, version) of a registered Avro schema -> its Connect block, for writing
+        self._connect_blocks: dict[tuple[str, int], dict[str, Any]] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Registries are opened where used, and parsed schemas hold functions: rebuilt there.
+        state = dict(self.__dict__)
+        for name in ("_store", "_rows", "_envelopes", "_connect_blocks"):
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._reset_caches()
+
+    @property
+    def store(self) -> SchemaStore:
+        """The registry's schemas, cached for this process."""
+        if self._store is None:
+            self._store = SchemaStore(self.registry)
+        return self._store
+
+    # --- hooks for Debezium-shaped formats ---------------------------------------------------
+
+    def collection_of(self, source: Mapping[str, Any]) -> str | None:
+        """The collection a ``source`` block names: its ``db``, ``schema``, ``table`` joined."""
+        table = source.get("table") or source.get("collection")
+        if isinstance(table, str) and table:
+            parts = [source.get("db"), source.get("schema"), table]
+            return ".".join(p for p in parts if isinstance(p, str) and p)
+        fallback = source.get("opencdc.collection")
+        return fallback if isinstance(fallback, str) and fallback else None
+
+    def key_of(self, payload: Mapping[str, Any], key: Any) -> Any:
+        """The key a change event carries besides the Kafka key (CDL's ``unique``); ``key``
+        (the Kafka key's payload, already unwrapped) by default."""
+        return key
+
+    def extra_metadata(self, payload: Mapping[str, Any], metadata: Metadata) -> None:
+        """Add format-specific metadata; by default every payload field that has no place
+        of its own goes to ``<prefix>.<field>``."""
+        for field, value in payload.items():
+            if field not in _ENVELOPE:
+                _put(metadata, f"{self.prefix}.{field}", value)
+
+    # --- reading -----------------------------------------------------------------------------
+
+    def decode(self, message: Message) -> list[Record]:
+        key = _parse_key(message.key)
+        if message.value is None:
+            return self._tombstone(key)
+        envelope = _load_json(message.value, "value")
+        if envelope is None:
+            return self._tombstone(key)
+        return self.records_from_envelope(envelope, key, message)
+
+    def records_from_envelope(
+        self, envelope: Mapping[str, Any], key: Any, message: Message
+    ) -> list[Record]:
+        """The records of one parsed change event.
+
+        ``envelope`` is the value JSON (with or without the ``schema``/``payload`` wrapper),
+        ``key`` the key JSON (likewise), raw key bytes, or ``None``. Raises
+        :class:`CodecError` or :class:`SkipMessage` as :meth:`decode` does.
+        """
+        if not isinstance(envelope, Mapping):
+            raise CodecError(f"value: a change event is a JSON object, not {_kind(envelope)}")
+        schema, payload = _unwrap(envelope, "value")
+        if payload is None:
+            return self._tombstone(key)
+        if not isinstance(payload, Mapping):
+            raise CodecError(f"value payload: expected an object, got {_kind(payload)}")
+        operation = self._operation(payload, schema)
+        source = payload.get("source")
+        if source is None:
+            source = {}
+        elif not isinstance(source, Mapping):
+            raise CodecError(f"source: expected an object, got {_kind(source)}")
+        collection = self.collection_of(source)
+        rows = self._envelope_rows(schema)
+        before = self._image(payload, "before", rows[0])
+        after = self._image(payload, "after", rows[1])
+
+        metadata = Metadata()
+        for field, value in source.items():
+            _put(metadata, f"{self.prefix}.source.{field}", value)
+        transaction = payload.get("transaction")
+        if isinstance(transaction, Mapping):
+            for field, value in transaction.items():
+                _put(metadata, f"{self.prefix}.transaction.{field}", value)
+        elif transaction is not None:
+            raise CodecError(f"transaction: expected an object, got {_kind(transaction)}")
+        self.extra_metadata(payload, metadata)
+        unavailable = _unavailable_columns(after)
+        if unavailable:
+            metadata[f"{self.prefix}.unavailable.columns"] = ",".join(unavailable)
+
+        structured_key = self._key(self.key_of(payload, key), before, after, operation)
+        created_at = _nanos(source, "source") or _conduit_time(source, "opencdc.createdAt")
+        read_at = _nanos(payload, "payload") or time.time_ns()
+        if self.registry_url:
+            row = rows[1] or rows[0]
+            if row is not None and (before is not None or after is not None):
+                self._name_schema(metadata, "payload", row, collection)
+            if structured_key[1] is not None:
+                self._name_schema(metadata, "key", structured_key[1], collection)
+        return [
+            Record.new(
+                operation,
+                key=structured_key[0],
+                before=before,
+                after=after,
+                metadata=metadata,
+                collection=collection,
+                created_at=created_at,
+                read_at=read_at,
+            )
+        ]
+
+    def _operation(self, payload: Mapping[str, Any], schema: Any) -> Operation:
+        if "op" not in payload:
+            if _is_heartbeat(payload, schema):
+                raise SkipMessage("heartbeat")
+            if payload.get("status") in ("BEGIN", "END") and "id" in payload:
+                raise SkipMessage("transaction boundary")
+            fields = ", ".join(sorted(map(str, payload))[:8]) or "none"
+            raise CodecError(f"no 'op' field: not a Debezium change event (fields: {fields})")
+        op = payload["op"]
+        found = _OPERATIONS.get(op) if isinstance(op, str) else None
+        if found is not None:
+            return found
+        if isinstance(op, str) and op in _NO_OPERATION:
+            option, what = _NO_OPERATION[op]
+            if getattr(self, option) == "skip":
+                raise SkipMessage(option)
+            raise CodecError(
+                f"op {op!r} is a {what}, which has no OpenCDC operation "
+                f"(--opt {option}=skip counts and skips them)"
+            )
+        raise CodecError(f"unknown op {op!r}: Debezium's are c, u, d, r (and t, m)")
+
+    def _tombstone(self, key: Any) -> list[Record]:
+        if self.tombstones != "delete" or key is None:
+            raise SkipMessage("tombstone")
+        structured, _ = self._kafka_key(key)
+        if structured is None:
+            raise SkipMessage("tombstone")
+        return [Record.new(Operation.DELETE, key=structured, read_at=time.time_ns())]
+
+    def _image(self, payload: Mapping[str, Any], name: str, row: _RowSchema | None) -> Data:
+        value = payload.get(name)
+        if value is None or (isinstance(value, Mapping) and not value):
+            return None  # {} is Arcion's "absent"
+        if not isinstance(value, Mapping):
+            raise CodecError(f"{name}: expected an object or null, got {_kind(value)}")
+        if row is None:
+            return dict(value)
+        return _typed(row.connect, value, name)
+
+    def _kafka_key(self, key: Any) -> tuple[Data, _RowSchema | None]:
+        """The structured (or raw) key of a Kafka key, and its row schema if it has one."""
+        if key is None or isinstance(key, bytes):
+            return key, None
+        if not isinstance(key, Mapping):
+            return orjson.dumps(key, default=_default), None
+        schema, payload = _unwrap(key, "key")
+        if payload is None:
+            return None, None
+        if not isinstance(payload, Mapping):
+            raise CodecError(f"key payload: expected an object, got {_kind(payload)}")
+        if schema is None:
+            return dict(payload), None
+        row = self._row_schema(schema, "key schema")
+        return _typed(row.connect, payload, "key"), row
+
+    def _key(
+        self, key: Any, before: Data, after: Data, operation: Operation
+    ) -> tuple[Data, _RowSchema | None]:
+        found = self._kafka_key(key)
+        if found[0] is not None or not self.key_fields:
+            return found
+        image = before if operation is Operation.DELETE else after
+        image = image if image is not None else (after if before is None else before)
+        if not isinstance(image, dict):
+            raise CodecError(
+                "no key: the message has no Kafka key and no image to take key.fields from"
+            )
+        missing = [f for f in self.key_fields if f not in image]
+        if missing:
+            raise CodecError(
+                f"key.fields: column {missing[0]!r} is not in the row "
+                f"(columns: {', '.join(sorted(image)) or 'none'})"
+            )
+        return {f: image[f] for f in self.key_fields}, None
+
+    # --- schemas -----------------------------------------------------------------------------
+
+    def _envelope_rows(self, schema: Any) -> tuple[_RowSchema | None, _RowSchema | None]:
+        if schema is None:
+            return None, None
+        text = orjson.dumps(schema, option=_SORTED)
+        found = self._envelopes.get(text)
+        if found is not None:
+            return found
+        if not isinstance(schema, Mapping) or schema.get("type") != "struct":
+            raise CodecError(
+                f"value schema: a change event's schema is a struct, not {schema!r:.60}"
+            )
+        fields = schema.get("fields")
+        if not isinstance(fields, list):
+            raise CodecError("value schema: the envelope struct has no list of fields")
+        blocks = {
+            f.get("field"): f
+            for f in fields
+            if isinstance(f, Mapping) and isinstance(f.get("field"), str)
+        }
+        rows = tuple(
+            self._row_schema(blocks[name], f"value schema {name}") if name in blocks else None
+            for name in ("before", "after")
+        )
+        pair = (rows[0], rows[1])
+        if len(self._envelopes) >= _MAX_CACHED:
+            self._envelopes.clear()  # schemas that change with every message: bounded memory
+        self._envelopes[text] = pair
+        return pair
+
+    def _row_schema(self, block: Any, what: str) -> _RowSchema:
+        """A row struct's schema, parsed once per distinct block text."""
+        if not isinstance(block, Mapping):
+            raise CodecError(f"{what}: expected an object, got {_kind(block)}")
+        # A row is never null once present: the image itself is the optional part.
+        required = {k: v for k, v in block.items() if k not in ("field", "optional", "default")}
+        text = orjson.dumps(required, option=_SORTED)
+        found = self._rows.get(text)
+        if found is not None:
+            return found
+        if required.get("type") != "struct":
+            raise CodecError(f"{what}: a row's schema is a struct, not {required.get('type')!r}")
+        try:
+            connect = parse_connect_schema(required)
+        except SchemaError as exc:
+            raise CodecError(f"{what}: {exc}") from None
+        avro_text = record_name = problem = None
+        try:
+            avro = connect_to_avro(connect)
+        except SchemaError as exc:
+            problem = f"{what} has no Avro form: {exc}"
+        else:
+            avro_text = orjson.dumps(avro).decode()
+            if isinstance(avro, dict) and isinstance(avro.get("name"), str):
+                space = avro.get("namespace")
+                record_name = f"{space}.{avro['name']}" if space else str(avro["name"])
+        found = _RowSchema(connect, avro_text, record_name, problem)
+        if len(self._rows) >= _MAX_CACHED:
+            self._rows.clear()
+        self._rows[text] = found
+        return found
+
+    def _subject(self, part: Part, collection: str | None, record_name: str | None) -> str:
+        context = SubjectContext(
+            part, topic=collection, collection=collection, record_name=record_name
+        )
+        try:
+            return self.subject_of(context)
+        except ValueError as exc:
+            raise CodecError(f"no {part} subject ({self.strategy_name} strategy): {exc}") from None
+
+    def _name_schema(
+        self, metadata: Metadata, part: Part, row: _RowSchema, collection: str | None
+    ) -> None:
+        if row.avro_text is None:
+            raise CodecError(row.problem or f"the {part} schema has no Avro form")
+        subject = self._subject(part, collection, row.record_name)
+        registered = self.store.register(subject, row.avro_text)
+        framing.set_conduit_schema(metadata, part, subject, registered.version or 0)
+
+    # --- writing -----------------------------------------------------------------------------
+
+    def encode(self, record: Record) -> Message:
+        letter = _LETTERS.get(record.operation)
+        if letter is None:
+            raise CodecError(f"operation {record.operation} has no Debezium op")
+        metadata = record.metadata
+        before = self._readable(record, record.payload.before, "payload.before")
+        after = self._readable(record, record.payload.after, "payload.after")
+        key = record.key
+        if isinstance(key, bytes):
+            key = self._readable(record, key, "key", part="key", raw_as_is=True)
+        for data, what in ((before, "payload.before"), (after, "payload.after"), (key, "key")):
+            if isinstance(data, dict):
+                # orjson would write NaN as null: refuse what JSON cannot hold, naming it
+                structured.check(data, what, budget=MAX_DEPTH)
+        payload: dict[str, Any] = {"before": before, "after": after}
+        payload["source"] = self.source_for(metadata)
+        payload["op"] = letter
+        transaction = _from_metadata(metadata, f"{self.prefix}.transaction.")
+        payload["transaction"] = transaction or None
+        read_at = metadata.read_at
+        payload["ts_ms"] = read_at // 1_000_000 if read_at is not None else None
+        own = (
+            f"{self.prefix}.source.",
+            f"{self.prefix}.transaction.",
+            f"{self.prefix}.unavailable.",
+        )
+        for name, text in metadata.items():
+            if name.startswith(f"{self.prefix}.") and not name.startswith(own):
+                payload.setdefault(name[len(self.prefix) + 1 :], _metadata_value(text))
+        if not self.schemas_enable:
+            return Message(value=_dumps(payload), key=_key_bytes(key, None))
+        collection = metadata.collection
+        envelope = _envelope_block(self._row_blocks(record, before, after), payload, collection)
+        parsed = _parse_for_writing(envelope, "value schema")
+        value = {"schema": envelope, "payload": _written(parsed, payload, "")}
+        key_block = None
+        if isinstance(key, dict):
+            key_block = self._row_block(record, "key", [key])
+            if key_block is not None and collection:
+                key_block.setdefault("name", f"{collection}.Key")
+        return Message(value=_dumps(value), key=_key_bytes(key, key_block))
+
+    def source_for(self, metadata: Mapping[str, str]) -> dict[str, Any]:
+        """The ``source`` block of a record: ``<prefix>.source.*``, else (as Conduit writes
+        it) the record's whole metadata."""
+        source = _from_metadata(metadata, f"{self.prefix}.source.")
+        return source if source else dict(metadata)
+
+    def _readable(
+        self,
+        record: Record,
+        data: Data,
+        where: str,
+        *,
+        part: Part = "payload",
+        raw_as_is: bool = False,
+    ) -> Any:
+        """Structured data of a key or image: raw bytes are decoded with the schema the
+        metadata names, read as a JSON object, or (Conduit's way) put under ``opencdc.rawData``."""
+        if not isinstance(data, bytes):
+            return data
+        named = framing.conduit_schema(record.metadata, part)
+        if named is not None and self.registry_url:
+            schema = self.store.by_version(*named)
+            try:
+                value = avro_values.decode(data, schema.avro)
+            except CodecError as exc:
+                raise CodecError(f"{where} {exc.reason} ({schema.label()})") from None
+            if isinstance(value, dict):
+                return avro_values.to_structured(value)
+        try:
+            parsed = _load_json(data, where)
+        except CodecError:
+            parsed = None
+        if isinstance(parsed, dict):
+            return parsed
+        return data if raw_as_is else {_RAW_DATA_KEY: data}
+
+    def _row_blocks(
+        self, record: Record, before: Any, after: Any
+    ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """The Connect schemas of the before and after images: one struct, as Debezium
+        writes, unless inferred images have different columns (a shared struct would add
+        the missing ones as nulls)."""
+        collection = record.metadata.collection
+        images = [i for i in (before, after) if isinstance(i, dict)]
+        named = framing.conduit_schema(record.metadata, "payload") is not None
+        if named or len(images) < 2 or set(images[0]) == set(images[1]):
+            row = self._row_block(record, "payload", images)
+            if row is not None and collection and "name" not in row:
+                row["name"] = f"{collection}.Value"
+            return row, row
+        first, second = (_infer_struct([image], "payload") for image in images)
+        if collection:
+            first["name"], second["name"] = f"{collection}.Before", f"{collection}.Value"
+        return first, second
+
+    def _row_block(
+        self, record: Record, part: Part, images: list[dict[str, Any]]
+    ) -> dict[str, Any] | None:
+        """The Connect schema of a key or row: from its registered Avro schema, else inferred."""
+        named = framing.conduit_schema(record.metadata, part)
+        if named is not None and self.registry_url:
+            block = self._connect_blocks.get(named)
+            if block is None:
+                resolved = self.store.by_version(*named)
+                block = _avro_to_connect(resolved.avro_standalone, resolved.label())
+                self._connect_blocks[named] = block
+            return dict(block)
+        if not images:
+            return None
+        return _infer_struct(images, "payload" if part == "payload" else "key")
+
+
+# --- reading helpers ------------------------------------------------------------------------
+
+
+def _load_json(data: bytes, what: str) -> Any:
+    """``data`` parsed as the OpenCDC JSON codec reads it: numbers exact or refused."""
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        if "infinity" not in str(exc):
+            raise CodecError(f"{what} is not valid JSON: {json_error(exc, data)}") from None
+        obj = _parse_exact(data)
+    return _exact_numbers(data, obj)
+
+
+def _parse_key(key: bytes | None) -> Any:
+    """The Kafka key as JSON, or its raw bytes when it is no JSON object."""
+    if key is None:
+        return None
+    try:
+        orjson.loads(key)
+    except orjson.JSONDecodeError:
+        return key
+    parsed = _load_json(key, "key")
+    return parsed if isinstance(parsed, Mapping) else key
+
+
+def _unwrap(document: Mapping[str, Any], what: str) -> tuple[Any, Any]:
+    """(schema block, payload) of JsonConverter's wrapper, or (None, the document)."""
+    if "payload" in document and ("schema" in document or len(document) == 1):
+        return document.get("schema"), document["payload"]
+    if "schema" in document and "op" not in document:
+        raise CodecError(f"{what}: a 'schema' block without a 'payload'")
+    return None, document
+
+
+def _is_heartbeat(payload: Mapping[str, Any], schema: Any) -> bool:
+    if isinstance(schema, Mapping) and schema.get("name") == _HEARTBEAT_SCHEMA:
+        return True
+    return set(payload) == {"ts_ms"}
+
+
+def _typed(schema: ConnectSchema, value: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """A row typed by its struct schema; a column the schema does not declare is an error,
+    not dropped."""
+    declared = {name for name, _ in schema.fields}
+    extra = [name for name in value if name not in declared]
+    if extra:
+        raise CodecError(
+            f"the schema does not match the values: {where}.{extra[0]} is not a field of "
+            f"the schema (fields: {', '.join(sorted(declared)) or 'none'})"
+        )
+    try:
+        converted = connect_value(schema, value, path=where)
+    except SchemaError as exc:
+        raise CodecError(f"the schema does not match the values: {exc}") from None
+    typed: dict[str, Any] = avro_values.to_structured(converted)
+    return typed
+
+
+def _unavailable_columns(image: Data) -> list[str]:
+    if not isinstance(image, dict):
+        return []
+    return [name for name, value in image.items() if _unavailable(value)]
+
+
+def _unavailable(value: Any) -> bool:
+    if value in (UNAVAILABLE_VALUE, _UNAVAILABLE_BYTES):
+        return True
+    # arrays of a TOASTed array column hold the placeholder as their one element
+    return isinstance(value, list) and bool(value) and all(map(_unavailable, value))
+
+
+def _nanos(block: Mapping[str, Any], what: str) -> int | None:
+    for field, factor in _TIME_FIELDS:
+        value = block.get(field)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise CodecError(f"{what}.{field}: expected an integer, got {_kind(value)}")
+        return value * factor
+    return None
+
+
+def _conduit_time(source: Mapping[str, Any], name: str) -> int | None:
+    """A time Conduit's Debezium output carries in ``source`` (its record's metadata)."""
+    value = source.get(name)
+    if isinstance(value, str) and _INTEGER.fullmatch(value):
+        return int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _put(metadata: Metadata, name: str, value: Any) -> None:
+    if value is None:
+        return
+    if isinstance(value, str):
+        metadata[name] = value
+        return
+    try:
+        metadata[name] = orjson.dumps(value, default=_default, option=_SORTED).decode()
+    except TypeError as exc:
+        raise CodecError(f"{name}: {exc}") from None
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float | Decimal):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, Mapping):
+        return "an object"
+    return type(value).__name__
+
+
+# --- writing helpers ------------------------------------------------------------------------
+
+
+def _dumps(value: Any) -> bytes:
+    try:
+        return orjson.dumps(value, default=_default)
+    except TypeError as exc:
+        raise CodecError(f"cannot be written as JSON: {exc}") from None
+
+
+def _key_bytes(key: Any, block: dict[str, Any] | None) -> bytes | None:
+    if key is None or isinstance(key, bytes):
+        return key
+    if block is None:
+        return _dumps(key)
+    parsed = _parse_for_writing(block, "key schema")
+    return _dumps({"schema": block, "payload": _written(parsed, key, "key")})
+
+
+def _from_metadata(metadata: Mapping[str, str], prefix: str) -> dict[str, Any]:
+    return {
+        name[len(prefix) :]: _metadata_value(text)
+        for name, text in metadata.items()
+        if name.startswith(prefix)
+    }
+
+
+def _metadata_value(text: str) -> Any:
+    """A metadata string back as a JSON value: integers, objects, arrays; else the text."""
+    if _INTEGER.fullmatch(text) and -(2**63) <= int(text) < 2**63:
+        return int(text)
+    if text[:1] in ("{", "["):
+        try:
+            return _load_json(text.encode(), "metadata")
+        except CodecError:
+            return text
+    return text
+
+
+def _parse_for_writing(block: Mapping[str, Any], what: str) -> ConnectSchema:
+    try:
+        return parse_connect_schema(block)
+    except SchemaError as exc:
+        raise CodecError(f"{what}: {exc}") from None
+
+
+def _envelope_block(
+    rows: tuple[dict[str, Any] | None, dict[str, Any] | None],
+    payload: Mapping[str, Any],
+    collection: str | None,
+) -> dict[str, Any]:
+    """The Connect schema of a Debezium envelope around the row schemas (Debezium's order)."""
+    empty: dict[str, Any] = {"type": "struct", "fields": []}
+    fields: list[dict[str, Any]] = [
+        {**(row or empty), "optional": True, "field": name}
+        for row, name in zip(rows, ("before", "after"), strict=True)
+    ]
+    source = payload.get("source") or {}
+    fields.append({**_infer_struct([source], "source", optional=True), "field": "source"})
+    fields.append({"type": "string", "optional": False, "field": "op"})
+    fields.append({"type": "int64", "optional": True, "field": "ts_ms"})
+    transaction = {
+        "type": "struct",
+        "optional": True,
+        "name": "event.block",
+        "version": 1,
+        "fields": [
+            {"type": "string", "optional": False, "field": "id"},
+            {"type": "int64", "optional": False, "field": "total_order"},
+            {"type": "int64", "optional": False, "field": "data_collection_order"},
+        ],
+    }
+    if payload.get("transaction") is not None:
+        transaction = {**_infer_struct([payload["transaction"]], "transaction"), "optional": True}
+    fields.append({**transaction, "field": "transaction"})
+    for name, value in payload.items():
+        if name not in _ENVELOPE:
+            fields.append({**_infer_value([value], name), "field": name})
+    block: dict[str, Any] = {"type": "struct", "optional": False, "fields": fields}
+    if collection:
+        block["name"] = f"{collection}.Envelope"
+    return block
+
+
+# Inference: Conduit's rules (schema/infer.py) in Connect's types. Connect has no unions,
+# so a nested object is a struct (not Conduit's map) and a list takes its first item's type.
+
+
+def _infer_struct(
+    images: Sequence[Mapping[str, Any]], where: str, *, optional: bool = False
+) -> dict[str, Any]:
+    names: list[str] = []
+    for image in images:
+        names.extend(n for n in image if n not in names)
+    fields = []
+    for name in sorted(names):
+        values = [image.get(name) for image in images]
+        field = _infer_value(values, f"{where}.{name}")
+        fields.append({**field, "field": name})
+    return {"type": "struct", "optional": optional, "fields": fields}
+
+
+def _infer_value(values: list[Any], where: str) -> dict[str, Any]:
+    present = [v for v in values if v is not None]
+    optional = len(present) < len(values)
+    if not present:
+        return {"type": "string", "optional": True}
+    first = present[0]
+    schema: dict[str, Any]
+    if isinstance(first, bool):
+        schema = {"type": "boolean"}
+    elif isinstance(first, int):
+        schema = {"type": "int64"}
+    elif isinstance(first, float):
+        schema = {"type": "double"}
+    elif isinstance(first, Decimal):
+        scale = max([10, *(-int(v.as_tuple().exponent) for v in present if isinstance(v, Decimal))])
+        schema = {
+            "type": "bytes",
+            "name": "org.apache.kafka.connect.data.Decimal",
+            "version": 1,
+            "parameters": {
+                "scale": str(scale),
+                "connect.decimal.precision": str(max(31, scale + 21)),
+            },
+        }
+    elif isinstance(first, str):
+        schema = {"type": "string"}
+    elif isinstance(first, bytes):
+        schema = {"type": "bytes"}
+    elif isinstance(first, dt.datetime):
+        schema = {"type": "int64", "name": "io.debezium.time.MicroTimestamp", "version": 1}
+    elif isinstance(first, list):
+        items = [item for v in present if isinstance(v, list) for item in v]
+        schema = {"type": "array", "items": _infer_value(items or [None], f"{where}[]")}
+    elif isinstance(first, Mapping):
+        schema = _infer_struct([v for v in present if isinstance(v, Mapping)], where)
+    else:
+        raise CodecError(f"{where}: {type(first).__name__} has no Kafka Connect type")
+    schema["optional"] = optional
+    return schema
+
+
+# Avro -> Connect: the reverse of connect_to_avro; AvroData's connect.* properties restore
+# the Connect names and parameters, logical types without them get Connect's or Debezium's.
+_LOGICAL_CONNECT: Mapping[str, tuple[str, str]] = {
+    "date": ("int32", "org.apache.kafka.connect.data.Date"),
+    "time-millis": ("int32", "org.apache.kafka.connect.data.Time"),
+    "time-micros": ("int64", "io.debezium.time.MicroTime"),
+    "timestamp-millis": ("int64", "org.apache.kafka.connect.data.Timestamp"),
+    "timestamp-micros": ("int64", "io.debezium.time.MicroTimestamp"),
+    "local-timestamp-millis": ("int64", "org.apache.kafka.connect.data.Timestamp"),
+    "local-timestamp-micros": ("int64", "io.debezium.time.MicroTimestamp"),
+    "uuid": ("string", "io.debezium.data.Uuid"),
+}
+_AVRO_PRIMITIVE = {
+    "int": "int32",
+    "long": "int64",
+    "float": "float",
+    "double": "double",
+    "boolean": "boolean",
+    "string": "string",
+    "bytes": "bytes",
+}
+
+
+def _avro_to_connect(avro: Any, where: str, optional: bool = False) -> dict[str, Any]:
+    if isinstance(avro, list):
+        members = [m for m in avro if m != "null"]
+        if len(members) != 1:
+            raise CodecError(f"{where}: Kafka Connect has no unions like {avro!r:.80}")
+        return _avro_to_connect(members[0], where, optional or len(members) < len(avro))
+    node: Mapping[str, Any] = {"type": avro} if isinstance(avro, str) else avro
+    kind = node.get("type")
+    if isinstance(kind, dict | list):
+        return _avro_to_connect(kind, where, optional)
+    block: dict[str, Any]
+    logical = node.get("logicalType")
+    if logical == "decimal":
+        block = {
+            "type": "bytes",
+            "name": "org.apache.kafka.connect.data.Decimal",
+            "parameters": {
+                "scale": str(node.get("scale", 0)),
+                "connect.decimal.precision": str(node.get("precision")),
+            },
+        }
+    elif isinstance(logical, str) and logical in _LOGICAL_CONNECT and "connect.name" not in node:
+        connect_type, name = _LOGICAL_CONNECT[logical]
+        block = {"type": connect_type, "name": name}
+    elif kind in ("record", "error"):
+        name = node.get("name", "")
+        space = node.get("namespace")
+        fields = []
+        for avro_field in node.get("fields", []):
+            child = _avro_to_connect(avro_field["type"], f"{where}.{avro_field['name']}")
+            default = avro_field.get("default")
+            if default is not None:
+                # Avro spells bytes defaults as ISO-8859-1 text, Connect's JSON as base64.
+                if child["type"] == "bytes" and isinstance(default, str):
+                    default = base64.b64encode(default.encode("latin-1")).decode("ascii")
+                child["default"] = default
+            fields.append({**child, "field": avro_field["name"]})
+        block = {"type": "struct", "name": f"{space}.{name}" if space else name, "fields": fields}
+    elif kind == "array":
+        block = {"type": "array", "items": _avro_to_connect(node["items"], f"{where}[]")}
+    elif kind == "map":
+        values = _avro_to_connect(node["values"], f"{where}{{}}")
+        block = {"type": "map", "keys": {"type": "string", "optional": False}, "values": values}
+    elif kind == "enum":
+        symbols = ",".join(node.get("symbols", []))
+        block = {
+            "type": "string",
+            "name": "io.debezium.data.Enum",
+            "parameters": {"allowed": symbols},
+        }
+    elif kind == "fixed":
+        block = {"type": "bytes"}
+    elif isinstance(kind, str) and kind in _AVRO_PRIMITIVE:
+        block = {"type": node.get("connect.type", _AVRO_PRIMITIVE[kind])}
+    else:
+        raise CodecError(f"{where}: Avro type {kind!r} has no Kafka Connect type")
+    for prop, key in (
+        ("connect.name", "name"),
+        ("connect.version", "version"),
+        ("connect.doc", "doc"),
+    ):
+        if prop in node:
+            block[key] = node[prop]
+    if isinstance(node.get("connect.parameters"), Mapping):
+        block["parameters"] = dict(node["connect.parameters"])
+    block["optional"] = optional
+    return block
+
+
+# Structured data -> Connect JSON values: the reverse of connect_value + to_structured.
+_Writer = Callable[[Any, Mapping[str, str]], Any]
+
+
+def _decimal(value: Any) -> Decimal:
+    if isinstance(value, Decimal):
+        return value
+    if isinstance(value, float):
+        return Decimal(repr(value))
+    try:
+        return Decimal(str(value))
+    except InvalidOperation:
+        raise ValueError(f"not a decimal number: {value!r:.60}") from None
+
+
+def _unscaled_b64(number: Decimal, scale: int) -> str:
+    if not number.is_finite():
+        raise ValueError(f"{number} is not a finite decimal")
+    # From the digits, not arithmetic: a decimal context would round long numbers.
+    sign, digits, exponent = number.as_tuple()
+    assert isinstance(exponent, int)
+    shift = exponent + scale
+    if shift < 0 and any(digits[shift:]):
+        raise ValueError(f"{number} has more than {scale} fraction digits")
+    whole = int("".join(map(str, digits)) or "0")
+    whole = whole * 10**shift if shift >= 0 else whole // 10**-shift
+    whole = -whole if sign else whole
+    raw = whole.to_bytes((whole.bit_length() + 8) // 8, "big", signed=True)
+    return base64.b64encode(raw).decode("ascii")
+
+
+def _write_decimal(value: Any, params: Mapping[str, str]) -> str:
+    return _unscaled_b64(_decimal(value), int(params.get("scale", "0")))
+
+
+def _write_variable_decimal(value: Any, params: Mapping[str, str]) -> dict[str, Any]:
+    number = _decimal(value)
+    scale = max(0, -int(number.as_tuple().exponent))
+    return {"scale": scale, "value": _unscaled_b64(number, scale)}
+
+
+def _instant(value: Any) -> dt.datetime:
+    moment = dt.datetime.fromisoformat(value) if isinstance(value, str) else value
+    if not isinstance(moment, dt.datetime):
+        raise ValueError(f"expected an ISO 8601 date-time, got {value!r:.60}")
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=dt.UTC)
+
+
+def _since_epoch(per_second: int) -> _Writer:
+    def write(value: Any, params: Mapping[str, str]) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        micros = (_instant(value) - _EPOCH) // dt.timedelta(microseconds=1)
+        return micros * per_second // 1_000_000
+
+    return write
+
+
+def _time_of_day(per_second: int) -> _Writer:
+    def write(value: Any, params: Mapping[str, str]) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        moment = dt.time.fromisoformat(value) if isinstance(value, str) else value
+        if not isinstance(moment, dt.time):
+            raise ValueError(f"expected an ISO 8601 time, got {value!r:.60}")
+        micros = ((moment.hour * 60 + moment.minute) * 60 + moment.second) * 1_000_000
+        return (micros + moment.microsecond) * per_second // 1_000_000
+
+    return write
+
+
+def _days(value: Any, params: Mapping[str, str]) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    day = dt.date.fromisoformat(value) if isinstance(value, str) else value
+    if not isinstance(day, dt.date):
+        raise ValueError(f"expected an ISO 8601 date, got {value!r:.60}")
+    return day.toordinal() - _EPOCH_DAY
+
+
+def _as_is(value: Any, params: Mapping[str, str]) -> Any:
+    return str(value) if isinstance(value, uuid.UUID) else value
+
+
+def _text_instant(value: Any, params: Mapping[str, str]) -> str:
+    return value if isinstance(value, str) else _instant(value).isoformat()
+
+
+def _text_decimal(value: Any, params: Mapping[str, str]) -> str:
+    return f"{_decimal(value):f}"
+
+
+_C, _D = "org.apache.kafka.connect.data.", "io.debezium."
+#: Semantic type name -> how a structured value is written for it (SEMANTIC_TYPES reversed).
+_WRITERS: Mapping[str, _Writer] = {
+    _C + "Decimal": _write_decimal,
+    _C + "Date": _days,
+    _C + "Time": _time_of_day(1000),
+    _C + "Timestamp": _since_epoch(1000),
+    _D + "time.Date": _days,
+    _D + "time.Time": _time_of_day(1000),
+    _D + "time.MicroTime": _time_of_day(1_000_000),
+    _D + "time.Timestamp": _since_epoch(1000),
+    _D + "time.MicroTimestamp": _since_epoch(1_000_000),
+    _D + "data.VariableScaleDecimal": _write_variable_decimal,
+    "com.*.cdc.data.Decimal": _text_decimal,
+    "com.*.cdc.data.timestamp": _text_instant,
+}
+_WRITER_OF = {id(SEMANTIC_TYPES[name]): writer for name, writer in _WRITERS.items()}
+
+
+def _written(schema: ConnectSchema, value: Any, path: str) -> Any:
+    """``value`` as Connect JSON for ``schema``, read back once: nothing is written that a
+    reader of the schema would refuse."""
+    written = _connect_json(schema, value, path)
+    try:
+        connect_value(schema, written, path=path)
+    except SchemaError as exc:
+        raise CodecError(f"does not fit its Kafka Connect schema: {exc}") from None
+    return written
+
+
+def _connect_json(schema: ConnectSchema, value: Any, path: str) -> Any:
+    """``value`` (structured data) as Kafka Connect's JSON for ``schema``."""
+    where = path or "value"
+    if value is None:
+        return None
+    if schema.semantic is not None:
+        writer = _WRITER_OF.get(id(schema.semantic), _as_is)
+        try:
+            return writer(value, schema.parameters)
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise CodecError(f"{where}: cannot be written as {schema.name}: {exc}") from None
+    if schema.type == "struct":
+        if not isinstance(value, Mapping):
+            raise CodecError(f"{where}: expected an object for a struct, got {_kind(value)}")
+        names = {name for name, _ in schema.fields}
+        extra = [name for name in value if name not in names]
+        if extra:
+            raise CodecError(f"{where}: {extra[0]!r} is not a field of its schema")
+        prefix = f"{path}." if path else ""
+        return {
+            name: _connect_json(child, value.get(name), prefix + name)
+            for name, child in schema.fields
+        }
+    if schema.type == "array" and isinstance(value, list):
+        assert schema.items is not None
+        items = schema.items
+        return [_connect_json(items, item, f"{where}[{n}]") for n, item in enumerate(value)]
+    if schema.type == "map" and isinstance(value, Mapping):
+        assert schema.values is not None
+        values = schema.values
+        return {k: _connect_json(values, v, f"{where}.{k}") for k, v in value.items()}
+    if schema.type == "bytes" and isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if schema.type in ("float32", "float64") and isinstance(value, Decimal):
+        return float(value)
+    return value
