@@ -66,3 +66,26 @@ def test_typed_demo_expands_two_schema_versions_into_typed_columns(tmp_path):
     assert "amount: decimal(10,2)" in out and "ref: long" in out
     assert "9007199254740993" in out  # version 2's 64-bit ref, exact
     assert "42.50" in out and "payload.after: Avro body is truncated" in out
+
+
+def test_the_debezium_example_converts_as_the_readme_shows(tmp_path):
+    from tests.conftest import run_cli
+
+    out, dead = tmp_path / "out.jsonl", tmp_path / "dead.jsonl"
+    done = run_cli(
+        "convert",
+        "--from",
+        "debezium-json",
+        "--to",
+        "opencdc-json",
+        "--kv",
+        "--errors",
+        str(dead),
+        str(ROOT / "examples" / "debezium" / "customers.kv.jsonl"),
+        "-o",
+        str(out),
+    )
+    assert done.returncode == 1
+    assert b"read 3 messages, wrote 1 records, skipped 1 (1 tombstone), errors 1" in done.stderr
+    assert '"opencdc.collection":"inventory.customers"' in out.read_text()
+    assert len(dead.read_text().splitlines()) == 1
