@@ -63,10 +63,11 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, ClassVar
 
 import orjson
+import pyarrow as pa
 
 from cdc_connectors.formats.base import Format, FormatOptionError, Message, SkipMessage
-from cdc_connectors.opencdc import CodecError, Record, structured
-from cdc_connectors.opencdc.data import Data
+from cdc_connectors.opencdc import CodecError, Record, keys, structured
+from cdc_connectors.opencdc.data import Change, Data
 from cdc_connectors.opencdc.json_codec import (
     MAX_DEPTH,
     _default,
@@ -113,6 +114,10 @@ _EPOCH_DAY = dt.date(1970, 1, 1).toordinal()
 _RAW_DATA_KEY = "opencdc.rawData"  # Conduit's name for raw data that is no JSON object
 _SORTED = orjson.OPT_SORT_KEYS
 _MAX_CACHED = 1024  # distinct schema blocks kept parsed
+_VERSION_KEY, _OPENCDC_VERSION = keys.VERSION, keys.OPENCDC_VERSION
+_COLLECTION_KEY, _CREATED_AT_KEY, _READ_AT_KEY = keys.COLLECTION, keys.CREATED_AT, keys.READ_AT
+# What decode does that decode_batch's lean path does its own way (hooks it calls as is).
+_LEAN_STEPS = ("decode", "records_from_envelope", "_operation", "_tombstone", "_lean_records")
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,6 +299,118 @@ class DebeziumJsonFormat(Format):
                 read_at=read_at,
             )
         ]
+
+    def decode_batch(
+        self, messages: Sequence[Message]
+    ) -> tuple[pa.RecordBatch, list[tuple[int, CodecError]]]:
+        """The records of ``messages`` as one OpenCDC Arrow batch, and the errors.
+
+        The batch has exactly the layout of :func:`cdc_connectors.spark.arrow.records_to_batch`
+        (records in message order; skipped messages give none); each error is the index of
+        its message and the :class:`CodecError` :meth:`decode` raises for it, or the one
+        building the batch raised (structured data with no VARIANT form). A bad message
+        never costs the good ones their records.
+        """
+        # Imported here: formats know nothing of Spark until a caller asks for Arrow.
+        from cdc_connectors.spark.arrow import records_to_batch
+
+        records: list[Record] = []
+        owners: list[int] = []
+        errors: list[tuple[int, CodecError]] = []
+        # The lean path repeats decode's steps: only where a subclass changed none of them.
+        lean = not self.registry_url and all(
+            getattr(type(self), name) is getattr(DebeziumJsonFormat, name) for name in _LEAN_STEPS
+        )
+        for index, message in enumerate(messages):
+            found: list[Record] | None = None
+            if lean:
+                try:
+                    found = self._lean_records(message)
+                except (CodecError, SkipMessage, TypeError, ValueError):
+                    found = None  # decode says what is wrong, exactly
+            if found is None:
+                try:
+                    found = self.decode(message)
+                except SkipMessage:
+                    continue
+                except CodecError as exc:
+                    errors.append((index, exc))
+                    continue
+            records.extend(found)
+            owners.extend([index] * len(found))
+        try:
+            return records_to_batch(records), errors
+        except CodecError:
+            pass
+        # Some record has no VARIANT form: find it message by message, keep the rest.
+        by_message: dict[int, list[Record]] = {}
+        for record, index in zip(records, owners, strict=True):
+            by_message.setdefault(index, []).append(record)
+        kept: list[Record] = []
+        for index, own in by_message.items():
+            try:
+                records_to_batch(own)
+            except CodecError as exc:
+                errors.append((index, CodecError(str(exc).partition(": ")[2] or str(exc))))
+                continue
+            kept.extend(own)
+        errors.sort(key=lambda pair: pair[0])
+        return records_to_batch(kept), errors
+
+    def _lean_records(self, message: Message) -> list[Record] | None:
+        """:meth:`decode`'s common case, a change event with an ``op``, with metadata gathered
+        in a plain dict and checked once; ``None`` (or an error) for anything else, which
+        :meth:`decode` then handles. Not for the registry path."""
+        if message.value is None:
+            return None
+        envelope = _load_json(message.value, "value")
+        if not isinstance(envelope, dict):
+            return None
+        schema, payload = _unwrap(envelope, "value")
+        if not isinstance(payload, dict):
+            return None
+        op = payload.get("op")
+        operation = _OPERATIONS.get(op) if isinstance(op, str) else None
+        source = payload.get("source")
+        transaction = payload.get("transaction")
+        if (
+            operation is None
+            or not isinstance(source, dict | None)
+            or not isinstance(transaction, dict | None)
+        ):
+            return None
+        source = source or {}
+        key = _parse_key(message.key)
+        collection = self.collection_of(source)
+        rows = self._envelope_rows(schema)
+        before = self._image(payload, "before", rows[0])
+        after = self._image(payload, "after", rows[1])
+
+        pairs: dict[str, str] = {}
+        prefix = self.prefix
+        for field, value in source.items():
+            _put_text(pairs, f"{prefix}.source.{field}", value)
+        for field, value in (transaction or {}).items():
+            _put_text(pairs, f"{prefix}.transaction.{field}", value)
+        extra = Metadata()
+        self.extra_metadata(payload, extra)
+        pairs.update(extra)
+        unavailable = _unavailable_columns(after)
+        if unavailable:
+            pairs[f"{prefix}.unavailable.columns"] = ",".join(unavailable)
+
+        structured_key = self._key(self.key_of(payload, key), before, after, operation)[0]
+        created_at = _nanos(source, "source") or _conduit_time(source, "opencdc.createdAt")
+        read_at = _nanos(payload, "payload") or time.time_ns()
+        # What Record.new sets, in its order.
+        pairs.setdefault(_VERSION_KEY, _OPENCDC_VERSION)
+        for name, standard in ((_COLLECTION_KEY, collection), (_CREATED_AT_KEY, created_at)):
+            if standard is None:
+                pairs.pop(name, None)
+            else:
+                pairs[name] = str(standard)
+        pairs[_READ_AT_KEY] = str(read_at)
+        return [Record(b"", operation, Metadata(pairs), structured_key, Change(before, after))]
 
     def _operation(self, payload: Mapping[str, Any], schema: Any) -> Operation:
         if "op" not in payload:
@@ -657,6 +774,16 @@ def _conduit_time(source: Mapping[str, Any], name: str) -> int | None:
     if isinstance(value, str) and _INTEGER.fullmatch(value):
         return int(value)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _put_text(pairs: dict[str, str], name: str, value: Any) -> None:
+    """:func:`_put` into a plain dict, checked later as a whole."""
+    if value is None:
+        return
+    if isinstance(value, str):
+        pairs[name] = value
+    else:
+        pairs[name] = orjson.dumps(value, default=_default, option=_SORTED).decode()
 
 
 def _put(metadata: Metadata, name: str, value: Any) -> None:

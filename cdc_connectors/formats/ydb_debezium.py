@@ -1,0 +1,121 @@
+"""YDB changefeeds in their Debezium-compatible JSON format: ``ydb-debezium-json`` (read only).
+
+A changefeed created with ``FORMAT = 'DEBEZIUM_JSON'`` writes, per change, the Kafka key
+``{"payload": {<key columns>}}`` and the value::
+
+    {"payload": {"op": "u", "before": {...}, "after": {...},
+                 "source": {"connector": "ydb", "version": "1.0.0", "ts_ms": 1670792400890,
+                            "step": 1670792400890, "txId": 562949953607163, "snapshot": false}}}
+
+It is read as ``debezium-json`` reads Debezium (:class:`DebeziumJsonFormat`), with
+metadata prefixed ``ydb``:
+
+| YDB | OpenCDC |
+|---|---|
+| ``op`` ``c`` (only in ``NEW_AND_OLD_IMAGES``: a row without ``before``) | ``create`` |
+| ``op`` ``u`` / ``d`` | ``update`` / ``delete`` |
+| ``op`` ``r`` (a row of the initial scan, ``source.snapshot`` true) | ``snapshot`` |
+| ``before`` (``OLD_IMAGE``, ``NEW_AND_OLD_IMAGES``) | ``payload.before`` |
+| ``after`` (``NEW_IMAGE``, ``NEW_AND_OLD_IMAGES``) | ``payload.after`` |
+| Kafka key's ``payload`` | ``key`` (column -> value) |
+| ``source.step`` / ``source.txId`` | ``ydb.step`` / ``ydb.txId`` (as ``ydb-json``) |
+| ``source.ts_ms`` (else ``source.step``, coordinator ms) | ``opencdc.createdAt`` (ns) |
+| other ``source`` fields (``connector``, ``version``, ``snapshot``) | ``ydb.source.<field>`` |
+| (none: the envelope names no table) | ``opencdc.collection``: option ``collection`` |
+| (none) | ``opencdc.readAt``: when the message was decoded |
+| value ``null`` | skipped, ``tombstone`` (``tombstones=delete``: a key-only delete) |
+
+YDB adds the key columns to both images. ``UPDATES`` and ``KEYS_ONLY`` changefeeds carry
+no image: an update or delete then has only its key. With option ``mode`` set, a message
+that does not fit it is an error: ``c`` outside ``NEW_AND_OLD_IMAGES``, a ``before`` the
+mode does not carry, an ``after`` likewise. Metadata values are strings, as in
+``debezium-json`` (``ydb.source.snapshot`` is ``true`` or ``false``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from cdc_connectors.formats.base import FormatOptionError, Message
+from cdc_connectors.formats.debezium import DebeziumJsonFormat
+from cdc_connectors.formats.ydb import MODES
+from cdc_connectors.opencdc import CodecError, Record
+from cdc_connectors.opencdc.metadata import Metadata
+
+__all__ = ["YdbDebeziumJsonFormat"]
+
+_NS_PER_MS = 1_000_000
+# source field -> the metadata key ydb-json gives the same value
+_TIMESTAMP_KEYS = {"step": "ydb.step", "txId": "ydb.txId"}
+# images each mode carries
+_BEFORE_MODES = frozenset({"OLD_IMAGE", "NEW_AND_OLD_IMAGES"})
+_AFTER_MODES = frozenset({"NEW_IMAGE", "NEW_AND_OLD_IMAGES"})
+
+
+class YdbDebeziumJsonFormat(DebeziumJsonFormat):
+    """YDB's Debezium-compatible changefeed records (module docstring)."""
+
+    name = "ydb-debezium-json"
+    prefix: ClassVar[str] = "ydb"
+    options: ClassVar[Mapping[str, str]] = {
+        "collection": "opencdc.collection of every record (the table or changefeed name)",
+        "mode": "the changefeed's mode, checked per message: " + ", ".join(MODES),
+        "tombstones": "skip (default): count and skip null values; delete: a key-only delete",
+    }
+
+    def configure(self) -> None:
+        super().configure()
+        self.collection = self.settings.get("collection")
+        if self.collection is not None and not self.collection.strip():
+            raise FormatOptionError(f"format {self.name!r} option 'collection' is empty")
+        self.mode: str | None = None
+        mode = self.settings.get("mode")
+        if mode is not None:
+            self.mode = mode.strip().upper()
+            if self.mode not in MODES:
+                raise FormatOptionError(
+                    f"format {self.name!r} option 'mode' must be one of {', '.join(MODES)}, "
+                    f"not {mode!r}"
+                )
+
+    def collection_of(self, source: Mapping[str, Any]) -> str | None:
+        """The ``collection`` option; else a table the source names (YDB names none yet)."""
+        return self.collection or super().collection_of(source)
+
+    def extra_metadata(self, payload: Mapping[str, Any], metadata: Metadata) -> None:
+        """``ydb.step`` / ``ydb.txId`` in place of ``ydb.source.step`` / ``.txId``."""
+        for field, name in _TIMESTAMP_KEYS.items():
+            value = metadata.pop(f"{self.prefix}.source.{field}", None)
+            if value is not None:
+                metadata[name] = value
+        super().extra_metadata(payload, metadata)
+
+    def records_from_envelope(
+        self, envelope: Mapping[str, Any], key: Any, message: Message
+    ) -> list[Record]:
+        payload = envelope.get("payload", envelope) if isinstance(envelope, Mapping) else None
+        if self.mode is not None and isinstance(payload, Mapping):
+            self._check_mode(payload)
+        records = super().records_from_envelope(envelope, key, message)
+        for record in records:
+            step = record.metadata.get("ydb.step")
+            if record.metadata.created_at is None and step is not None and step.isdigit():
+                record.metadata.created_at = int(step) * _NS_PER_MS
+        return records
+
+    def _lean_records(self, message: Message) -> list[Record] | None:
+        """No shortcut past :meth:`records_from_envelope`: the mode checks, ``ydb.step``
+        and the step's ``createdAt`` live there (``None`` sends batches to :meth:`decode`)."""
+        return None
+
+    def _check_mode(self, payload: Mapping[str, Any]) -> None:
+        mode = self.mode
+        if payload.get("op") == "c" and mode != "NEW_AND_OLD_IMAGES":
+            raise CodecError(f"op 'c' in {mode} mode: YDB writes it only in NEW_AND_OLD_IMAGES")
+        for image, modes in (("before", _BEFORE_MODES), ("after", _AFTER_MODES)):
+            if payload.get(image) and mode not in modes:
+                raise CodecError(f"{image} in {mode} mode, which does not carry it")
+
+    def encode(self, record: Record) -> Message:
+        raise CodecError(f"format {self.name!r} is read-only: it has no encoder")
