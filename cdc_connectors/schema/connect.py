@@ -441,9 +441,9 @@ def _parse(node: Any, path: str) -> ConnectSchema:
         raise SchemaError(f"{path}: a Connect schema is a JSON object, got {_kind(node)}")
     kind = node.get("type")
     kind = _TYPE_ALIASES.get(kind, kind) if isinstance(kind, str) else kind
-    if kind not in _CONNECT_TYPES:
+    if not isinstance(kind, str) or kind not in _CONNECT_TYPES:
         known = ", ".join(sorted(_CONNECT_TYPES))
-        raise SchemaError(f"{path}.type: unknown Connect type {kind!r} (known: {known})")
+        raise SchemaError(f"{path}.type: unknown Connect type {kind!r:.60} (known: {known})")
     optional = _attr(node, "optional", bool, path, False)
     name = _attr(node, "name", str, path, None)
     version = _attr(node, "version", int, path, None)

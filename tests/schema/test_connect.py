@@ -877,3 +877,9 @@ def test_micro_timestamps_round_trip_exactly(micros: int) -> None:
         microseconds=1
     ) == micros
     assert back == value
+
+
+@pytest.mark.parametrize("kind", [["int32"], {"type": "int32"}, 5, None])
+def test_a_type_that_is_not_a_name_is_a_schema_error(kind: object) -> None:
+    with pytest.raises(SchemaError, match="unknown Connect type"):
+        connect_to_avro({"type": "struct", "fields": [{"field": "a", "type": kind}]})
