@@ -65,7 +65,7 @@ from cdc_connectors.formats.base import Format, Message, SkipMessage
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.opencdc import CodecError, Metadata, Operation, Record
 from cdc_connectors.opencdc.data import Data
-from cdc_connectors.opencdc.json_codec import _exact_numbers, _parse_exact, json_error
+from cdc_connectors.opencdc.json_codec import json_error, load_exact
 from cdc_connectors.schema.avro_values import to_structured
 from cdc_connectors.schema.connect import ConnectSchema, connect_value, parse_connect_schema
 from cdc_connectors.schema.errors import SchemaError
@@ -261,12 +261,9 @@ def _load(data: bytes, what: str) -> Any:
     """JSON with every number exact (as OpenCDC JSON reads it); CodecError naming ``what``."""
     try:
         try:
-            obj = orjson.loads(data)
+            return load_exact(data)
         except orjson.JSONDecodeError as exc:
-            if "infinity" not in str(exc):
-                raise CodecError(f"invalid JSON: {json_error(exc, data)}") from None
-            obj = _parse_exact(data)  # a number beyond a double's range: refused, named
-        return _exact_numbers(data, obj)
+            raise CodecError(f"invalid JSON: {json_error(exc, data)}") from None
     except CodecError as exc:
         raise CodecError(f"{what}: {exc.reason}") from None
 

@@ -71,9 +71,8 @@ from cdc_connectors.opencdc.data import Change, Data
 from cdc_connectors.opencdc.json_codec import (
     MAX_DEPTH,
     _default,
-    _exact_numbers,
-    _parse_exact,
     json_error,
+    load_exact,
 )
 from cdc_connectors.opencdc.metadata import Metadata
 from cdc_connectors.opencdc.operation import Operation
@@ -691,12 +690,9 @@ class DebeziumJsonFormat(Format):
 def _load_json(data: bytes, what: str) -> Any:
     """``data`` parsed as the OpenCDC JSON codec reads it: numbers exact or refused."""
     try:
-        obj = orjson.loads(data)
+        return load_exact(data)
     except orjson.JSONDecodeError as exc:
-        if "infinity" not in str(exc):
-            raise CodecError(f"{what} is not valid JSON: {json_error(exc, data)}") from None
-        obj = _parse_exact(data)
-    return _exact_numbers(data, obj)
+        raise CodecError(f"{what} is not valid JSON: {json_error(exc, data)}") from None
 
 
 def _parse_key(key: bytes | None) -> Any:

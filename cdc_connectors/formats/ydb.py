@@ -55,7 +55,7 @@ from cdc_connectors.opencdc import CodecError, Operation, Record
 
 # The project's exact reading of JSON numbers: a number a double would change is kept
 # exact (Decimal), an integer beyond 64 bits or a number beyond a double's range refused.
-from cdc_connectors.opencdc.json_codec import _exact_numbers, _parse_exact, json_error
+from cdc_connectors.opencdc.json_codec import json_error, load_exact
 from cdc_connectors.opencdc.structured import MAX_INT
 
 __all__ = ["MODES", "YdbJsonFormat"]
@@ -87,12 +87,9 @@ def _kind(value: Any) -> str:
 def _load(text: bytes) -> Any:
     """The JSON document ``text``, numbers read exactly as OpenCDC JSON reads them."""
     try:
-        obj = orjson.loads(text)
+        return load_exact(text)
     except orjson.JSONDecodeError as exc:
-        if "infinity" not in str(exc):
-            raise CodecError(f"invalid JSON: {json_error(exc, text)}") from None
-        obj = _parse_exact(text)  # a number beyond a double's range: refused there
-    return _exact_numbers(text, obj)
+        raise CodecError(f"invalid JSON: {json_error(exc, text)}") from None
 
 
 def _timestamp(value: Any, what: str) -> tuple[int, int]:

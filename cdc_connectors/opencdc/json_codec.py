@@ -305,13 +305,26 @@ def record_from_json(data: bytes | str, *, raw_as_string: bool = False) -> Recor
     """Parse one OpenCDC JSON document; raise :class:`CodecError` on bad input."""
     text = data.encode("utf-8") if isinstance(data, str) else data
     try:
+        obj = load_exact(text)
+    except orjson.JSONDecodeError as exc:
+        raise CodecError(f"invalid JSON: {json_error(exc, data)}") from None
+    return record_from_obj(obj, raw_as_string=raw_as_string)
+
+
+def load_exact(text: bytes) -> Any:
+    """A JSON document with every number exact or refused, as OpenCDC JSON reads them.
+
+    Raises ``orjson.JSONDecodeError`` for text that is not JSON (callers name the place)
+    and :class:`CodecError` for numbers that cannot be kept (integers beyond 64 bits,
+    numbers beyond a double's range).
+    """
+    try:
         obj = orjson.loads(text)
     except orjson.JSONDecodeError as exc:
         if "infinity" not in str(exc):
-            raise CodecError(f"invalid JSON: {json_error(exc, data)}") from None
-        obj = _parse_exact(text)  # a number beyond a double's range: kept exact
-    obj = _exact_numbers(text, obj)
-    return record_from_obj(obj, raw_as_string=raw_as_string)
+            raise
+        obj = _parse_exact(text)  # a number beyond a double's range: kept exact or refused
+    return _exact_numbers(text, obj)
 
 
 def read_json_lines(
