@@ -1,0 +1,181 @@
+"""What every connector shares: its format from settings, and messages <-> OpenCDC Arrow.
+
+Reading, :func:`decode_messages` turns a batch of messages into one Arrow batch with the
+OpenCDC layout (:data:`~cdc_connectors.spark.schema.OPENCDC_ARROW_SCHEMA`): the records of
+good messages, whose empty positions become their message's place (``topic/partition/offset``,
+``file:line``), and one dead-letter row per bad message (its place as position, the original
+key and value as raw ``key`` and ``payload.after``, the reason in ``conduit.dlq.nack.error``).
+Nothing is dropped: skipped messages (tombstones, heartbeats) are counted.
+
+Writing, :func:`encode_rows` turns an OpenCDC Arrow batch into messages, and a row the format
+cannot write into a dead-letter record with the reason.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cdc_connectors import plugins
+from cdc_connectors.convert.deadletter import dead_letter
+from cdc_connectors.formats.base import Format, FormatOptionError, Message, SkipMessage
+from cdc_connectors.opencdc import CodecError, Record, keys
+from cdc_connectors.opencdc.json_codec import record_to_json
+from cdc_connectors.spark.arrow import records_from_batch, records_to_batch
+
+__all__ = [
+    "DLQ_ERROR",
+    "Decoded",
+    "FailFastError",
+    "SettingError",
+    "decode_messages",
+    "encode_rows",
+    "is_dead_letter",
+    "open_format",
+]
+
+#: The metadata key that marks a dead-letter row (Conduit's).
+DLQ_ERROR = keys.CONDUIT_DLQ_NACK_ERROR
+FORMAT_PREFIX = "format."
+
+
+class SettingError(ValueError):
+    """A connector setting is missing, unknown or has a bad value; the message names it."""
+
+
+class FailFastError(RuntimeError):
+    """A bad message when the user chose fail-fast: names its place and the reason."""
+
+
+@dataclass
+class Decoded:
+    """One decoded batch and what happened to its messages."""
+
+    batch: pa.RecordBatch
+    messages: int = 0
+    records: int = 0
+    errors: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+
+
+def open_format(
+    settings: Mapping[str, str], *, default: str, registry: str | None, connector: str
+) -> Format:
+    """The format a connector's settings name: ``format`` (else ``default``) with every
+    ``format.<option>`` setting as its option ``<option>``.
+
+    :class:`SettingError` naming the setting for an unknown format or a bad option.
+    """
+    name = settings.get("format", default)
+    options = {
+        key[len(FORMAT_PREFIX) :]: value
+        for key, value in settings.items()
+        if key.startswith(FORMAT_PREFIX)
+    }
+    try:
+        cls = plugins.load(plugins.FORMATS, name, Format)
+    except plugins.PluginError as exc:
+        raise SettingError(f"{connector} setting 'format': {exc}") from None
+    try:
+        fmt: Format = cls(options, registry=registry)
+    except FormatOptionError as exc:
+        raise SettingError(f"{connector} setting 'format.*': {exc}") from None
+    return fmt
+
+
+def decode_messages(
+    fmt: Format, messages: Sequence[Message], *, node_id: str, fail_fast: bool = False
+) -> Decoded:
+    """The OpenCDC Arrow batch of ``messages`` (module docstring).
+
+    With ``fail_fast`` the first bad message raises :class:`FailFastError` naming its place.
+    """
+    records: list[Record] = []
+    owners: list[int] = []
+    bad: dict[int, str] = {}
+    out = Decoded(records_to_batch([]), messages=len(messages))
+    for index, message in enumerate(messages):
+        try:
+            found = fmt.decode(message)
+        except SkipMessage as skip:
+            out.skipped[skip.reason] += 1
+            continue
+        except CodecError as exc:
+            bad[index] = exc.reason
+            if fail_fast:
+                raise FailFastError(f"{message.where or 'message'}: {exc.reason}") from None
+            continue
+        where = message.where.encode("utf-8")
+        for record in found:
+            if not record.position:
+                record.position = where
+        records.extend(found)
+        owners.extend([index] * len(found))
+    try:
+        good = records_to_batch(records)
+    except CodecError:
+        good, records, owners = _keep_encodable(records, owners, bad)
+    letters = [dead_letter(messages[i], reason, node_id) for i, reason in sorted(bad.items())]
+    if fail_fast and letters:
+        first = min(bad)
+        raise FailFastError(f"{messages[first].where or 'message'}: {bad[first]}")
+    out.records = len(records)
+    out.errors = len(letters)
+    out.batch = good if not letters else _concat(good, records_to_batch(letters))
+    return out
+
+
+def _keep_encodable(
+    records: list[Record], owners: list[int], bad: dict[int, str]
+) -> tuple[pa.RecordBatch, list[Record], list[int]]:
+    """Some record has no Arrow form: a message whose records cannot all be written goes to
+    the dead letters whole; the others are kept."""
+    by_message: dict[int, list[Record]] = {}
+    for record, owner in zip(records, owners, strict=True):
+        by_message.setdefault(owner, []).append(record)
+    kept: list[Record] = []
+    kept_owners: list[int] = []
+    for owner, own in by_message.items():
+        try:
+            records_to_batch(own)
+        except CodecError as exc:
+            bad[owner] = exc.reason
+            continue
+        kept.extend(own)
+        kept_owners.extend([owner] * len(own))
+    return records_to_batch(kept), kept, kept_owners
+
+
+def _concat(first: pa.RecordBatch, second: pa.RecordBatch) -> pa.RecordBatch:
+    table = pa.Table.from_batches([first, second])
+    return table.combine_chunks().to_batches()[0]
+
+
+def is_dead_letter(batch: pa.RecordBatch) -> pa.BooleanArray:
+    """Which rows of an OpenCDC batch are dead letters (their metadata has the DLQ error)."""
+    found = pc.map_lookup(batch.column("metadata"), pa.scalar(DLQ_ERROR), "first")
+    return pc.is_valid(found)
+
+
+def encode_rows(
+    fmt: Format, batch: pa.RecordBatch, *, node_id: str
+) -> tuple[list[Message], list[Record]]:
+    """Messages for the records of an OpenCDC batch, in order, and the dead-letter records
+    of the rows ``fmt`` cannot write (the record as OpenCDC JSON, with the reason)."""
+    messages: list[Message] = []
+    letters: list[Record] = []
+    for record in records_from_batch(batch):
+        try:
+            messages.append(fmt.encode(record))
+        except CodecError as exc:
+            original = Message(record_to_json(record), where=_printable(record.position))
+            letters.append(dead_letter(original, exc.reason, node_id))
+    return messages, letters
+
+
+def _printable(position: bytes) -> str:
+    return position.decode("utf-8", "backslashreplace")
