@@ -2,11 +2,13 @@
 
 Messages are what Debezium's PostgreSQL connector writes with ``schemas.enable=true`` for an
 orders table (a decimal, a MicroTimestamp, a date, an enum, nullable text): about 1.8 KB each.
-``debezium_json_vs_json_parse``: :meth:`DebeziumJsonFormat.decode_batch` to an OpenCDC Arrow
-batch against a bare ``orjson.loads`` loop. ``debezium_spark_vs_native_json``: the OpenCDC
-DataFrame from Debezium JSON files on ``local[2]`` (``spark.read.text`` + ``mapInArrow``
-calling ``decode_batch``) against Spark's ``from_json`` with an explicit schema projected into
-the same columns; both written to the ``noop`` sink so every column is materialised.
+``debezium_json_vs_json_parse``: :class:`TypedDebeziumDecoder` (the columnar path, typed
+columns) against a bare ``orjson.loads`` loop; ``debezium_json_opencdc_vs_json_parse``:
+:meth:`DebeziumJsonFormat.decode_batch` to the OpenCDC layout (VARIANT images) against the
+same loop. ``debezium_spark_vs_native_json``: the typed OpenCDC DataFrame from Debezium JSON
+files on ``local[2]`` (``spark.read.text`` + ``mapInArrow`` calling the typed decoder) against
+Spark's ``from_json`` with an explicit schema projected into the same columns; both written to
+the ``noop`` sink so every column is materialised.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import os
 import random
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,7 @@ import pyarrow as pa
 from bench.common import entry, rates
 from cdc_connectors.formats.base import Message
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
+from cdc_connectors.spark.debezium_typed import TypedDebeziumDecoder
 
 MESSAGES = 20_000
 SPARK_MESSAGES = 100_000
@@ -157,7 +160,14 @@ def _one_core() -> dict[str, dict[str, Any]]:
     messages = [Message(line) for line in data]
     fmt = DebeziumJsonFormat()
 
+    typed = TypedDebeziumDecoder.from_message(fmt, messages[0])
+
     def ours() -> pa.RecordBatch:
+        batch, errors = typed.decode(messages)
+        assert not errors and batch.num_rows == len(messages)
+        return batch
+
+    def opencdc() -> pa.RecordBatch:
         batch, errors = fmt.decode_batch(messages)
         assert not errors and batch.num_rows == len(messages)
         return batch
@@ -167,23 +177,29 @@ def _one_core() -> dict[str, dict[str, Any]]:
 
     size = sum(map(len, data)) / len(data)
     print(f"debezium messages: {size:.0f} bytes on average", file=sys.stderr)
-    measured = rates({"ours": ours, "anchor": anchor}, len(data))
+    measured = rates({"ours": ours, "opencdc": opencdc, "anchor": anchor}, len(data))
     return {
         "debezium_json_vs_json_parse": entry(
             measured["ours"], "msg/s", "orjson.loads loop", measured["anchor"]
-        )
+        ),
+        "debezium_json_opencdc_vs_json_parse": entry(
+            measured["opencdc"], "msg/s", "orjson.loads loop", measured["anchor"]
+        ),
     }
 
 
-def _decode_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    fmt = DebeziumJsonFormat()
-    for batch in batches:
-        values = batch.column(0).cast(pa.binary()).to_pylist()
-        for start in range(0, len(values), BATCH):
-            chunk = [Message(v) for v in values[start : start + BATCH]]
-            decoded, errors = fmt.decode_batch(chunk)
-            assert not errors
-            yield decoded
+def _typed_partitions(
+    decoder: TypedDebeziumDecoder,
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            values = batch.column(0)
+            for start in range(0, len(values), BATCH):
+                decoded, errors = decoder.decode_arrays(values.slice(start, BATCH))
+                assert not errors
+                yield decoded
+
+    return run
 
 
 def _spark() -> dict[str, dict[str, Any]]:
@@ -191,8 +207,6 @@ def _spark() -> dict[str, dict[str, Any]]:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
-
-    from cdc_connectors.spark.schema import OPENCDC_SCHEMA
 
     spark = (
         SparkSession.builder.master("local[2]")
@@ -208,10 +222,14 @@ def _spark() -> dict[str, dict[str, Any]]:
             (folder / f"part-{part}.json").write_bytes(b"\n".join(data) + b"\n")
         path = str(folder)
 
+        decoder = TypedDebeziumDecoder.from_message(DebeziumJsonFormat(), Message(data[0]))
+        decode = _typed_partitions(decoder)
+
+        def typed_frame() -> Any:
+            return spark.read.text(path).mapInArrow(decode, decoder.spark_schema)
+
         def ours() -> None:
-            text = spark.read.text(path)
-            df = text.mapInArrow(_decode_partition, OPENCDC_SCHEMA)
-            df.write.format("noop").mode("overwrite").save()
+            typed_frame().write.format("noop").mode("overwrite").save()
 
         row = (
             "struct<id:bigint,status:string,amount:binary,created_at:bigint,updated_at:bigint,"
@@ -256,10 +274,7 @@ def _spark() -> dict[str, dict[str, Any]]:
             )
             df.write.format("noop").mode("overwrite").save()
 
-        assert (
-            spark.read.text(path).mapInArrow(_decode_partition, OPENCDC_SCHEMA).count()
-            == len(data) * 2
-        )
+        assert typed_frame().count() == len(data) * 2
         measured = rates({"ours": ours, "anchor": native}, len(data) * 2, rounds=3)
     spark.stop()
     return {

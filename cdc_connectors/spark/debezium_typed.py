@@ -1,0 +1,860 @@
+"""Debezium JSON with ``schema`` blocks -> typed Arrow columns, column by column.
+
+:class:`TypedDebeziumDecoder` turns a batch of Debezium change events into one Arrow batch
+of the *typed* OpenCDC layout::
+
+    position   binary              not null   the message's place when the format sets none
+    operation  string              not null
+    metadata   map<string,string>  not null   as the per-message path writes it
+    key        struct<raw_data, structured_data: variant>
+    before     struct<...>                    the row schema's columns, typed
+    after      struct<...>
+
+``before`` and ``after`` have the Spark types of the row's Kafka Connect schema as
+Confluent's AvroConverter spells it (a Debezium decimal is ``decimal(p, s)``, a
+MicroTimestamp a ``timestamp``, a Date a ``date``): exactly what expanding the per-message
+records through the registry gives (:func:`cdc_connectors.spark.expand`).
+
+The fast path has no Python object per row. Every message whose text starts with the
+batch's own ``{"schema": ...,`` block (what one connector writes for one table) has that
+block cut off; the rest is parsed by Arrow's JSON reader; each column is converted with
+Arrow kernels (base64 decimals in one loop over the column). Any other message, a row the
+fast path cannot take exactly (an unknown op, a null for a required column, a column the
+schema does not declare, a decimal out of range), or a batch Arrow cannot read goes the
+per-message way: :meth:`DebeziumJsonFormat.decode`, then its images written as Avro of
+their own row schema and read back as the batch's (Avro schema resolution), so a message
+of an older schema version still lands in the typed columns, and a bad one becomes an
+error of its own, never costing the good ones their records.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import fastavro
+import numpy as np
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pajson
+from pyspark.sql.types import StructField, StructType
+
+from cdc_connectors.formats.base import Message, SkipMessage
+from cdc_connectors.formats.debezium import UNAVAILABLE_VALUE, DebeziumJsonFormat
+from cdc_connectors.opencdc import CodecError, Record, keys
+from cdc_connectors.opencdc.metadata import Metadata
+from cdc_connectors.schema import avro_values, framing
+from cdc_connectors.schema.connect import ConnectSchema
+from cdc_connectors.spark.arrow import _data_array
+from cdc_connectors.spark.avro_batch import AvroBatchDecoder
+from cdc_connectors.spark.schema import OPENCDC_ARROW_SCHEMA, OPENCDC_SCHEMA
+
+__all__ = ["TypedDebeziumDecoder", "output_schema", "spark_schema", "typed_schema"]
+
+_OPERATIONS = ("c", "u", "d", "r")
+_OPERATION_NAMES = pa.array(["create", "update", "delete", "snapshot"], pa.string())
+_TIME_FIELDS = (("ts_ns", 1), ("ts_us", 1_000), ("ts_ms", 1_000_000))
+_KNOWN_PAYLOAD = frozenset(("before", "after", "source", "op", "transaction", *dict(_TIME_FIELDS)))
+_JSON_TYPES = {
+    "int8": pa.int64(),
+    "int16": pa.int64(),
+    "int32": pa.int64(),
+    "int64": pa.int64(),
+    "float32": pa.float64(),
+    "float64": pa.float64(),
+    "boolean": pa.bool_(),
+    "string": pa.string(),
+    "bytes": pa.string(),
+}
+_INT_RANGE = {
+    "int8": (-(2**7), 2**7 - 1),
+    "int16": (-(2**15), 2**15 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+}
+# Semantic types whose JSON value is the Avro value (a count or text) as is.
+_SAME_VALUE = {
+    "io.debezium.time.Date",
+    "org.apache.kafka.connect.data.Date",
+    "io.debezium.time.Time",
+    "org.apache.kafka.connect.data.Time",
+    "io.debezium.time.MicroTime",
+    "io.debezium.time.NanoTime",
+    "io.debezium.time.NanoTimestamp",
+    "io.debezium.time.ZonedTimestamp",
+    "io.debezium.time.ZonedTime",
+    "io.debezium.time.Year",
+    "io.debezium.data.Json",
+    "io.debezium.data.EnumSet",
+}
+_MICROS_PER = {
+    "io.debezium.time.MicroTimestamp": 1,
+    "io.debezium.time.Timestamp": 1000,
+    "org.apache.kafka.connect.data.Timestamp": 1000,
+}
+_DECIMAL = "org.apache.kafka.connect.data.Decimal"
+_UUID = "io.debezium.data.Uuid"
+_CANONICAL_UUID = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+_FLOAT32_MAX = 3.4028234663852886e38
+_MAX_MICROS = 253_402_300_799_999_999  # 9999-12-31T23:59:59.999999Z, the last instant Spark reads
+# Hooks a Debezium-shaped format may override; the fast path does what the base class does.
+_HOOKS = ("decode", "records_from_envelope", "collection_of", "key_of", "extra_metadata")
+_ENUM = "io.debezium.data.Enum"
+# One thread: a Spark Python worker has one core; 1 MiB blocks parse fastest here.
+_READ_OPTIONS = pajson.ReadOptions(block_size=1 << 20, use_threads=False)
+_UNAVAILABLE_BYTES = UNAVAILABLE_VALUE.encode()
+
+
+class _NotColumnar(Exception):
+    """The batch (or this schema) has something the fast path does not take exactly."""
+
+
+def typed_schema(row_avro: str) -> pa.StructType:
+    """The Arrow struct type of a row whose Avro schema is ``row_avro`` (JSON text)."""
+    return AvroBatchDecoder(orjson.loads(row_avro)).arrow_type
+
+
+def spark_schema(row: StructType) -> StructType:
+    """The typed OpenCDC layout as a Spark schema, for rows of Spark type ``row``."""
+    base = OPENCDC_SCHEMA
+    return StructType(
+        [
+            base["position"],
+            base["operation"],
+            base["metadata"],
+            base["key"],
+            StructField("before", row, True),
+            StructField("after", row, True),
+        ]
+    )
+
+
+def output_schema(row: pa.StructType) -> pa.Schema:
+    """The typed OpenCDC layout for rows of type ``row`` (module docstring)."""
+    base = OPENCDC_ARROW_SCHEMA
+    return pa.schema(
+        [
+            base.field("position"),
+            base.field("operation"),
+            base.field("metadata"),
+            base.field("key"),
+            pa.field("before", row, nullable=True),
+            pa.field("after", row, nullable=True),
+        ]
+    )
+
+
+class TypedDebeziumDecoder:
+    """Debezium JSON of one envelope schema -> typed OpenCDC Arrow batches (module docstring).
+
+    ``envelope`` is the value's ``schema`` block (a Connect struct with ``before`` and
+    ``after``); :meth:`from_message` takes it from a sample message.
+    """
+
+    def __init__(self, fmt: DebeziumJsonFormat, envelope: Mapping[str, Any]):
+        self.fmt = fmt
+        self.envelope = dict(envelope)
+        rows = fmt._envelope_rows(envelope)
+        row = rows[1] or rows[0]
+        if row is None or row.avro_text is None:
+            raise CodecError(
+                (row.problem if row is not None else None)
+                or "value schema: the envelope has no before/after row schema with an Avro form"
+            )
+        self.row = row
+        decoder = AvroBatchDecoder(orjson.loads(row.avro_text))
+        self.row_type = decoder.arrow_type
+        self.schema = output_schema(self.row_type)
+        #: The same layout as a Spark schema (``mapInArrow``, a data source's ``schema()``).
+        self.spark_schema = spark_schema(decoder.spark_type)
+        self._reader_avro = row.avro_text
+        self._parsed: dict[str, Any] = {}
+        self._decoders: dict[str, AvroBatchDecoder] = {}
+        self._prefix = b'{"schema":' + orjson.dumps(envelope) + b","
+        self._plan: _Plan | None = None
+        if all(getattr(type(fmt), h) is getattr(DebeziumJsonFormat, h) for h in _HOOKS):
+            try:
+                self._plan = _Plan(envelope, row.connect, self.row_type, fmt.prefix)
+            except _NotColumnar:
+                self._plan = None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Parsed plans hold functions: executors rebuild them from the format and schema.
+        return (TypedDebeziumDecoder, (self.fmt, self.envelope))
+
+    @classmethod
+    def from_message(cls, fmt: DebeziumJsonFormat, message: Message) -> TypedDebeziumDecoder:
+        """The decoder for the envelope schema of ``message`` (a change event with one)."""
+        if message.value is None:
+            raise CodecError("value: a tombstone carries no schema")
+        try:
+            document = orjson.loads(message.value)
+        except orjson.JSONDecodeError as exc:
+            raise CodecError(f"value is not valid JSON: {exc}") from None
+        schema = document.get("schema") if isinstance(document, dict) else None
+        if not isinstance(schema, dict):
+            raise CodecError("value: no 'schema' block (Kafka Connect schemas.enable=false)")
+        return cls(fmt, schema)
+
+    # --- the batch ---------------------------------------------------------------------------
+
+    def decode(
+        self, messages: Sequence[Message]
+    ) -> tuple[pa.RecordBatch, list[tuple[int, CodecError]]]:
+        """The typed batch of ``messages`` (in message order; skipped messages give no row)
+        and the errors, each with the index of its message."""
+        values = pa.array([m.value for m in messages], pa.binary())
+        keys = (
+            None
+            if all(m.key is None for m in messages)
+            else pa.array([m.key for m in messages], pa.binary())
+        )
+        places = pa.array([m.where.encode("utf-8") for m in messages], pa.binary())
+        return self.decode_arrays(values, keys, places)
+
+    def decode_arrays(
+        self, values: pa.Array, keys: pa.Array | None = None, places: pa.Array | None = None
+    ) -> tuple[pa.RecordBatch, list[tuple[int, CodecError]]]:
+        """:meth:`decode` over Arrow columns: message values, keys (or ``None``) and places
+        (each record's position when the format sets none; empty when ``None``), all binary.
+        No Python object per row on the fast path."""
+        count = len(values)
+        if values.type != pa.binary():
+            values = values.cast(pa.binary())
+        fast = np.zeros(count, dtype=bool)
+        if self._plan is not None and not self.fmt.key_fields and count:
+            fast = _mask(pc.starts_with(values, self._prefix))
+        fast_rows = np.flatnonzero(fast)
+        slow_rows = [int(row) for row in np.flatnonzero(~fast)]
+        parts: list[tuple[list[int], pa.RecordBatch]] = []
+        errors: list[tuple[int, CodecError]] = []
+        if len(fast_rows):
+            taken = pa.array(fast_rows)
+            try:
+                batch, rejected = self._fast(
+                    values.take(taken),
+                    None if keys is None else keys.take(taken),
+                    _places(places, count).take(taken),
+                )
+            except (_NotColumnar, pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                slow_rows.extend(int(row) for row in fast_rows)
+            else:
+                if rejected.any():
+                    batch = batch.filter(pa.array(~rejected))
+                    slow_rows.extend(int(row) for row in fast_rows[rejected])
+                parts.append(([int(r) for r in fast_rows[~rejected]], batch))
+        if slow_rows:
+            slow_rows.sort()
+            messages = _messages(values, keys, places, slow_rows)
+            owners, batch, slow_errors = self._slow(messages, slow_rows)
+            parts.append((owners, batch))
+            errors.extend(slow_errors)
+        errors.sort(key=lambda pair: pair[0])
+        return self._merge(parts), errors
+
+    def _merge(self, parts: list[tuple[list[int], pa.RecordBatch]]) -> pa.RecordBatch:
+        parts = [(owners, batch) for owners, batch in parts if batch.num_rows]
+        if not parts:
+            return pa.RecordBatch.from_pylist([], schema=self.schema)
+        if len(parts) == 1:
+            return parts[0][1]
+        owners = np.concatenate([np.asarray(o, dtype=np.int64) for o, _ in parts])
+        table = pa.Table.from_batches([b for _, b in parts], schema=self.schema)
+        order = np.argsort(owners, kind="stable")
+        return table.take(pa.array(order)).combine_chunks().to_batches()[0]
+
+    # --- the fast path -----------------------------------------------------------------------
+
+    def _fast(
+        self, values: pa.Array, keys: pa.Array | None, places: pa.Array
+    ) -> tuple[pa.RecordBatch, np.ndarray]:
+        """The fast path: the batch (one row per value) and which rows must go the
+        per-message way instead."""
+        assert self._plan is not None
+        count = len(values)
+        # Each value without its schema block: {"payload": ...}, one per line.
+        rest = pc.binary_slice(values, len(self._prefix), 2**31 - 1)
+        joined = pc.binary_join(
+            pa.ListArray.from_arrays(pa.array([0, count], pa.int32()), rest), b"\n{"
+        )
+        text = b"{" + joined[0].as_buffer().to_pybytes()
+        table = pajson.read_json(
+            pa.py_buffer(text),
+            read_options=_READ_OPTIONS,
+            parse_options=pajson.ParseOptions(
+                explicit_schema=self._plan.json_schema, unexpected_field_behavior="infer"
+            ),
+        )
+        if table.num_rows != count:
+            raise _NotColumnar("a message is more than one JSON document")
+        if table.schema.names != ["payload"]:
+            raise _NotColumnar("top-level fields besides schema and payload")
+        payload = table.column("payload").combine_chunks()
+        columns, bad = self._plan.convert(payload)
+        key_data, key_bad = self._keys(keys, count)
+        bad |= key_bad
+        batch = pa.RecordBatch.from_arrays(
+            [
+                places,
+                columns["operation"],
+                self._metadata(columns, count),
+                key_data,
+                columns["before"],
+                columns["after"],
+            ],
+            schema=self.schema,
+        )
+        return batch, bad
+
+    def _keys(self, keys: pa.Array | None, count: int) -> tuple[pa.Array, np.ndarray]:
+        """The Kafka keys as OpenCDC data (small: parsed one by one)."""
+        bad = np.zeros(count, dtype=bool)
+        if keys is None or keys.null_count == count:
+            return pa.nulls(count, OPENCDC_ARROW_SCHEMA.field("key").type), bad
+        found: list[Any] = []
+        for n, key in enumerate(keys.to_pylist()):
+            if key is None:
+                found.append(None)
+                continue
+            try:
+                data, row = self.fmt._kafka_key(_parse_key(key))
+            except CodecError:
+                bad[n] = True
+                data, row = None, None
+            if row is not None and self.fmt.registry_url:
+                bad[n] = True  # the key's schema is named per message: the per-message way
+            found.append(data)
+        try:
+            return _data_array(found, "key"), bad
+        except CodecError as exc:
+            raise _NotColumnar(str(exc)) from None
+
+    def _metadata(self, columns: dict[str, Any], count: int) -> pa.MapArray:
+        entries: list[tuple[str, pa.Array]] = list(columns["metadata"])
+        collection = columns["collection"]
+        entries.append((keys.VERSION, pa.array([keys.OPENCDC_VERSION] * count, pa.string())))
+        entries.append((keys.COLLECTION, collection))
+        entries.append((keys.CREATED_AT, columns["created_at"]))
+        read_at = pc.fill_null(columns["read_at"], pa.scalar(time.time_ns(), pa.int64()))
+        entries.append((keys.READ_AT, pc.cast(read_at, pa.string())))
+        if self.fmt.registry_url:
+            entries.extend(self._schema_entries(collection, count))
+        return _map_array(entries, count)
+
+    def _schema_entries(self, collection: pa.Array, count: int) -> list[tuple[str, pa.Array]]:
+        """``opencdc.payload.schema.*`` for each row: registered once per collection."""
+        names: dict[str | None, tuple[str, str]] = {}
+        for value in pc.unique(collection).to_pylist():
+            metadata = Metadata()
+            self.fmt._name_schema(metadata, "payload", self.row, value)
+            named = framing.conduit_schema(metadata, "payload")
+            assert named is not None  # just set
+            names[value] = (named[0], str(named[1]))
+        values = collection.to_pylist() if len(names) > 1 else [next(iter(names))] * count
+        subject_key, version_key = framing.CONDUIT_KEYS["payload"]
+        return [
+            (subject_key, pa.array([names[v][0] for v in values], pa.string())),
+            (version_key, pa.array([names[v][1] for v in values], pa.string())),
+        ]
+
+    # --- the per-message path ----------------------------------------------------------------
+
+    def _slow(
+        self, messages: Mapping[int, Message], indexes: list[int]
+    ) -> tuple[list[int], pa.RecordBatch, list[tuple[int, CodecError]]]:
+        records: list[Record] = []
+        owners: list[int] = []
+        bodies: dict[str, list[tuple[int, int, bytes | None, bytes | None]]] = {}
+        errors: list[tuple[int, CodecError]] = []
+        for index in indexes:
+            message = messages[index]
+            try:
+                found = self.fmt.decode(message)
+                writer = self._writer_schema(message)
+                images = [self._bodies(writer, r) for r in found]
+            except SkipMessage:
+                continue
+            except CodecError as exc:
+                errors.append((index, exc))
+                continue
+            for record, (before, after) in zip(found, images, strict=True):
+                if not record.position:
+                    record.position = message.where.encode("utf-8")
+                bodies.setdefault(writer, []).append((len(records), index, before, after))
+                records.append(record)
+                owners.append(index)
+        befores: list[pa.Array | None] = [None] * len(records)
+        afters: list[pa.Array | None] = [None] * len(records)
+        bad: dict[int, str] = {}
+        for writer, rows in bodies.items():
+            decoder = self._decoder(writer)
+            for side, out in ((2, befores), (3, afters)):
+                present = [r for r in rows if r[side] is not None]
+                if not present:
+                    continue
+                array, problems = decoder.decode([r[side] for r in present], [0] * len(present))  # type: ignore[misc]
+                for n, (slot, owner, *_rest) in enumerate(present):
+                    if problems[n] is not None:
+                        bad.setdefault(owner, problems[n])  # type: ignore[arg-type]
+                    out[slot] = array.slice(n, 1)
+        keep = [i for i, owner in enumerate(owners) if owner not in bad]
+        errors.extend((owner, CodecError(reason)) for owner, reason in bad.items())
+        base = _records_base([records[i] for i in keep])
+        batch = pa.RecordBatch.from_arrays(
+            [
+                *base,
+                _stack([befores[i] for i in keep], self.row_type),
+                _stack([afters[i] for i in keep], self.row_type),
+            ],
+            schema=self.schema,
+        )
+        return [owners[i] for i in keep], batch, errors
+
+    def _writer_schema(self, message: Message) -> str:
+        """The Avro text of the row schema ``message`` was written with."""
+        document = orjson.loads(message.value) if message.value is not None else None
+        schema = document.get("schema") if isinstance(document, dict) else None
+        if schema is None:
+            return self._reader_avro  # schemaless: read as the batch's schema
+        rows = self.fmt._envelope_rows(schema)
+        row = rows[1] or rows[0]
+        if row is None or row.avro_text is None:
+            raise CodecError(
+                (row.problem if row is not None else None) or "value schema: no row schema"
+            )
+        return row.avro_text
+
+    def _bodies(self, writer: str, record: Record) -> tuple[bytes | None, bytes | None]:
+        parsed = self._parsed.get(writer)
+        if parsed is None:
+            parsed = self._parsed[writer] = fastavro.parse_schema(orjson.loads(writer))
+        out: list[bytes | None] = []
+        for image in (record.payload.before, record.payload.after):
+            if image is None:
+                out.append(None)
+            elif isinstance(image, dict):
+                out.append(avro_values.encode(parsed, image))
+            else:
+                raise CodecError("a raw image has no typed columns")
+        return out[0], out[1]
+
+    def _decoder(self, writer: str) -> AvroBatchDecoder:
+        found = self._decoders.get(writer)
+        if found is None:
+            found = self._decoders[writer] = AvroBatchDecoder(
+                orjson.loads(writer), orjson.loads(self._reader_avro)
+            )
+        return found
+
+
+# --- the plan: Connect schema -> Arrow JSON schema and column converters --------------------
+
+
+@dataclass
+class _Flagged:
+    """A converted column and the rows it could not take exactly (per-message way)."""
+
+    array: pa.Array
+    bad: np.ndarray
+
+
+Convert = Callable[[pa.Array], _Flagged]
+
+
+@dataclass(frozen=True)
+class _Column:
+    """How one Connect node is read by Arrow's JSON reader and converted to its typed column."""
+
+    json_type: pa.DataType
+    convert: Convert
+
+
+class _Plan:
+    """What the fast path reads and how it turns the parsed payload into columns."""
+
+    def __init__(
+        self, envelope: Mapping[str, Any], row: ConnectSchema, target: pa.StructType, prefix: str
+    ):
+        fields = envelope.get("fields")
+        if not isinstance(fields, list):
+            raise _NotColumnar("no fields")
+        self.prefix = prefix
+        self.row = _column(row, target, optional=True)
+        blocks = {f["field"]: f for f in fields if isinstance(f, dict) and "field" in f}
+        self.source_fields = _scalar_fields(blocks.get("source"), "source")
+        if {"collection", "opencdc.collection"} & {n for n, _ in self.source_fields}:
+            raise _NotColumnar("a source that names its collection its own way")
+        self.transaction_fields = _scalar_fields(blocks.get("transaction"), "transaction")
+        self.extra_fields = [
+            (name, _scalar_type(block))
+            for name, block in blocks.items()
+            if name not in _KNOWN_PAYLOAD
+        ]
+        self.times = [(name, factor) for name, factor in _TIME_FIELDS if name in blocks]
+        self.source_type = pa.struct([pa.field(n, t) for n, t in self.source_fields])
+        self.transaction_type = pa.struct([pa.field(n, t) for n, t in self.transaction_fields])
+        self.payload_type = pa.struct(
+            [
+                pa.field("before", self.row.json_type),
+                pa.field("after", self.row.json_type),
+                pa.field("op", pa.string()),
+                pa.field("source", self.source_type),
+                pa.field("transaction", self.transaction_type),
+                *[pa.field(name, pa.int64()) for name, _ in self.times],
+                *[pa.field(name, t) for name, t in self.extra_fields],
+            ]
+        )
+        self.json_schema = pa.schema([pa.field("payload", self.payload_type)])
+
+    def convert(self, payload: pa.StructArray) -> tuple[dict[str, Any], np.ndarray]:
+        """The columns of the parsed payloads, and which rows must go the per-message way."""
+        if payload.null_count:
+            raise _NotColumnar("a null payload")
+        if payload.type != self.payload_type:
+            raise _NotColumnar("fields the schema does not declare")
+        index = pc.index_in(payload.field("op"), pa.array(_OPERATIONS, pa.string()))
+        bad = _mask(pc.is_null(index))
+        operation = pc.take(_OPERATION_NAMES, pc.fill_null(index, 0))
+        images = {}
+        for name in ("before", "after"):
+            images[name] = self.row.convert(payload.field(name))
+            bad |= images[name].bad
+        metadata: list[tuple[str, pa.Array]] = []
+        source = payload.field("source")
+        for name, _ in self.source_fields:
+            metadata.append((f"{self.prefix}.source.{name}", _text(source.field(name), source)))
+        transaction = payload.field("transaction")
+        for name, _ in self.transaction_fields:
+            metadata.append(
+                (f"{self.prefix}.transaction.{name}", _text(transaction.field(name), transaction))
+            )
+        for name, _ in self.extra_fields:
+            metadata.append((f"{self.prefix}.{name}", _text(payload.field(name), None)))
+        unavailable = _unavailable(images["after"].array)
+        if unavailable is not None:
+            metadata.append((f"{self.prefix}.unavailable.columns", unavailable))
+        return {
+            "operation": operation,
+            "before": images["before"].array,
+            "after": images["after"].array,
+            "metadata": metadata,
+            "collection": _collection(source),
+            "created_at": pc.cast(_nanos(source, _TIME_FIELDS), pa.string()),
+            "read_at": _nanos(payload, self.times),
+        }, bad
+
+
+def _scalar_fields(block: Any, what: str) -> list[tuple[str, pa.DataType]]:
+    if block is None:
+        return []
+    if not isinstance(block, dict) or block.get("type") != "struct":
+        raise _NotColumnar(f"{what} is not a struct")
+    return [(f["field"], _scalar_type(f)) for f in block.get("fields") or []]
+
+
+def _scalar_type(block: Any) -> pa.DataType:
+    """The JSON type of a field that goes to metadata: text, integers and booleans only (a
+    float's or an object's JSON text is the per-message way's to write)."""
+    kind = block.get("type") if isinstance(block, dict) else None
+    if kind in ("string",):
+        return pa.string()
+    if kind in _INT_RANGE:
+        return pa.int64()
+    if kind == "boolean":
+        return pa.bool_()
+    raise _NotColumnar(f"a metadata field of type {kind!r}")
+
+
+def _column(node: ConnectSchema, target: pa.DataType, optional: bool | None = None) -> _Column:
+    """How one Connect node is read and converted to ``target`` (its Spark type in Arrow);
+    :class:`_NotColumnar` if the fast path does not take it."""
+    if node.has_default:
+        raise _NotColumnar(f"{node.path}: a default")
+    optional = node.optional if optional is None else optional
+    name, kind = node.name, node.type
+    if node.semantic is not None:
+        if name == _DECIMAL and pa.types.is_decimal(target):
+            return _Column(pa.string(), _decimal(target, optional))
+        if name in _MICROS_PER and pa.types.is_timestamp(target):
+            return _Column(pa.int64(), _timestamp(_MICROS_PER[name], optional))
+        if name == _ENUM and target == pa.string():
+            return _Column(pa.string(), _enum(node.parameters.get("allowed"), optional))
+        if name == _UUID and target == pa.string():
+            return _Column(pa.string(), _uuid(optional))
+        if name in _SAME_VALUE and kind in _JSON_TYPES:
+            return _Column(_JSON_TYPES[kind], _plain(kind, target, optional))
+        raise _NotColumnar(f"{node.path}: semantic type {name}")
+    if kind in _JSON_TYPES:
+        return _Column(_JSON_TYPES[kind], _plain(kind, target, optional))
+    if kind == "struct" and pa.types.is_struct(target):
+        children = [
+            (child_name, _column(child, target.field(child_name).type))
+            for child_name, child in node.fields
+        ]
+        json_type = pa.struct([pa.field(n, c.json_type) for n, c in children])
+        return _Column(json_type, _struct(children, target, optional))
+    raise _NotColumnar(f"{node.path}: {kind}")
+
+
+def _nulls_bad(array: pa.Array, optional: bool) -> np.ndarray:
+    return np.zeros(len(array), dtype=bool) if optional else _mask(pc.is_null(array))
+
+
+def _plain(kind: str, target: pa.DataType, optional: bool) -> Convert:
+    def convert(array: pa.Array) -> _Flagged:
+        bad = _nulls_bad(array, optional)
+        if kind in _INT_RANGE and kind != "int64":
+            low, high = _INT_RANGE[kind]
+            outside = pc.fill_null(pc.or_(pc.less(array, low), pc.greater(array, high)), False)
+            bad |= _mask(outside)
+            array = pc.if_else(outside, pa.scalar(0, array.type), array)
+        if kind == "bytes":
+            decoded, bad = _base64_column(array, bad)
+            return _Flagged(decoded, bad)
+        if kind == "float32":
+            bad |= _mask(pc.greater(pc.abs(array), _FLOAT32_MAX))
+        if pa.types.is_date32(target):
+            array = pc.cast(array, pa.int32())
+        return _Flagged(pc.cast(array, target), bad)
+
+    return convert
+
+
+def _base64_column(array: pa.Array, bad: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+    out: list[bytes | None] = []
+    for n, text in enumerate(array.to_pylist()):
+        if text is None:
+            out.append(None)
+            continue
+        try:
+            out.append(base64.b64decode(text, validate=True))
+        except (binascii.Error, ValueError):
+            bad[n] = True
+            out.append(None)
+    return pa.array(out, pa.binary()), bad
+
+
+def _decimal(target: pa.Decimal128Type, optional: bool) -> Convert:
+    limit = 10**target.precision
+
+    def convert(array: pa.Array) -> _Flagged:
+        bad = _nulls_bad(array, optional)
+        unscaled: list[int | None] = []
+        b64decode, from_bytes = base64.b64decode, int.from_bytes
+        for n, text in enumerate(array.to_pylist()):
+            if text is None:
+                unscaled.append(None)
+                continue
+            try:
+                number = from_bytes(b64decode(text, validate=True), "big", signed=True)
+            except (binascii.Error, ValueError):
+                bad[n] = True
+                number = 0
+            if not -limit < number < limit:
+                bad[n] = True
+                number = 0
+            unscaled.append(number)
+        return _Flagged(_decimal_array(unscaled, target), bad)
+
+    return convert
+
+
+def _decimal_array(unscaled: list[int | None], type_: pa.Decimal128Type) -> pa.Array:
+    """A decimal128 column from unscaled integers, built from their 16-byte two's complement."""
+    count = len(unscaled)
+    valid = np.fromiter((u is not None for u in unscaled), dtype=bool, count=count)
+    if all(u is None or -(2**63) <= u < 2**63 for u in unscaled):
+        words = np.empty((count, 2), dtype=np.int64)
+        words[:, 0] = np.fromiter((u or 0 for u in unscaled), dtype=np.int64, count=count)
+        words[:, 1] = np.where(words[:, 0] < 0, -1, 0)
+        data = pa.py_buffer(words.tobytes())
+    else:
+        data = pa.py_buffer(
+            b"".join((u or 0).to_bytes(16, "little", signed=True) for u in unscaled)
+        )
+    nulls = int(count - valid.sum())
+    validity = None if not nulls else pa.array(valid).buffers()[1]
+    return pa.Array.from_buffers(type_, count, [validity, data], null_count=nulls)
+
+
+def _timestamp(micros_per_unit: int, optional: bool) -> Convert:
+    target = pa.timestamp("us", tz="UTC")
+    limit = _MAX_MICROS // micros_per_unit
+
+    def convert(array: pa.Array) -> _Flagged:
+        bad = _nulls_bad(array, optional)
+        outside = pc.fill_null(pc.greater(pc.abs(array), limit), False)
+        bad |= _mask(outside)
+        array = pc.if_else(outside, pa.scalar(0, pa.int64()), array)
+        if micros_per_unit != 1:
+            array = pc.multiply(array, micros_per_unit)
+        return _Flagged(pc.cast(array, target), bad)
+
+    return convert
+
+
+def _enum(allowed: str | None, optional: bool) -> Convert:
+    symbols = pa.array(allowed.split(","), pa.string()) if allowed is not None else None
+
+    def convert(array: pa.Array) -> _Flagged:
+        bad = _nulls_bad(array, optional)
+        if symbols is not None:
+            bad |= _mask(pc.and_(pc.is_valid(array), pc.invert(pc.is_in(array, symbols))))
+        return _Flagged(array, bad)
+
+    return convert
+
+
+def _uuid(optional: bool) -> Convert:
+    def convert(array: pa.Array) -> _Flagged:
+        bad = _nulls_bad(array, optional)
+        canonical = pc.match_substring_regex(array, _CANONICAL_UUID)
+        bad |= _mask(pc.and_(pc.is_valid(array), pc.invert(pc.fill_null(canonical, False))))
+        return _Flagged(array, bad)
+
+    return convert
+
+
+def _struct(children: list[tuple[str, _Column]], target: pa.StructType, optional: bool) -> Convert:
+    def convert(array: pa.Array) -> _Flagged:
+        valid = _mask(pc.is_valid(array))
+        bad = np.zeros(len(array), dtype=bool) if optional else ~valid
+        arrays = []
+        for name, child in children:
+            flagged = child.convert(array.field(name))
+            bad |= flagged.bad & valid
+            arrays.append(flagged.array)
+        mask = None if valid.all() else pa.array(~valid)
+        return _Flagged(pa.StructArray.from_arrays(arrays, fields=list(target), mask=mask), bad)
+
+    return convert
+
+
+def _mask(array: Any) -> np.ndarray:
+    return np.asarray(pc.fill_null(array, False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _text(column: pa.Array, parent: pa.Array | None) -> pa.Array:
+    """A metadata value column: text as is, numbers and booleans as their JSON text."""
+    if column.type != pa.string():
+        column = pc.cast(column, pa.string())
+    if parent is not None and parent.null_count:
+        column = pc.if_else(pc.is_valid(parent), column, pa.scalar(None, pa.string()))
+    return column
+
+
+def _collection(source: pa.StructArray) -> pa.Array:
+    """``db.schema.table`` per row, of the parts that are set (as ``collection_of`` joins)."""
+    parts = []
+    for name in ("db", "schema", "table"):
+        index = source.type.get_field_index(name)
+        if index >= 0 and source.type.field(index).type == pa.string():
+            part = source.field(index)
+            parts.append(pc.if_else(pc.equal(part, ""), pa.scalar(None, pa.string()), part))
+        elif name == "table":
+            raise _NotColumnar("no table in source")
+    table = parts[-1]
+    joined = pc.binary_join_element_wise(*parts, ".", null_handling="skip")
+    return pc.if_else(pc.is_valid(table), joined, pa.scalar(None, pa.string()))
+
+
+def _nanos(block: pa.StructArray, times: Iterable[tuple[str, int]]) -> pa.Array:
+    found: pa.Array | None = None
+    for name, factor in times:
+        if block.type.get_field_index(name) < 0:
+            continue
+        column = pc.multiply_checked(block.field(name), factor)
+        found = column if found is None else pc.coalesce(found, column)
+    if found is None:
+        return pa.nulls(len(block), pa.int64())
+    return found
+
+
+def _unavailable(array: pa.StructArray) -> pa.Array | None:
+    """``debezium.unavailable.columns`` per row: the columns holding the placeholder."""
+    hits: list[tuple[str, np.ndarray]] = []
+    for index in range(array.type.num_fields):
+        field = array.type.field(index)
+        if field.type == pa.string():
+            probe: Any = UNAVAILABLE_VALUE
+        elif field.type == pa.binary():
+            probe = _UNAVAILABLE_BYTES
+        else:
+            continue
+        hit = _mask(pc.equal(array.field(index), pa.scalar(probe, field.type)))
+        if hit.any():
+            hits.append((field.name, hit))
+    if not hits:
+        return None
+    out: list[str | None] = [None] * len(array)
+    for row in np.flatnonzero(np.logical_or.reduce([h for _, h in hits])):
+        out[row] = ",".join(name for name, hit in hits if hit[row])
+    return pa.array(out, pa.string())
+
+
+def _map_array(entries: list[tuple[str, pa.Array]], count: int) -> pa.MapArray:
+    """A ``map<string,string>`` column from (key, values) columns; null values left out."""
+    width = len(entries)
+    values = pa.concat_arrays([pc.cast(v, pa.string()) for _, v in entries])
+    names = pa.array([name for name, _ in entries], pa.string())
+    order = (np.arange(width)[None, :] * count + np.arange(count)[:, None]).ravel()
+    taken = values.take(pa.array(order))
+    present = _mask(pc.is_valid(taken))
+    key_index = np.tile(np.arange(width), count)[present]
+    offsets = np.zeros(count + 1, dtype=np.int32)
+    np.cumsum(present.reshape(count, width).sum(axis=1), out=offsets[1:])
+    return pa.MapArray.from_arrays(
+        pa.array(offsets),
+        names.take(pa.array(key_index)),
+        taken.filter(pa.array(present)),
+        type=OPENCDC_ARROW_SCHEMA.field("metadata").type,
+    )
+
+
+def _records_base(records: list[Record]) -> list[pa.Array]:
+    """Position, operation, metadata and key columns of records (the per-message path)."""
+    base = OPENCDC_ARROW_SCHEMA
+    return [
+        pa.array([r.position for r in records], base.field("position").type),
+        pa.array([str(r.operation) for r in records], pa.string()),
+        pa.array([list(r.metadata.items()) for r in records], base.field("metadata").type),
+        _data_array([r.key for r in records], "key"),
+    ]
+
+
+def _stack(pieces: list[pa.Array | None], type_: pa.StructType) -> pa.Array:
+    if not pieces:
+        return pa.nulls(0, type_)
+    return pa.concat_arrays([p if p is not None else pa.nulls(1, type_) for p in pieces])
+
+
+def _places(places: pa.Array | None, count: int) -> pa.Array:
+    if places is None:
+        return pa.array([b""] * count, pa.binary())
+    return places if places.type == pa.binary() else places.cast(pa.binary())
+
+
+def _messages(
+    values: pa.Array, keys: pa.Array | None, places: pa.Array | None, rows: list[int]
+) -> dict[int, Message]:
+    """The messages of ``rows`` (the per-message way), by row."""
+    taken = pa.array(rows, pa.int64())
+    found = values.take(taken).to_pylist()
+    found_keys = [None] * len(rows) if keys is None else keys.take(taken).to_pylist()
+    found_places = [b""] * len(rows) if places is None else places.take(taken).to_pylist()
+    return {
+        row: Message(value, key, where=(place or b"").decode("utf-8", "backslashreplace"))
+        for row, value, key, place in zip(rows, found, found_keys, found_places, strict=True)
+    }
+
+
+def _parse_key(key: bytes) -> Any:
+    try:
+        return orjson.loads(key)
+    except orjson.JSONDecodeError:
+        return key
