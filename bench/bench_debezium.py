@@ -4,11 +4,11 @@ Messages are what Debezium's PostgreSQL connector writes with ``schemas.enable=t
 orders table (a decimal, a MicroTimestamp, a date, an enum, nullable text): about 1.8 KB each.
 ``debezium_json_vs_json_parse``: :class:`TypedDebeziumDecoder` (the columnar path, typed
 columns) against a bare ``orjson.loads`` loop; ``debezium_json_opencdc_vs_json_parse``:
-:meth:`DebeziumJsonFormat.decode_batch` to the OpenCDC layout (VARIANT images) against the
-same loop. ``debezium_spark_vs_native_json``: the typed OpenCDC DataFrame from Debezium JSON
-files on ``local[2]`` (``spark.read.text`` + ``mapInArrow`` calling the typed decoder) against
-Spark's ``from_json`` with an explicit schema projected into the same columns; both written to
-the ``noop`` sink so every column is materialised.
+:func:`~cdc_connectors.spark.arrow.decode_batch` to the OpenCDC layout (VARIANT images)
+against the same loop. ``debezium_spark_vs_native_json``: the typed OpenCDC DataFrame from
+Debezium JSON files on ``local[2]`` (``spark.read.text`` + ``mapInArrow`` calling the typed
+decoder) against Spark's ``from_json`` with an explicit schema projected into the same
+columns; both written to the ``noop`` sink so every column is materialised.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import pyarrow as pa
 from bench.common import entry, rates
 from cdc_connectors.formats.base import Message
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
+from cdc_connectors.spark.arrow import decode_batch
 from cdc_connectors.spark.debezium_typed import TypedDebeziumDecoder
 
 MESSAGES = 20_000
@@ -168,7 +169,7 @@ def _one_core() -> dict[str, dict[str, Any]]:
         return batch
 
     def opencdc() -> pa.RecordBatch:
-        batch, errors = fmt.decode_batch(messages)
+        batch, errors = decode_batch(fmt, messages)
         assert not errors and batch.num_rows == len(messages)
         return batch
 

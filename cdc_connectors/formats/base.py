@@ -11,7 +11,7 @@ and :class:`SkipMessage` for input that carries no change by policy
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -99,6 +99,18 @@ class Format(ABC):
     @abstractmethod
     def decode(self, message: Message) -> list[Record]:
         """The records of one message; :class:`CodecError` or :class:`SkipMessage` otherwise."""
+
+    def decode_many(
+        self, messages: Sequence[Message]
+    ) -> Iterator[tuple[int, list[Record] | CodecError | SkipMessage]]:
+        """Each message's index and its records, or the :class:`CodecError` or
+        :class:`SkipMessage` :meth:`decode` raises for it. Formats override it where a
+        batch decodes faster than its messages one by one."""
+        for index, message in enumerate(messages):
+            try:
+                yield index, self.decode(message)
+            except (CodecError, SkipMessage) as exc:
+                yield index, exc
 
     @abstractmethod
     def encode(self, record: Record) -> Message:

@@ -57,20 +57,19 @@ import datetime as dt
 import re
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, ClassVar
 
 import orjson
-import pyarrow as pa
 
 from cdc_connectors.formats.base import Format, FormatOptionError, Message, SkipMessage
 from cdc_connectors.opencdc import CodecError, Record, keys, structured
 from cdc_connectors.opencdc.data import Change, Data
 from cdc_connectors.opencdc.json_codec import (
     MAX_DEPTH,
-    _default,
+    json_default,
     json_error,
     load_exact,
 )
@@ -115,7 +114,7 @@ _SORTED = orjson.OPT_SORT_KEYS
 _MAX_CACHED = 1024  # distinct schema blocks kept parsed
 _VERSION_KEY, _OPENCDC_VERSION = keys.VERSION, keys.OPENCDC_VERSION
 _COLLECTION_KEY, _CREATED_AT_KEY, _READ_AT_KEY = keys.COLLECTION, keys.CREATED_AT, keys.READ_AT
-# What decode does that decode_batch's lean path does its own way (hooks it calls as is).
+# What decode does that decode_many's lean path does its own way (hooks it calls as is).
 _LEAN_STEPS = ("decode", "records_from_envelope", "_operation", "_tombstone", "_lean_records")
 
 
@@ -299,62 +298,28 @@ class DebeziumJsonFormat(Format):
             )
         ]
 
-    def decode_batch(
+    def decode_many(
         self, messages: Sequence[Message]
-    ) -> tuple[pa.RecordBatch, list[tuple[int, CodecError]]]:
-        """The records of ``messages`` as one OpenCDC Arrow batch, and the errors.
-
-        The batch has exactly the layout of :func:`cdc_connectors.spark.arrow.records_to_batch`
-        (records in message order; skipped messages give none); each error is the index of
-        its message and the :class:`CodecError` :meth:`decode` raises for it, or the one
-        building the batch raised (structured data with no VARIANT form). A bad message
-        never costs the good ones their records.
-        """
-        # Imported here: formats know nothing of Spark until a caller asks for Arrow.
-        from cdc_connectors.spark.arrow import records_to_batch
-
-        records: list[Record] = []
-        owners: list[int] = []
-        errors: list[tuple[int, CodecError]] = []
+    ) -> Iterator[tuple[int, list[Record] | CodecError | SkipMessage]]:
+        """:meth:`decode` over a batch: the common case (a change event with an ``op``) the
+        lean way, anything else (and anything the lean way doubts) through :meth:`decode`."""
         # The lean path repeats decode's steps: only where a subclass changed none of them.
         lean = not self.registry_url and all(
             getattr(type(self), name) is getattr(DebeziumJsonFormat, name) for name in _LEAN_STEPS
         )
         for index, message in enumerate(messages):
-            found: list[Record] | None = None
             if lean:
                 try:
                     found = self._lean_records(message)
                 except (CodecError, SkipMessage, TypeError, ValueError):
                     found = None  # decode says what is wrong, exactly
-            if found is None:
-                try:
-                    found = self.decode(message)
-                except SkipMessage:
+                if found is not None:
+                    yield index, found
                     continue
-                except CodecError as exc:
-                    errors.append((index, exc))
-                    continue
-            records.extend(found)
-            owners.extend([index] * len(found))
-        try:
-            return records_to_batch(records), errors
-        except CodecError:
-            pass
-        # Some record has no VARIANT form: find it message by message, keep the rest.
-        by_message: dict[int, list[Record]] = {}
-        for record, index in zip(records, owners, strict=True):
-            by_message.setdefault(index, []).append(record)
-        kept: list[Record] = []
-        for index, own in by_message.items():
             try:
-                records_to_batch(own)
-            except CodecError as exc:
-                errors.append((index, CodecError(str(exc).partition(": ")[2] or str(exc))))
-                continue
-            kept.extend(own)
-        errors.sort(key=lambda pair: pair[0])
-        return records_to_batch(kept), errors
+                yield index, self.decode(message)
+            except (CodecError, SkipMessage) as exc:
+                yield index, exc
 
     def _lean_records(self, message: Message) -> list[Record] | None:
         """:meth:`decode`'s common case, a change event with an ``op``, with metadata gathered
@@ -456,7 +421,7 @@ class DebeziumJsonFormat(Format):
         if key is None or isinstance(key, bytes):
             return key, None
         if not isinstance(key, Mapping):
-            return orjson.dumps(key, default=_default), None
+            return orjson.dumps(key, default=json_default), None
         schema, payload = _unwrap(key, "key")
         if payload is None:
             return None, None
@@ -779,7 +744,7 @@ def _put_text(pairs: dict[str, str], name: str, value: Any) -> None:
     if isinstance(value, str):
         pairs[name] = value
     else:
-        pairs[name] = orjson.dumps(value, default=_default, option=_SORTED).decode()
+        pairs[name] = orjson.dumps(value, default=json_default, option=_SORTED).decode()
 
 
 def _put(metadata: Metadata, name: str, value: Any) -> None:
@@ -789,7 +754,7 @@ def _put(metadata: Metadata, name: str, value: Any) -> None:
         metadata[name] = value
         return
     try:
-        metadata[name] = orjson.dumps(value, default=_default, option=_SORTED).decode()
+        metadata[name] = orjson.dumps(value, default=json_default, option=_SORTED).decode()
     except TypeError as exc:
         raise CodecError(f"{name}: {exc}") from None
 
@@ -815,7 +780,7 @@ def _kind(value: Any) -> str:
 
 def _dumps(value: Any) -> bytes:
     try:
-        return orjson.dumps(value, default=_default)
+        return orjson.dumps(value, default=json_default)
     except TypeError as exc:
         raise CodecError(f"cannot be written as JSON: {exc}") from None
 

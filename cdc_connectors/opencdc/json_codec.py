@@ -65,11 +65,13 @@ _NINETEEN_BLANK = b" " * len(_NINETEEN_DIGITS)
 _LONG_RUN = b"0" * 17
 _BIG_EXPONENT = b"e000"
 _TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?')
-# sorted keys; dates and dataclasses to ``_default`` (which refuses them) as proto does
+# sorted keys; dates and dataclasses to ``json_default`` (which refuses them) as proto does
 _SORTED = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
 
 
-def _default(value: Any) -> Any:
+def json_default(value: Any) -> Any:
+    """orjson's ``default`` for structured data: bytes as base64, ``Decimal`` as its exact
+    number; any other type is a ``TypeError`` (no JSON form)."""
     if isinstance(value, bytes | bytearray | memoryview):
         return b64encode(value).decode("ascii")
     if isinstance(value, Decimal):
@@ -85,7 +87,7 @@ def _structured_json(data: dict[str, Any], what: str) -> bytes:
     not strings, nesting past its limit) but writes NaN and infinities as ``null``: only
     output holding a ``null`` needs the walk that makes sure none came from a number."""
     try:
-        out = orjson.dumps(data, default=_default, option=_SORTED)
+        out = orjson.dumps(data, default=json_default, option=_SORTED)
     except TypeError as exc:
         _check(data, what)
         structured.check_text(data, what)

@@ -14,13 +14,14 @@ Decimals read back exact (all 38 digits), never rounded.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import Row
 from pyspark.sql.types import VariantVal
 
+from cdc_connectors.formats.base import Format, Message
 from cdc_connectors.opencdc import Change, CodecError, Data, Metadata, Operation, Record
 from cdc_connectors.spark.schema import OPENCDC_ARROW_SCHEMA
 from cdc_connectors.spark.variant import VariantError, from_variant, python_value, to_variant
@@ -105,6 +106,45 @@ def records_to_batch(records: Iterable[Record]) -> pa.RecordBatch:
         payload,
     ]
     return pa.RecordBatch.from_arrays(columns, schema=OPENCDC_ARROW_SCHEMA)
+
+
+def decode_batch(
+    fmt: Format, messages: Sequence[Message]
+) -> tuple[pa.RecordBatch, list[tuple[int, CodecError]]]:
+    """The records of ``messages`` decoded by ``fmt`` as one OpenCDC Arrow batch, and the
+    errors.
+
+    Records are in message order (skipped messages give none); each error is the index of
+    its message and the :class:`CodecError` decoding raised for it, or the one building the
+    batch raised (structured data with no VARIANT form): a message whose records cannot all
+    be put in the batch gives none of them, and never costs the others theirs.
+    """
+    records: list[Record] = []
+    owners: list[int] = []
+    errors: list[tuple[int, CodecError]] = []
+    for index, found in fmt.decode_many(messages):
+        if isinstance(found, CodecError):
+            errors.append((index, found))
+        elif isinstance(found, list):
+            records.extend(found)
+            owners.extend([index] * len(found))
+    try:
+        return records_to_batch(records), errors
+    except CodecError:
+        pass
+    by_message: dict[int, list[Record]] = {}
+    for record, index in zip(records, owners, strict=True):
+        by_message.setdefault(index, []).append(record)
+    kept: list[Record] = []
+    for index, own in by_message.items():
+        try:
+            records_to_batch(own)
+        except CodecError as exc:
+            errors.append((index, CodecError(str(exc).partition(": ")[2] or str(exc))))
+            continue
+        kept.extend(own)
+    errors.sort(key=lambda pair: pair[0])
+    return records_to_batch(kept), errors
 
 
 def _variant_value(variant: Any) -> Any:

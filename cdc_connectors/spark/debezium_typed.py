@@ -101,7 +101,16 @@ _DECIMAL = "org.apache.kafka.connect.data.Decimal"
 _UUID = "io.debezium.data.Uuid"
 _CANONICAL_UUID = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 _FLOAT32_MAX = 3.4028234663852886e38
-_MAX_MICROS = 253_402_300_799_999_999  # 9999-12-31T23:59:59.999999Z, the last instant Spark reads
+# Years 1-9999 (Python's and Spark's dates): what the per-message way refuses outside them.
+_MIN_MICROS, _MAX_MICROS = -62_135_596_800_000_000, 253_402_300_799_999_999
+# Semantic types whose count has a range of its own: days of years 1-9999, times of day.
+_BOUNDS = {
+    "io.debezium.time.Date": (-719_162, 2_932_896),
+    "org.apache.kafka.connect.data.Date": (-719_162, 2_932_896),
+    "io.debezium.time.Time": (0, 86_399_999),
+    "org.apache.kafka.connect.data.Time": (0, 86_399_999),
+    "io.debezium.time.MicroTime": (0, 86_399_999_999),
+}
 # Hooks a Debezium-shaped format may override; the fast path does what the base class does.
 _HOOKS = ("decode", "records_from_envelope", "collection_of", "key_of", "extra_metadata")
 _ENUM = "io.debezium.data.Enum"
@@ -587,7 +596,7 @@ def _column(node: ConnectSchema, target: pa.DataType, optional: bool | None = No
         if name == _UUID and target == pa.string():
             return _Column(pa.string(), _uuid(optional))
         if name in _SAME_VALUE and kind in _JSON_TYPES:
-            return _Column(_JSON_TYPES[kind], _plain(kind, target, optional))
+            return _Column(_JSON_TYPES[kind], _plain(kind, target, optional, _BOUNDS.get(name)))
         raise _NotColumnar(f"{node.path}: semantic type {name}")
     if kind in _JSON_TYPES:
         return _Column(_JSON_TYPES[kind], _plain(kind, target, optional))
@@ -605,11 +614,16 @@ def _nulls_bad(array: pa.Array, optional: bool) -> np.ndarray:
     return np.zeros(len(array), dtype=bool) if optional else _mask(pc.is_null(array))
 
 
-def _plain(kind: str, target: pa.DataType, optional: bool) -> Convert:
+def _plain(
+    kind: str, target: pa.DataType, optional: bool, bounds: tuple[int, int] | None = None
+) -> Convert:
+    if bounds is None and kind in _INT_RANGE and kind != "int64":
+        bounds = _INT_RANGE[kind]
+
     def convert(array: pa.Array) -> _Flagged:
         bad = _nulls_bad(array, optional)
-        if kind in _INT_RANGE and kind != "int64":
-            low, high = _INT_RANGE[kind]
+        if bounds is not None:
+            low, high = bounds
             outside = pc.fill_null(pc.or_(pc.less(array, low), pc.greater(array, high)), False)
             bad |= _mask(outside)
             array = pc.if_else(outside, pa.scalar(0, array.type), array)
@@ -684,11 +698,11 @@ def _decimal_array(unscaled: list[int | None], type_: pa.Decimal128Type) -> pa.A
 
 def _timestamp(micros_per_unit: int, optional: bool) -> Convert:
     target = pa.timestamp("us", tz="UTC")
-    limit = _MAX_MICROS // micros_per_unit
+    low, high = -(-_MIN_MICROS // micros_per_unit), _MAX_MICROS // micros_per_unit
 
     def convert(array: pa.Array) -> _Flagged:
         bad = _nulls_bad(array, optional)
-        outside = pc.fill_null(pc.greater(pc.abs(array), limit), False)
+        outside = pc.fill_null(pc.or_(pc.less(array, low), pc.greater(array, high)), False)
         bad |= _mask(outside)
         array = pc.if_else(outside, pa.scalar(0, pa.int64()), array)
         if micros_per_unit != 1:

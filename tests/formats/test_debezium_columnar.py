@@ -1,4 +1,4 @@
-"""`DebeziumJsonFormat.decode_batch`: the same records and errors as `decode`, as one batch."""
+"""`decode_batch` over `DebeziumJsonFormat.decode_many`: what `decode` gives, as one batch."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from cdc_connectors.formats.base import Message, SkipMessage
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.opencdc import CodecError, Record
-from cdc_connectors.spark.arrow import records_from_batch, records_to_batch
+from cdc_connectors.spark.arrow import decode_batch, records_from_batch, records_to_batch
 from cdc_connectors.spark.schema import OPENCDC_ARROW_SCHEMA
 from tests.formats import test_debezium_json as samples
 
@@ -38,7 +38,7 @@ def per_message(
 def columnar(
     fmt: DebeziumJsonFormat, messages: list[Message]
 ) -> tuple[list[Record], list[tuple[int, str]]]:
-    batch, errors = fmt.decode_batch(messages)
+    batch, errors = decode_batch(fmt, messages)
     assert isinstance(batch, pa.RecordBatch)
     assert batch.schema.equals(OPENCDC_ARROW_SCHEMA, check_metadata=True)
     assert all(isinstance(error, CodecError) for _, error in errors)
@@ -105,7 +105,7 @@ def test_a_row_with_no_variant_form_is_an_error_of_its_message_only() -> None:
 
 
 def test_an_empty_stream_is_an_empty_batch() -> None:
-    batch, errors = DebeziumJsonFormat().decode_batch([])
+    batch, errors = decode_batch(DebeziumJsonFormat(), [])
     assert batch.num_rows == 0 and errors == []
     assert batch.schema.equals(OPENCDC_ARROW_SCHEMA)
 

@@ -13,6 +13,7 @@ from cdc_connectors.formats.base import FormatOptionError, Message, SkipMessage
 from cdc_connectors.formats.opencdc import OpenCDCJsonFormat
 from cdc_connectors.formats.ydb_debezium import YdbDebeziumJsonFormat
 from cdc_connectors.opencdc import CodecError, Operation, Record, record_from_json
+from cdc_connectors.spark.arrow import decode_batch
 
 STEP, TX_ID = 1_670_792_400_890, 562_949_953_607_163
 KEY = {"payload": {"id": 1, "name": "one"}}
@@ -187,9 +188,8 @@ def test_convert_stream_end_to_end() -> None:
 
 def test_batches_map_as_single_messages_do() -> None:
     fmt = YdbDebeziumJsonFormat({"collection": "orders", "mode": "NEW_IMAGE"})
-    if not hasattr(fmt, "decode_batch"):
-        pytest.skip("no batch decoding")
-    batch, errors = fmt.decode_batch(
+    batch, errors = decode_batch(
+        fmt,
         [message(value("u", after=NEW)), message(value("c", after=NEW))]
     )
     assert batch.num_rows == 1
