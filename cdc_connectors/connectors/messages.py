@@ -98,16 +98,15 @@ def decode_messages(
     owners: list[int] = []
     bad: dict[int, str] = {}
     out = Decoded(records_to_batch([]), messages=len(messages))
-    for index, message in enumerate(messages):
-        try:
-            found = fmt.decode(message)
-        except SkipMessage as skip:
-            out.skipped[skip.reason] += 1
+    for index, found in fmt.decode_many(messages):
+        message = messages[index]
+        if isinstance(found, SkipMessage):
+            out.skipped[found.reason] += 1
             continue
-        except CodecError as exc:
-            bad[index] = exc.reason
+        if isinstance(found, CodecError):
+            bad[index] = found.reason
             if fail_fast:
-                raise FailFastError(f"{message.where or 'message'}: {exc.reason}") from None
+                raise FailFastError(f"{message.where or 'message'}: {found.reason}") from None
             continue
         where = message.where.encode("utf-8")
         for record in found:
