@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tests.kafka_broker import KafkaBroker
+
 # CI machines are slow and noisy: no per-example deadline there, the same examples every run.
 settings.register_profile(
     "ci", deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
@@ -50,3 +52,10 @@ def run_cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProce
         cwd=ROOT,
         timeout=120,
     )
+
+
+@pytest.fixture(scope="session")
+def kafka_broker() -> Iterator[KafkaBroker]:
+    """One Tansu broker (in memory, loopback) for the suite; tests create their own topics."""
+    with KafkaBroker() as broker:
+        yield broker

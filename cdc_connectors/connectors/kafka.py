@@ -1,0 +1,324 @@
+"""Kafka as a Spark data source (``cdc-kafka``): read and write change streams, batch or
+streaming, over confluent-kafka (librdkafka).
+
+```python
+spark.dataSource.register(KafkaDataSource)
+df = (spark.read.format("cdc-kafka")
+      .option("servers", "127.0.0.1:9092").option("topics", "orders-cdc")
+      .option("format", "debezium-json").load())
+(df.write.format("cdc-kafka").option("servers", "127.0.0.1:9092")
+   .option("topic", "cdc.{collection}").mode("append").save())
+```
+
+Source settings (names are case-insensitive):
+
+| setting | default | meaning |
+|---|---|---|
+| ``servers`` | required | bootstrap servers, ``host:port[,host:port]`` |
+| ``topics`` | | topics to read, comma-separated (this or ``topicPattern``) |
+| ``topicPattern`` | | regex matching whole topic names (``__*`` topics left out) |
+| ``format`` | ``raw`` | a ``cdc_connectors.formats`` name, or ``raw`` (1) |
+| ``format.<option>`` | | option ``<option>`` of the format |
+| ``registry`` | | schema registry URL, for formats that use one |
+| ``failFast`` | ``false`` | a bad message fails the query instead of becoming a dead letter |
+| ``startingOffsets`` | (2) | ``earliest``, ``latest`` or JSON ``{"t": {"0": 5, "1": -2}}`` (3) |
+| ``endingOffsets`` | ``latest`` | batch only: ``latest`` or JSON as above (3) |
+| ``maxRecordsPerPartition`` | ``200000`` | batch: larger ranges are split into more tasks |
+| ``maxOffsetsPerTrigger`` | none | streaming: at most this many offsets per micro-batch (4) |
+| ``pollTimeoutMs`` | ``120000`` | a read task fails when nothing arrives for this long |
+| ``kafka.<property>`` | | librdkafka property ``<property>`` as is (SASL, TLS, ...) |
+
+1. With a format, rows are OpenCDC records (the layout of
+   :data:`~cdc_connectors.spark.schema.OPENCDC_SCHEMA`), a message the format cannot read
+   being a dead-letter row (its bytes, the reason, position ``topic/partition/offset``).
+   ``raw`` gives Spark's own Kafka layout, bytes unchanged: ``key binary, value binary,
+   topic string, partition int, offset bigint, timestamp timestamp, timestampType int,
+   headers array<struct<key: string, value: binary>>``.
+2. ``earliest`` in a batch read; ``latest`` for a new streaming query (a restart continues
+   from its checkpoint).
+3. ``-2`` is earliest, ``-1`` latest, as in Spark's Kafka source. A partition the JSON
+   leaves out starts at earliest and ends at latest. ``endingOffsets`` cannot be earliest.
+4. Shared among partitions in proportion to what each has waiting; honoured by
+   ``Trigger.AvailableNow`` too.
+
+Destination settings:
+
+| setting | default | meaning |
+|---|---|---|
+| ``servers`` | required | bootstrap servers |
+| ``topic`` | | a topic or a template (5) |
+| ``format`` | ``opencdc-proto`` | how OpenCDC rows become key, value and headers (6) |
+| ``format.<option>`` | | option ``<option>`` of the format |
+| ``registry`` | | schema registry URL, for formats that use one |
+| ``deliveryTimeoutMs`` | ``30000`` | ``message.timeout.ms``: not acknowledged by then: task fails |
+| ``kafka.<property>`` | | librdkafka property as is (``enable.idempotence`` is always on) |
+
+5. A template fills in each record's metadata: ``cdc.{collection}`` takes
+   ``opencdc.collection``, and Conduit's ``{{ index .Metadata "KEY" }}`` any key; a record
+   without that value fails the task. Message rows take a ``topic`` column instead, unless
+   the setting names one topic (which then wins, as in Spark's Kafka sink).
+6. A row the format cannot encode fails the task, naming the row's position.
+
+Input rows are OpenCDC (``position, operation, metadata, key, payload``), or messages: a
+``value`` column (binary or string) with optional ``key``, ``headers``
+(``array<struct<key: string, value: binary>>``), ``topic`` and ``partition``, written as
+they are, as Spark's Kafka sink does.
+
+Guarantees. Reads use assigned partitions and explicit offsets (no consumer group); a
+streaming checkpoint holds ``{"topic": {"partition": offset}}`` and a restart continues
+there; partitions added to a topic are read from their earliest offset. Writes use the
+idempotent producer and every task waits for all its delivery reports, so a task that
+returns wrote everything. After a kill and restart, Spark replays the last micro-batch:
+its records may then be written twice (as with Spark's own Kafka sink), never lost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    DataSourceStreamArrowWriter,
+    DataSourceStreamReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StructType
+
+from cdc_connectors.connectors import kafka_offsets
+from cdc_connectors.connectors.kafka_offsets import Broker, KafkaRange, Offsets
+from cdc_connectors.connectors.kafka_read import RAW_SCHEMA, read_range
+from cdc_connectors.connectors.kafka_settings import (
+    CONNECTOR,
+    DestinationSettings,
+    SourceSettings,
+    destination_settings,
+    source_settings,
+)
+from cdc_connectors.connectors.kafka_write import (
+    OPENCDC,
+    TopicTemplate,
+    layout,
+    write_batches,
+)
+from cdc_connectors.connectors.messages import SettingError, open_format
+from cdc_connectors.spark.schema import OPENCDC_SCHEMA
+
+__all__ = ["KafkaDataSource"]
+
+
+class KafkaDataSource(DataSource):
+    """Kafka topics as OpenCDC rows (or raw messages), batch and streaming; a Kafka sink."""
+
+    @classmethod
+    def name(cls) -> str:
+        return CONNECTOR
+
+    def _source(self) -> SourceSettings:
+        settings = source_settings(self.options)
+        if not settings.raw:  # an unknown format or option fails here, on the driver
+            open_format(
+                settings.format_settings,
+                default=settings.format,
+                registry=settings.registry,
+                connector=CONNECTOR,
+            )
+        return settings
+
+    def schema(self) -> StructType:
+        return RAW_SCHEMA if self._source().raw else OPENCDC_SCHEMA
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return KafkaBatchReader(self._source())
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        settings = self._source()
+        if settings.ending is not None:
+            raise SettingError(
+                f"{CONNECTOR} setting 'endingOffsets' is for batch reads, not streaming"
+            )
+        return KafkaStreamReader(settings)
+
+    def _destination(self, schema: StructType) -> tuple[DestinationSettings, str]:
+        settings = destination_settings(self.options)
+        kind = layout(schema.fieldNames())
+        if settings.topic is not None:
+            template = TopicTemplate(settings.topic)
+            if kind != OPENCDC and not template.fixed:
+                raise SettingError(
+                    f"{CONNECTOR} setting 'topic': a template needs OpenCDC rows (their "
+                    "metadata); message rows take a 'topic' column"
+                )
+        elif kind == OPENCDC:
+            raise SettingError(f"{CONNECTOR} setting 'topic' is required for OpenCDC rows")
+        if kind == OPENCDC:
+            open_format(
+                settings.format_settings,
+                default=settings.format_settings["format"],
+                registry=settings.registry,
+                connector=CONNECTOR,
+            )
+        return settings, kind
+
+    def writer(self, schema: StructType, overwrite: bool) -> KafkaWriter:
+        return KafkaWriter(*self._destination(schema))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> KafkaStreamWriter:
+        return KafkaStreamWriter(*self._destination(schema))
+
+
+class KafkaBatchReader(DataSourceReader):
+    """``startingOffsets`` to ``endingOffsets``, resolved once when the query is planned."""
+
+    def __init__(self, settings: SourceSettings):
+        if settings.starting == "latest":
+            raise SettingError(
+                f"{CONNECTOR} setting 'startingOffsets' cannot be latest in a batch read"
+            )
+        self.settings = settings
+
+    def partitions(self) -> Sequence[InputPartition]:
+        settings = self.settings
+        broker = Broker(settings)
+        try:
+            tps = broker.partitions(require_topics=True)
+            start = broker.resolve(settings.starting or "earliest", tps, "startingOffsets")
+            end = broker.resolve(settings.ending or "latest", tps, "endingOffsets")
+            kafka_offsets.check_range(start, end, broker.earliest(tps))
+        finally:
+            broker.close()
+        return kafka_offsets.plan(start, end, settings.max_records_per_partition)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, KafkaRange)
+        return read_range(self.settings, partition)
+
+
+class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batches over per-partition offsets kept in Spark's checkpoint."""
+
+    def __init__(self, settings: SourceSettings):
+        self.settings = settings
+        self._broker: Broker | None = None
+        # Trigger.AvailableNow: what was there when the query started, and no more.
+        self._target: Offsets | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_broker"] = None  # a consumer does not travel to executors
+        return state
+
+    @property
+    def broker(self) -> Broker:
+        if self._broker is None:
+            self._broker = Broker(self.settings)
+        return self._broker
+
+    def initialOffset(self) -> dict[str, dict[str, int]]:
+        tps = self.broker.partitions(require_topics=False)
+        start = self.broker.resolve(self.settings.starting or "latest", tps, "startingOffsets")
+        return kafka_offsets.to_json(start)
+
+    def _latest(self, start: Offsets) -> tuple[Offsets, Offsets]:
+        """The latest offsets to read to, and the start of every partition in them."""
+        if self._target is not None:
+            latest = dict(self._target)
+        else:
+            tps = self.broker.partitions(require_topics=False)
+            latest = self.broker.latest(tps)
+        # A partition new since the last batch starts at its earliest offset.
+        new = [tp for tp in latest if tp not in start]
+        base = dict(start)
+        base.update(self.broker.earliest(new))
+        # Offsets never go back (a deleted topic keeps its last offsets).
+        return {tp: max(base.get(tp, o), o) for tp, o in latest.items()}, base
+
+    def latestOffset(
+        self, start: dict[str, dict[str, int]], limit: ReadLimit
+    ) -> dict[str, dict[str, int]]:
+        begin = kafka_offsets.from_json(start)
+        latest, base = self._latest(begin)
+        if isinstance(limit, ReadMaxRows):
+            end = kafka_offsets.limit(base, latest, limit.max_rows)
+        else:
+            end = latest
+        merged = dict(begin)
+        merged.update(end)
+        return kafka_offsets.to_json(merged)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.settings.max_offsets_per_trigger is None:
+            return ReadAllAvailable()
+        return ReadMaxRows(self.settings.max_offsets_per_trigger)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        tps = self.broker.partitions(require_topics=False)
+        self._target = self.broker.latest(tps)
+
+    def partitions(
+        self, start: dict[str, dict[str, int]], end: dict[str, dict[str, int]]
+    ) -> Sequence[InputPartition]:
+        begin = kafka_offsets.from_json(start)
+        finish = kafka_offsets.from_json(end)
+        new = [tp for tp in finish if tp not in begin]
+        if new:
+            begin.update(self.broker.earliest(new))
+        return kafka_offsets.plan(begin, finish, self.settings.max_records_per_partition)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, KafkaRange)
+        return read_range(self.settings, partition)
+
+    def commit(self, end: dict[str, dict[str, int]]) -> None:
+        """Nothing to do: offsets live in Spark's checkpoint, not in a consumer group."""
+
+    def stop(self) -> None:
+        if self._broker is not None:
+            self._broker.close()
+            self._broker = None
+
+
+class KafkaCommit(WriterCommitMessage):
+    """How many messages one task delivered."""
+
+    def __init__(self, delivered: int):
+        self.delivered = delivered
+
+
+class KafkaWriter(DataSourceArrowWriter):
+    """A batch write: each task produces its rows and waits for every delivery report."""
+
+    def __init__(self, settings: DestinationSettings, kind: str):
+        self.settings = settings
+        self.kind = kind
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaCommit:
+        return KafkaCommit(write_batches(self.settings, self.kind, iterator))
+
+
+class KafkaStreamWriter(DataSourceStreamArrowWriter):
+    """A streaming write: as the batch one; a micro-batch replayed after a restart is
+    written again (at least once)."""
+
+    def __init__(self, settings: DestinationSettings, kind: str):
+        self.settings = settings
+        self.kind = kind
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaCommit:
+        return KafkaCommit(write_batches(self.settings, self.kind, iterator))
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Nothing to do: every message was acknowledged before its task returned."""
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Nothing to undo: Kafka has no way to take delivered messages back."""

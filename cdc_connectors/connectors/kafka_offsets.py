@@ -1,0 +1,271 @@
+"""Where a Kafka read starts and ends: partitions, earliest / latest offsets, ranges.
+
+Offsets are ``{(topic, partition): offset}`` inside the connector and Spark's JSON shape
+``{"topic": {"0": 5}}`` in a streaming checkpoint, keys sorted: Spark compares offsets as
+JSON text, and a different key order reads as new data (endless empty micro-batches).
+
+Reads use assigned partitions and explicit offsets, never a consumer-group join; the
+``group.id`` librdkafka insists on is a fixed name nothing commits to.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from pyspark.sql.datasource import InputPartition
+
+from cdc_connectors.connectors.kafka_settings import (
+    CONNECTOR,
+    EARLIEST,
+    LATEST,
+    OffsetSpec,
+    SourceSettings,
+    kafka_config,
+)
+from cdc_connectors.connectors.messages import SettingError
+
+GROUP_ID = "cdc-connectors"
+#: How long a driver-side request (metadata, offsets) may take, in seconds.
+REQUEST_TIMEOUT = 30.0
+#: A wait for a fetch at the end of a partition is this long at most (milliseconds).
+FETCH_WAIT_MS = 10
+
+TP = tuple[str, int]
+Offsets = dict[TP, int]
+# Errors that librdkafka retries by itself: a read keeps waiting (bounded by its timeout).
+TRANSIENT = frozenset({KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE})
+
+
+@dataclass
+class KafkaRange(InputPartition):
+    """Offsets ``[start, end)`` of one topic-partition: one Spark task."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+    @property
+    def where(self) -> str:
+        return f"{self.topic}/{self.partition}"
+
+
+def consumer_config(settings: SourceSettings) -> dict[str, str | int | bool]:
+    """A consumer that reads assigned partitions: no commits, an event at partition end, an
+    error (not a silent jump) when an offset is out of range. ``kafka.*`` settings win,
+    except ``enable.partition.eof``, which the reader needs."""
+    config: dict[str, str | int | bool] = {
+        "group.id": GROUP_ID,
+        "enable.auto.commit": False,
+        "auto.offset.reset": "error",
+        "fetch.wait.max.ms": 100,
+    }
+    config.update(kafka_config(settings.servers, settings.kafka))
+    config["enable.partition.eof"] = True
+    return config
+
+
+def to_json(offsets: Mapping[TP, int]) -> dict[str, dict[str, int]]:
+    """Spark's JSON shape, topics and partitions sorted as text (``sort_keys`` order)."""
+    nested: dict[str, dict[str, int]] = {}
+    for (topic, partition), offset in offsets.items():
+        nested.setdefault(topic, {})[str(partition)] = offset
+    return {t: dict(sorted(nested[t].items())) for t in sorted(nested)}
+
+
+def from_json(nested: Mapping[str, Mapping[str, int]]) -> Offsets:
+    return {(t, int(p)): int(o) for t, parts in nested.items() for p, o in parts.items()}
+
+
+class Broker:
+    """Driver-side questions to the cluster, over one consumer that is never subscribed."""
+
+    def __init__(self, settings: SourceSettings):
+        self.settings = settings
+        config = consumer_config(settings)
+        if "fetch.wait.max.ms" not in settings.kafka:
+            config["fetch.wait.max.ms"] = FETCH_WAIT_MS
+        self.consumer = Consumer(config)
+
+    def close(self) -> None:
+        self.consumer.close()
+
+    def partitions(self, *, require_topics: bool) -> list[TP]:
+        """Every partition of the subscribed topics (or of those matching the pattern).
+
+        With ``require_topics``, a named topic the cluster does not have is a
+        :class:`SettingError`; otherwise it has no partitions yet.
+        """
+        settings = self.settings
+        try:
+            metadata = self.consumer.list_topics(timeout=REQUEST_TIMEOUT)
+        except KafkaException as exc:
+            raise RuntimeError(
+                f"{CONNECTOR}: cannot list topics on {settings.servers}: {exc}"
+            ) from None
+        found: list[TP] = []
+        if settings.topic_pattern is not None:
+            pattern = re.compile(settings.topic_pattern)
+            names = [t for t in metadata.topics if not t.startswith("__") and pattern.fullmatch(t)]
+        else:
+            names = list(settings.topics)
+        for name in sorted(names):
+            topic = metadata.topics.get(name)
+            if topic is None or topic.error is not None or not topic.partitions:
+                if require_topics and settings.topic_pattern is None:
+                    raise SettingError(
+                        f"{CONNECTOR} setting 'topics': topic {name!r} does not exist "
+                        f"on {settings.servers}"
+                    )
+                continue
+            found.extend((name, p) for p in sorted(topic.partitions))
+        return found
+
+    def _listed(self, tps: Iterable[TP]) -> dict[TP, tuple[int, int]]:
+        listed: dict[TP, tuple[int, int]] = {}
+        for topic, partition in tps:
+            try:
+                low, high = self.consumer.get_watermark_offsets(
+                    TopicPartition(topic, partition), timeout=REQUEST_TIMEOUT, cached=False
+                )
+            except KafkaException as exc:
+                raise RuntimeError(
+                    f"{CONNECTOR}: cannot list offsets of {topic}/{partition}: {exc}"
+                ) from None
+            listed[(topic, partition)] = (int(low), int(high))
+        return listed
+
+    def earliest(self, tps: Iterable[TP]) -> Offsets:
+        return {tp: low for tp, (low, _) in self._listed(tps).items()}
+
+    def latest(self, tps: Iterable[TP]) -> Offsets:
+        """The end offset of each partition, as a fetch sees it.
+
+        Kafka's ListOffsets answer is not enough on every broker: Tansu 0.6 reports the base
+        offset of the last produced batch + 1 (513 messages sent with linger.ms=50 to one
+        partition listed as 1; a later batch listed as 258 while 757 were there), while the
+        high watermark in its fetch responses is right. So each partition is fetched from the
+        listed offset: the first message or end-of-partition event after that fetch carries
+        the fetch's high watermark, which librdkafka keeps (``cached=True``). On Kafka that
+        fetch finds the end at once (an end-of-partition event within ``fetch.wait.max.ms``).
+        """
+        tps = list(tps)
+        if not tps:
+            return {}
+        listed = self._listed(tps)
+        self.consumer.assign([TopicPartition(t, p, max(listed[(t, p)])) for t, p in tps])
+        pending = set(tps)
+        deadline = time.monotonic() + REQUEST_TIMEOUT
+        try:
+            while pending:
+                if time.monotonic() > deadline:
+                    waiting = ", ".join(f"{t}/{p}" for t, p in sorted(pending))
+                    raise RuntimeError(
+                        f"{CONNECTOR}: no fetch answer within {REQUEST_TIMEOUT:.0f}s from "
+                        f"{self.settings.servers} for {waiting}"
+                    )
+                message = self.consumer.poll(0.05)
+                if message is None:
+                    continue
+                tp = (message.topic(), message.partition())
+                error = message.error()
+                if error is not None and error.code() != KafkaError._PARTITION_EOF:
+                    if error.code() in TRANSIENT:
+                        continue
+                    raise RuntimeError(f"{CONNECTOR}: fetching {tp[0]}/{tp[1]}: {error.str()}")
+                pending.discard(tp)
+            found: Offsets = {}
+            for t, p in tps:
+                _, high = self.consumer.get_watermark_offsets(TopicPartition(t, p), cached=True)
+                found[(t, p)] = max(int(high), listed[(t, p)][1])
+            return found
+        finally:
+            self.consumer.unassign()
+
+    def resolve(self, spec: OffsetSpec, tps: list[TP], name: str) -> Offsets:
+        """Offsets of ``tps`` as ``spec`` says; a partition the JSON does not name gets
+        earliest (``startingOffsets``) or latest (``endingOffsets``)."""
+        fallback = EARLIEST if name == "startingOffsets" else LATEST
+        if spec == "earliest":
+            wanted = dict.fromkeys(tps, EARLIEST)
+        elif spec == "latest":
+            wanted = dict.fromkeys(tps, LATEST)
+        else:
+            assert isinstance(spec, dict)
+            known = {t for t, _ in tps}
+            unknown = sorted(set(spec) - known)
+            if unknown:
+                raise SettingError(
+                    f"{CONNECTOR} setting {name!r} names topic {unknown[0]!r}, which is not "
+                    f"read (topics: {', '.join(sorted(known)) or 'none'})"
+                )
+            present = set(tps)
+            for topic, partitions in spec.items():
+                for partition in partitions:
+                    if (topic, partition) not in present:
+                        raise SettingError(
+                            f"{CONNECTOR} setting {name!r} names partition {topic}/{partition}, "
+                            "which does not exist"
+                        )
+            wanted = {tp: spec.get(tp[0], {}).get(tp[1], fallback) for tp in tps}
+        early = [tp for tp, o in wanted.items() if o == EARLIEST]
+        late = [tp for tp, o in wanted.items() if o == LATEST]
+        resolved = {tp: o for tp, o in wanted.items() if o >= 0}
+        resolved.update(self.earliest(early))
+        resolved.update(self.latest(late))
+        return resolved
+
+
+def check_range(start: Offsets, end: Offsets, low: Offsets) -> None:
+    """A planned batch read that cannot be served is a :class:`SettingError`."""
+    for tp, first in start.items():
+        last = end[tp]
+        where = f"{tp[0]}/{tp[1]}"
+        if first > last:
+            raise SettingError(
+                f"{CONNECTOR} setting 'startingOffsets': {where} starts at {first}, after its "
+                f"end {last}"
+            )
+        if first < low[tp] and first < last:
+            raise SettingError(
+                f"{CONNECTOR} setting 'startingOffsets': {where} starts at {first}, but its "
+                f"earliest offset is {low[tp]} (older messages were deleted)"
+            )
+
+
+def plan(start: Mapping[TP, int], end: Mapping[TP, int], max_records: int) -> list[KafkaRange]:
+    """One range per partition with messages to read, split in equal parts of at most
+    ``max_records`` offsets. Ranges meet exactly: no offset is read twice or skipped."""
+    ranges: list[KafkaRange] = []
+    for (topic, partition), last in sorted(end.items()):
+        first = start.get((topic, partition), last)
+        size = last - first
+        if size <= 0:
+            continue
+        parts = math.ceil(size / max_records)
+        bounds = [first + size * i // parts for i in range(parts + 1)]
+        ranges.extend(KafkaRange(topic, partition, a, b) for a, b in itertools.pairwise(bounds))
+    return ranges
+
+
+def limit(start: Mapping[TP, int], latest: Mapping[TP, int], max_rows: int) -> Offsets:
+    """End offsets at most ``max_rows`` past ``start`` in total, shared in proportion to what
+    each partition has waiting (largest remainders get the rounding), never past latest."""
+    waiting = {tp: max(0, latest[tp] - start.get(tp, latest[tp])) for tp in latest}
+    total = sum(waiting.values())
+    end = {tp: start.get(tp, latest[tp]) for tp in latest}
+    if total <= max_rows:
+        return {tp: end[tp] + n for tp, n in waiting.items()}
+    shares = {tp: n * max_rows / total for tp, n in waiting.items()}
+    granted = {tp: int(share) for tp, share in shares.items()}
+    left = max_rows - sum(granted.values())
+    by_remainder = sorted(waiting, key=lambda tp: (granted[tp] - shares[tp], tp))
+    for tp in by_remainder[:left]:
+        granted[tp] += 1
+    return {tp: end[tp] + granted[tp] for tp in latest}

@@ -1,0 +1,174 @@
+"""Reading one planned range of a Kafka partition into Arrow batches, in a Spark task.
+
+A task gets a :class:`~cdc_connectors.connectors.kafka_offsets.KafkaRange` and the source
+settings, both unpickled in an executor process: it opens its own consumer, assigns the
+partition at the range's start, reads to the range's end, and closes the consumer whatever
+happens (Spark never calls a reader's ``stop()`` there).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pyarrow as pa
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Message as KafkaMessage
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from cdc_connectors.connectors.kafka_offsets import TRANSIENT, KafkaRange, consumer_config
+from cdc_connectors.connectors.kafka_settings import CONNECTOR, SourceSettings
+from cdc_connectors.connectors.messages import decode_messages, open_format
+from cdc_connectors.formats.base import Format, Message
+
+#: Spark's own Kafka source layout, for ``format: raw``.
+RAW_SCHEMA = StructType(
+    [
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("timestamp", TimestampType()),
+        StructField("timestampType", IntegerType()),
+        StructField(
+            "headers",
+            ArrayType(
+                StructType([StructField("key", StringType()), StructField("value", BinaryType())])
+            ),
+        ),
+    ]
+)
+RAW_ARROW_SCHEMA: pa.Schema = to_arrow_schema(RAW_SCHEMA, timezone="UTC")
+_HEADERS = RAW_ARROW_SCHEMA.field("headers").type
+
+#: Messages per Arrow batch handed to Spark.
+BATCH_MESSAGES = 10_000
+NODE_ID = CONNECTOR
+#: librdkafka's timestamp types -> Kafka's (and Spark's) ids: none -1, create 0, append 1.
+_TIMESTAMP_TYPES = {0: -1, 1: 0, 2: 1}
+
+
+def decode(fmt: Format, messages: list[Message], fail_fast: bool) -> pa.RecordBatch:
+    """The one place messages become OpenCDC Arrow (a columnar decoder plugs in here)."""
+    return decode_messages(fmt, messages, node_id=NODE_ID, fail_fast=fail_fast).batch
+
+
+def raw_batch(messages: list[KafkaMessage]) -> pa.RecordBatch:
+    """Messages in Spark's Kafka layout, bytes unchanged."""
+    stamps = [m.timestamp() for m in messages]
+    headers: list[list[dict[str, object]] | None] = []
+    for m in messages:
+        found = _headers(m)
+        headers.append([{"key": k, "value": v} for k, v in found] if found else None)
+    columns = [
+        pa.array([m.key() for m in messages], pa.binary()),
+        pa.array([m.value() for m in messages], pa.binary()),
+        pa.array([m.topic() for m in messages], pa.string()),
+        pa.array([m.partition() for m in messages], pa.int32()),
+        pa.array([m.offset() for m in messages], pa.int64()),
+        pa.array(
+            [ms * 1000 if kind else None for kind, ms in stamps],
+            RAW_ARROW_SCHEMA.field("timestamp").type,
+        ),
+        pa.array([_TIMESTAMP_TYPES.get(kind, -1) for kind, _ in stamps], pa.int32()),
+        pa.array(headers, _HEADERS),
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=RAW_ARROW_SCHEMA)
+
+
+def _in_range(consumer: Consumer, part: KafkaRange, idle_timeout: float) -> Iterator[KafkaMessage]:
+    """The messages of ``[part.start, part.end)``, each once, in offset order."""
+    where = part.where
+    position = part.start
+    last_seen = time.monotonic()
+    while position < part.end:
+        wanted = min(BATCH_MESSAGES, part.end - position)
+        for message in consumer.consume(wanted, timeout=0.5):
+            error = message.error()
+            if error is None:
+                offset = int(message.offset() or 0)
+                if offset >= part.end:
+                    return
+                last_seen = time.monotonic()
+                position = offset + 1
+                yield message
+            elif error.code() == KafkaError._PARTITION_EOF:
+                ends = int(message.offset() or 0)
+                if ends < part.end:
+                    raise RuntimeError(
+                        f"{CONNECTOR}: {where} ends at offset {ends}, before {part.end}, the "
+                        "end this read was planned with: messages were deleted or are not "
+                        "committed yet"
+                    )
+                return
+            elif error.code() not in TRANSIENT:  # librdkafka retries transient ones itself
+                raise RuntimeError(f"{CONNECTOR}: {where} at offset {position}: {error.str()}")
+        if time.monotonic() - last_seen > idle_timeout:
+            raise TimeoutError(
+                f"{CONNECTOR}: {where}: nothing fetched for {idle_timeout:.0f}s at offset "
+                f"{position} (range ends at {part.end}); is the broker reachable? "
+                "(setting pollTimeoutMs)"
+            )
+
+
+def read_range(settings: SourceSettings, part: KafkaRange) -> Iterator[pa.RecordBatch]:
+    """The Arrow batches of one range: OpenCDC rows (dead letters included) or, with
+    ``format: raw``, Spark's Kafka layout."""
+    fmt = None
+    if not settings.raw:
+        fmt = open_format(
+            settings.format_settings, default="raw", registry=settings.registry, connector=CONNECTOR
+        )
+    consumer = Consumer(consumer_config(settings))
+    try:
+        consumer.assign([TopicPartition(part.topic, part.partition, part.start)])
+        pending: list[KafkaMessage] = []
+        for message in _in_range(consumer, part, settings.poll_timeout_ms / 1000):
+            pending.append(message)
+            if len(pending) >= BATCH_MESSAGES:
+                yield from _batch(fmt, pending, settings.fail_fast)
+                pending = []
+        if pending:
+            yield from _batch(fmt, pending, settings.fail_fast)
+    finally:
+        consumer.close()
+
+
+def _batch(
+    fmt: Format | None, messages: list[KafkaMessage], fail_fast: bool
+) -> Iterator[pa.RecordBatch]:
+    if fmt is None:
+        yield raw_batch(messages)
+        return
+    batch = decode(
+        fmt,
+        [
+            Message(
+                m.value(),
+                m.key(),
+                _headers(m),
+                where=f"{m.topic()}/{m.partition()}/{m.offset()}",
+            )
+            for m in messages
+        ],
+        fail_fast,
+    )
+    if batch.num_rows:
+        yield batch
+
+
+def _headers(message: KafkaMessage) -> list[tuple[str, bytes | None]]:
+    found = message.headers() or []
+    pairs = list(found.items()) if isinstance(found, dict) else found
+    return [(str(k), v.encode() if isinstance(v, str) else v) for k, v in pairs]

@@ -1,0 +1,258 @@
+"""Settings of the Kafka connector, parsed and checked once on the driver.
+
+Spark hands data source options over lower-cased; these functions accept any case and
+report a setting by its documented name. Every error is a one-line
+:class:`~cdc_connectors.connectors.messages.SettingError` naming the setting.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import orjson
+
+from cdc_connectors.connectors.messages import SettingError
+from cdc_connectors.options import parse_bool
+
+CONNECTOR = "cdc-kafka"
+RAW = "raw"
+KAFKA_PREFIX = "kafka."
+FORMAT_PREFIX = "format."
+#: Spark's own notation for offsets inside the JSON form.
+EARLIEST = -2
+LATEST = -1
+
+#: ``earliest``, ``latest``, or topic -> partition -> offset (``-2`` earliest, ``-1`` latest).
+OffsetSpec = str | dict[str, dict[int, int]]
+
+SOURCE = (
+    "servers",
+    "topics",
+    "topicPattern",
+    "format",
+    "registry",
+    "failFast",
+    "startingOffsets",
+    "endingOffsets",
+    "maxRecordsPerPartition",
+    "maxOffsetsPerTrigger",
+    "pollTimeoutMs",
+)
+DESTINATION = ("servers", "topic", "format", "registry", "deliveryTimeoutMs")
+#: An option Spark itself passes to streaming writers along with ours; not ours to check.
+SPARK_OWN = frozenset({"checkpointlocation"})
+
+DEFAULT_MAX_RECORDS_PER_PARTITION = 200_000
+DEFAULT_POLL_TIMEOUT_MS = 120_000
+DEFAULT_DELIVERY_TIMEOUT_MS = 30_000
+DEFAULT_DESTINATION_FORMAT = "opencdc-proto"
+
+
+@dataclass(frozen=True)
+class SourceSettings:
+    """What a Kafka source needs, on the driver and in every read task (picklable)."""
+
+    servers: str
+    topics: tuple[str, ...]
+    topic_pattern: str | None
+    format: str
+    format_settings: dict[str, str]
+    registry: str | None
+    fail_fast: bool
+    starting: OffsetSpec | None
+    ending: OffsetSpec | None
+    max_records_per_partition: int
+    max_offsets_per_trigger: int | None
+    poll_timeout_ms: int
+    kafka: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def raw(self) -> bool:
+        """Messages come out in Spark's Kafka layout, bytes unchanged."""
+        return self.format == RAW
+
+
+@dataclass(frozen=True)
+class DestinationSettings:
+    """What a Kafka destination needs in every write task (picklable)."""
+
+    servers: str
+    topic: str | None
+    format_settings: dict[str, str]
+    registry: str | None
+    delivery_timeout_ms: int
+    kafka: dict[str, str] = field(default_factory=dict)
+
+
+def _split(
+    options: Mapping[str, str], known: tuple[str, ...], role: str
+) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """Our settings by documented name, the ``kafka.*`` ones and the ``format.*`` ones."""
+    names = {name.lower(): name for name in known}
+    ours: dict[str, str] = {}
+    kafka: dict[str, str] = {}
+    fmt: dict[str, str] = {}
+    for key, value in options.items():
+        lowered = key.lower()
+        if lowered.startswith(KAFKA_PREFIX) and len(lowered) > len(KAFKA_PREFIX):
+            kafka[key[len(KAFKA_PREFIX) :]] = str(value)
+        elif lowered.startswith(FORMAT_PREFIX) and len(lowered) > len(FORMAT_PREFIX):
+            fmt[FORMAT_PREFIX + key[len(FORMAT_PREFIX) :]] = str(value)
+        elif lowered in names:
+            ours[names[lowered]] = str(value)
+        elif lowered not in SPARK_OWN:
+            listed = ", ".join(known)
+            raise SettingError(
+                f"{CONNECTOR} {role} has no setting {key!r} "
+                f"(settings: {listed}, kafka.<librdkafka property>, format.<option>)"
+            )
+    if "bootstrap.servers" in {k.lower() for k in kafka}:
+        raise SettingError(
+            f"{CONNECTOR} setting 'kafka.bootstrap.servers': use the setting 'servers' instead"
+        )
+    return ours, kafka, fmt
+
+
+def _servers(ours: Mapping[str, str]) -> str:
+    servers = ours.get("servers", "").strip()
+    if not servers:
+        raise SettingError(f"{CONNECTOR} setting 'servers' is required (host:port[,host:port])")
+    return servers
+
+
+def _positive(ours: Mapping[str, str], name: str, default: int | None) -> int | None:
+    text = ours.get(name)
+    if text is None:
+        return default
+    try:
+        value = int(text.strip())
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise SettingError(f"{CONNECTOR} setting {name!r} must be a positive integer, not {text!r}")
+    return value
+
+
+def _required_positive(ours: Mapping[str, str], name: str, default: int) -> int:
+    value = _positive(ours, name, default)
+    assert value is not None
+    return value
+
+
+def parse_offsets(name: str, text: str) -> OffsetSpec:
+    """``earliest``, ``latest`` or Spark's JSON ``{"topic": {"0": 5, "1": -2}}``."""
+    lowered = text.strip().lower()
+    if lowered in ("earliest", "latest"):
+        return lowered
+    usage = (
+        f"{CONNECTOR} setting {name!r} must be earliest, latest or JSON like "
+        '{"topic": {"0": 5, "1": -2}} (-2 earliest, -1 latest)'
+    )
+    try:
+        found = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise SettingError(f"{usage}: {exc}") from None
+    if not isinstance(found, dict) or not found:
+        raise SettingError(f"{usage}: not a JSON object of topics")
+    spec: dict[str, dict[int, int]] = {}
+    for topic, partitions in found.items():
+        if not isinstance(partitions, dict):
+            raise SettingError(f"{usage}: topic {topic!r} maps to {partitions!r}, not an object")
+        offsets: dict[int, int] = {}
+        for partition, offset in partitions.items():
+            try:
+                number = int(partition)
+            except ValueError:
+                number = -1
+            if number < 0:
+                raise SettingError(f"{usage}: {topic!r} has partition {partition!r}")
+            if isinstance(offset, bool) or not isinstance(offset, int) or offset < EARLIEST:
+                raise SettingError(f"{usage}: {topic}/{partition} has offset {offset!r}")
+            offsets[number] = offset
+        spec[topic] = offsets
+    return spec
+
+
+def source_settings(options: Mapping[str, str]) -> SourceSettings:
+    """The settings of a source; :class:`SettingError` naming the first bad one."""
+    ours, kafka, fmt = _split(options, SOURCE, "source")
+    servers = _servers(ours)
+    topics = tuple(t.strip() for t in ours.get("topics", "").split(",") if t.strip())
+    pattern = ours.get("topicPattern")
+    if topics and pattern is not None:
+        raise SettingError(f"{CONNECTOR} settings 'topics' and 'topicPattern' exclude each other")
+    if not topics and not pattern:
+        raise SettingError(
+            f"{CONNECTOR} setting 'topics' (comma list) or 'topicPattern' (regex) is required"
+        )
+    if pattern is not None:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise SettingError(f"{CONNECTOR} setting 'topicPattern': {exc}") from None
+    fail_fast_text = ours.get("failFast", "false")
+    try:
+        fail_fast = parse_bool(fail_fast_text, f"{CONNECTOR} setting 'failFast'")
+    except ValueError as exc:
+        raise SettingError(str(exc)) from None
+    starting = ours.get("startingOffsets")
+    ending = ours.get("endingOffsets")
+    ending_spec = parse_offsets("endingOffsets", ending) if ending is not None else None
+    if ending_spec == "earliest" or (
+        isinstance(ending_spec, dict)
+        and any(o == EARLIEST for offsets in ending_spec.values() for o in offsets.values())
+    ):
+        raise SettingError(f"{CONNECTOR} setting 'endingOffsets' cannot be earliest (-2)")
+    name = ours.get("format", RAW).strip() or RAW
+    if name == RAW and fmt:
+        raise SettingError(f"{CONNECTOR} setting {sorted(fmt)[0]!r}: format raw has no options")
+    return SourceSettings(
+        servers=servers,
+        topics=topics,
+        topic_pattern=pattern,
+        format=name,
+        format_settings={"format": name, **fmt},
+        registry=ours.get("registry") or None,
+        fail_fast=fail_fast,
+        starting=parse_offsets("startingOffsets", starting) if starting is not None else None,
+        ending=ending_spec,
+        max_records_per_partition=_required_positive(
+            ours, "maxRecordsPerPartition", DEFAULT_MAX_RECORDS_PER_PARTITION
+        ),
+        max_offsets_per_trigger=_positive(ours, "maxOffsetsPerTrigger", None),
+        poll_timeout_ms=_required_positive(ours, "pollTimeoutMs", DEFAULT_POLL_TIMEOUT_MS),
+        kafka=kafka,
+    )
+
+
+def destination_settings(options: Mapping[str, str]) -> DestinationSettings:
+    """The settings of a destination; :class:`SettingError` naming the first bad one."""
+    ours, kafka, fmt = _split(options, DESTINATION, "destination")
+    servers = _servers(ours)
+    if "message.timeout.ms" in {k.lower() for k in kafka}:
+        raise SettingError(
+            f"{CONNECTOR} setting 'kafka.message.timeout.ms': use 'deliveryTimeoutMs' instead"
+        )
+    name = ours.get("format", DEFAULT_DESTINATION_FORMAT).strip() or DEFAULT_DESTINATION_FORMAT
+    topic = ours.get("topic")
+    if topic is not None and not topic.strip():
+        raise SettingError(f"{CONNECTOR} setting 'topic' is empty")
+    return DestinationSettings(
+        servers=servers,
+        topic=topic.strip() if topic is not None else None,
+        format_settings={"format": name, **fmt},
+        registry=ours.get("registry") or None,
+        delivery_timeout_ms=_required_positive(
+            ours, "deliveryTimeoutMs", DEFAULT_DELIVERY_TIMEOUT_MS
+        ),
+        kafka=kafka,
+    )
+
+
+def kafka_config(servers: str, kafka: Mapping[str, str]) -> dict[str, str | int | bool]:
+    """librdkafka properties: the servers, then every ``kafka.*`` setting as is."""
+    config: dict[str, str | int | bool] = {"bootstrap.servers": servers}
+    config.update(kafka)
+    return config

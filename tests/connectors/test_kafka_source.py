@@ -1,0 +1,321 @@
+"""`cdc-kafka` as a source: a real Tansu broker, a real local[2] Spark session."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from confluent_kafka import Producer
+
+from cdc_connectors.connectors.kafka import KafkaBatchReader, KafkaDataSource
+from cdc_connectors.connectors.kafka_offsets import Broker, KafkaRange, limit, plan, to_json
+from cdc_connectors.connectors.kafka_read import read_range
+from cdc_connectors.connectors.kafka_settings import source_settings
+from cdc_connectors.connectors.messages import DLQ_ERROR, SettingError
+from tests.kafka_broker import KafkaBroker, free_port
+
+pytestmark = pytest.mark.spark
+
+Sent = tuple[int, bytes | None, bytes | None]  # partition, key, value
+
+
+def new_topic(broker: KafkaBroker, partitions: int) -> str:
+    return broker.create_topic(f"src-{uuid.uuid4().hex[:10]}", partitions)
+
+
+def produce(broker: KafkaBroker, topic: str, messages: Iterable[Sent]) -> None:
+    """Batching producer, as real ones are (Tansu lists offsets wrong after batches)."""
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 50})
+    for partition, key, value in messages:
+        producer.produce(topic, value=value, key=key, partition=partition, headers=[("h", b"1")])
+    assert producer.flush(30) == 0
+
+
+def debezium(row_id: int, table: str = "orders") -> bytes:
+    event = {
+        "before": None,
+        "after": {"id": row_id, "name": f"n{row_id}"},
+        "source": {"db": "shop", "table": table},
+        "op": "c",
+        "ts_ms": 1_700_000_000_000,
+    }
+    return orjson.dumps(event)
+
+
+def source(spark: Any, broker: KafkaBroker, topic: str, **options: str) -> Any:
+    spark.dataSource.register(KafkaDataSource)
+    reader = spark.read.format("cdc-kafka").option("servers", broker.bootstrap)
+    return reader.option("topics", topic).options(**options).load()
+
+
+def test_batch_reads_every_message_once_though_tansu_lists_latest_wrong(
+    spark: Any, kafka_broker: KafkaBroker
+) -> None:
+    topic = new_topic(kafka_broker, 2)
+    sent = [(i % 2, f"k{i}".encode(), f"v{i}".encode()) for i in range(613)]
+    produce(kafka_broker, topic, sent)
+
+    rows = source(spark, kafka_broker, topic).collect()
+
+    assert len(rows) == 613
+    assert {(r.partition, r.offset) for r in rows} == {(0, o) for o in range(307)} | {
+        (1, o) for o in range(306)
+    }
+    assert sorted(bytes(r.value) for r in rows) == sorted(v for _, _, v in sent)
+    first = min(rows, key=lambda r: (r.partition, r.offset))
+    assert (bytes(first.key), first.topic, first.timestampType) == (b"k0", topic, 0)
+    assert [(h.key, bytes(h.value)) for h in first.headers] == [("h", b"1")]
+
+
+def test_explicit_json_offsets_bound_the_read(spark: Any, kafka_broker: KafkaBroker) -> None:
+    topic = new_topic(kafka_broker, 2)
+    produce(kafka_broker, topic, [(i % 2, None, b"%d" % i) for i in range(40)])
+
+    df = source(
+        spark,
+        kafka_broker,
+        topic,
+        startingOffsets=orjson.dumps({topic: {"0": 5, "1": -2}}).decode(),
+        endingOffsets=orjson.dumps({topic: {"0": 12, "1": -1}}).decode(),
+    )
+    found = {(r.partition, r.offset) for r in df.select("partition", "offset").collect()}
+
+    assert found == {(0, o) for o in range(5, 12)} | {(1, o) for o in range(20)}
+
+
+def test_large_ranges_are_split_into_tasks_that_meet_exactly(
+    spark: Any, kafka_broker: KafkaBroker
+) -> None:
+    topic = new_topic(kafka_broker, 2)
+    produce(kafka_broker, topic, [(i % 2, None, b"%d" % i) for i in range(500)])
+
+    df = source(spark, kafka_broker, topic, maxRecordsPerPartition="60")
+    offsets = [(r.partition, r.offset) for r in df.select("partition", "offset").collect()]
+
+    assert df.rdd.getNumPartitions() == 2 * 5  # 250 offsets per partition, <= 60 per task
+    assert len(offsets) == 500
+    assert set(offsets) == {(p, o) for p in (0, 1) for o in range(250)}
+
+
+def test_ranges_split_evenly_and_limits_share_in_proportion() -> None:
+    ranges = plan({("t", 0): 10}, {("t", 0): 35}, 10)
+    assert [(r.start, r.end) for r in ranges] == [(10, 18), (18, 26), (26, 35)]
+    end = limit({("t", 0): 0, ("t", 1): 0}, {("t", 0): 300, ("t", 1): 100}, 100)
+    assert end == {("t", 0): 75, ("t", 1): 25}
+    assert to_json({("b", 10): 1, ("a", 2): 3, ("b", 9): 4}) == {
+        "a": {"2": 3},
+        "b": {"10": 1, "9": 4},
+    }
+
+
+def test_debezium_json_becomes_opencdc_rows_positioned_topic_partition_offset(
+    spark: Any, kafka_broker: KafkaBroker
+) -> None:
+    topic = new_topic(kafka_broker, 2)
+    produce(kafka_broker, topic, [(i % 2, b'{"id":%d}' % i, debezium(i)) for i in range(30)])
+
+    df = source(spark, kafka_broker, topic, format="debezium-json")
+    rows = df.selectExpr(
+        "cast(position as string) as position",
+        "operation",
+        "metadata['opencdc.collection'] as collection",
+        "variant_get(payload.after.structured_data, '$.id', 'int') as id",
+        "variant_get(key.structured_data, '$.id', 'int') as key_id",
+    ).collect()
+
+    assert len(rows) == 30
+    by_id = {r.id: r for r in rows}
+    assert by_id[7].position == f"{topic}/1/3"
+    assert by_id[8].position == f"{topic}/0/4"
+    assert {(r.operation, r.collection) for r in rows} == {("create", "shop.orders")}
+    assert all(r.key_id == r.id for r in rows)
+
+
+def test_junk_becomes_dead_letters_with_original_bytes_and_counts_add_up(
+    spark: Any, kafka_broker: KafkaBroker
+) -> None:
+    topic = new_topic(kafka_broker, 1)
+    messages: list[Sent] = []
+    for i in range(60):
+        if i % 10 == 3:
+            messages.append((0, b"k", b"not json %d" % i))
+        elif i % 10 == 5:
+            messages.append((0, b"k", None))  # a tombstone: skipped by policy, counted
+        else:
+            messages.append((0, b'{"id":%d}' % i, debezium(i)))
+    produce(kafka_broker, topic, messages)
+
+    df = source(spark, kafka_broker, topic, format="debezium-json")
+    rows = df.selectExpr(
+        "cast(position as string) as position",
+        f"metadata['{DLQ_ERROR}'] as error",
+        "payload.after.raw_data as raw",
+        "key.raw_data as raw_key",
+    ).collect()
+
+    letters = [r for r in rows if r.error is not None]
+    assert sorted(r.position for r in letters) == sorted(f"{topic}/0/{i}" for i in range(3, 60, 10))
+    assert {bytes(r.raw) for r in letters} == {b"not json %d" % i for i in range(3, 60, 10)}
+    assert {bytes(r.raw_key) for r in letters} == {b"k"}
+    assert all("JSON" in r.error for r in letters)
+    tombstones = sum(1 for _, _, v in messages if v is None)
+    assert len(rows) - len(letters) + len(letters) + tombstones == len(messages)
+    assert len(rows) - len(letters) == 48
+
+
+def test_fail_fast_fails_the_query_naming_the_message(
+    spark: Any, kafka_broker: KafkaBroker
+) -> None:
+    topic = new_topic(kafka_broker, 1)
+    produce(kafka_broker, topic, [(0, None, debezium(1)), (0, None, b"{broken")])
+
+    df = source(spark, kafka_broker, topic, format="debezium-json", failFast="true")
+    with pytest.raises(Exception, match=rf"FailFastError.*{topic}/0/1"):
+        df.collect()
+
+
+def _stream(
+    spark: Any, broker: KafkaBroker, topic: str | None, tmp: Path, name: str, **options: str
+) -> Any:
+    spark.dataSource.register(KafkaDataSource)
+    if topic is not None:
+        options["topics"] = topic
+    stream = (
+        spark.readStream.format("cdc-kafka")
+        .option("servers", broker.bootstrap)
+        .option("startingOffsets", "earliest")
+        .options(**options)
+        .load()
+        .selectExpr("topic", "partition", "offset", "cast(value as string) as value")
+    )
+    query = (
+        stream.writeStream.format("parquet")
+        .option("path", str(tmp / name))
+        .option("checkpointLocation", str(tmp / f"{name}-checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(120)
+    assert not query.isActive
+    assert query.exception() is None
+    return query
+
+
+def test_streaming_honours_max_offsets_and_restarts_without_duplicates(
+    spark: Any, kafka_broker: KafkaBroker, tmp_path: Path
+) -> None:
+    topic = new_topic(kafka_broker, 2)
+    produce(kafka_broker, topic, [(i % 3 % 2, None, b"a%d" % i) for i in range(250)])
+
+    query = _stream(spark, kafka_broker, topic, tmp_path, "out", maxOffsetsPerTrigger="100")
+
+    sizes = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
+    assert sizes == [100, 100, 50]
+    offsets_log = tmp_path / "out-checkpoint" / "offsets"
+    batches = sorted(offsets_log.iterdir())
+    last = orjson.loads(batches[-1].read_text().splitlines()[-1])
+    assert last == {topic: {"0": 167, "1": 83}}
+    # Nothing new: the offsets read back from the checkpoint equal the latest ones, so no
+    # (empty) micro-batch is planned.
+    _stream(spark, kafka_broker, topic, tmp_path, "out", maxOffsetsPerTrigger="100")
+    assert sorted(offsets_log.iterdir()) == batches
+
+    produce(kafka_broker, topic, [(i % 2, None, b"b%d" % i) for i in range(30)])
+    _stream(spark, kafka_broker, topic, tmp_path, "out", maxOffsetsPerTrigger="100")
+
+    rows = spark.read.parquet(str(tmp_path / "out")).collect()
+    assert len(rows) == 280
+    assert len({(r.partition, r.offset) for r in rows}) == 280
+    assert {r.value for r in rows} == {f"a{i}" for i in range(250)} | {f"b{i}" for i in range(30)}
+
+
+def test_streaming_picks_up_partitions_added_between_runs(
+    spark: Any, kafka_broker: KafkaBroker, tmp_path: Path
+) -> None:
+    # Tansu 0.6 has no CreatePartitions: new partitions come as a new topic of the pattern.
+    prefix = f"grow-{uuid.uuid4().hex[:8]}"
+    first = kafka_broker.create_topic(f"{prefix}-a", 1)
+    produce(kafka_broker, first, [(0, None, b"first%d" % i) for i in range(20)])
+    _stream(spark, kafka_broker, None, tmp_path, "out", topicPattern=rf"{prefix}-\w+")
+
+    second = kafka_broker.create_topic(f"{prefix}-b", 2)
+    produce(kafka_broker, second, [(i % 2, None, b"second%d" % i) for i in range(30)])
+    produce(kafka_broker, first, [(0, None, b"third%d" % i) for i in range(5)])
+    _stream(spark, kafka_broker, None, tmp_path, "out", topicPattern=rf"{prefix}-\w+")
+
+    rows = spark.read.parquet(str(tmp_path / "out")).collect()
+    assert len(rows) == 55
+    assert len({(r.topic, r.partition, r.offset) for r in rows}) == 55
+    assert {(r.topic, r.partition) for r in rows if r.value.startswith("second")} == {
+        (second, 0),
+        (second, 1),
+    }
+
+
+def test_latest_is_resolved_from_a_fetch_not_the_listed_offset(
+    kafka_broker: KafkaBroker,
+) -> None:
+    # Tansu 0.6 answers ListOffsets with 1 here (the last produce batch's base offset + 1).
+    topic = new_topic(kafka_broker, 1)
+    produce(kafka_broker, topic, [(0, None, b"x")] * 513)
+    broker = Broker(source_settings({"servers": kafka_broker.bootstrap, "topics": topic}))
+    try:
+        assert broker.latest([(topic, 0)]) == {(topic, 0): 513}
+        assert broker.earliest([(topic, 0)]) == {(topic, 0): 0}
+    finally:
+        broker.close()
+
+
+def test_a_read_with_no_broker_fails_after_poll_timeout() -> None:
+    settings = source_settings(
+        {"servers": f"127.0.0.1:{free_port()}", "topics": "t", "pollTimeoutMs": "1500"}
+    )
+    with pytest.raises(TimeoutError, match=r"t/0: nothing fetched .* offset 0"):
+        list(read_range(settings, KafkaRange("t", 0, 0, 10)))
+
+
+def test_a_batch_read_of_a_missing_topic_names_it(kafka_broker: KafkaBroker) -> None:
+    settings = source_settings({"servers": kafka_broker.bootstrap, "topics": "no-such-topic"})
+    with pytest.raises(SettingError, match="'topics': topic 'no-such-topic' does not exist"):
+        KafkaBatchReader(settings).partitions()
+
+
+@pytest.mark.parametrize(
+    ("options", "setting"),
+    [
+        ({"topics": "t", "colour": "red"}, "colour"),
+        ({"topics": "t"}, "servers"),
+        ({"servers": "h:1"}, "topics"),
+        (
+            {"servers": "h:1", "topics": "t", "startingOffsets": '{"t": {"0": "x"}}'},
+            "startingOffsets",
+        ),
+        ({"servers": "h:1", "topics": "t", "startingOffsets": "{not json"}, "startingOffsets"),
+        ({"servers": "h:1", "topics": "t", "endingOffsets": "earliest"}, "endingOffsets"),
+        ({"servers": "h:1", "topics": "t", "failFast": "maybe"}, "failFast"),
+        (
+            {"servers": "h:1", "topics": "t", "maxRecordsPerPartition": "0"},
+            "maxRecordsPerPartition",
+        ),
+        ({"servers": "h:1", "topics": "t", "format": "no-such"}, "format"),
+        ({"servers": "h:1", "topics": "t", "topicPattern": "("}, "topicPattern"),
+    ],
+)
+def test_bad_settings_name_the_setting(options: dict[str, str], setting: str) -> None:
+    with pytest.raises(SettingError, match=setting) as raised:
+        KafkaDataSource(options).schema()
+    assert "\n" not in str(raised.value)
+
+
+def test_bad_offsets_fail_in_spark_naming_the_setting(
+    spark: Any, kafka_broker: KafkaBroker
+) -> None:
+    topic = new_topic(kafka_broker, 1)
+    with pytest.raises(Exception, match="startingOffsets"):
+        source(spark, kafka_broker, topic, startingOffsets='{"other": {"0": 1}}').collect()
+    with pytest.raises(Exception, match="colour"):
+        source(spark, kafka_broker, topic, colour="red").collect()
