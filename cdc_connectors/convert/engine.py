@@ -88,6 +88,10 @@ def convert_stream(
             fail(item, exc.at(item.where))
             continue
         stats.records += len(records)
+        # A record whose format gives it no position is found again by its message's place.
+        for record in records:
+            if not record.position:
+                record.position = item.where.encode("utf-8")
         try:
             writer.write_all([encoder.encode(record) for record in records])
         except CodecError as exc:

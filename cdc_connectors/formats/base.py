@@ -10,10 +10,11 @@ and :class:`SkipMessage` for input that carries no change by policy
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from cdc_connectors.opencdc import CodecError, Record
 from cdc_connectors.options import parse_bool
@@ -44,6 +45,20 @@ class FormatOptionError(ValueError):
     """A format option is unknown or has a bad value; the message names the option."""
 
 
+def _refusing_deep(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def guarded(self: Format, item: Any) -> Any:
+        try:
+            return method(self, item)
+        except RecursionError:
+            raise CodecError(
+                "nests too deeply to convert (more than a few hundred levels)"
+            ) from None
+
+    guarded._refuses_deep = True  # type: ignore[attr-defined]
+    return guarded
+
+
 class Format(ABC):
     """A CDC format: decode messages to OpenCDC records, encode records to messages.
 
@@ -58,6 +73,15 @@ class Format(ABC):
     binary: ClassVar[bool] = False
     delimited: ClassVar[bool] = False
     options: ClassVar[Mapping[str, str]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # Data nested deep enough to exhaust Python's stack in any step of a conversion is
+        # bad input like any other: a CodecError for that message, never a crash of the run.
+        for name in ("decode", "encode"):
+            method = cls.__dict__.get(name)
+            if method is not None and not getattr(method, "_refuses_deep", False):
+                setattr(cls, name, _refusing_deep(method))
 
     def __init__(self, options: Mapping[str, str] | None = None, registry: str | None = None):
         options = dict(options or {})

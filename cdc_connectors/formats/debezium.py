@@ -134,6 +134,8 @@ class DebeziumJsonFormat(Format):
     name = "debezium-json"
     #: The metadata prefix: ``<prefix>.source.<field>``, ``<prefix>.transaction.<field>``.
     prefix: ClassVar[str] = "debezium"
+    #: A create, update or snapshot needs its ``after`` image; a delete ``before`` or a key.
+    images_required: ClassVar[bool] = True
     options: ClassVar[Mapping[str, str]] = {
         "tombstones": "skip (default): count and skip null values; delete: a key-only delete",
         "truncate": "error (default) or skip: what a truncate event (op 't') becomes",
@@ -205,6 +207,10 @@ class DebeziumJsonFormat(Format):
 
     def collection_of(self, source: Mapping[str, Any]) -> str | None:
         """The collection a ``source`` block names: its ``db``, ``schema``, ``table`` joined."""
+        for part in ("db", "schema", "table", "collection"):
+            value = source.get(part)
+            if value is not None and not isinstance(value, str):
+                raise CodecError(f"source.{part}: expected a string, got {_kind(value)}")
         table = source.get("table") or source.get("collection")
         if isinstance(table, str) and table:
             parts = [source.get("db"), source.get("schema"), table]
@@ -261,6 +267,8 @@ class DebeziumJsonFormat(Format):
         rows = self._envelope_rows(schema)
         before = self._image(payload, "before", rows[0])
         after = self._image(payload, "after", rows[1])
+        if self.images_required:
+            _check_images(operation, before, after, key)
 
         metadata = Metadata()
         for field, value in source.items():
@@ -349,6 +357,8 @@ class DebeziumJsonFormat(Format):
         rows = self._envelope_rows(schema)
         before = self._image(payload, "before", rows[0])
         after = self._image(payload, "after", rows[1])
+        if self.images_required:
+            _check_images(operation, before, after, key)
 
         pairs: dict[str, str] = {}
         prefix = self.prefix
@@ -390,12 +400,10 @@ class DebeziumJsonFormat(Format):
             return found
         if isinstance(op, str) and op in _NO_OPERATION:
             option, what = _NO_OPERATION[op]
-            if getattr(self, option) == "skip":
+            if getattr(self, option, "error") == "skip":
                 raise SkipMessage(option)
-            raise CodecError(
-                f"op {op!r} is a {what}, which has no OpenCDC operation "
-                f"(--opt {option}=skip counts and skips them)"
-            )
+            hint = f" (--opt {option}=skip counts and skips them)" if option in self.options else ""
+            raise CodecError(f"op {op!r} is a {what}, which has no OpenCDC operation{hint}")
         raise CodecError(f"unknown op {op!r}: Debezium's are c, u, d, r (and t, m)")
 
     def _tombstone(self, key: Any) -> list[Record]:
@@ -705,6 +713,16 @@ def _typed(schema: ConnectSchema, value: Mapping[str, Any], where: str) -> dict[
     return typed
 
 
+def _check_images(operation: Operation, before: Data, after: Data, key: Any) -> None:
+    """A create, update or snapshot writes a row: without ``after`` it says nothing; a delete
+    needs its ``before`` image or a key to say which row."""
+    if operation is Operation.DELETE:
+        if before is None and key is None:
+            raise CodecError("a delete with neither a before image nor a key names no row")
+    elif after is None:
+        raise CodecError(f"a {operation} without an after image carries no row")
+
+
 def _unavailable_columns(image: Data) -> list[str]:
     if not isinstance(image, dict):
         return []
@@ -725,7 +743,10 @@ def _nanos(block: Mapping[str, Any], what: str) -> int | None:
             continue
         if isinstance(value, bool) or not isinstance(value, int):
             raise CodecError(f"{what}.{field}: expected an integer, got {_kind(value)}")
-        return value * factor
+        nanos = value * factor
+        if not -(2**63) <= nanos < 2**63:
+            raise CodecError(f"{what}.{field}: {value} is beyond the nanoseconds 64 bits hold")
+        return nanos
     return None
 
 

@@ -105,7 +105,7 @@ class LindormJsonFormat(DebeziumJsonFormat):
             return super().records_from_envelope(envelope, key, message)
         op = payload.get("op")
         if "op" in payload and op not in _OPS:
-            raise CodecError(f"unknown op {op!r}: Lindorm's are c, u and d")
+            raise CodecError(f"unknown op {op!r}: Lindorm's are c, u, d and r")
         if isinstance(schema, Mapping) and not schema:
             schema = None
         if self._is_hbase(payload):

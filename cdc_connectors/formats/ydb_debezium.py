@@ -58,6 +58,8 @@ class YdbDebeziumJsonFormat(DebeziumJsonFormat):
 
     name = "ydb-debezium-json"
     prefix: ClassVar[str] = "ydb"
+    # KEYS_ONLY and UPDATES changefeeds carry no images: the key says which row changed.
+    images_required: ClassVar[bool] = False
     options: ClassVar[Mapping[str, str]] = {
         "collection": "opencdc.collection of every record (the table or changefeed name)",
         "mode": "the changefeed's mode, checked per message: " + ", ".join(MODES),

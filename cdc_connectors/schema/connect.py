@@ -25,6 +25,7 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
+import math
 import re
 import sys
 import uuid
@@ -54,6 +55,10 @@ DEFAULT_RECORD_NAME = "ConnectDefault"
 MAP_ENTRY_NAME = "MapEntry"
 #: AvroData's precision when a Connect Decimal does not carry one.
 DEFAULT_DECIMAL_PRECISION = 64
+# PostgreSQL's numeric holds at most 16383 digits after the point: a scale beyond any
+# database's would only make a huge text out of a small message.
+_MAX_VARIABLE_SCALE = 16_383
+_FRACTION = re.compile(r"[.,](\d{7,})")
 #: CDL's decimal strings carry no precision or scale: Spark's default decimal(38, 18).
 _TEXT_DECIMAL_PRECISION = 38
 _TEXT_DECIMAL_SCALE = 18
@@ -104,6 +109,23 @@ def _integer(value: Any, bits: int = 64) -> int:
     if not low <= value <= high:
         raise _Invalid(f"{value} is outside the {bits}-bit range [{low}, {high}]")
     return value
+
+
+def _double(value: Any, kind: str) -> float:
+    """A JSON number as a float, only when the float holds it exactly: an integer beyond
+    2^53 or a number with more digits than a double keeps is refused, never rounded."""
+    if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
+        raise _Invalid(f"expected a number, got {_kind(value)}")
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    limit = _FLOAT32_MAX if kind == "float32" else sys.float_info.max
+    if not abs(number) <= limit:
+        raise _Invalid(f"{value} is outside the {kind} range")
+    if not isinstance(value, float) and Decimal(number) != Decimal(value):
+        raise _Invalid(f"{value} would change as a {kind} (it reads as {number!r})")
+    return number
 
 
 def _text(value: Any) -> str:
@@ -179,7 +201,10 @@ def _connect_decimal(value: Any, params: Params) -> Decimal:
     scale = _int_param(params)
     precision = _int_param(params, "connect.decimal.precision", DEFAULT_DECIMAL_PRECISION)
     if isinstance(value, str | bytes | bytearray):
-        number = _unscaled(_from_twos_complement(_base64(value)), scale)
+        raw = _base64(value)
+        if not raw:
+            raise _Invalid("empty bytes are no decimal (Connect's Decimal has at least one byte)")
+        number = _unscaled(_from_twos_complement(raw), scale)
     else:
         number = _number_decimal(value)
     return _exact(number, scale, precision)
@@ -201,7 +226,14 @@ def _variable_scale_decimal(value: Any, params: Params) -> str:
     if not isinstance(value, Mapping):
         raise _Invalid(f"expected an object with scale and value, got {_kind(value)}")
     scale = _integer(value.get("scale"), 32)
-    number = _unscaled(_from_twos_complement(_base64(value.get("value"))), scale)
+    if abs(scale) > _MAX_VARIABLE_SCALE:
+        raise _Invalid(
+            f"scale {scale} is beyond {_MAX_VARIABLE_SCALE} (PostgreSQL's numeric limit)"
+        )
+    raw = _base64(value.get("value"))
+    if not raw:
+        raise _Invalid("empty bytes are no decimal")
+    number = _unscaled(_from_twos_complement(raw), scale)
     # Plain notation keeps every digit and the scale ("1.50", never "1.5E+0").
     return f"{number:f}"
 
@@ -266,6 +298,9 @@ def _uuid(value: Any, params: Params) -> uuid.UUID:
 
 def _text_timestamp(value: Any, params: Params) -> dt.datetime:
     text = _text(value)
+    fraction = _FRACTION.search(text)
+    if fraction is not None and fraction[1][6:].strip("0"):
+        raise _Invalid(f"{text!r} is finer than the microseconds a timestamp holds")
     try:
         parsed = dt.datetime.fromisoformat(text.strip())
     except ValueError:
@@ -425,6 +460,11 @@ class ConnectSchema:
     default: Any = None
     #: Equal for schemas AvroData treats as one (its schema cache): all but ``optional``.
     identity: bytes = field(default=b"", repr=False)
+    #: The names of ``fields``, for checking a struct value's keys.
+    field_names: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "field_names", frozenset(name for name, _ in self.fields))
 
 
 def parse_connect_schema(schema: Mapping[str, Any] | ConnectSchema) -> ConnectSchema:
@@ -553,12 +593,7 @@ def _convert(schema: ConnectSchema, value: Any, path: str) -> Any:
         if kind in _INT_BITS:
             return _integer(value, _INT_BITS[kind])
         if kind in ("float32", "float64"):
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise _Invalid(f"expected a number, got {_kind(value)}")
-            limit = _FLOAT32_MAX if kind == "float32" else sys.float_info.max
-            if abs(value) > limit:
-                raise _Invalid(f"{value} is outside the {kind} range")
-            return float(value)
+            return _double(value, kind)
         if kind == "boolean":
             if not isinstance(value, bool):
                 raise _Invalid(f"expected true or false, got {_kind(value)}")
@@ -577,6 +612,12 @@ def _convert(schema: ConnectSchema, value: Any, path: str) -> Any:
         if not isinstance(value, Mapping):
             raise SchemaError(f"{where}: expected an object, got {_kind(value)}")
         prefix = f"{path}." if path else ""
+        if len(value) > len(schema.fields) or any(k not in schema.field_names for k in value):
+            extra = next(k for k in value if k not in schema.field_names)
+            raise SchemaError(
+                f"{prefix}{extra}: not a field of the schema "
+                f"(fields: {', '.join(sorted(schema.field_names)) or 'none'})"
+            )
         return {
             name: _convert(child, value.get(name), prefix + name) for name, child in schema.fields
         }

@@ -42,6 +42,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
+from fastavro.schema import SchemaParseException
 from pyspark.sql.types import StructField, StructType
 
 from cdc_connectors.formats.base import Message, SkipMessage
@@ -102,6 +103,8 @@ _UUID = "io.debezium.data.Uuid"
 _CANONICAL_UUID = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 _FLOAT32_MAX = 3.4028234663852886e38
 # Years 1-9999 (Python's and Spark's dates): what the per-message way refuses outside them.
+# A run of 16+ digits (a double holds 15-17), an exponent of 3 digits, NaN or Infinity.
+_INEXACT_NUMBER = r"[0-9][0-9.]{15,}|[eE][-+]?[0-9]{3}|NaN|Infinity"
 _MIN_MICROS, _MAX_MICROS = -62_135_596_800_000_000, 253_402_300_799_999_999
 # Semantic types whose count has a range of its own: days of years 1-9999, times of day.
 _BOUNDS = {
@@ -176,7 +179,10 @@ class TypedDebeziumDecoder:
                 or "value schema: the envelope has no before/after row schema with an Avro form"
             )
         self.row = row
-        decoder = AvroBatchDecoder(orjson.loads(row.avro_text))
+        try:
+            decoder = AvroBatchDecoder(orjson.loads(row.avro_text))
+        except (ValueError, SchemaParseException) as exc:
+            raise CodecError(f"value schema: the row has no Spark type: {exc}") from None
         self.row_type = decoder.arrow_type
         self.schema = output_schema(self.row_type)
         #: The same layout as a Spark schema (``mapInArrow``, a data source's ``schema()``).
@@ -304,7 +310,14 @@ class TypedDebeziumDecoder:
         if table.schema.names != ["payload"]:
             raise _NotColumnar("top-level fields besides schema and payload")
         payload = table.column("payload").combine_chunks()
+        # Arrow's reader passes invalid UTF-8 and lone surrogates into strings: refused
+        # here as the per-message way refuses them (the batch goes that way).
+        payload.validate(full=True)
         columns, bad = self._plan.convert(payload)
+        if self._plan.has_doubles:
+            # Numbers a double would change, and NaN / Infinity, which JSON has not: Arrow
+            # reads them all; the per-message way refuses them.
+            bad |= _mask(pc.match_substring_regex(rest.cast(pa.string()), _INEXACT_NUMBER))
         key_data, key_bad = self._keys(keys, count)
         bad |= key_bad
         batch = pa.RecordBatch.from_arrays(
@@ -519,6 +532,7 @@ class _Plan:
             ]
         )
         self.json_schema = pa.schema([pa.field("payload", self.payload_type)])
+        self.has_doubles = _has_doubles(self.row.json_type)
 
     def convert(self, payload: pa.StructArray) -> tuple[dict[str, Any], np.ndarray]:
         """The columns of the parsed payloads, and which rows must go the per-message way."""
@@ -533,6 +547,10 @@ class _Plan:
         for name in ("before", "after"):
             images[name] = self.row.convert(payload.field(name))
             bad |= images[name].bad
+        # What a change needs (DebeziumJsonFormat's check): a row to write, a row to delete.
+        deletes = _mask(pc.equal(index, 2))
+        bad |= ~deletes & _mask(pc.is_null(payload.field("after")))
+        bad |= deletes & _mask(pc.is_null(payload.field("before")))
         metadata: list[tuple[str, pa.Array]] = []
         source = payload.field("source")
         for name, _ in self.source_fields:
@@ -556,6 +574,12 @@ class _Plan:
             "created_at": pc.cast(_nanos(source, _TIME_FIELDS), pa.string()),
             "read_at": _nanos(payload, self.times),
         }, bad
+
+
+def _has_doubles(type_: pa.DataType) -> bool:
+    if pa.types.is_struct(type_):
+        return any(_has_doubles(field.type) for field in type_)
+    return bool(pa.types.is_floating(type_))
 
 
 def _scalar_fields(block: Any, what: str) -> list[tuple[str, pa.DataType]]:
@@ -665,10 +689,12 @@ def _decimal(target: pa.Decimal128Type, optional: bool) -> Convert:
                 unscaled.append(None)
                 continue
             try:
-                number = from_bytes(b64decode(text, validate=True), "big", signed=True)
+                raw = b64decode(text, validate=True)
             except (binascii.Error, ValueError):
+                raw = b""
+            if not raw:  # no base64, or empty bytes: no decimal
                 bad[n] = True
-                number = 0
+            number = from_bytes(raw, "big", signed=True)
             if not -limit < number < limit:
                 bad[n] = True
                 number = 0

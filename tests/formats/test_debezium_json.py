@@ -655,3 +655,121 @@ def test_convert_stream_counts_records_skips_and_dead_letters():
 def test_base64_helper_matches_debezium_decimal_bytes():
     # the PG fixture's price is what Debezium writes for numeric(10,2) 12.34
     assert int.from_bytes(base64.b64decode(PG_ROW["price"]), "big", signed=True) == 1234
+
+
+# --- input an attacker would send: refused with a reason, never changed or crashing --------
+
+FLOAT_ROW = {
+    "type": "struct",
+    "optional": True,
+    "name": "t.Value",
+    "fields": [
+        {"type": "float64", "optional": True, "field": "f"},
+        {
+            "type": "struct",
+            "optional": True,
+            "name": "t.Nest",
+            "field": "nest",
+            "fields": [{"type": "int32", "optional": True, "field": "x"}],
+        },
+        {
+            "type": "bytes",
+            "optional": True,
+            "name": "org.apache.kafka.connect.data.Decimal",
+            "parameters": {"scale": "2"},
+            "field": "amount",
+        },
+    ],
+}
+
+
+def typed_event(after: Any, op: str = "c") -> bytes:
+    schema = {
+        "type": "struct",
+        "name": "t.Envelope",
+        "fields": [
+            {**FLOAT_ROW, "field": "before"},
+            {**FLOAT_ROW, "field": "after"},
+            {"type": "string", "optional": False, "field": "op"},
+        ],
+    }
+    return orjson.dumps({"schema": schema, "payload": {"op": op, "after": after}})
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        (b'{"f": 9007199254740993}', "would change as a float64"),
+        (b'{"f": 0.10000000000000000000001}', "would change as a float64"),
+        (b'{"nest": {"x": 1, "secret": "kept"}}', "after.nest.secret: not a field"),
+        (b'{"amount": ""}', "empty bytes are no decimal"),
+    ],
+)
+def test_values_a_schema_cannot_hold_exactly_are_refused(text: bytes, reason: str) -> None:
+    value = typed_event({"placeholder": 1}).replace(b'{"placeholder":1}', text)
+    with pytest.raises(CodecError, match=reason):
+        DebeziumJsonFormat().decode(Message(value))
+
+
+def test_a_double_that_reads_back_the_same_is_kept() -> None:
+    (record,) = DebeziumJsonFormat().decode(Message(typed_event({"f": 9007199254740992})))
+    assert record.payload.after == {"f": 9007199254740992.0, "nest": None, "amount": None}
+
+
+def test_a_variable_scale_decimal_beyond_any_database_is_refused() -> None:
+    block = {
+        "type": "struct",
+        "optional": True,
+        "name": "t.Value",
+        "fields": [
+            {
+                "type": "struct",
+                "optional": True,
+                "name": "io.debezium.data.VariableScaleDecimal",
+                "field": "n",
+                "fields": [
+                    {"type": "int32", "optional": False, "field": "scale"},
+                    {"type": "bytes", "optional": False, "field": "value"},
+                ],
+            }
+        ],
+    }
+    schema = {
+        "type": "struct",
+        "name": "t.Envelope",
+        "fields": [{**block, "field": "after"}, {"type": "string", "field": "op"}],
+    }
+    value = {
+        "schema": schema,
+        "payload": {"op": "c", "after": {"n": {"scale": 10**8, "value": "AQ=="}}},
+    }
+    with pytest.raises(CodecError, match="beyond 16383"):
+        DebeziumJsonFormat().decode(Message(orjson.dumps(value)))
+
+
+def test_nesting_deep_enough_to_exhaust_the_stack_is_a_codec_error() -> None:
+    deep = b"[" * 700 + b"]" * 700
+    value = b'{"op":"c","after":{"s":' + deep + b'},"source":{"table":"t"}}'
+    with pytest.raises(CodecError, match="too deeply"):
+        DebeziumJsonFormat().decode(Message(value))
+
+
+@pytest.mark.parametrize(
+    ("payload", "reason"),
+    [
+        ({"op": "c", "source": {"table": "t"}}, "create without an after image"),
+        ({"op": "d", "source": {"table": "t"}}, "neither a before image nor a key"),
+        ({"op": "c", "after": {"a": 1}, "source": {"db": ["x"]}}, "source.db: expected a string"),
+        ({"op": "c", "after": {"a": 1}, "ts_ms": 2**62}, "beyond the nanoseconds"),
+    ],
+)
+def test_envelopes_that_say_nothing_or_lie_are_refused(payload: Any, reason: str) -> None:
+    with pytest.raises(CodecError, match=reason):
+        DebeziumJsonFormat().decode(Message(orjson.dumps(payload)))
+
+
+def test_a_delete_named_by_its_key_alone_is_kept() -> None:
+    (record,) = DebeziumJsonFormat().decode(
+        Message(orjson.dumps({"op": "d", "source": {"table": "t"}}), key=b'{"id": 1}')
+    )
+    assert record.key == {"id": 1}

@@ -439,3 +439,43 @@ def test_the_typed_frame_is_a_spark_dataframe_of_spark_types(spark: Any, tmp_pat
     rows = df.selectExpr("operation", "after.price AS price").collect()
     assert [r.operation for r in rows] == ["create", "update", "snapshot"]
     assert {r.price for r in rows} == {Decimal("12.34")}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        (b'"note":"hello"', b'"note":"\xff"'),  # invalid UTF-8
+        (b'"note":"hello"', b'"note":"\\ud800"'),  # a lone surrogate
+        (b'"score":1.25', b'"score":NaN'),
+        (b'"score":1.25', b'"score":-Infinity'),
+        (b'"score":1.25', b'"score":1e-400'),
+        (b'"score":1.25', b'"score":9007199254740993'),
+        (b'"score":1.25', b'"score":0.10000000000000000000001'),
+        (b'"price":"BNI="', b'"price":""'),
+    ],
+    ids=["utf8", "surrogate", "nan", "infinity", "underflow", "big-int", "digits", "empty"],
+)
+def test_text_arrows_reader_accepts_but_json_does_not_is_an_error(change: Any) -> None:
+    good = event()
+    assert change[0] in good
+    bad = good.replace(change[0], change[1])
+    messages = [Message(good), Message(bad), Message(good)]
+    fast, slow = both_ways(messages)
+    assert fast == slow
+    rows, errors = fast
+    assert len(rows) == 2
+    assert [i for i, _ in errors] == [1]
+
+
+def test_a_schema_without_a_spark_type_is_a_codec_error() -> None:
+    columns = [
+        {
+            "type": "bytes",
+            "optional": True,
+            "name": "org.apache.kafka.connect.data.Decimal",
+            "parameters": {"scale": "2", "connect.decimal.precision": "60"},
+            "field": "huge",
+        }
+    ]
+    with pytest.raises(CodecError, match="no Spark type"):
+        TypedDebeziumDecoder(DebeziumJsonFormat(), envelope(columns))
