@@ -161,10 +161,11 @@ class DebeziumJsonFormat(Format):
         fields = self.settings.get("key.fields")
         self.key_fields: tuple[str, ...] = ()
         if fields is not None:
-            self.key_fields = tuple(f.strip() for f in fields.split(",") if f.strip())
-            if not self.key_fields:
+            self.key_fields = tuple(f.strip() for f in fields.split(","))
+            if not all(self.key_fields):
                 raise FormatOptionError(
-                    f"format {self.name!r} option 'key.fields': name at least one column"
+                    f"format {self.name!r} option 'key.fields': {fields!r} has an empty "
+                    "column name (name columns separated by commas)"
                 )
         self._reset_caches()
 

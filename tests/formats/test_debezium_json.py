@@ -435,6 +435,7 @@ def test_bad_input_is_a_codec_error_with_a_reason(value, key, reason):
         ({"schemas.enable": "maybe"}, "'schemas.enable'"),
         ({"subject.strategy": "nope"}, "'subject.strategy'"),
         ({"key.fields": " , "}, "'key.fields'"),
+        ({"key.fields": "a,,b"}, "'key.fields'.*empty column name"),
         ({"colour": "red"}, "'colour'"),
     ],
 )
