@@ -883,3 +883,11 @@ def test_micro_timestamps_round_trip_exactly(micros: int) -> None:
 def test_a_type_that_is_not_a_name_is_a_schema_error(kind: object) -> None:
     with pytest.raises(SchemaError, match="unknown Connect type"):
         connect_to_avro({"type": "struct", "fields": [{"field": "a", "type": kind}]})
+
+
+def test_a_cdl_timestamp_finer_than_microseconds_is_refused_not_truncated() -> None:
+    schema = {"type": "string", "optional": False, "name": "com.vendor.cdc.data.timestamp"}
+    kept = connect_value(schema, "2024-02-04 11:59:56.0131230000+05:00")
+    assert kept.microsecond == 13123
+    with pytest.raises(SchemaError, match="finer than the microseconds"):
+        connect_value(schema, "2024-02-04 11:59:56.0131234567+05:00")
