@@ -21,6 +21,7 @@ Source settings (names are case-insensitive):
 | ``format.<option>`` | | option ``<option>`` of the format |
 | ``registry`` | | schema registry URL, for formats that use one |
 | ``failFast`` | ``false`` | a bad message fails the query instead of becoming a dead letter |
+| ``typed`` | ``false`` | Debezium JSON with schema blocks as typed columns (7) |
 | ``startingOffsets`` | (2) | ``earliest``, ``latest`` or JSON ``{"t": {"0": 5, "1": -2}}`` (3) |
 | ``endingOffsets`` | ``latest`` | batch only: ``latest`` or JSON as above (3) |
 | ``maxRecordsPerPartition`` | ``200000`` | batch: larger ranges are split into more tasks |
@@ -40,6 +41,12 @@ Source settings (names are case-insensitive):
    leaves out starts at earliest and ends at latest. ``endingOffsets`` cannot be earliest.
 4. Shared among partitions in proportion to what each has waiting; honoured by
    ``Trigger.AvailableNow`` too.
+7. The schema block of the first message kept in the topics gives the columns
+   (:mod:`cdc_connectors.spark.debezium_typed`): ``position, operation, metadata, key``,
+   ``before`` and ``after`` as structs of Spark types (a Debezium decimal is ``decimal(p,
+   s)``, a MicroTimestamp a ``timestamp``), and ``dead_letter``, the original value of a
+   dead-letter row (null for the others). Messages of other schema versions are read into
+   the same columns (Avro schema resolution) or are dead letters.
 
 Destination settings:
 
@@ -111,7 +118,14 @@ from cdc_connectors.connectors.kafka_write import (
     layout,
     write_batches,
 )
-from cdc_connectors.connectors.messages import SettingError, open_format
+from cdc_connectors.connectors.messages import (
+    SettingError,
+    open_format,
+    typed_decoder,
+    typed_schema,
+)
+from cdc_connectors.formats.base import Message
+from cdc_connectors.spark.debezium_typed import TypedDebeziumDecoder
 from cdc_connectors.spark.schema import OPENCDC_SCHEMA
 
 __all__ = ["KafkaDataSource"]
@@ -136,10 +150,41 @@ class KafkaDataSource(DataSource):
         return settings
 
     def schema(self) -> StructType:
-        return RAW_SCHEMA if self._source().raw else OPENCDC_SCHEMA
+        settings = self._source()
+        if settings.typed:
+            return typed_schema(self._typed(settings))
+        return RAW_SCHEMA if settings.raw else OPENCDC_SCHEMA
+
+    def _typed(self, settings: SourceSettings) -> TypedDebeziumDecoder:
+        """The typed decoder, from the schema block of the first message kept (driver)."""
+        found: TypedDebeziumDecoder | None = getattr(self, "_decoder", None)
+        if found is not None:
+            return found
+        fmt = open_format(
+            settings.format_settings,
+            default=settings.format,
+            registry=settings.registry,
+            connector=CONNECTOR,
+        )
+        broker = Broker(settings)
+        try:
+            first = broker.sample(broker.partitions(require_topics=True))
+        finally:
+            broker.close()
+        sample = None
+        if first is not None:
+            sample = Message(
+                first.value(),
+                first.key(),
+                where=f"{first.topic()}/{first.partition()}/{first.offset()}",
+            )
+        found = typed_decoder(fmt, sample, CONNECTOR)
+        self._decoder = found
+        return found
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return KafkaBatchReader(self._source())
+        settings = self._source()
+        return KafkaBatchReader(settings, self._typed(settings) if settings.typed else None)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         settings = self._source()
@@ -147,7 +192,7 @@ class KafkaDataSource(DataSource):
             raise SettingError(
                 f"{CONNECTOR} setting 'endingOffsets' is for batch reads, not streaming"
             )
-        return KafkaStreamReader(settings)
+        return KafkaStreamReader(settings, self._typed(settings) if settings.typed else None)
 
     def _destination(self, schema: StructType) -> tuple[DestinationSettings, str]:
         settings = destination_settings(self.options)
@@ -180,12 +225,13 @@ class KafkaDataSource(DataSource):
 class KafkaBatchReader(DataSourceReader):
     """``startingOffsets`` to ``endingOffsets``, resolved once when the query is planned."""
 
-    def __init__(self, settings: SourceSettings):
+    def __init__(self, settings: SourceSettings, typed: TypedDebeziumDecoder | None = None):
         if settings.starting == "latest":
             raise SettingError(
                 f"{CONNECTOR} setting 'startingOffsets' cannot be latest in a batch read"
             )
         self.settings = settings
+        self.typed = typed
 
     def partitions(self) -> Sequence[InputPartition]:
         settings = self.settings
@@ -201,14 +247,15 @@ class KafkaBatchReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, KafkaRange)
-        return read_range(self.settings, partition)
+        return read_range(self.settings, partition, self.typed)
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Micro-batches over per-partition offsets kept in Spark's checkpoint."""
 
-    def __init__(self, settings: SourceSettings):
+    def __init__(self, settings: SourceSettings, typed: TypedDebeziumDecoder | None = None):
         self.settings = settings
+        self.typed = typed
         self._broker: Broker | None = None
         # Trigger.AvailableNow: what was there when the query started, and no more.
         self._target: Offsets | None = None
@@ -277,7 +324,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, KafkaRange)
-        return read_range(self.settings, partition)
+        return read_range(self.settings, partition, self.typed)
 
     def commit(self, end: dict[str, dict[str, int]]) -> None:
         """Nothing to do: offsets live in Spark's checkpoint, not in a consumer group."""

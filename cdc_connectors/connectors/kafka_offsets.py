@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Message as KafkaMessage
 from pyspark.sql.datasource import InputPartition
 
 from cdc_connectors.connectors.kafka_settings import (
@@ -187,6 +188,32 @@ class Broker:
             return found
         finally:
             self.consumer.unassign()
+
+    def sample(self, tps: Iterable[TP]) -> KafkaMessage | None:
+        """The first message kept in any of ``tps`` (in their order), or None: what a typed
+        read takes its schema from."""
+        for (topic, partition), (low, high) in self._listed(tps).items():
+            if high <= low:
+                continue
+            self.consumer.assign([TopicPartition(topic, partition, low)])
+            deadline = time.monotonic() + REQUEST_TIMEOUT
+            try:
+                while time.monotonic() < deadline:
+                    message = self.consumer.poll(0.05)
+                    if message is None:
+                        continue
+                    error = message.error()
+                    if error is None:
+                        return message
+                    if error.code() == KafkaError._PARTITION_EOF:
+                        break
+                    if error.code() not in TRANSIENT:
+                        raise RuntimeError(
+                            f"{CONNECTOR}: reading {topic}/{partition}: {error.str()}"
+                        )
+            finally:
+                self.consumer.unassign()
+        return None
 
     def resolve(self, spec: OffsetSpec, tps: list[TP], name: str) -> Offsets:
         """Offsets of ``tps`` as ``spec`` says; a partition the JSON does not name gets

@@ -28,8 +28,9 @@ from pyspark.sql.types import (
 
 from cdc_connectors.connectors.kafka_offsets import TRANSIENT, KafkaRange, consumer_config
 from cdc_connectors.connectors.kafka_settings import CONNECTOR, SourceSettings
-from cdc_connectors.connectors.messages import decode_messages, open_format
+from cdc_connectors.connectors.messages import decode_messages, decode_typed, open_format
 from cdc_connectors.formats.base import Format, Message
+from cdc_connectors.spark.debezium_typed import TypedDebeziumDecoder
 
 #: Spark's own Kafka source layout, for ``format: raw``.
 RAW_SCHEMA = StructType(
@@ -122,9 +123,11 @@ def _in_range(consumer: Consumer, part: KafkaRange, idle_timeout: float) -> Iter
             )
 
 
-def read_range(settings: SourceSettings, part: KafkaRange) -> Iterator[pa.RecordBatch]:
-    """The Arrow batches of one range: OpenCDC rows (dead letters included) or, with
-    ``format: raw``, Spark's Kafka layout."""
+def read_range(
+    settings: SourceSettings, part: KafkaRange, typed: TypedDebeziumDecoder | None = None
+) -> Iterator[pa.RecordBatch]:
+    """The Arrow batches of one range: OpenCDC rows (dead letters included), typed rows with
+    ``typed``, or, with ``format: raw``, Spark's Kafka layout."""
     fmt = None
     if not settings.raw:
         fmt = open_format(
@@ -137,33 +140,31 @@ def read_range(settings: SourceSettings, part: KafkaRange) -> Iterator[pa.Record
         for message in _in_range(consumer, part, settings.poll_timeout_ms / 1000):
             pending.append(message)
             if len(pending) >= BATCH_MESSAGES:
-                yield from _batch(fmt, pending, settings.fail_fast)
+                yield from _batch(fmt, pending, settings.fail_fast, typed)
                 pending = []
         if pending:
-            yield from _batch(fmt, pending, settings.fail_fast)
+            yield from _batch(fmt, pending, settings.fail_fast, typed)
     finally:
         consumer.close()
 
 
 def _batch(
-    fmt: Format | None, messages: list[KafkaMessage], fail_fast: bool
+    fmt: Format | None,
+    messages: list[KafkaMessage],
+    fail_fast: bool,
+    typed: TypedDebeziumDecoder | None = None,
 ) -> Iterator[pa.RecordBatch]:
     if fmt is None:
         yield raw_batch(messages)
         return
-    batch = decode(
-        fmt,
-        [
-            Message(
-                m.value(),
-                m.key(),
-                _headers(m),
-                where=f"{m.topic()}/{m.partition()}/{m.offset()}",
-            )
-            for m in messages
-        ],
-        fail_fast,
-    )
+    found = [
+        Message(m.value(), m.key(), _headers(m), where=f"{m.topic()}/{m.partition()}/{m.offset()}")
+        for m in messages
+    ]
+    if typed is not None:
+        batch = decode_typed(typed, found, node_id=NODE_ID, fail_fast=fail_fast).batch
+    else:
+        batch = decode(fmt, found, fail_fast)
     if batch.num_rows:
         yield batch
 

@@ -34,6 +34,7 @@ SOURCE = (
     "format",
     "registry",
     "failFast",
+    "typed",
     "startingOffsets",
     "endingOffsets",
     "maxRecordsPerPartition",
@@ -61,6 +62,7 @@ class SourceSettings:
     format_settings: dict[str, str]
     registry: str | None
     fail_fast: bool
+    typed: bool
     starting: OffsetSpec | None
     ending: OffsetSpec | None
     max_records_per_partition: int
@@ -197,6 +199,10 @@ def source_settings(options: Mapping[str, str]) -> SourceSettings:
         fail_fast = parse_bool(fail_fast_text, f"{CONNECTOR} setting 'failFast'")
     except ValueError as exc:
         raise SettingError(str(exc)) from None
+    try:
+        typed = parse_bool(ours.get("typed", "false"), f"{CONNECTOR} setting 'typed'")
+    except ValueError as exc:
+        raise SettingError(str(exc)) from None
     starting = ours.get("startingOffsets")
     ending = ours.get("endingOffsets")
     ending_spec = parse_offsets("endingOffsets", ending) if ending is not None else None
@@ -208,6 +214,8 @@ def source_settings(options: Mapping[str, str]) -> SourceSettings:
     name = ours.get("format", RAW).strip() or RAW
     if name == RAW and fmt:
         raise SettingError(f"{CONNECTOR} setting {sorted(fmt)[0]!r}: format raw has no options")
+    if name == RAW and typed:
+        raise SettingError(f"{CONNECTOR} setting 'typed': format raw has no typed columns")
     return SourceSettings(
         servers=servers,
         topics=topics,
@@ -216,6 +224,7 @@ def source_settings(options: Mapping[str, str]) -> SourceSettings:
         format_settings={"format": name, **fmt},
         registry=ours.get("registry") or None,
         fail_fast=fail_fast,
+        typed=typed,
         starting=parse_offsets("startingOffsets", starting) if starting is not None else None,
         ending=ending_spec,
         max_records_per_partition=_required_positive(

@@ -7,6 +7,13 @@ good messages, whose empty positions become their message's place (``topic/parti
 key and value as raw ``key`` and ``payload.after``, the reason in ``conduit.dlq.nack.error``).
 Nothing is dropped: skipped messages (tombstones, heartbeats) are counted.
 
+With the ``typed`` setting (Debezium JSON with schema blocks), :func:`typed_decoder` reads the
+schema from a sample message and :func:`decode_typed` gives the typed layout of
+:class:`~cdc_connectors.spark.debezium_typed.TypedDebeziumDecoder` (``before`` and ``after`` as
+structs of Spark types) plus a ``dead_letter`` column: the original value bytes of a
+dead-letter row (whose metadata holds the reason and whose ``key.raw_data`` holds the
+original key), null for the others.
+
 Writing, :func:`encode_rows` turns an OpenCDC Arrow batch into messages, and a row the format
 cannot write into a dead-letter record with the reason.
 """
@@ -19,23 +26,30 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql.types import BinaryType, StructField, StructType
 
 from cdc_connectors import plugins
 from cdc_connectors.convert.deadletter import dead_letter
 from cdc_connectors.formats.base import Format, FormatOptionError, Message, SkipMessage
+from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.opencdc import CodecError, Record, keys
 from cdc_connectors.opencdc.json_codec import record_to_json
 from cdc_connectors.spark.arrow import records_from_batch, records_to_batch
+from cdc_connectors.spark.debezium_typed import TypedDebeziumDecoder
 
 __all__ = [
+    "DEAD_LETTER",
     "DLQ_ERROR",
     "Decoded",
     "FailFastError",
     "SettingError",
     "decode_messages",
+    "decode_typed",
     "encode_rows",
     "is_dead_letter",
     "open_format",
+    "typed_decoder",
+    "typed_schema",
 ]
 
 #: The metadata key that marks a dead-letter row (Conduit's).
@@ -152,6 +166,72 @@ def _keep_encodable(
 def _concat(first: pa.RecordBatch, second: pa.RecordBatch) -> pa.RecordBatch:
     table = pa.Table.from_batches([first, second])
     return table.combine_chunks().to_batches()[0]
+
+
+DEAD_LETTER = "dead_letter"
+
+
+def typed_decoder(fmt: Format, sample: Message | None, connector: str) -> TypedDebeziumDecoder:
+    """The typed decoder for messages like ``sample``; :class:`SettingError` naming the
+    ``typed`` setting when the format or the sample cannot give typed columns."""
+    if not isinstance(fmt, DebeziumJsonFormat):
+        raise SettingError(
+            f"{connector} setting 'typed': typed columns come from Debezium JSON schema "
+            f"blocks; format {fmt.name!r} has none (use expand() for Avro and Protobuf)"
+        )
+    if sample is None:
+        raise SettingError(f"{connector} setting 'typed': no message to read the schema from (yet)")
+    try:
+        return TypedDebeziumDecoder.from_message(fmt, sample)
+    except CodecError as exc:
+        raise SettingError(
+            f"{connector} setting 'typed': {sample.where or 'the first message'}: {exc.reason}"
+        ) from None
+
+
+def typed_schema(decoder: TypedDebeziumDecoder) -> StructType:
+    """The Spark schema of :func:`decode_typed`'s batches."""
+    return StructType([*decoder.spark_schema.fields, StructField(DEAD_LETTER, BinaryType())])
+
+
+def decode_typed(
+    decoder: TypedDebeziumDecoder,
+    messages: Sequence[Message],
+    *,
+    node_id: str,
+    fail_fast: bool = False,
+) -> Decoded:
+    """:func:`decode_messages`, typed (module docstring)."""
+    batch, errors = decoder.decode(messages)
+    if errors and fail_fast:
+        index, error = errors[0]
+        raise FailFastError(f"{messages[index].where or 'message'}: {error.reason}")
+    out = Decoded(batch, messages=len(messages), records=batch.num_rows, errors=len(errors))
+    schema = pa.schema([*decoder.schema, pa.field(DEAD_LETTER, pa.binary())])
+    columns = [*batch.columns, pa.nulls(batch.num_rows, pa.binary())]
+    good = pa.RecordBatch.from_arrays(columns, schema=schema)
+    if not errors:
+        out.batch = good
+        return out
+    letters = records_to_batch(
+        [dead_letter(messages[i], error.reason, node_id) for i, error in errors]
+    )
+    rows = letters.num_rows
+    row_type = decoder.schema.field("after").type
+    bad = pa.RecordBatch.from_arrays(
+        [
+            letters.column("position"),
+            letters.column("operation"),
+            letters.column("metadata"),
+            letters.column("key"),
+            pa.nulls(rows, row_type),
+            pa.nulls(rows, row_type),
+            pa.array([messages[i].value for i, _ in errors], pa.binary()),
+        ],
+        schema=schema,
+    )
+    out.batch = _concat(good, bad)
+    return out
 
 
 def is_dead_letter(batch: pa.RecordBatch) -> pa.BooleanArray:

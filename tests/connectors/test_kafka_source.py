@@ -16,6 +16,7 @@ from cdc_connectors.connectors.kafka_offsets import Broker, KafkaRange, limit, p
 from cdc_connectors.connectors.kafka_read import read_range
 from cdc_connectors.connectors.kafka_settings import source_settings
 from cdc_connectors.connectors.messages import DLQ_ERROR, SettingError
+from tests.conftest import ROOT
 from tests.kafka_broker import KafkaBroker, free_port
 
 pytestmark = pytest.mark.spark
@@ -319,3 +320,42 @@ def test_bad_offsets_fail_in_spark_naming_the_setting(
         source(spark, kafka_broker, topic, startingOffsets='{"other": {"0": 1}}').collect()
     with pytest.raises(Exception, match="colour"):
         source(spark, kafka_broker, topic, colour="red").collect()
+
+
+def test_typed_reads_debezium_schema_blocks_into_spark_types(
+    spark: Any, kafka_broker: KafkaBroker
+) -> None:
+    from decimal import Decimal
+
+    from pyspark.sql.types import DateType, DecimalType, TimestampType
+
+    lines = (ROOT / "examples/debezium/shop/orders.jsonl").read_bytes().splitlines()
+    topic = new_topic(kafka_broker, 2)
+    produce(kafka_broker, topic, [(n % 2, None, line) for n, line in enumerate(lines)])
+
+    df = source(
+        spark, kafka_broker, topic, format="debezium-json", typed="true", endingOffsets="latest"
+    )
+    after = df.schema["after"].dataType
+    assert after["amount"].dataType == DecimalType(10, 2)
+    assert after["created_at"].dataType == TimestampType()
+    assert after["ship_date"].dataType == DateType()
+    rows = df.collect()
+    good = [r for r in rows if r.dead_letter is None]
+    bad = [r for r in rows if r.dead_letter is not None]
+    # 8 lines: 5 changes, a cut-off line, a label not allowed, a truncate
+    assert (len(good), len(bad)) == (5, 3)
+    assert {r.after.amount for r in good if r.after} >= {Decimal("19.99"), Decimal("2500.50")}
+    assert all(dict(r.metadata).get(DLQ_ERROR) for r in bad)
+    assert sorted(bytes(r.dead_letter) for r in bad) == sorted(
+        line for line in lines if line in {bytes(r.dead_letter) for r in bad}
+    )
+    assert all(bytes(r.position).decode().startswith(f"{topic}/") for r in rows)
+
+
+def test_typed_needs_a_debezium_format_and_a_message(spark: Any, kafka_broker: KafkaBroker) -> None:
+    topic = new_topic(kafka_broker, 1)
+    with pytest.raises(Exception, match=r"typed.*no message"):
+        source(spark, kafka_broker, topic, format="debezium-json", typed="true").collect()
+    with pytest.raises(SettingError, match="'typed'"):
+        source_settings({"servers": "x:1", "topics": "t", "typed": "true"})
