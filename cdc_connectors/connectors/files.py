@@ -1,0 +1,674 @@
+"""The files connector: directories of change messages as OpenCDC rows, and back.
+
+Spark name ``cdc-files`` (:class:`FilesDataSource`): batch and streaming reads, batch and
+streaming writes. A file holds the messages of one format as ``cdc-connectors convert``
+reads and writes them: one message per line for JSON formats, ``{"key": ..., "value": ...}``
+lines with ``kv``, length-delimited messages for ``opencdc-proto``. A name ending in ``.gz``
+is read through gzip.
+
+```python
+spark.dataSource.register(FilesDataSource)
+df = spark.read.format("cdc-files").option("format", "debezium-json").load("in/")
+df.write.format("cdc-files").mode("append").save("out/")
+```
+
+| setting | default | meaning |
+|---|---|---|
+| ``path`` | required | a directory, one file or a glob (``in/*.jsonl.gz``) |
+| ``format`` | ``opencdc-json`` | a format of the ``cdc_connectors.formats`` entry points |
+| ``format.<option>`` | | an option of that format (``format.topic``, ``format.key.columns``) |
+| ``registry`` | none | schema registry URL for formats that use one |
+| ``kv`` | ``false`` | lines are ``{"key": ..., "value": ...}`` (``convert --kv``) |
+| ``failFast`` | ``false`` | read: a bad message fails the query (else a dead-letter row) |
+| ``maxRecordsPerBatch`` | ``10000`` | read: messages decoded into one Arrow batch |
+| ``maxFilesPerTrigger`` | all | streaming read: new files taken per micro-batch |
+| ``compression`` | ``none`` | write: ``gzip`` writes ``.gz`` files |
+
+**Reading.** A directory is read with its subdirectories; names starting with ``.`` or ``_``
+are skipped at every level (temporary files, ``_staging``, ``_spark_metadata``). Each file is
+one input partition, read in order; every row's empty position becomes ``file:line`` (or
+``file: message N, byte B`` for length-delimited files). A message that does not convert is a
+dead-letter row (the original bytes, the reason in ``conduit.dlq.nack.error``), unless
+``failFast``.
+
+**Streaming read.** Every trigger lists the path and takes the files it has not seen, in
+name order (at most ``maxFilesPerTrigger``). The offset is ``{"files": [...]}``, the sorted
+list of the files read so far (paths as listed from ``path``), so a query restarted from its
+checkpoint reads no file twice; it grows with the number of files, so keep directories of
+a few thousand files per query, moving old ones out.
+A file is taken whole the first time it is listed: a writer must create it under a name
+starting with ``.`` or ``_`` and rename it into place once complete, as this connector does.
+Files that change after they were read are not read again. ``Trigger.AvailableNow`` reads
+the files present when the query starts.
+
+**Batch write.** Each task writes its rows to a file under ``<path>/_staging/``; the job's
+commit renames them to ``<path>/part-<partition:05d>-<task uuid>.<ext>`` (``.jsonl``,
+``.kv.jsonl`` or ``.pb``, then ``.gz``), and an abort deletes them, with those of tasks the
+failure cancelled. A file appears whole; a job killed during its commit may leave some of its
+files. ``mode("overwrite")`` deletes the ``part-*`` and ``batch-*`` entries of the directory
+first.
+
+**Streaming write: exactly once for any reader.** Tasks write to ``<path>/_staging/``
+(hidden). The commit of micro-batch ``N`` gathers the batch's files in a staging directory
+and renames that directory to ``<path>/batch-<N:012d>/`` (files ``part-<partition:05d>.<ext>``)
+in one atomic step, so a reader of the output (``jq`` over ``batch-*/*.jsonl``, pyarrow, this
+connector) sees a micro-batch whole or not at all. A micro-batch replayed after a crash has
+the same ``N``: when ``batch-N`` already exists, the earlier commit went through, and the
+replay's files are discarded; otherwise the replay commits as above. Files of killed attempts
+stay hidden in ``_staging`` and are removed by the next commit. Empty partitions write no
+file, an empty micro-batch no directory. One streaming query (one checkpoint) per output
+directory: a commit that finds a later micro-batch in the directory fails the query, and a
+new query's micro-batch whose number is already the directory's last one is discarded.
+
+**Input of writers.** Either the OpenCDC layout (the rows this connector reads), encoded with
+``format``, a row that cannot be encoded failing the task with its position; or a message
+layout, a ``value`` column (binary or string) and optionally ``key``, written as is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import gzip
+import io
+import os
+import shutil
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark import TaskContext
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    DataSourceStreamArrowWriter,
+    DataSourceStreamReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxFiles,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import BinaryType, StringType, StructType
+
+from cdc_connectors.connectors.messages import (
+    DLQ_ERROR,
+    FailFastError,
+    SettingError,
+    decode_messages,
+    encode_rows,
+    open_format,
+)
+from cdc_connectors.convert.deadletter import dead_letter
+from cdc_connectors.convert.streams import MessageWriter, layout_of, read_messages
+from cdc_connectors.formats.base import Format, Message
+from cdc_connectors.opencdc import CodecError
+from cdc_connectors.options import parse_bool
+from cdc_connectors.spark.arrow import records_to_batch
+from cdc_connectors.spark.schema import OPENCDC_SCHEMA
+
+__all__ = ["FilesCommitMessage", "FilesDataSource", "FilesWriteError"]
+
+NAME = "cdc-files"
+NODE_ID = NAME
+STAGING = "_staging"
+DEFAULT_BATCH = 10_000
+
+#: Settings by their lowercase spelling (Spark lowercases option names) -> as documented.
+_COMMON = {"path": "path", "format": "format", "registry": "registry", "kv": "kv"}
+_READ_ONLY = {
+    "failfast": "failFast",
+    "maxrecordsperbatch": "maxRecordsPerBatch",
+    "maxfilespertrigger": "maxFilesPerTrigger",
+}
+_WRITE_ONLY = {"compression": "compression"}
+_KNOWN = {**_COMMON, **_READ_ONLY, **_WRITE_ONLY}
+#: Options Spark itself passes to a sink; not ours to check.
+_SPARK_OWN = frozenset({"checkpointlocation"})
+_COMPRESSIONS = ("none", "gzip")
+_OPENCDC_COLUMNS = [f.name for f in OPENCDC_SCHEMA.fields]
+
+
+class FilesWriteError(RuntimeError):
+    """A row cannot be written in the chosen format or layout; the message names it."""
+
+
+# --------------------------------------------------------------------------- settings
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The connector's settings, checked (module docstring)."""
+
+    path: str
+    format_settings: tuple[tuple[str, str], ...]
+    registry: str | None
+    kv: bool
+    fail_fast: bool
+    batch_size: int
+    max_files: int | None
+    compression: str
+    given: frozenset[str]
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> Settings:
+        lowered = {
+            str(k).lower(): str(v) for k, v in options.items() if str(k).lower() not in _SPARK_OWN
+        }
+        for key in lowered:
+            if key not in _KNOWN and not key.startswith("format."):
+                known = ", ".join(sorted(_KNOWN.values()))
+                raise SettingError(
+                    f"{NAME} has no setting {key!r} (settings: {known}, format.<option>)"
+                )
+        path = lowered.get("path", "")
+        if not path:
+            raise SettingError(f"{NAME} setting 'path' is required (a directory, file or glob)")
+        compression = lowered.get("compression", "none").lower()
+        if compression not in _COMPRESSIONS:
+            raise SettingError(
+                f"{NAME} setting 'compression' must be none or gzip, not {compression!r}"
+            )
+        max_files = lowered.get("maxfilespertrigger")
+        return cls(
+            path=path,
+            format_settings=tuple(
+                sorted(
+                    (k, v) for k, v in lowered.items() if k == "format" or k.startswith("format.")
+                )
+            ),
+            registry=lowered.get("registry") or None,
+            kv=_flag(lowered, "kv"),
+            fail_fast=_flag(lowered, "failfast"),
+            batch_size=_positive(lowered, "maxrecordsperbatch", DEFAULT_BATCH),
+            max_files=None if max_files is None else _positive(lowered, "maxfilespertrigger", 0),
+            compression=compression,
+            given=frozenset(lowered),
+        )
+
+    def refuse(self, names: Mapping[str, str], use: str) -> None:
+        """:class:`SettingError` if a setting of ``names`` was given for ``use``."""
+        for key in sorted(self.given & set(names)):
+            raise SettingError(f"{NAME} setting {names[key]!r} does not apply to {use}")
+
+    def open_format(self) -> Format:
+        return open_format(
+            dict(self.format_settings),
+            default="opencdc-json",
+            registry=self.registry,
+            connector=NAME,
+        )
+
+
+def _flag(options: Mapping[str, str], key: str) -> bool:
+    value = options.get(key)
+    if value is None:
+        return False
+    try:
+        return parse_bool(value, f"{NAME} setting {_KNOWN[key]!r}")
+    except ValueError as exc:
+        raise SettingError(str(exc)) from None
+
+
+def _positive(options: Mapping[str, str], key: str, default: int) -> int:
+    value = options.get(key)
+    if value is None:
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number <= 0:
+        raise SettingError(
+            f"{NAME} setting {_KNOWN[key]!r} must be a positive integer, not {value!r}"
+        )
+    return number
+
+
+# --------------------------------------------------------------------------- listing
+
+
+def _hidden(name: str) -> bool:
+    return name.startswith((".", "_"))
+
+
+def _walk(directory: str) -> Iterator[str]:
+    for root, dirs, files in os.walk(directory):
+        dirs[:] = sorted(d for d in dirs if not _hidden(d))
+        for name in sorted(files):
+            if not _hidden(name):
+                yield os.path.join(root, name)
+
+
+def list_files(path: str, *, must_exist: bool = True) -> list[str]:
+    """The visible files of a directory (with its subdirectories), a file or a glob, sorted.
+
+    :class:`SettingError` naming the path when it does not exist (``must_exist``).
+    """
+    if glob.has_magic(path):
+        found: list[str] = []
+        for match in glob.glob(path):
+            if os.path.isdir(match):
+                found.extend(_walk(match))
+            elif os.path.isfile(match) and not _hidden(os.path.basename(match)):
+                found.append(match)
+        return sorted(set(found))
+    if os.path.isdir(path):
+        return sorted(_walk(path))
+    if os.path.isfile(path):
+        return [path]
+    if must_exist:
+        raise SettingError(f"{NAME} setting 'path': {path!r} does not exist")
+    return []
+
+
+# --------------------------------------------------------------------------- reading
+
+
+@dataclass(frozen=True)
+class FilePartition(InputPartition):
+    """One input file."""
+
+    file: str
+
+
+def _open_input(file: str) -> gzip.GzipFile | io.BufferedReader:
+    if file.endswith(".gz"):
+        return gzip.GzipFile(file, "rb")
+    return open(file, "rb")
+
+
+def decode_chunk(fmt: Format, messages: Sequence[Message], fail_fast: bool) -> pa.RecordBatch:
+    """The OpenCDC Arrow batch of some messages of a file: the one place messages are decoded."""
+    return decode_messages(fmt, messages, node_id=NODE_ID, fail_fast=fail_fast).batch
+
+
+def _broken(error: CodecError, file: str) -> pa.RecordBatch:
+    """The dead-letter row of bytes the stream layout cannot split into a message."""
+    message = Message(error.data, where=error.where or file)
+    return records_to_batch([dead_letter(message, error.reason, NODE_ID)])
+
+
+def read_file(settings: Settings, file: str) -> Iterator[pa.RecordBatch]:
+    """OpenCDC Arrow batches of one file, at most ``batch_size`` messages each.
+
+    An unreadable file (gone, a broken gzip stream) is an ``OSError`` naming it.
+    """
+    try:
+        yield from _read_file(settings, file)
+    except (OSError, EOFError) as exc:
+        raise OSError(f"{NAME}: cannot read {file}: {exc}") from exc
+
+
+def _read_file(settings: Settings, file: str) -> Iterator[pa.RecordBatch]:
+    fmt = settings.open_format()
+    chunk: list[Message] = []
+    with _open_input(file) as stream:
+        for item in read_messages(stream, type(fmt), kv=settings.kv, source=file):
+            if isinstance(item, CodecError):
+                if chunk:  # an earlier bad message is the first error
+                    yield from _nonempty(decode_chunk(fmt, chunk, settings.fail_fast))
+                    chunk = []
+                if settings.fail_fast:
+                    raise FailFastError(str(item)) from None
+                yield _broken(item, file)
+                continue
+            chunk.append(item)
+            if len(chunk) >= settings.batch_size:
+                yield from _nonempty(decode_chunk(fmt, chunk, settings.fail_fast))
+                chunk = []
+    if chunk:
+        yield from _nonempty(decode_chunk(fmt, chunk, settings.fail_fast))
+
+
+def _nonempty(batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
+    if batch.num_rows:
+        yield batch
+
+
+class FilesReader(DataSourceReader):
+    """Batch read: one partition per file."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.files = list_files(settings.path)
+
+    def partitions(self) -> Sequence[InputPartition]:
+        return [FilePartition(file) for file in self.files]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, FilePartition)
+        return read_file(self.settings, partition.file)
+
+
+class FilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Streaming read: the files not read yet, by name; the offset lists those read."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        list_files(settings.path, must_exist=not glob.has_magic(settings.path))
+        self.target: frozenset[str] | None = None
+
+    def initialOffset(self) -> dict[str, Any]:
+        return {"files": []}
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.settings.max_files is not None:
+            return ReadMaxFiles(self.settings.max_files)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.target = frozenset(list_files(self.settings.path, must_exist=False))
+
+    def _new_files(self, seen: Sequence[str]) -> list[str]:
+        known = set(seen)
+        listed = list_files(self.settings.path, must_exist=False)
+        return [f for f in listed if f not in known and (self.target is None or f in self.target)]
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        new = self._new_files(start["files"])
+        if isinstance(limit, ReadMaxFiles):
+            new = new[: limit.max_files]
+        if not new:
+            return start
+        return {"files": sorted([*start["files"], *new])}
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:
+        return None
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        seen = set(start["files"])
+        return [FilePartition(f) for f in end["files"] if f not in seen]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, FilePartition)
+        return read_file(self.settings, partition.file)
+
+
+# --------------------------------------------------------------------------- writing
+
+
+@dataclass
+class FilesCommitMessage(WriterCommitMessage):
+    """What a write task made: its staged file (``None`` for an empty partition)."""
+
+    partition: int
+    task: str
+    staged: str | None
+    name: str
+    records: int
+
+
+def _extension(fmt: Format, settings: Settings) -> str:
+    layout = layout_of(type(fmt), settings.kv)
+    ext = {"lines": ".jsonl", "kv": ".kv.jsonl", "delimited": ".pb"}[layout]
+    return ext + (".gz" if settings.compression == "gzip" else "")
+
+
+def _message_layout(schema: StructType) -> bool:
+    """``True`` for a ``value`` (+ ``key``) layout, ``False`` for OpenCDC rows; else an error."""
+    names = [f.name for f in schema.fields]
+    if "value" in names:
+        for field in schema.fields:
+            if field.name not in ("key", "value"):
+                raise SettingError(
+                    f"{NAME} writes a 'value' column and optionally 'key'; select them "
+                    f"(found column {field.name!r})"
+                )
+            if not isinstance(field.dataType, BinaryType | StringType):
+                raise SettingError(
+                    f"{NAME}: column {field.name!r} must be binary or string, "
+                    f"not {field.dataType.simpleString()}"
+                )
+        return True
+    if names != _OPENCDC_COLUMNS:
+        raise SettingError(
+            f"{NAME} writes OpenCDC rows ({', '.join(_OPENCDC_COLUMNS)}) or a 'value' column "
+            f"with optional 'key'; found columns {', '.join(names)}"
+        )
+    return False
+
+
+def _as_bytes(value: Any) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    return bytes(value)
+
+
+def _messages_of(
+    batch: pa.RecordBatch, fmt: Format, messages_layout: bool, lines: bool, first_row: int
+) -> list[Message]:
+    if not messages_layout:
+        messages, letters = encode_rows(fmt, batch, node_id=NODE_ID)
+        if letters:
+            letter = letters[0]
+            position = letter.position.decode("utf-8", "backslashreplace")
+            raise FilesWriteError(
+                f"{NAME}: the record at position {position!r} cannot be written as "
+                f"{fmt.name}: {letter.metadata.get(DLQ_ERROR)}"
+            )
+    else:
+        values = [_as_bytes(v) for v in batch.column("value").to_pylist()]
+        if "key" in batch.schema.names:
+            keys = [_as_bytes(k) for k in batch.column("key").to_pylist()]
+        else:
+            keys = [None] * len(values)
+        messages = [Message(v, key=k) for k, v in zip(keys, values, strict=True)]
+    if lines:
+        for index, message in enumerate(messages):
+            if message.value is None or b"\n" in message.value or b"\r" in message.value:
+                what = "a null value" if message.value is None else "a line break"
+                raise FilesWriteError(
+                    f"{NAME}: row {first_row + index} of the task has {what}, which a file "
+                    f"of one {fmt.name} message per line cannot hold (use kv: true)"
+                )
+    return messages
+
+
+def _open_output(file: str, compression: str) -> gzip.GzipFile | io.BufferedWriter:
+    if compression == "gzip":
+        return gzip.GzipFile(file, "wb")
+    return open(file, "wb")
+
+
+def write_task(
+    settings: Settings, messages_layout: bool, batches: Iterator[pa.RecordBatch], job: str = ""
+) -> FilesCommitMessage:
+    """Write one task's rows to a staged file (its name starts with ``job``); its commit
+    message says where."""
+    context = TaskContext.get()
+    partition = context.partitionId() if context is not None else 0
+    task = uuid.uuid4().hex
+    fmt = settings.open_format()
+    ext = _extension(fmt, settings)
+    lines = layout_of(type(fmt), settings.kv) == "lines"
+    staging = os.path.join(settings.path, STAGING)
+    staged = os.path.join(staging, f"{job}{task}-part-{partition:05d}{ext}")
+    out: gzip.GzipFile | io.BufferedWriter | None = None
+    records = 0
+    try:
+        for batch in batches:
+            messages = _messages_of(batch, fmt, messages_layout, lines, records)
+            if not messages:
+                continue
+            if out is None:
+                os.makedirs(staging, exist_ok=True)
+                out = _open_output(staged, settings.compression)
+                writer = MessageWriter(out, type(fmt), kv=settings.kv)
+            try:
+                writer.write_all(messages)
+            except CodecError as exc:
+                raise FilesWriteError(
+                    f"{NAME}: a row of the task cannot be written: {exc}"
+                ) from None
+            records += len(messages)
+        if out is not None:
+            out.close()
+            _sync(staged)
+    except BaseException:
+        if out is not None:
+            out.close()
+            _remove(staged)
+        raise
+    return FilesCommitMessage(
+        partition=partition,
+        task=task,
+        staged=staged if out is not None else None,
+        name=f"part-{partition:05d}{ext}",
+        records=records,
+    )
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(path)
+
+
+def _staged(messages: Sequence[WriterCommitMessage | None]) -> list[FilesCommitMessage]:
+    return [m for m in messages if isinstance(m, FilesCommitMessage) and m.staged]
+
+
+class FilesWriter(DataSourceArrowWriter):
+    """Batch write: staged task files, renamed into place by the job's commit."""
+
+    def __init__(self, settings: Settings, schema: StructType, overwrite: bool):
+        self.settings = settings
+        self.messages_layout = _message_layout(schema)
+        self.overwrite = overwrite
+        self.job = f"job-{uuid.uuid4().hex}-"
+        settings.open_format()  # a bad format fails the job before any task runs
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> FilesCommitMessage:
+        return write_task(self.settings, self.messages_layout, iterator, self.job)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        path = self.settings.path
+        if self.overwrite:
+            for name in os.listdir(path) if os.path.isdir(path) else []:
+                if name.startswith(("part-", "batch-")):
+                    target = os.path.join(path, name)
+                    if os.path.isdir(target):
+                        shutil.rmtree(target)
+                    else:
+                        os.remove(target)
+        for message in _staged(messages):
+            assert message.staged is not None
+            base, ext = message.name.split(".", 1)
+            os.replace(message.staged, os.path.join(path, f"{base}-{message.task}.{ext}"))
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        for message in _staged(messages):
+            assert message.staged is not None
+            _remove(message.staged)
+        # tasks cancelled by the failure returned no message: their files carry the job's name
+        staging = os.path.join(self.settings.path, STAGING)
+        for name in os.listdir(staging) if os.path.isdir(staging) else []:
+            if name.startswith(self.job):
+                _remove(os.path.join(staging, name))
+
+
+class FilesStreamWriter(DataSourceStreamArrowWriter):
+    """Streaming write, exactly once for any reader of the directory (module docstring)."""
+
+    def __init__(self, settings: Settings, schema: StructType):
+        self.settings = settings
+        self.messages_layout = _message_layout(schema)
+        settings.open_format()
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> FilesCommitMessage:
+        return write_task(self.settings, self.messages_layout, iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        path = self.settings.path
+        staging = os.path.join(path, STAGING)
+        final = os.path.join(path, f"batch-{batchId:012d}")
+        staged = _staged(messages)
+        later = [
+            name
+            for name in (os.listdir(path) if os.path.isdir(path) else [])
+            if name.startswith("batch-") and name > os.path.basename(final)
+        ]
+        if later:  # never so for this query's own replays: batches commit in order
+            self.abort(messages, batchId)
+            raise FilesWriteError(
+                f"{NAME}: {path} already holds {min(later)}, written after micro-batch "
+                f"{batchId} by another query; give each query (checkpoint) its own directory"
+            )
+        if staged and not os.path.isdir(final):
+            gathered = os.path.join(staging, f"batch-{batchId:012d}-{uuid.uuid4().hex}")
+            os.mkdir(gathered)
+            for message in staged:
+                assert message.staged is not None
+                os.replace(message.staged, os.path.join(gathered, message.name))
+            _sync(gathered)
+            os.rename(gathered, final)  # the batch becomes visible whole
+            _sync(path)
+        # what is left is this replay's files (the batch was committed before) or
+        # those of attempts killed earlier: no other batch is in flight
+        if os.path.isdir(staging):
+            for name in os.listdir(staging):
+                entry = os.path.join(staging, name)
+                if os.path.isdir(entry):
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    _remove(entry)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        for message in _staged(messages):
+            assert message.staged is not None
+            _remove(message.staged)
+
+
+def _sync(path: str) -> None:
+    """Make a written file, or the renames into a directory, durable."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# --------------------------------------------------------------------------- the source
+
+
+class FilesDataSource(DataSource):
+    """Files of change messages: ``spark.read.format("cdc-files")`` (module docstring)."""
+
+    def __init__(self, options: dict[str, str]):
+        super().__init__(options)
+        self.settings = Settings.parse(options)
+
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def schema(self) -> StructType:
+        return OPENCDC_SCHEMA
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        self.settings.refuse(_WRITE_ONLY, "reading")
+        self.settings.open_format()
+        return FilesReader(self.settings)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        self.settings.refuse(_WRITE_ONLY, "reading")
+        self.settings.open_format()
+        return FilesStreamReader(self.settings)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
+        self.settings.refuse(_READ_ONLY, "writing")
+        return FilesWriter(self.settings, schema, overwrite)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamArrowWriter:
+        self.settings.refuse(_READ_ONLY, "writing")
+        if overwrite:
+            raise SettingError(f"{NAME} streaming writes append; complete mode is not supported")
+        return FilesStreamWriter(self.settings, schema)
