@@ -20,6 +20,7 @@ df.write.format("cdc-files").mode("append").save("out/")
 | ``registry`` | none | schema registry URL for formats that use one |
 | ``kv`` | ``false`` | lines are ``{"key": ..., "value": ...}`` (``convert --kv``) |
 | ``failFast`` | ``false`` | read: a bad message fails the query (else a dead-letter row) |
+| ``typed`` | ``false`` | read: Debezium JSON schema blocks as typed columns (below) |
 | ``maxRecordsPerBatch`` | ``10000`` | read: messages decoded into one Arrow batch |
 | ``maxFilesPerTrigger`` | all | streaming read: new files taken per micro-batch |
 | ``compression`` | ``none`` | write: ``gzip`` writes ``.gz`` files |
@@ -102,8 +103,12 @@ from cdc_connectors.connectors.messages import (
     FailFastError,
     SettingError,
     decode_messages,
+    decode_typed,
     encode_rows,
     open_format,
+    typed_dead_letters,
+    typed_decoder,
+    typed_schema,
 )
 from cdc_connectors.convert.deadletter import dead_letter
 from cdc_connectors.convert.streams import MessageWriter, layout_of, read_messages
@@ -111,6 +116,7 @@ from cdc_connectors.formats.base import Format, Message
 from cdc_connectors.opencdc import CodecError
 from cdc_connectors.options import parse_bool
 from cdc_connectors.spark.arrow import records_to_batch
+from cdc_connectors.spark.debezium_typed import TypedDebeziumDecoder
 from cdc_connectors.spark.schema import OPENCDC_SCHEMA
 
 __all__ = ["FilesCommitMessage", "FilesDataSource", "FilesWriteError"]
@@ -124,6 +130,7 @@ DEFAULT_BATCH = 10_000
 _COMMON = {"path": "path", "format": "format", "registry": "registry", "kv": "kv"}
 _READ_ONLY = {
     "failfast": "failFast",
+    "typed": "typed",
     "maxrecordsperbatch": "maxRecordsPerBatch",
     "maxfilespertrigger": "maxFilesPerTrigger",
 }
@@ -151,6 +158,7 @@ class Settings:
     registry: str | None
     kv: bool
     fail_fast: bool
+    typed: bool
     batch_size: int
     max_files: int | None
     compression: str
@@ -186,6 +194,7 @@ class Settings:
             registry=lowered.get("registry") or None,
             kv=_flag(lowered, "kv"),
             fail_fast=_flag(lowered, "failfast"),
+            typed=_flag(lowered, "typed"),
             batch_size=_positive(lowered, "maxrecordsperbatch", DEFAULT_BATCH),
             max_files=None if max_files is None else _positive(lowered, "maxfilespertrigger", 0),
             compression=compression,
@@ -284,47 +293,75 @@ def _open_input(file: str) -> gzip.GzipFile | io.BufferedReader:
     return open(file, "rb")
 
 
-def decode_chunk(fmt: Format, messages: Sequence[Message], fail_fast: bool) -> pa.RecordBatch:
-    """The OpenCDC Arrow batch of some messages of a file: the one place messages are decoded."""
+def decode_chunk(
+    fmt: Format,
+    messages: Sequence[Message],
+    fail_fast: bool,
+    typed: TypedDebeziumDecoder | None = None,
+) -> pa.RecordBatch:
+    """The OpenCDC (or, with ``typed``, typed) Arrow batch of some messages of a file: the
+    one place messages are decoded."""
+    if typed is not None:
+        return decode_typed(typed, messages, node_id=NODE_ID, fail_fast=fail_fast).batch
     return decode_messages(fmt, messages, node_id=NODE_ID, fail_fast=fail_fast).batch
 
 
-def _broken(error: CodecError, file: str) -> pa.RecordBatch:
+def _broken(
+    error: CodecError, file: str, typed: TypedDebeziumDecoder | None = None
+) -> pa.RecordBatch:
     """The dead-letter row of bytes the stream layout cannot split into a message."""
     message = Message(error.data, where=error.where or file)
+    if typed is not None:
+        return typed_dead_letters(typed, [(message, error.reason)], node_id=NODE_ID)
     return records_to_batch([dead_letter(message, error.reason, NODE_ID)])
 
 
-def read_file(settings: Settings, file: str) -> Iterator[pa.RecordBatch]:
-    """OpenCDC Arrow batches of one file, at most ``batch_size`` messages each.
+def first_message(settings: Settings, files: Sequence[str]) -> Message | None:
+    """The first message of the first file that has one: what a typed read takes its
+    schema from."""
+    fmt = settings.open_format()
+    for file in files:
+        with _open_input(file) as stream:
+            for item in read_messages(stream, type(fmt), kv=settings.kv, source=file):
+                if isinstance(item, Message) and item.value is not None:
+                    return item
+    return None
+
+
+def read_file(
+    settings: Settings, file: str, typed: TypedDebeziumDecoder | None = None
+) -> Iterator[pa.RecordBatch]:
+    """OpenCDC (or typed) Arrow batches of one file, at most ``batch_size`` messages each.
 
     An unreadable file (gone, a broken gzip stream) is an ``OSError`` naming it.
     """
     try:
-        yield from _read_file(settings, file)
+        yield from _read_file(settings, file, typed)
     except (OSError, EOFError) as exc:
         raise OSError(f"{NAME}: cannot read {file}: {exc}") from exc
 
 
-def _read_file(settings: Settings, file: str) -> Iterator[pa.RecordBatch]:
+def _read_file(
+    settings: Settings, file: str, typed: TypedDebeziumDecoder | None
+) -> Iterator[pa.RecordBatch]:
     fmt = settings.open_format()
     chunk: list[Message] = []
     with _open_input(file) as stream:
         for item in read_messages(stream, type(fmt), kv=settings.kv, source=file):
             if isinstance(item, CodecError):
                 if chunk:  # an earlier bad message is the first error
-                    yield from _nonempty(decode_chunk(fmt, chunk, settings.fail_fast))
+                    yield from _nonempty(decode_chunk(fmt, chunk, settings.fail_fast, typed))
                     chunk = []
                 if settings.fail_fast:
                     raise FailFastError(str(item)) from None
-                yield _broken(item, file)
+                yield _broken(item, file, typed)
                 continue
             chunk.append(item)
             if len(chunk) >= settings.batch_size:
-                yield from _nonempty(decode_chunk(fmt, chunk, settings.fail_fast))
+                yield from _nonempty(decode_chunk(fmt, chunk, settings.fail_fast, typed))
                 chunk = []
     if chunk:
-        yield from _nonempty(decode_chunk(fmt, chunk, settings.fail_fast))
+        yield from _nonempty(decode_chunk(fmt, chunk, settings.fail_fast, typed))
 
 
 def _nonempty(batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
@@ -335,8 +372,9 @@ def _nonempty(batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
 class FilesReader(DataSourceReader):
     """Batch read: one partition per file."""
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, typed: TypedDebeziumDecoder | None = None):
         self.settings = settings
+        self.typed = typed
         self.files = list_files(settings.path)
 
     def partitions(self) -> Sequence[InputPartition]:
@@ -344,14 +382,15 @@ class FilesReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, FilePartition)
-        return read_file(self.settings, partition.file)
+        return read_file(self.settings, partition.file, self.typed)
 
 
 class FilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Streaming read: the files not read yet, by name; the offset lists those read."""
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, typed: TypedDebeziumDecoder | None = None):
         self.settings = settings
+        self.typed = typed
         list_files(settings.path, must_exist=not glob.has_magic(settings.path))
         self.target: frozenset[str] | None = None
 
@@ -388,7 +427,7 @@ class FilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, FilePartition)
-        return read_file(self.settings, partition.file)
+        return read_file(self.settings, partition.file, self.typed)
 
 
 # --------------------------------------------------------------------------- writing
@@ -651,17 +690,29 @@ class FilesDataSource(DataSource):
         return NAME
 
     def schema(self) -> StructType:
+        if self.settings.typed:
+            return typed_schema(self._typed())
         return OPENCDC_SCHEMA
+
+    def _typed(self) -> TypedDebeziumDecoder:
+        """The typed decoder, from the schema block of the first message (driver side)."""
+        found: TypedDebeziumDecoder | None = getattr(self, "_decoder", None)
+        if found is None:
+            files = list_files(self.settings.path, must_exist=False)
+            sample = first_message(self.settings, files)
+            found = typed_decoder(self.settings.open_format(), sample, NAME)
+            self._decoder = found
+        return found
 
     def reader(self, schema: StructType) -> DataSourceReader:
         self.settings.refuse(_WRITE_ONLY, "reading")
         self.settings.open_format()
-        return FilesReader(self.settings)
+        return FilesReader(self.settings, self._typed() if self.settings.typed else None)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         self.settings.refuse(_WRITE_ONLY, "reading")
         self.settings.open_format()
-        return FilesStreamReader(self.settings)
+        return FilesStreamReader(self.settings, self._typed() if self.settings.typed else None)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
         self.settings.refuse(_READ_ONLY, "writing")

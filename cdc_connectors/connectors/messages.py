@@ -48,6 +48,7 @@ __all__ = [
     "encode_rows",
     "is_dead_letter",
     "open_format",
+    "typed_dead_letters",
     "typed_decoder",
     "typed_schema",
 ]
@@ -213,12 +214,22 @@ def decode_typed(
     if not errors:
         out.batch = good
         return out
-    letters = records_to_batch(
-        [dead_letter(messages[i], error.reason, node_id) for i, error in errors]
+    bad = typed_dead_letters(
+        decoder, [(messages[i], error.reason) for i, error in errors], node_id=node_id
     )
+    out.batch = _concat(good, bad)
+    return out
+
+
+def typed_dead_letters(
+    decoder: TypedDebeziumDecoder, failed: Sequence[tuple[Message, str]], *, node_id: str
+) -> pa.RecordBatch:
+    """Dead-letter rows in :func:`decode_typed`'s layout: each message with its reason."""
+    schema = pa.schema([*decoder.schema, pa.field(DEAD_LETTER, pa.binary())])
+    letters = records_to_batch([dead_letter(m, reason, node_id) for m, reason in failed])
     rows = letters.num_rows
     row_type = decoder.schema.field("after").type
-    bad = pa.RecordBatch.from_arrays(
+    return pa.RecordBatch.from_arrays(
         [
             letters.column("position"),
             letters.column("operation"),
@@ -226,12 +237,10 @@ def decode_typed(
             letters.column("key"),
             pa.nulls(rows, row_type),
             pa.nulls(rows, row_type),
-            pa.array([messages[i].value for i, _ in errors], pa.binary()),
+            pa.array([m.value for m, _ in failed], pa.binary()),
         ],
         schema=schema,
     )
-    out.batch = _concat(good, bad)
-    return out
 
 
 def is_dead_letter(batch: pa.RecordBatch) -> pa.BooleanArray:

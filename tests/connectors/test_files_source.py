@@ -249,3 +249,30 @@ def test_streaming_picks_up_new_files_and_a_restart_reads_none_twice(spark, tmp_
     assert seen[2:] == [(2, [4])]
     run()  # nothing new
     assert len(seen) == 3
+
+
+def test_typed_reads_debezium_schema_blocks_into_spark_types(spark: Any) -> None:
+    from decimal import Decimal
+
+    from pyspark.sql.types import DecimalType, TimestampType
+
+    from cdc_connectors.connectors.files import FilesDataSource
+
+    spark.dataSource.register(FilesDataSource)
+    df = (
+        spark.read.format("cdc-files")
+        .option("path", "examples/debezium/shop/orders.jsonl")
+        .option("format", "debezium-json")
+        .option("typed", "true")
+        .load()
+    )
+    assert df.schema["after"].dataType["amount"].dataType == DecimalType(10, 2)
+    assert df.schema["after"].dataType["created_at"].dataType == TimestampType()
+    rows = df.collect()
+    good = [r for r in rows if r.dead_letter is None]
+    bad = [r for r in rows if r.dead_letter is not None]
+    assert (len(good), len(bad)) == (5, 3)
+    assert Decimal("19.99") in {r.after.amount for r in good if r.after}
+    assert {bytes(r.position).decode() for r in bad} == {
+        f"examples/debezium/shop/orders.jsonl:{n}" for n in (5, 6, 8)
+    }
