@@ -5,6 +5,12 @@ policy, 1 when any failed (written to ``--errors`` when given) or a read or
 write failed midway (one line naming the stream), 2 on usage errors (formats,
 options, paths and the registry: checked before any file is touched) and when
 the registry fails midway (-o is then left unchanged). Counts go to stderr.
+
+Exit codes of ``run`` and ``submit``: 0 when every pipeline ran and nothing went to its
+dead-letter output, 1 when records did, or a pipeline was stopped by its dead-letter
+policy (fail-fast, max-error-ratio) or failed midway (one line each), 2 for a pipeline
+file or setting that cannot be run (one line naming file, line and key), 130 when a
+second Ctrl-C stopped it at once.
 """
 
 from __future__ import annotations
@@ -419,6 +425,63 @@ def plugins() -> None:
             lines.append("  (none)")
         lines.extend(f"  {name:<20} {value}" for name, value in found.items())
     _write_stdout("".join(f"{line}\n" for line in lines))
+
+
+@main.command("run")
+@click.argument("pipeline_file", metavar="PIPELINE.yaml")
+@click.option(
+    "--available-now",
+    is_flag=True,
+    help="Streaming pipelines process what is there, then stop.",
+)
+def run_pipeline(pipeline_file: str, available_now: bool) -> None:
+    """Run the pipelines of a pipeline file on Spark (its spark.master, local[*] by default).
+
+    One line per batch and a summary go to stderr. Ctrl-C stops once the current
+    batch is written (a second Ctrl-C at once). Exit status: 0 all good, 1 when
+    records went to the dead-letter output or a pipeline stopped or failed, 2 for a
+    file or setting that cannot be run.
+    """
+    from cdc_connectors.pipeline import ConfigError, load
+    from cdc_connectors.pipeline.launch import run_local
+
+    try:
+        load(pipeline_file)
+    except ConfigError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(2)
+    sys.exit(run_local(pipeline_file, available_now=available_now))
+
+
+@main.command()
+@click.argument("pipeline_file", metavar="PIPELINE.yaml")
+@click.option(
+    "--available-now",
+    is_flag=True,
+    help="Streaming pipelines process what is there, then stop.",
+)
+@click.argument("spark_submit_args", nargs=-1, metavar="[-- SPARK_SUBMIT_ARGS]")
+def submit(pipeline_file: str, available_now: bool, spark_submit_args: tuple[str, ...]) -> None:
+    """Run a pipeline file through spark-submit, shipping the package to the executors.
+
+    --master comes from the file's spark.master unless given after --; its
+    spark.conf entries become --conf options. spark-submit passes the driver's
+    lines on to stdout. Exit status as for run.
+    """
+    from cdc_connectors.pipeline import ConfigError, load
+    from cdc_connectors.pipeline.launch import submit as submit_pipeline
+
+    ctx = click.get_current_context()
+    if spark_submit_args and "--" not in sys.argv[1:] and not ctx.resilient_parsing:
+        raise click.UsageError(
+            f"unexpected argument {spark_submit_args[0]!r}; put spark-submit arguments after --"
+        )
+    try:
+        config = load(pipeline_file)
+    except ConfigError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(2)
+    sys.exit(submit_pipeline(config, pipeline_file, spark_submit_args, available_now=available_now))
 
 
 def _write_stdout(text: str) -> None:

@@ -93,6 +93,15 @@ def cases() -> dict[str, Case]:
         "help-of-registry": Case(("registry", "--help")),
         "help-of-serve": Case(("registry", "serve", "--help")),
         "help-of-plugins": Case(("plugins", "--help")),
+        "help-of-run": Case(("run", "--help")),
+        "help-of-submit": Case(("submit", "--help")),
+        # pipelines
+        "run-without-file": Case(("run",), usage=True),
+        "run-missing-file": Case(("run", "missing.yaml"), usage=True),
+        "run-not-yaml": Case(("run", "input.jsonl"), usage=True),
+        "run-a-directory": Case(("run", "a-dir"), usage=True),
+        "submit-missing-file": Case(("submit", "missing.yaml"), usage=True),
+        "submit-unknown-option": Case(("submit", "x.yaml", "--nope"), usage=True),
         # plugins
         "plugins": Case(("plugins",)),
         "plugins-extra-argument": Case(("plugins", "extra"), usage=True),

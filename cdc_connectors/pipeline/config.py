@@ -1,0 +1,392 @@
+"""Pipeline files: Conduit's pipeline shape (version 2.2) plus ``schema-registry`` and ``spark``.
+
+```yaml
+version: "2.2"
+schema-registry: {url: sqlite:///.cdc/registry.db}   # given to every connector as `registry`
+spark:
+  master: local[*]                      # default local[*]
+  conf: {spark.sql.shuffle.partitions: "8"}
+  checkpoint: .cdc/checkpoints          # streaming state, one directory per pipeline id
+  trigger: 10 seconds                   # streaming: time between micro-batches (default: none)
+pipelines:
+  - id: orders                          # letters, digits, . _ - (it names directories)
+    status: running                     # or stopped: the pipeline is not run
+    name: Orders                        # free text
+    description: orders to OpenCDC      # free text
+    mode: streaming                     # or batch (default: batch when the source has
+                                        # endingOffsets or cannot stream, else streaming)
+    connectors:                         # one source and one destination
+      - {id: in, type: source, plugin: kafka, settings: {...}}
+      - {id: out, type: destination, plugin: files, settings: {...}}
+    dead-letter-queue:                  # default: files in .cdc/dead-letters/<id>, opencdc-json
+      plugin: files
+      settings: {path: ./dlq, format: opencdc-json}
+      fail-fast: false                  # the first dead letter stops the pipeline
+      max-error-ratio: 0.1              # stop when more than 10% of the records are dead letters
+```
+
+Relative paths are taken from the current directory, as Spark does. Every problem is a
+:class:`ConfigError` naming the file line and the key.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from cdc_connectors import plugins
+from cdc_connectors.pipeline.connectors import Plugin, check_settings, resolve, setting_named
+from cdc_connectors.pipeline.nodes import ConfigError, Keys, Node, compose
+
+__all__ = [
+    "Config",
+    "ConfigError",
+    "Connector",
+    "DeadLetterQueue",
+    "Pipeline",
+    "load",
+    "parse",
+]
+
+VERSION = "2.2"
+DEFAULT_MASTER = "local[*]"
+DEFAULT_CHECKPOINTS = os.path.join(".cdc", "checkpoints")
+DEFAULT_DEAD_LETTERS = os.path.join(".cdc", "dead-letters")
+DEFAULT_DLQ_FORMAT = "opencdc-json"
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_TRIGGER = re.compile(r"^\d+(\.\d+)?\s*(ms|millisecond|second|minute|hour)s?$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Connector:
+    """One connector of a pipeline: its plugin resolved, its settings as Spark options."""
+
+    id: str
+    type: str  # "source" or "destination"
+    plugin: Plugin
+    settings: dict[str, str]
+    where: str  # "file:line: pipelines[0].connectors[1]" for errors found later
+    locate: Callable[[str | None], str]  # a setting -> "file:line: ...settings.<setting>"
+
+    def place_of(self, message: str) -> str:
+        """Where in the file the setting a connector's error message names is."""
+        return self.locate(setting_named(message))
+
+
+@dataclass(frozen=True)
+class DeadLetterQueue:
+    """Where dead letters go, and when they stop the pipeline."""
+
+    plugin: Plugin
+    settings: dict[str, str]
+    fail_fast: bool
+    max_error_ratio: float | None
+    where: str
+    locate: Callable[[str | None], str]
+
+    def place_of(self, message: str) -> str:
+        """Where in the file the setting a connector's error message names is."""
+        return self.locate(setting_named(message))
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    id: str
+    source: Connector
+    destination: Connector
+    dead_letters: DeadLetterQueue
+    batch: bool
+    checkpoint: str
+    name: str = ""
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Config:
+    """A pipeline file, checked."""
+
+    file: str
+    master: str
+    spark_conf: dict[str, str]
+    trigger: str | None
+    registry: str | None
+    pipelines: list[Pipeline] = field(default_factory=list)
+
+
+def load(path: str) -> Config:
+    """The checked config of the file at ``path``; a :class:`ConfigError` for any problem."""
+    try:
+        with open(path, "rb") as stream:
+            data = stream.read()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"{path}:{line}: not UTF-8 text") from None
+    return parse(text, path)
+
+
+def parse(text: str, file: str = "pipeline.yaml") -> Config:
+    """The checked config of the YAML ``text`` (``file`` names it in errors)."""
+    root = compose(text, file)
+    if root is None:
+        raise ConfigError(f"{file}:1: empty: a pipeline file has version and pipelines")
+    top = Keys(Node(root, "", file))
+    version = top.need("version")
+    if version.setting() != VERSION:
+        raise version.error(f'must be "{VERSION}", not {version.setting()!r}')
+    registry = _registry(top.take("schema-registry"))
+    master, conf, checkpoints, trigger = _spark(top.take("spark"))
+    pipelines_node = top.need("pipelines")
+    top.done(["version", "schema-registry", "spark", "pipelines"])
+    pipelines: list[Pipeline] = []
+    seen: set[str] = set()
+    for item in pipelines_node.items():
+        pipeline = _pipeline(item, registry, checkpoints)
+        if pipeline is None:
+            continue
+        if pipeline.id in seen:
+            raise item.error(f"pipeline id {pipeline.id!r} is used twice")
+        seen.add(pipeline.id)
+        pipelines.append(pipeline)
+    if not pipelines:
+        raise pipelines_node.error("no pipeline to run (none, or all stopped)")
+    return Config(file, master, conf, trigger, registry, pipelines)
+
+
+def _registry(node: Node | None) -> str | None:
+    if node is None:
+        return None
+    keys = Keys(node)
+    url_node = keys.need("url")
+    keys.done(["url"])
+    url = url_node.text().strip()
+    from cdc_connectors.registry import url_scheme
+
+    scheme = url_scheme(url)
+    known = plugins.available(plugins.REGISTRIES)
+    if scheme not in known:
+        raise url_node.error(
+            f"no registry serves the scheme {scheme!r} (schemes: {', '.join(known)})"
+            if scheme
+            else f"a URL with a scheme ({', '.join(known)}), not {url!r}"
+        )
+    return url
+
+
+def _spark(node: Node | None) -> tuple[str, dict[str, str], str, str | None]:
+    if node is None:
+        return DEFAULT_MASTER, {}, DEFAULT_CHECKPOINTS, None
+    keys = Keys(node)
+    master_node = keys.take("master")
+    master = master_node.text().strip() if master_node else DEFAULT_MASTER
+    conf: dict[str, str] = {}
+    conf_node = keys.take("conf")
+    if conf_node is not None:
+        for key, value in conf_node.mapping().items():
+            if not key.startswith("spark."):
+                raise value.error("a Spark setting starts with 'spark.'")
+            if key == "spark.master":
+                raise value.error("set the master as spark: {master: ...}, not in spark.conf")
+            conf[key] = value.setting()
+    checkpoint_node = keys.take("checkpoint")
+    checkpoints = checkpoint_node.text() if checkpoint_node else DEFAULT_CHECKPOINTS
+    trigger_node = keys.take("trigger")
+    trigger = None
+    if trigger_node is not None:
+        trigger = trigger_node.text().strip()
+        if not _TRIGGER.match(trigger):
+            raise trigger_node.error(
+                f"must be an interval like '10 seconds' or '500 milliseconds', not {trigger!r}"
+            )
+    keys.done(["master", "conf", "checkpoint", "trigger"])
+    return master, conf, checkpoints, trigger
+
+
+def _pipeline(node: Node, registry: str | None, checkpoints: str) -> Pipeline | None:
+    keys = Keys(node)
+    id_node = keys.need("id")
+    pipeline_id = id_node.text().strip()
+    if not _ID.match(pipeline_id):
+        raise id_node.error(
+            f"{pipeline_id!r}: use letters, digits, '.', '_' and '-' (it names directories)"
+        )
+    status_node = keys.take("status")
+    status = status_node.text().strip() if status_node else "running"
+    if status_node is not None and status not in ("running", "stopped"):
+        raise status_node.error(f"must be running or stopped, not {status!r}")
+    name_node, description_node = keys.take("name"), keys.take("description")
+    name = name_node.text(empty=True) if name_node else ""
+    description = description_node.text(empty=True) if description_node else ""
+    mode_node = keys.take("mode")
+    mode = mode_node.text().strip() if mode_node else None
+    if mode_node is not None and mode not in ("batch", "streaming"):
+        raise mode_node.error(f"must be batch or streaming, not {mode!r}")
+    processors = keys.take("processors")
+    if processors is not None and list(processors.items()):
+        raise processors.error("processors are not supported; transform the DataFrame in Spark")
+    connectors_node = keys.need("connectors")
+    dlq_node = keys.take("dead-letter-queue")
+    keys.done(
+        [
+            "id",
+            "status",
+            "name",
+            "description",
+            "mode",
+            "connectors",
+            "processors",
+            "dead-letter-queue",
+        ]
+    )
+    connectors = [_connector(item, registry) for item in connectors_node.items()]
+    ids: set[str] = set()
+    for connector, item in zip(connectors, connectors_node.items(), strict=True):
+        if connector.id in ids:
+            raise item.error(f"connector id {connector.id!r} is used twice in this pipeline")
+        ids.add(connector.id)
+    sources = [c for c in connectors if c.type == "source"]
+    destinations = [c for c in connectors if c.type == "destination"]
+    if len(sources) != 1 or len(destinations) != 1:
+        raise connectors_node.error(
+            "a pipeline has one source and one destination connector "
+            f"(found {len(sources)} and {len(destinations)})"
+        )
+    source, destination = sources[0], destinations[0]
+    streams = source.plugin.streams()
+    if mode == "streaming" and not streams:
+        assert mode_node is not None
+        raise mode_node.error(f"the source plugin {source.plugin.name!r} cannot stream")
+    batch = (
+        mode == "batch" if mode is not None else ("endingOffsets" in source.settings or not streams)
+    )
+    if status == "stopped":
+        return None
+    return Pipeline(
+        id=pipeline_id,
+        source=source,
+        destination=destination,
+        dead_letters=_dead_letters(dlq_node, node, pipeline_id, registry),
+        batch=batch,
+        checkpoint=os.path.join(checkpoints, pipeline_id),
+        name=name,
+        description=description,
+    )
+
+
+def _connector(node: Node, registry: str | None) -> Connector:
+    keys = Keys(node)
+    id_node = keys.need("id")
+    connector_id = id_node.text().strip()
+    type_node = keys.need("type")
+    kind = type_node.text().strip()
+    if kind not in ("source", "destination"):
+        raise type_node.error(f"must be source or destination, not {kind!r}")
+    plugin_node = keys.need("plugin")
+    keys.take("name")
+    processors = keys.take("processors")
+    if processors is not None and list(processors.items()):
+        raise processors.error("processors are not supported; transform the DataFrame in Spark")
+    settings_node = keys.take("settings")
+    keys.done(["id", "type", "plugin", "name", "settings", "processors"])
+    plugin = _plugin(plugin_node)
+    settings = _settings(settings_node, registry)
+    where = f"{node.file}:{node.line}: {node.path}"
+    reporter = _Reporter(node, settings_node)
+    check_settings(plugin, kind, settings, reporter)
+    return Connector(connector_id, kind, plugin, settings, where, reporter.locate)
+
+
+def _dead_letters(
+    node: Node | None, pipeline: Node, pipeline_id: str, registry: str | None
+) -> DeadLetterQueue:
+    if node is None:
+        plugin = resolve("files")
+        assert plugin is not None
+        settings = {
+            "path": os.path.join(DEFAULT_DEAD_LETTERS, pipeline_id),
+            "format": DEFAULT_DLQ_FORMAT,
+        }
+        if registry:
+            settings["registry"] = registry
+        where = f"{pipeline.file}:{pipeline.line}: {pipeline.path}"
+        return DeadLetterQueue(plugin, settings, False, None, where, lambda _: where)
+    keys = Keys(node)
+    plugin_node = keys.need("plugin")
+    settings_node = keys.take("settings")
+    fail_fast_node = keys.take("fail-fast")
+    ratio_node = keys.take("max-error-ratio")
+    for conduit_key in ("window-size", "window-nack-threshold"):
+        found = keys.take(conduit_key)
+        if found is not None:
+            raise found.error("not supported here; use fail-fast or max-error-ratio")
+    keys.done(["plugin", "settings", "fail-fast", "max-error-ratio"])
+    plugin = _plugin(plugin_node)
+    settings = _settings(settings_node, registry)
+    settings.setdefault("format", DEFAULT_DLQ_FORMAT)
+    reporter = _Reporter(node, settings_node)
+    check_settings(plugin, "destination", settings, reporter)
+    ratio = None
+    if ratio_node is not None:
+        ratio = ratio_node.number()
+        if not 0 <= ratio <= 1:
+            raise ratio_node.error(f"must be between 0 and 1, not {ratio_node.setting()}")
+    return DeadLetterQueue(
+        plugin,
+        settings,
+        fail_fast_node.flag() if fail_fast_node else False,
+        ratio,
+        f"{node.file}:{node.line}: {node.path}",
+        reporter.locate,
+    )
+
+
+def _plugin(node: Node) -> Plugin:
+    name = node.text().strip()
+    plugin = resolve(name)
+    if plugin is None:
+        known = ", ".join(plugins.available(plugins.CONNECTORS)) or "none installed"
+        raise node.error(f"unknown connector plugin {name!r} (connectors: {known})")
+    return plugin
+
+
+def _settings(node: Node | None, registry: str | None) -> dict[str, str]:
+    settings: dict[str, str] = {}
+    if node is not None:
+        for key, value in node.mapping().items():
+            settings[key] = value.setting()
+    if registry and "registry" not in settings:
+        settings["registry"] = registry
+    return settings
+
+
+class _Reporter:
+    """Turns a connector's complaint about a setting into a ConfigError at its line."""
+
+    def __init__(self, owner: Node, settings_node: Node | None):
+        self.owner = owner
+        self.settings_node = settings_node
+        self.lines = {
+            key.lower(): child
+            for key, child in (settings_node.mapping().items() if settings_node else [])
+        }
+
+    def locate(self, setting: str | None) -> str:
+        """``file:line: key`` of ``setting`` (of the connector for ``None``)."""
+        if setting is None:
+            return f"{self.owner.file}:{self.owner.line}: {self.owner.path}"
+        child = self.lines.get(setting.lower())
+        if child is not None:
+            return f"{child.file}:{child.line}: {child.path}"
+        base = self.settings_node or self.owner
+        path = self.settings_node.path if self.settings_node else self.owner.child_path("settings")
+        return f"{base.file}:{base.line}: {path}.{setting}"
+
+    def __call__(self, setting: str | None, problem: str) -> ConfigError:
+        if setting is None and self.settings_node is not None:
+            return self.settings_node.error(problem)
+        return ConfigError(f"{self.locate(setting)}: {problem}")

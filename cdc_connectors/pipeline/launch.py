@@ -1,0 +1,174 @@
+"""Starting the driver: ``cdc-connectors run`` (a local process) and ``submit`` (spark-submit).
+
+``run`` starts :mod:`~cdc_connectors.pipeline.driver` in a process group of its own and
+forwards SIGINT and SIGTERM to it alone: a Ctrl-C in the terminal would otherwise also reach
+the Spark JVM and its Python workers and kill the batch being written.
+
+``submit`` runs pyspark's own ``bin/spark-submit`` with ``--master`` from the file (unless
+the extra arguments give one), every ``spark.conf`` entry as ``--conf``, and the package as
+a zip in ``--py-files`` (with its entry points, so executors find formats and connectors
+without an installed copy); the executors still need the package's dependencies.
+spark-submit hands the driver's output to its own stdout: there the progress lines and the
+summary go to stdout, not stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Iterator, Sequence
+from importlib import metadata
+from pathlib import Path
+from types import FrameType
+
+import cdc_connectors
+from cdc_connectors.pipeline.config import Config
+from cdc_connectors.pipeline.driver import PIDFILE_ENV
+from cdc_connectors.pipeline.runner import log_config
+
+__all__ = ["package_zip", "run_local", "spark_submit_command", "submit"]
+
+DISTRIBUTION = "cdc-connectors"
+_DRIVER = "from cdc_connectors.pipeline.driver import main\nimport sys\nsys.exit(main())\n"
+
+
+def _environment() -> dict[str, str]:
+    env = dict(os.environ)
+    # Spark's Python workers must run this interpreter (it has the package and its deps)
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    return env
+
+
+def _status(code: int) -> int:
+    return 128 - code if code < 0 else code
+
+
+@contextlib.contextmanager
+def _forwarding(target: subprocess.Popen[bytes], pidfile: str | None = None) -> Iterator[None]:
+    """Until the block ends, SIGINT and SIGTERM go to the driver (its pid from ``pidfile``
+    once written, else ``target``)."""
+
+    def forward(signum: int, frame: FrameType | None) -> None:
+        pid = None
+        if pidfile:
+            with contextlib.suppress(OSError, ValueError):
+                pid = int(Path(pidfile).read_text().strip())
+        try:
+            if pid is not None:
+                os.kill(pid, signum)
+            else:
+                target.send_signal(signum)
+        except ProcessLookupError:
+            pass
+
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for each, handler in previous.items():
+            signal.signal(each, handler)
+
+
+def run_local(pipeline_file: str, *, available_now: bool = False) -> int:
+    """Run the pipelines of ``pipeline_file`` here; the driver's exit status."""
+    command = [sys.executable, "-m", "cdc_connectors.pipeline.driver", pipeline_file]
+    if available_now:
+        command.append("--available-now")
+    child = subprocess.Popen(command, env=_environment(), process_group=0)
+    with _forwarding(child):
+        while True:
+            try:
+                return _status(child.wait())
+            except InterruptedError:  # pragma: no cover - wait() retries by itself
+                continue
+
+
+def spark_submit() -> Path:
+    """pyspark's own ``bin/spark-submit``."""
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent / "bin" / "spark-submit"
+
+
+def package_zip(directory: str) -> Path:
+    """A zip of the package with its entry points, for ``--py-files``."""
+    package = Path(cdc_connectors.__file__).resolve().parent
+    target = Path(directory) / "cdc_connectors.zip"
+    dist = metadata.distribution(DISTRIBUTION)
+    info = f"cdc_connectors-{dist.version}.dist-info"
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(package.rglob("*")):
+            if "__pycache__" in path.parts or path.suffix == ".pyc" or not path.is_file():
+                continue
+            archive.write(path, Path("cdc_connectors") / path.relative_to(package))
+        for name in ("METADATA", "entry_points.txt"):
+            text = dist.read_text(name)
+            if text is not None:
+                archive.writestr(f"{info}/{name}", text)
+    return target
+
+
+def spark_submit_command(
+    config: Config,
+    pipeline_file: str,
+    driver: str,
+    py_files: str,
+    extra: Sequence[str],
+    *,
+    available_now: bool = False,
+    log_config: str | None = None,
+) -> list[str]:
+    """The spark-submit command line of a pipeline file."""
+    command = [str(spark_submit())]
+    if not any(arg == "--master" or arg.startswith("--master=") for arg in extra):
+        command += ["--master", config.master]
+    if not any(arg == "--name" or arg.startswith("--name=") for arg in extra):
+        command += ["--name", "cdc-connectors " + ",".join(p.id for p in config.pipelines)]
+    for key, value in config.spark_conf.items():
+        command += ["--conf", f"{key}={value}"]
+    java_options = "spark.driver.extraJavaOptions" in config.spark_conf or any(
+        arg.startswith("--driver-java-options") or "spark.driver.extraJavaOptions" in arg
+        for arg in extra
+    )
+    if log_config is not None and not java_options:
+        command += ["--driver-java-options", f"-Dlog4j2.configurationFile=file:{log_config}"]
+    command += ["--py-files", py_files, *extra, driver, os.path.abspath(pipeline_file)]
+    if available_now:
+        command.append("--available-now")
+    return command
+
+
+def submit(
+    config: Config, pipeline_file: str, extra: Sequence[str], *, available_now: bool = False
+) -> int:
+    """Run ``pipeline_file`` through spark-submit; its exit status (the driver's)."""
+    executable = spark_submit()
+    if not os.access(executable, os.X_OK):
+        print(f"Error: {executable} is missing or not executable", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="cdc-submit-") as work:
+        driver = Path(work) / "cdc_pipeline_driver.py"
+        driver.write_text(_DRIVER)
+        zipped = package_zip(work)
+        pidfile = str(Path(work) / "driver.pid")
+        env = _environment()
+        env[PIDFILE_ENV] = pidfile
+        env.setdefault("SPARK_HOME", str(executable.parent.parent))
+        command = spark_submit_command(
+            config,
+            pipeline_file,
+            str(driver),
+            str(zipped),
+            extra,
+            available_now=available_now,
+            log_config=log_config(str(Path(work) / "log4j2.properties")),
+        )
+        child = subprocess.Popen(command, env=env, process_group=0)
+        with _forwarding(child, pidfile):
+            return _status(child.wait())

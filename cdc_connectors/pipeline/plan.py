@@ -1,0 +1,287 @@
+"""The Spark job of one pipeline, for one (micro-)batch of source rows.
+
+```
+source rows (OpenCDC layout)
+  -> mapInArrow: dead-letter rows (metadata has conduit.dlq.nack.error) split off;
+                 the rest encoded for the destination (messages.encode_rows); a record
+                 the destination format cannot encode (or whose topic template has no
+                 value) becomes a dead-letter row
+  -> persisted once, counted, then
+       kind 0: message layout (key, value[, headers, topic]) -> destination writer, as is
+       kind 1, 2: OpenCDC layout                     -> dead-letter writer
+```
+
+A source that yields a message layout (Kafka with ``format: raw``) is copied as is. Each
+batch is read from the source once: the stage's output is persisted before the counts and
+both writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+from cdc_connectors.connectors.messages import DLQ_ERROR, encode_rows, is_dead_letter
+from cdc_connectors.convert.deadletter import dead_letter
+from cdc_connectors.formats.base import Format, Message
+from cdc_connectors.opencdc import CodecError, Record
+from cdc_connectors.opencdc.json_codec import record_to_json
+from cdc_connectors.spark.arrow import records_from_batch, records_to_batch
+from cdc_connectors.spark.schema import OPENCDC_ARROW_SCHEMA, OPENCDC_SCHEMA
+
+__all__ = ["Counts", "Stage", "encoder"]
+
+#: Row kinds of the stage's output.
+MESSAGE, SOURCE_LETTER, ENCODE_LETTER = 0, 1, 2
+KIND = "_kind"
+_MESSAGE_KEY, _MESSAGE_VALUE, _MESSAGE_HEADERS = "_message_key", "_message_value", "_headers"
+_TOPIC = "_topic"
+#: A record -> the topic of its message (a destination's topic template); ValueError if none.
+Route = Callable[[Record], str]
+HEADERS = ArrayType(
+    StructType([StructField("key", StringType(), False), StructField("value", BinaryType())]),
+    containsNull=False,
+)
+STAGE_SCHEMA = StructType(
+    [
+        StructField(KIND, IntegerType(), False),
+        StructField(_MESSAGE_KEY, BinaryType()),
+        StructField(_MESSAGE_VALUE, BinaryType()),
+        StructField(_MESSAGE_HEADERS, HEADERS),
+        StructField(_TOPIC, StringType()),
+        *OPENCDC_SCHEMA.fields,
+    ]
+)
+_HEADERS_ARROW = pa.list_(
+    pa.field(
+        "element",
+        pa.struct([pa.field("key", pa.string(), False), pa.field("value", pa.binary())]),
+        False,
+    )
+)
+STAGE_ARROW_SCHEMA = pa.schema(
+    [
+        pa.field(KIND, pa.int32(), False),
+        pa.field(_MESSAGE_KEY, pa.binary()),
+        pa.field(_MESSAGE_VALUE, pa.binary()),
+        pa.field(_MESSAGE_HEADERS, _HEADERS_ARROW),
+        pa.field(_TOPIC, pa.string()),
+        *OPENCDC_ARROW_SCHEMA,
+    ]
+)
+_OPENCDC_COLUMNS = OPENCDC_SCHEMA.fieldNames()
+
+
+def _placeholders(rows: int) -> list[pa.Array]:
+    """OpenCDC columns for message rows, never read (the layout's columns are not null)."""
+    fields = list(OPENCDC_ARROW_SCHEMA)
+    return [
+        pa.array([b""] * rows, fields[0].type),
+        pa.array(["create"] * rows, fields[1].type),
+        pa.array([[]] * rows, fields[2].type),
+        pa.nulls(rows, fields[3].type),
+        pa.nulls(rows, fields[4].type),
+    ]
+
+
+def _messages_batch(messages: list[Message], topics: list[str] | None) -> pa.RecordBatch:
+    rows = len(messages)
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([MESSAGE] * rows, pa.int32()),
+            pa.array([m.key for m in messages], pa.binary()),
+            pa.array([m.value for m in messages], pa.binary()),
+            pa.array(
+                [[{"key": k, "value": v} for k, v in m.headers] for m in messages],
+                _HEADERS_ARROW,
+            ),
+            pa.array(topics, pa.string()) if topics is not None else pa.nulls(rows, pa.string()),
+            *_placeholders(rows),
+        ],
+        schema=STAGE_ARROW_SCHEMA,
+    )
+
+
+def _letters_batch(letters: pa.RecordBatch, kind: int) -> pa.RecordBatch:
+    """Dead-letter rows with the stage's columns; the rows are rebuilt because Spark's Arrow
+    types are nullable where the OpenCDC layout's are not (few rows: dead letters)."""
+    rows = letters.num_rows
+    opencdc = records_to_batch(records_from_batch(letters))
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([kind] * rows, pa.int32()),
+            pa.nulls(rows, pa.binary()),
+            pa.nulls(rows, pa.binary()),
+            pa.nulls(rows, _HEADERS_ARROW),
+            pa.nulls(rows, pa.string()),
+            *opencdc.columns,
+        ],
+        schema=STAGE_ARROW_SCHEMA,
+    )
+
+
+def _routed(
+    fmt: Format, batch: pa.RecordBatch, route: Route, node_id: str
+) -> tuple[list[Message], list[str], list[Record]]:
+    """As :func:`encode_rows`, with each message's topic; a record without one is a dead
+    letter too."""
+    messages: list[Message] = []
+    topics: list[str] = []
+    letters: list[Record] = []
+    for record in records_from_batch(batch):
+        try:
+            topic = route(record)
+            message = fmt.encode(record)
+        except (CodecError, ValueError) as exc:
+            reason = exc.reason if isinstance(exc, CodecError) else str(exc)
+            where = record.position.decode("utf-8", "backslashreplace")
+            letters.append(
+                dead_letter(Message(record_to_json(record), where=where), reason, node_id)
+            )
+            continue
+        messages.append(message)
+        topics.append(topic)
+    return messages, topics, letters
+
+
+def encoder(
+    fmt: Format, node_id: str, route: Route | None = None
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The mapInArrow function of the stage (module docstring); runs on the executors."""
+
+    def encode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            dead = is_dead_letter(batch)
+            if pc.any(dead).as_py():
+                letters = batch.filter(dead)
+                good = batch.filter(pc.invert(dead))
+                yield _letters_batch(letters, SOURCE_LETTER)
+            else:
+                good = batch
+            topics: list[str] | None = None
+            if route is None:
+                messages, failed = encode_rows(fmt, good, node_id=node_id)
+            else:
+                messages, topics, failed = _routed(fmt, good, route, node_id)
+            if messages:
+                yield _messages_batch(messages, topics)
+            if failed:
+                yield _letters_batch(records_to_batch(failed), ENCODE_LETTER)
+
+    return encode
+
+
+@dataclass
+class Counts:
+    """What one batch did."""
+
+    records: int = 0  # rows the source gave
+    written: int = 0  # messages to the destination
+    source_letters: int = 0  # dead-letter rows of the source
+    encode_letters: int = 0  # records the destination format could not encode
+
+    @property
+    def letters(self) -> int:
+        return self.source_letters + self.encode_letters
+
+    def add(self, other: Counts) -> None:
+        self.records += other.records
+        self.written += other.written
+        self.source_letters += other.source_letters
+        self.encode_letters += other.encode_letters
+
+
+class Stage:
+    """One batch of source rows, staged: counted once, then split to the two writers."""
+
+    def __init__(
+        self,
+        rows: DataFrame,
+        fmt: Format,
+        node_id: str,
+        columns: tuple[str, ...],
+        route: Route | None = None,
+    ):
+        names = rows.schema.fieldNames()
+        self.copy = names != _OPENCDC_COLUMNS
+        if self.copy:  # a message layout (Kafka raw): written as is
+            if "value" not in names:
+                raise ValueError(
+                    f"the source gives columns {', '.join(names)}: neither the OpenCDC "
+                    "layout nor a message layout with a 'value' column"
+                )
+            self.frame = rows.select(*[c for c in columns if c in names])
+        else:
+            self.frame = rows.mapInArrow(encoder(fmt, node_id, route), STAGE_SCHEMA)
+        self.columns = (*columns, "topic") if route is not None else columns
+        self.frame = self.frame.persist(StorageLevel.MEMORY_AND_DISK)
+
+    def count(self) -> Counts:
+        if self.copy:
+            total = self.frame.count()
+            return Counts(records=total, written=total)
+        kind = F.col(KIND)
+        row = self.frame.agg(
+            F.count(F.lit(1)).alias("rows"),
+            F.count(F.when(kind == MESSAGE, 1)).alias("messages"),
+            F.count(F.when(kind == SOURCE_LETTER, 1)).alias("source"),
+            F.count(F.when(kind == ENCODE_LETTER, 1)).alias("encode"),
+        ).first()
+        assert row is not None
+        return Counts(
+            records=int(row["messages"]) + int(row["source"]) + int(row["encode"]),
+            written=int(row["messages"]),
+            source_letters=int(row["source"]),
+            encode_letters=int(row["encode"]),
+        )
+
+    def first_letter(self) -> tuple[str, str]:
+        """Position and reason of one dead letter of the batch."""
+        if self.copy:
+            return "", ""
+        row = (
+            self.frame.where(F.col(KIND) != MESSAGE)
+            .select("position", F.col("metadata").getItem(DLQ_ERROR).alias("error"))
+            .first()
+        )
+        if row is None:
+            return "", ""
+        position = bytes(row["position"]).decode("utf-8", "backslashreplace")
+        return position, str(row["error"])
+
+    def messages(self) -> DataFrame:
+        """The destination's rows: the message layout."""
+        if self.copy:
+            return self.frame
+        names = {
+            "key": _MESSAGE_KEY,
+            "value": _MESSAGE_VALUE,
+            "headers": _MESSAGE_HEADERS,
+            "topic": _TOPIC,
+        }
+        return self.frame.where(F.col(KIND) == MESSAGE).select(
+            *[F.col(names[c]).alias(c) for c in self.columns if c in names]
+        )
+
+    def letters(self) -> DataFrame:
+        """The dead-letter rows: the OpenCDC layout."""
+        return self.frame.where(F.col(KIND) != MESSAGE).select(*_OPENCDC_COLUMNS)
+
+    def release(self) -> None:
+        self.frame.unpersist()

@@ -1,0 +1,454 @@
+"""Running pipelines on Spark: batch jobs, streaming queries, progress, stops and summary.
+
+A pipeline runs as a batch job when its ``mode`` says so or, by default, when its source
+has ``endingOffsets`` or cannot stream; otherwise as a streaming query whose
+``foreachBatch`` stages each micro-batch once (:mod:`~cdc_connectors.pipeline.plan`),
+checkpointed under ``<spark.checkpoint>/<pipeline id>``. ``available_now`` processes what
+is there and stops.
+
+A first SIGINT or SIGTERM lets the current batch finish and its offsets be committed, then
+stops; a second one stops at once. One line per batch goes to stderr, and a summary at the
+end. :func:`run` returns the exit status: 0 all good, 1 when records went to the
+dead-letter output or a pipeline stopped (fail-fast, max-error-ratio) or failed, 2 for a
+setting a connector refused when Spark planned the job, 130 when stopped at once.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import re
+import signal
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.errors import StreamingQueryException
+from pyspark.sql import DataFrame, SparkSession
+
+from cdc_connectors.connectors.messages import open_format
+from cdc_connectors.pipeline.config import Config, Pipeline
+from cdc_connectors.pipeline.plan import Counts, Stage
+
+__all__ = ["Stopper", "log_config", "run", "session"]
+
+EXIT_OK, EXIT_LETTERS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+_SETTING_ERROR = re.compile(r"SettingError: (.+)")
+_OUR_ERRORS = re.compile(r"^(?:[\w.]+\.)?(?:SettingError|FailFastError): ")
+_TRACEBACK = "Traceback (most recent call last):"
+_ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception)): (.+)$", re.MULTILINE)
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+class PipelineStopped(Exception):
+    """A pipeline stopped by its dead-letter policy (fail-fast, max-error-ratio)."""
+
+
+class _Gated(Exception):
+    """A micro-batch that began after a stop was asked for: refused before it wrote."""
+
+
+class SettingRefused(Exception):
+    """A connector refused its settings when Spark planned the job; names the connector."""
+
+
+def one_line(exc: BaseException) -> str:
+    """The gist of an exception from Spark (a Python error inside a JVM one) in one line:
+    the last line of the innermost Python traceback, else the first line of the message."""
+    text = str(exc)
+    line = ""
+    if _TRACEBACK in text:
+        for candidate in text.rsplit(_TRACEBACK, 1)[1].splitlines()[1:]:
+            if candidate and not candidate[0].isspace():
+                line = candidate.strip()
+                break
+    if not line:
+        found = _ERROR_LINE.findall(text)
+        line = f"{found[-1][0]}: {found[-1][1]}" if found else ""
+    if not line:
+        line = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    line = _OUR_ERRORS.sub("", line)  # their messages name the connector already
+    return line if len(line) <= 400 else line[:397] + "..."
+
+
+def _setting_error(exc: BaseException) -> str | None:
+    found = _SETTING_ERROR.findall(str(exc))
+    return found[-1].strip() if found else None
+
+
+class Stopper:
+    """SIGINT/SIGTERM: the first asks for a stop after the current batch, the second stops now."""
+
+    def __init__(self) -> None:
+        self.requested: str | None = None
+
+    def install(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for each in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(each, self._handle)
+
+    def _handle(self, signum: int, frame: object) -> None:
+        name = signal.Signals(signum).name
+        if self.requested is not None:
+            raise KeyboardInterrupt(name)
+        self.requested = name
+        _say(f"{name}: stopping once the current batch is written (again to stop now)")
+
+
+@dataclass
+class _Job:
+    """One pipeline being run, and what it did so far."""
+
+    pipeline: Pipeline
+    spark: SparkSession
+    say: Callable[[str], None] = _say
+    totals: Counts = field(default_factory=Counts)
+    batches: int = 0
+    started: float = field(default_factory=time.monotonic)
+    stopped: str | None = None  # why the dead-letter policy stopped it
+    failed: str | None = None
+    refused: str | None = None  # a connector's setting error, with its place
+    gated: bool = False
+    in_batch: bool = False
+    last_batch: int | None = None
+    stopping: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        destination = self.pipeline.destination
+        settings = dict(destination.settings)
+        self.fmt = open_format(
+            settings,
+            default=destination.plugin.default_format,
+            registry=settings.get("registry"),
+            connector=destination.plugin.spark_name,
+        )
+        self.node_id = f"{self.pipeline.id}:{destination.id}"
+        self.route, self.writer_settings = destination.plugin.routing(destination.settings)
+
+    # -------------------------------------------------------------- one batch
+
+    def process(self, rows: DataFrame, batch_id: int) -> None:
+        with self.lock:
+            if self.stopping:
+                self.gated = True
+                raise _Gated(f"batch {batch_id} began after the stop")
+            self.in_batch = True
+        try:
+            self._process(rows, batch_id)
+            self.last_batch = batch_id
+        finally:
+            with self.lock:
+                self.in_batch = False
+
+    def _process(self, rows: DataFrame, batch_id: int) -> None:
+        began = time.monotonic()
+        pipeline = self.pipeline
+        destination = pipeline.destination
+        stage = Stage(rows, self.fmt, self.node_id, destination.plugin.message_columns, self.route)
+        try:
+            counts = stage.count()
+            self._check_policy(stage, counts, batch_id)
+            if counts.written:
+                self._write(
+                    stage.messages(),
+                    destination.plugin.spark_name,
+                    self.writer_settings,
+                    destination.place_of,
+                )
+            if counts.letters:
+                dlq = pipeline.dead_letters
+                self._write(stage.letters(), dlq.plugin.spark_name, dlq.settings, dlq.place_of)
+        finally:
+            stage.release()
+        self.totals.add(counts)
+        self.batches += 1
+        rate = counts.records / max(time.monotonic() - began, 1e-6)
+        self.say(
+            f"{pipeline.id}: batch {batch_id}: {counts.records} in, {counts.written} out, "
+            f"{counts.letters} to the dead-letter output, "
+            f"{rate:,.{0 if rate >= 10 else 1}f} records/s"
+        )
+
+    def _write(
+        self,
+        frame: DataFrame,
+        name: str,
+        settings: dict[str, str],
+        place_of: Callable[[str], str],
+    ) -> None:
+        """Append ``frame`` with the data source ``name``; a refused setting is noted with
+        the connector's place in the file."""
+        try:
+            frame.write.format(name).options(**settings).mode("append").save()
+        except Exception as exc:
+            refused = _setting_error(exc)
+            if refused is not None:
+                self.refused = f"{place_of(refused)}: {refused}"
+            raise
+
+    def _check_policy(self, stage: Stage, counts: Counts, batch_id: int) -> None:
+        dlq = self.pipeline.dead_letters
+        if not counts.letters:
+            return
+        unwritten = f"nothing of batch {batch_id} was written"
+        if dlq.fail_fast:
+            position, reason = stage.first_letter()
+            self.stopped = (
+                f"pipeline {self.pipeline.id} stopped by fail-fast: the record at "
+                f"{position!r} would go to the dead-letter output: {reason} ({unwritten})"
+            )
+            raise PipelineStopped(self.stopped)
+        if dlq.max_error_ratio is not None:
+            letters = self.totals.letters + counts.letters
+            records = self.totals.records + counts.records
+            if records and letters / records > dlq.max_error_ratio:
+                self.stopped = (
+                    f"pipeline {self.pipeline.id} stopped: {letters} of {records} records "
+                    f"({letters / records:.1%}) would go to the dead-letter output, more than "
+                    f"max-error-ratio {dlq.max_error_ratio:g} ({unwritten})"
+                )
+                raise PipelineStopped(self.stopped)
+
+    # -------------------------------------------------------------- reading
+
+    def read(self, streaming: bool) -> DataFrame:
+        source = self.pipeline.source
+        reader: Any = self.spark.readStream if streaming else self.spark.read
+        try:
+            return reader.format(source.plugin.spark_name).options(**source.settings).load()  # type: ignore[no-any-return]
+        except Exception as exc:
+            refused = _setting_error(exc)
+            if refused is not None:
+                raise SettingRefused(f"{source.place_of(refused)}: {refused}") from None
+            raise
+
+    def fail(self, exc: BaseException) -> None:
+        """Note why the pipeline ended, unless a stop of ours explains it."""
+        if self.stopped is None and self.refused is None and not self.gated:
+            refused = _setting_error(exc)
+            if refused is not None and self.failed is None:
+                self.refused = f"{self.pipeline.source.place_of(refused)}: {refused}"
+            else:
+                self.failed = f"pipeline {self.pipeline.id} failed: {one_line(exc)}"
+
+    def start_line(self, available_now: bool) -> str:
+        p = self.pipeline
+        how = "batch" if p.batch else f"streaming{', available now' if available_now else ''}"
+        line = (
+            f"{p.id}: starting ({how}): {p.source.id} ({p.source.plugin.name}) -> "
+            f"{p.destination.id} ({p.destination.plugin.name}), dead letters -> "
+            f"{p.dead_letters.settings.get('path', p.dead_letters.plugin.name)}"
+        )
+        return line if p.batch else f"{line}, checkpoint {p.checkpoint}"
+
+    def summary(self) -> str:
+        elapsed = time.monotonic() - self.started
+        t = self.totals
+        dlq = self.pipeline.dead_letters.settings.get(
+            "path", self.pipeline.dead_letters.plugin.name
+        )
+        return (
+            f"{self.pipeline.id}: {self.batches} batch{'es' if self.batches != 1 else ''}, "
+            f"{t.records} records in, {t.written} out, {t.letters} to the dead-letter output"
+            f"{f' ({dlq})' if t.letters else ''}, {elapsed:.1f} s"
+        )
+
+
+#: Spark's log on the terminal: errors only, and none for failed tasks and queries, whose
+#: reason the run reports in one line.
+_LOG4J2 = """\
+rootLogger.level = error
+rootLogger.appenderRef.console.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+"""
+_QUIET = (
+    "org.apache.spark.executor.Executor",
+    "org.apache.spark.scheduler.TaskSetManager",
+    "org.apache.spark.sql.execution.streaming",
+    "org.apache.spark.sql.execution.datasources.v2",
+    "org.apache.spark.sql.execution.python",
+    "org.apache.spark.util.Utils",
+)
+
+
+def log_config(path: str | None = None) -> str:
+    """Write a log4j2 configuration for a driver JVM to ``path`` (else a temporary file,
+    removed when the process ends); its path."""
+    lines = [_LOG4J2]
+    for index, logger in enumerate(_QUIET):
+        lines.append(f"logger.quiet{index}.name = {logger}\nlogger.quiet{index}.level = off\n")
+    if path is None:
+        fd, path = tempfile.mkstemp(prefix="cdc-log4j2-", suffix=".properties")
+        os.close(fd)
+        atexit.register(_remove, path)
+    with open(path, "w") as stream:
+        stream.write("".join(lines))
+    return path
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.remove(path)
+
+
+def session(config: Config, *, submitted: bool) -> SparkSession:
+    """The Spark session of ``config``: its master and conf, unless spark-submit set them."""
+    builder: Any = SparkSession.builder.appName(
+        "cdc-connectors " + ",".join(p.id for p in config.pipelines)
+    )
+    if not submitted:
+        builder = builder.master(config.master)
+        conf = dict(config.spark_conf)
+        conf.setdefault("spark.ui.showConsoleProgress", "false")  # our lines say it
+        if "spark.driver.extraJavaOptions" not in conf:
+            conf["spark.driver.extraJavaOptions"] = (
+                f"-Dlog4j2.configurationFile=file:{log_config()}"
+            )
+        for key, value in conf.items():
+            builder = builder.config(key, value)
+    spark: SparkSession = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _register(spark: SparkSession, config: Config) -> None:
+    seen: set[str] = set()
+    for pipeline in config.pipelines:
+        for plugin in (
+            pipeline.source.plugin,
+            pipeline.destination.plugin,
+            pipeline.dead_letters.plugin,
+        ):
+            if plugin.spark_name not in seen:
+                spark.dataSource.register(plugin.source_class)
+                seen.add(plugin.spark_name)
+
+
+def run(
+    config: Config,
+    spark: SparkSession,
+    *,
+    available_now: bool = False,
+    stopper: Stopper | None = None,
+    say: Callable[[str], None] = _say,
+) -> int:
+    """Run every pipeline of ``config``; the exit status (module docstring)."""
+    stopper = stopper or Stopper()
+    _register(spark, config)
+    jobs = [_Job(p, spark, say) for p in config.pipelines]
+    for job in jobs:
+        say(job.start_line(available_now))
+    try:
+        for job in jobs:
+            if job.pipeline.batch and stopper.requested is None:
+                _run_batch(job)
+        streaming = [j for j in jobs if not j.pipeline.batch]
+        if streaming and stopper.requested is None:
+            _run_streams(config, streaming, available_now, stopper)
+    except KeyboardInterrupt as exc:
+        spark.sparkContext.cancelAllJobs()
+        for query in spark.streams.active:
+            query.stop()
+        say(f"stopped at once by {exc or 'SIGINT'}: the last batch may be written in part")
+        return EXIT_INTERRUPTED
+    except SettingRefused as exc:
+        say(f"Error: {exc}")
+        return EXIT_USAGE
+    for job in jobs:
+        say(job.summary())
+    for job in jobs:
+        if job.refused:
+            say(f"Error: {job.refused}")
+            return EXIT_USAGE
+    problems = [j.stopped or j.failed for j in jobs if j.stopped or j.failed]
+    for problem in problems:
+        say(f"Error: {problem}")
+    if stopper.requested:
+        say(f"stopped by {stopper.requested}")
+    if problems or any(j.totals.letters for j in jobs):
+        return EXIT_LETTERS
+    return EXIT_OK
+
+
+def _run_batch(job: _Job) -> None:
+    try:
+        job.process(job.read(streaming=False), 0)
+    except SettingRefused:
+        raise
+    except Exception as exc:  # reported in the summary; the other pipelines run on
+        job.fail(exc)
+
+
+def _run_streams(config: Config, jobs: list[_Job], available_now: bool, stopper: Stopper) -> None:
+    queries = []
+    for job in jobs:
+        try:
+            writer: Any = (
+                job.read(streaming=True)
+                .writeStream.foreachBatch(job.process)
+                .option("checkpointLocation", job.pipeline.checkpoint)
+                .queryName(job.pipeline.id)
+            )
+            if available_now:
+                writer = writer.trigger(availableNow=True)
+            elif config.trigger:
+                writer = writer.trigger(processingTime=config.trigger)
+            queries.append((job, writer.start()))
+        except SettingRefused:
+            raise
+        except Exception as exc:
+            refused = _setting_error(exc)
+            if refused is not None:
+                source = job.pipeline.source
+                raise SettingRefused(f"{source.place_of(refused)}: {refused}") from None
+            job.fail(exc)  # reported in the summary; the other pipelines run on
+    stopping = False
+    while any(query.isActive for _, query in queries):
+        for _, query in queries:
+            if query.isActive:
+                with contextlib.suppress(StreamingQueryException):  # read below
+                    query.awaitTermination(0.2)
+        # pipelines are independent: one that fails or stops leaves the others running
+        if stopper.requested and not stopping:
+            stopping = True
+            for job, query in queries:
+                if query.isActive:
+                    _stop_cleanly(job, query)
+    for job, query in queries:
+        error = query.exception()
+        if error is not None:
+            job.fail(error)
+
+
+def _stop_cleanly(job: _Job, query: Any) -> None:
+    """Stop ``query`` between batches: refuse new ones, let the current one be committed."""
+    with job.lock:
+        job.stopping = True
+    while True:
+        with job.lock:
+            busy = job.in_batch
+        if not busy:
+            break
+        time.sleep(0.05)
+    # the batch's commit is written after foreachBatch returns: wait for its progress report
+    if job.last_batch is not None:
+        for _ in range(600):
+            progress = query.lastProgress
+            if not query.isActive or (progress and progress.get("batchId", -1) >= job.last_batch):
+                break
+            time.sleep(0.05)
+    query.stop()

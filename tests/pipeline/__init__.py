@@ -1,0 +1,1 @@
+"""Pipelines: config files, cdc-connectors run and submit."""

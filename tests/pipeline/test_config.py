@@ -1,0 +1,212 @@
+"""Pipeline files: what is accepted, and every error naming its line and key."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+import pytest
+
+from cdc_connectors.pipeline import ConfigError, parse
+
+GOOD = """\
+version: "2.2"
+schema-registry:
+  url: sqlite:///.cdc/registry.db
+spark:
+  master: local[2]
+  conf: {spark.sql.shuffle.partitions: 8}
+pipelines:
+  - id: orders
+    connectors:
+      - id: in
+        type: source
+        plugin: builtin:file
+        settings:
+          path: in/
+          format: debezium-json
+      - id: out
+        type: destination
+        plugin: kafka
+        settings: {servers: "127.0.0.1:9092", topic: orders-opencdc, format: opencdc-proto}
+    dead-letter-queue:
+      plugin: files
+      settings: {path: ./dlq}
+      fail-fast: false
+      max-error-ratio: 0.25
+"""
+
+
+def _error(text: str) -> str:
+    with pytest.raises(ConfigError) as caught:
+        parse(textwrap.dedent(text), "pipeline.yaml")
+    message = str(caught.value)
+    assert "\n" not in message
+    return message
+
+
+def _with(old: str, new: str) -> str:
+    assert old in GOOD
+    return GOOD.replace(old, new, 1)
+
+
+def test_a_good_file_gives_connectors_with_the_registry_and_spark_names() -> None:
+    config = parse(GOOD, "pipeline.yaml")
+    assert config.master == "local[2]"
+    assert config.spark_conf == {"spark.sql.shuffle.partitions": "8"}
+    (pipeline,) = config.pipelines
+    assert pipeline.source.plugin.spark_name == "cdc-files"
+    assert pipeline.destination.plugin.spark_name == "cdc-kafka"
+    assert pipeline.source.settings["registry"] == "sqlite:///.cdc/registry.db"
+    assert pipeline.dead_letters.settings == {
+        "path": "./dlq",
+        "registry": "sqlite:///.cdc/registry.db",
+        "format": "opencdc-json",
+    }
+    assert pipeline.dead_letters.max_error_ratio == 0.25
+    assert pipeline.checkpoint.endswith("checkpoints/orders")
+    assert not pipeline.batch  # the files source streams; no endingOffsets, no mode
+
+
+def test_a_connector_registry_setting_wins_over_the_file_one() -> None:
+    config = parse(_with("path: in/", "path: in/\n          registry: memory://x"))
+    assert config.pipelines[0].source.settings["registry"] == "memory://x"
+
+
+def test_ending_offsets_or_mode_batch_make_a_batch_job() -> None:
+    kafka_source = _with(
+        "plugin: builtin:file\n        settings:\n          path: in/\n",
+        "plugin: kafka\n        settings:\n          servers: 127.0.0.1:9092\n"
+        "          topics: orders\n          endingOffsets: latest\n",
+    )
+    assert parse(kafka_source).pipelines[0].batch
+    assert (
+        not parse(kafka_source.replace("endingOffsets: latest", "startingOffsets: earliest"))
+        .pipelines[0]
+        .batch
+    )
+    assert parse(_with("  - id: orders\n", "  - id: orders\n    mode: batch\n")).pipelines[0].batch
+
+
+def test_a_stopped_pipeline_is_not_run() -> None:
+    stopped = _with("  - id: orders\n", "  - id: orders\n    status: stopped\n")
+    assert "no pipeline to run" in _error(stopped)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (_with('version: "2.2"', 'version: "1.0"'), 'pipeline.yaml:1: version: must be "2.2"'),
+        (
+            _with("    connectors:", "    colour: blue\n    connectors:"),
+            "pipeline.yaml:9: pipelines[0].colour: unknown key",
+        ),
+        (
+            _with("  master: local[2]", "  master: local[2]\n  mastr: x"),
+            "pipeline.yaml:6: spark.mastr: unknown key",
+        ),
+        (
+            _with('servers: "127.0.0.1:9092", ', ""),
+            "pipeline.yaml:19: pipelines[0].connectors[1].settings.servers: cdc-kafka setting "
+            "'servers' is required",
+        ),
+        (
+            _with("path: in/", "path: in/\n          nope: 1"),
+            "pipeline.yaml:15: pipelines[0].connectors[0].settings.nope: cdc-files has no "
+            "setting 'nope'",
+        ),
+        (
+            _with("format: debezium-json", "format: no-such-format"),
+            "pipeline.yaml:15: pipelines[0].connectors[0].settings.format: cdc-files setting "
+            "'format': unknown format 'no-such-format'",
+        ),
+        (
+            _with("format: debezium-json", "format: debezium-json\n          format.colour: red"),
+            "pipeline.yaml:16: pipelines[0].connectors[0].settings.format.colour",
+        ),
+        (
+            _with("plugin: kafka", "plugin: postgres"),
+            "pipeline.yaml:18: pipelines[0].connectors[1].plugin: unknown connector plugin "
+            "'postgres'",
+        ),
+        (
+            _with("type: destination", "type: sink"),
+            "pipeline.yaml:17: pipelines[0].connectors[1].type: must be source or destination",
+        ),
+        (
+            _with("max-error-ratio: 0.25", "max-error-ratio: 1.5"),
+            "pipeline.yaml:24: pipelines[0].dead-letter-queue.max-error-ratio: must be between "
+            "0 and 1",
+        ),
+        (
+            _with("fail-fast: false", "fail-fast: maybe"),
+            "pipeline.yaml:23: pipelines[0].dead-letter-queue.fail-fast: must be true or false",
+        ),
+        (
+            _with("fail-fast: false", "window-size: 4"),
+            "pipeline.yaml:23: pipelines[0].dead-letter-queue.window-size: not supported",
+        ),
+        (
+            _with("  url: sqlite:///.cdc/registry.db", "  url: nope://x"),
+            "pipeline.yaml:3: schema-registry.url: no registry serves the scheme 'nope'",
+        ),
+        (
+            _with(
+                "      - id: out\n        type: destination",
+                "      - id: in\n        type: destination",
+            ),
+            "pipeline.yaml:16: pipelines[0].connectors[1]: connector id 'in' is used twice",
+        ),
+        (
+            _with(
+                "        type: destination\n        plugin: kafka",
+                "        type: source\n        plugin: files",
+            ).replace('{servers: "127.0.0.1:9092", topic: orders-opencdc, ', "{path: x, "),
+            "pipeline.yaml:9: pipelines[0].connectors: a pipeline has one source and one "
+            "destination connector (found 2 and 0)",
+        ),
+        (
+            _with("  - id: orders", "  - id: ../orders"),
+            "pipeline.yaml:8: pipelines[0].id: '../orders'",
+        ),
+        (
+            _with("spark.sql.shuffle.partitions: 8", "shuffle: 8"),
+            "pipeline.yaml:6: spark.conf.shuffle: a Spark setting",
+        ),
+        (
+            _with("path: in/", "path: [in/]"),
+            "pipeline.yaml:14: pipelines[0].connectors[0].settings.path: must be a string, "
+            "number or boolean, not a list",
+        ),
+        (
+            _with("    connectors:\n", "    connectors:\n      - id: x\n"),
+            "pipeline.yaml:10: pipelines[0].connectors[0].type: required",
+        ),
+        (
+            _with("  - id: orders\n", "  - id: orders\n    id: again\n"),
+            "pipeline.yaml:9: pipelines[0].id: given twice",
+        ),
+        (
+            _with("    connectors:", "    processors: [{id: p, plugin: x}]\n    connectors:"),
+            "pipeline.yaml:9: pipelines[0].processors: processors are not supported",
+        ),
+        ("pipelines: []\n", "pipeline.yaml:1: version: required"),
+        ("", "pipeline.yaml:1: empty"),
+        ("version: [\n", "pipeline.yaml:2: not valid YAML"),
+        (
+            'version: "2.2"\npipelines:\n  - id: a\n    connectors: {x: 1}\n',
+            "pipeline.yaml:4: pipelines[0].connectors: must be a list, not a mapping",
+        ),
+        ("- just\n- a list\n", "pipeline.yaml:1: must be a mapping, not a list"),
+    ],
+    ids=lambda v: re.sub(r"\W+", "-", v)[:40] if isinstance(v, str) else str(v),
+)
+def test_each_error_names_line_and_key(text: str, expected: str) -> None:
+    message = _error(text)
+    assert message.startswith(expected), message
+
+
+def test_unknown_plugin_lists_the_known_ones() -> None:
+    message = _error(_with("plugin: kafka", "plugin: builtin:s3"))
+    assert "unknown connector plugin 'builtin:s3'" in message
+    assert "connectors:" in message
