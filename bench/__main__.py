@@ -12,13 +12,17 @@ HERE = Path(__file__).parent
 
 
 def main(selected: list[str]) -> None:
-    results: dict[str, dict[str, object]] = {}
+    # A selection updates its rows of results.json and keeps the others.
+    saved = HERE / "results.json"
+    results: dict[str, dict[str, object]] = (
+        json.loads(saved.read_text()) if selected and saved.exists() else {}
+    )
     for module in sorted(m.name for m in pkgutil.iter_modules([str(HERE)])):
         if not module.startswith("bench_") or (selected and module not in selected):
             continue
         print(f"running {module} ...", file=sys.stderr, flush=True)
         results.update(importlib.import_module(f"bench.{module}").run())
-    (HERE / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    saved.write_text(json.dumps(results, indent=2) + "\n")
     print("| name | ours | anchor | ratio |")
     print("|---|---|---|---|")
     for name, r in results.items():

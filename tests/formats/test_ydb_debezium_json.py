@@ -189,8 +189,7 @@ def test_convert_stream_end_to_end() -> None:
 def test_batches_map_as_single_messages_do() -> None:
     fmt = YdbDebeziumJsonFormat({"collection": "orders", "mode": "NEW_IMAGE"})
     batch, errors = decode_batch(
-        fmt,
-        [message(value("u", after=NEW)), message(value("c", after=NEW))]
+        fmt, [message(value("u", after=NEW)), message(value("c", after=NEW))]
     )
     assert batch.num_rows == 1
     assert [index for index, _ in errors] == [1] and "op 'c'" in str(errors[0][1])
