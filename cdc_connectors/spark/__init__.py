@@ -18,6 +18,7 @@ from cdc_connectors.opencdc import Record
 from cdc_connectors.spark.arrow import record_from_row, records_from_batch, records_to_batch
 from cdc_connectors.spark.expand import encode, expand
 from cdc_connectors.spark.schema import OPENCDC_ARROW_SCHEMA, OPENCDC_SCHEMA
+from cdc_connectors.spark.typed_view import typed_view
 
 CONNECTORS_GROUP = plugins.CONNECTORS
 
@@ -31,6 +32,7 @@ __all__ = [
     "records_from_batch",
     "records_to_batch",
     "register",
+    "typed_view",
 ]
 
 
