@@ -44,6 +44,8 @@ from cdc_connectors.convert.files import (
 )
 from cdc_connectors.formats import FormatOptionError, load_format
 
+_NoArgsIsHelp = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
 
 class _Command(click.Group):
     """The command group; output lost to a full or closed stdout ends in one line.
@@ -55,12 +57,31 @@ class _Command(click.Group):
     def main(self, *args: Any, **kwargs: Any) -> Any:
         if sys.stdout is None:
             sys.stdout = ClosedStdout()
+        kwargs.pop("standalone_mode", None)
         try:
-            return super().main(*args, **kwargs)
+            # Not click's standalone mode: a usage error is one line here, not click's
+            # usage block, hint and error (four lines).
+            result = super().main(*args, standalone_mode=False, **kwargs)  # type: ignore[call-overload]
+        except _NoArgsIsHelp as exc:  # a group alone: its help, as click shows it
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.UsageError as exc:
+            command = exc.ctx.command_path if exc.ctx is not None else "cdc-connectors"
+            click.echo(f"Error: {exc.format_message()} (see '{command} --help')", err=True)
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
         except OSError as exc:
             settle_stdout()
             click.echo(f"Error: cannot write the output: {exc.strerror or exc}", err=True)
             sys.exit(1)
+        # What click returns without standalone mode: a command's exit status (ctx.exit,
+        # --help, --version), or None when it simply returned.
+        sys.exit(result if isinstance(result, int) else 0)
 
 
 @click.group(cls=_Command, context_settings={"help_option_names": ["-h", "--help"]})

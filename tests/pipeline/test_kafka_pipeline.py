@@ -1,0 +1,142 @@
+"""The pipeline of ARCHITECTURE.md end to end: a Debezium JSON topic (written by a batching
+producer) -> `cdc-connectors run` -> an OpenCDC protobuf topic that an independent definition
+of Conduit's record reads, and every bad message in the dead-letter files."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from google.protobuf.json_format import MessageToDict
+
+from tests.kafka_broker import KafkaBroker
+from tests.protoc import compile_proto, message_class
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+GOOD = 300
+JUNK = [b"{not json", b'{"op": "x", "after": {"id": 1}, "source": {"table": "t"}}', b"[]"]
+
+
+def change(n: int) -> bytes:
+    return orjson.dumps(
+        {
+            "before": None,
+            "after": {"id": n, "name": f"customer {n}", "big": 2**53 - n},
+            "source": {"db": "shop", "table": "customers", "ts_ms": 1_700_000_000_000 + n},
+            "op": "c" if n % 3 else "u",
+            "ts_ms": 1_700_000_000_500 + n,
+        }
+    )
+
+
+def test_run_moves_good_records_to_opencdc_protobuf_and_bad_ones_to_dead_letters(
+    kafka_broker: KafkaBroker, tmp_path: Path
+) -> None:
+    source = kafka_broker.create_topic(f"cdc-in-{uuid.uuid4().hex[:8]}", 2)
+    target = kafka_broker.create_topic(f"cdc-out-{uuid.uuid4().hex[:8]}", 1)
+    producer = Producer({"bootstrap.servers": kafka_broker.bootstrap, "linger.ms": 50})
+    sent = [change(n) for n in range(GOOD)]
+    for n, value in enumerate(sent):
+        producer.produce(source, value, key=orjson.dumps({"id": n}), partition=n % 2)
+        if n in (50, 200, 260):
+            producer.produce(source, JUNK[(50, 200, 260).index(n)], partition=n % 2)
+    assert producer.flush(30) == 0
+
+    dlq = tmp_path / "dlq"
+    pipeline = tmp_path / "pipeline.yaml"
+    pipeline.write_text(
+        f"""version: "2.2"
+schema-registry:
+  url: sqlite:///{tmp_path}/registry.db
+spark:
+  master: local[2]
+  conf: {{spark.sql.shuffle.partitions: "2", spark.ui.enabled: "false"}}
+pipelines:
+  - id: customers
+    connectors:
+      - id: in
+        type: source
+        plugin: kafka
+        settings: {{servers: "{kafka_broker.bootstrap}", topics: {source}, format: debezium-json,
+                   startingOffsets: earliest, endingOffsets: latest}}
+      - id: out
+        type: destination
+        plugin: kafka
+        settings: {{servers: "{kafka_broker.bootstrap}", topic: {target}, format: opencdc-proto}}
+    dead-letter-queue:
+      plugin: files
+      settings: {{path: "{dlq}", format: opencdc-json}}
+"""
+    )
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+    result = subprocess.run(
+        [sys.executable, "-m", "cdc_connectors.cli", "run", str(pipeline)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert result.returncode == 1, result.stderr[-3000:]  # 1: some went to the dead letters
+    assert f"{GOOD + 3} records in, {GOOD} out, 3 to the dead-letter output" in result.stderr
+
+    record_class = message_class(compile_proto("conduit_record.proto"), "conduitcheck.v1.Rec")
+    values = _all_values(kafka_broker, target)
+    assert len(values) == GOOD
+    ids = set()
+    for value in values:
+        record = record_class.FromString(value)
+        after = MessageToDict(record.payload.after.structured_data)
+        assert after["name"] == f"customer {int(after['id'])}"
+        assert after["big"] == 2**53 - after["id"]  # exact: below 2^53
+        assert dict(record.metadata)["opencdc.collection"] == "shop.customers"
+        assert record.position.decode().startswith(f"{source}/")
+        ids.add(int(after["id"]))
+    assert ids == set(range(GOOD))
+
+    letters = [
+        orjson.loads(line)
+        for file in sorted(dlq.rglob("*.jsonl"))
+        for line in file.read_bytes().splitlines()
+    ]
+    assert len(letters) == 3
+    originals = sorted(_raw(letter["payload"]["after"]) for letter in letters)
+    assert originals == sorted(JUNK)
+    assert all(letter["metadata"]["conduit.dlq.nack.error"] for letter in letters)
+
+
+def _raw(data: Any) -> bytes:
+    import base64
+
+    return base64.b64decode(data)
+
+
+def _all_values(broker: KafkaBroker, topic: str) -> list[bytes]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": "check",
+            "enable.partition.eof": True,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    values: list[bytes] = []
+    try:
+        while True:
+            message = consumer.poll(10)
+            assert message is not None, "no end of partition within 10 s"
+            if message.error() is not None:
+                break  # the end of the partition
+            values.append(message.value())
+    finally:
+        consumer.close()
+    return values
