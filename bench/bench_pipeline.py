@@ -159,9 +159,12 @@ def run() -> dict[str, dict[str, Any]]:
         for _ in range(ROUNDS):
             timed("pipeline", job(False, "local[2]"))
             timed("copy", job(True, "local[2]"))
+        # Fresh sessions: a Python worker's peak (VmHWM) lasts as long as the worker.
+        session("local[2]")
         with _WorkerMemory() as short:
             job(False, "local[2]")()
         _produce(servers, "bench-long", MESSAGES * LONG_FACTOR)
+        session("local[2]")
         with _WorkerMemory() as long:
             job(False, "local[2]", "bench-long")()
         session("local[1]")

@@ -11,9 +11,11 @@ source rows (OpenCDC layout)
        kind 1, 2: OpenCDC layout                     -> dead-letter writer
 ```
 
-A source that yields a message layout (Kafka with ``format: raw``) is copied as is. Each
-batch is read from the source once: the stage's output is persisted before the counts and
-both writes.
+A source that yields a message layout (Kafka with ``format: raw``) is copied as is. A Kafka
+source with a format is read as raw messages and the stage decodes and encodes them in one
+pass (:func:`converter`): the records never take the OpenCDC Arrow layout in between, whose
+``VARIANT`` images cost most of the time of a conversion. Each batch is read from the source
+once: the stage's output is persisted before the counts and both writes.
 """
 
 from __future__ import annotations
@@ -35,15 +37,20 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from cdc_connectors.connectors.messages import DLQ_ERROR, encode_rows, is_dead_letter
+from cdc_connectors.connectors.messages import (
+    DLQ_ERROR,
+    FailFastError,
+    encode_rows,
+    is_dead_letter,
+)
 from cdc_connectors.convert.deadletter import dead_letter
-from cdc_connectors.formats.base import Format, Message
+from cdc_connectors.formats.base import Format, Message, SkipMessage
 from cdc_connectors.opencdc import CodecError, Record
 from cdc_connectors.opencdc.json_codec import record_to_json
 from cdc_connectors.spark.arrow import records_from_batch, records_to_batch
 from cdc_connectors.spark.schema import OPENCDC_ARROW_SCHEMA, OPENCDC_SCHEMA
 
-__all__ = ["Counts", "Stage", "encoder"]
+__all__ = ["Counts", "SourceFormat", "Stage", "converter", "encoder"]
 
 #: Row kinds of the stage's output.
 MESSAGE, SOURCE_LETTER, ENCODE_LETTER = 0, 1, 2
@@ -187,6 +194,87 @@ def encoder(
     return encode
 
 
+@dataclass(frozen=True)
+class SourceFormat:
+    """How a fused stage decodes the raw messages of its source."""
+
+    fmt: Format
+    node_id: str
+    fail_fast: bool
+
+
+def _raw_messages(batch: pa.RecordBatch) -> list[Message]:
+    """Messages of a batch in Spark's Kafka layout, each placed ``topic/partition/offset``."""
+    headers = batch.column("headers").to_pylist()
+    return [
+        Message(
+            value,
+            key,
+            [(h["key"], h["value"]) for h in pairs or ()],
+            where=f"{topic}/{partition}/{offset}",
+        )
+        for key, value, topic, partition, offset, pairs in zip(
+            batch.column("key").to_pylist(),
+            batch.column("value").to_pylist(),
+            batch.column("topic").to_pylist(),
+            batch.column("partition").to_pylist(),
+            batch.column("offset").to_pylist(),
+            headers,
+            strict=True,
+        )
+    ]
+
+
+def converter(
+    source: SourceFormat, fmt: Format, node_id: str, route: Route | None = None
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The mapInArrow function of a fused stage: raw source messages decoded with the
+    source's format and encoded with the destination's, in one pass; a message that does
+    not decode and a record that does not encode are dead letters, as in the two-step way."""
+
+    def convert(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            messages = _raw_messages(batch)
+            out: list[Message] = []
+            topics: list[str] | None = [] if route is not None else None
+            source_letters: list[Record] = []
+            encode_letters: list[Record] = []
+            for index, found in source.fmt.decode_many(messages):
+                message = messages[index]
+                if isinstance(found, SkipMessage):
+                    continue
+                if isinstance(found, CodecError):
+                    if source.fail_fast:
+                        raise FailFastError(f"{message.where}: {found.reason}")
+                    source_letters.append(dead_letter(message, found.reason, source.node_id))
+                    continue
+                where = message.where.encode("utf-8")
+                for record in found:
+                    if not record.position:
+                        record.position = where
+                    try:
+                        topic = route(record) if route is not None else None
+                        encoded = fmt.encode(record)
+                    except (CodecError, ValueError) as exc:
+                        reason = exc.reason if isinstance(exc, CodecError) else str(exc)
+                        original = Message(record_to_json(record), where=message.where)
+                        encode_letters.append(dead_letter(original, reason, node_id))
+                        continue
+                    out.append(encoded)
+                    if topics is not None and topic is not None:
+                        topics.append(topic)
+            if source_letters:
+                yield _letters_batch(records_to_batch(source_letters), SOURCE_LETTER)
+            if out:
+                yield _messages_batch(out, topics)
+            if encode_letters:
+                yield _letters_batch(records_to_batch(encode_letters), ENCODE_LETTER)
+
+    return convert
+
+
 @dataclass
 class Counts:
     """What one batch did."""
@@ -217,10 +305,13 @@ class Stage:
         node_id: str,
         columns: tuple[str, ...],
         route: Route | None = None,
+        source: SourceFormat | None = None,
     ):
         names = rows.schema.fieldNames()
-        self.copy = names != _OPENCDC_COLUMNS
-        if self.copy:  # a message layout (Kafka raw): written as is
+        self.copy = names != _OPENCDC_COLUMNS and source is None
+        if source is not None:  # raw messages, decoded and encoded in one pass
+            self.frame = rows.mapInArrow(converter(source, fmt, node_id, route), STAGE_SCHEMA)
+        elif self.copy:  # a message layout (Kafka raw): written as is
             if "value" not in names:
                 raise ValueError(
                     f"the source gives columns {', '.join(names)}: neither the OpenCDC "

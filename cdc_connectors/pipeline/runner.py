@@ -32,8 +32,9 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 
 from cdc_connectors.connectors.messages import open_format
-from cdc_connectors.pipeline.config import Config, Pipeline
-from cdc_connectors.pipeline.plan import Counts, Stage
+from cdc_connectors.options import TRUE
+from cdc_connectors.pipeline.config import Config, Connector, Pipeline
+from cdc_connectors.pipeline.plan import Counts, SourceFormat, Stage
 
 __all__ = ["Stopper", "log_config", "run", "session"]
 
@@ -134,6 +135,7 @@ class _Job:
         )
         self.node_id = f"{self.pipeline.id}:{destination.id}"
         self.route, self.writer_settings = destination.plugin.routing(destination.settings)
+        self.source_settings, self.fused = _fused_source(self.pipeline.source)
 
     # -------------------------------------------------------------- one batch
 
@@ -154,7 +156,14 @@ class _Job:
         began = time.monotonic()
         pipeline = self.pipeline
         destination = pipeline.destination
-        stage = Stage(rows, self.fmt, self.node_id, destination.plugin.message_columns, self.route)
+        stage = Stage(
+            rows,
+            self.fmt,
+            self.node_id,
+            destination.plugin.message_columns,
+            self.route,
+            self.fused,
+        )
         try:
             counts = stage.count()
             self._check_policy(stage, counts, batch_id)
@@ -225,7 +234,7 @@ class _Job:
         source = self.pipeline.source
         reader: Any = self.spark.readStream if streaming else self.spark.read
         try:
-            return reader.format(source.plugin.spark_name).options(**source.settings).load()  # type: ignore[no-any-return]
+            return reader.format(source.plugin.spark_name).options(**self.source_settings).load()  # type: ignore[no-any-return]
         except Exception as exc:
             refused = _setting_error(exc)
             if refused is not None:
@@ -283,6 +292,38 @@ _QUIET = (
     "org.apache.spark.sql.execution.python",
     "org.apache.spark.util.Utils",
 )
+
+
+_KAFKA = "cdc-kafka"
+_FORMAT_SETTINGS = ("format", "failfast", "typed")
+
+
+def _fused_source(source: Connector) -> tuple[dict[str, str], SourceFormat | None]:
+    """The settings the source is read with, and the format a fused stage decodes with.
+
+    A Kafka source with a format (not ``raw``, not ``typed``) is read as raw messages and
+    decoded in the stage (:func:`~cdc_connectors.pipeline.plan.converter`); any other
+    source is read as configured.
+    """
+    settings = dict(source.settings)
+    lowered = {key.lower(): key for key in settings}
+    name = settings.get(lowered.get("format", "format"), "raw").strip() or "raw"
+    typed = settings.get(lowered.get("typed", "typed"), "false").strip().lower() in TRUE
+    if source.plugin.spark_name != _KAFKA or name == "raw" or typed:
+        return settings, None
+    fail_fast = settings.get(lowered.get("failfast", "failFast"), "false").strip().lower()
+    fmt = open_format(
+        {k: v for k, v in settings.items() if k.lower() == "format" or k.startswith("format.")},
+        default=name,
+        registry=settings.get("registry"),
+        connector=_KAFKA,
+    )
+    raw = {
+        k: v
+        for k, v in settings.items()
+        if k.lower() not in _FORMAT_SETTINGS and not k.startswith("format.")
+    }
+    return raw, SourceFormat(fmt, _KAFKA, fail_fast in TRUE)
 
 
 def log_config(path: str | None = None) -> str:
