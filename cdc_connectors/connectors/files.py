@@ -24,6 +24,7 @@ df.write.format("cdc-files").mode("append").save("out/")
 | ``maxRecordsPerBatch`` | ``10000`` | read: messages decoded into one Arrow batch |
 | ``maxFilesPerTrigger`` | all | streaming read: new files taken per micro-batch |
 | ``compression`` | ``none`` | write: ``gzip`` writes ``.gz`` files |
+| ``batchId`` | none | batch write of micro-batch N (pipelines): commits as ``batch-<N>/``, once |
 
 **Reading.** A directory is read with its subdirectories; names starting with ``.`` or ``_``
 are skipped at every level (temporary files, ``_staging``, ``_spark_metadata``). Each file is
@@ -75,6 +76,7 @@ import io
 import os
 import shutil
 import uuid
+import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -124,6 +126,7 @@ __all__ = ["FilesCommitMessage", "FilesDataSource", "FilesWriteError"]
 NAME = "cdc-files"
 NODE_ID = NAME
 STAGING = "_staging"
+_MAX_DEAD_FILE = 64 * 1024 * 1024  # bytes of an unreadable file kept in its dead letter
 DEFAULT_BATCH = 10_000
 
 #: Settings by their lowercase spelling (Spark lowercases option names) -> as documented.
@@ -134,7 +137,7 @@ _READ_ONLY = {
     "maxrecordsperbatch": "maxRecordsPerBatch",
     "maxfilespertrigger": "maxFilesPerTrigger",
 }
-_WRITE_ONLY = {"compression": "compression"}
+_WRITE_ONLY = {"compression": "compression", "batchid": "batchId"}
 _KNOWN = {**_COMMON, **_READ_ONLY, **_WRITE_ONLY}
 #: Options Spark itself passes to a sink; not ours to check.
 _SPARK_OWN = frozenset({"checkpointlocation"})
@@ -162,6 +165,7 @@ class Settings:
     batch_size: int
     max_files: int | None
     compression: str
+    batch_id: int | None
     given: frozenset[str]
 
     @classmethod
@@ -184,6 +188,9 @@ class Settings:
                 f"{NAME} setting 'compression' must be none or gzip, not {compression!r}"
             )
         max_files = lowered.get("maxfilespertrigger")
+        batch_id = lowered.get("batchid")
+        if batch_id is not None and not (batch_id.isdigit() and len(batch_id) <= 12):
+            raise SettingError(f"{NAME} setting 'batchId' must be a micro-batch number")
         return cls(
             path=path,
             format_settings=tuple(
@@ -198,6 +205,7 @@ class Settings:
             batch_size=_positive(lowered, "maxrecordsperbatch", DEFAULT_BATCH),
             max_files=None if max_files is None else _positive(lowered, "maxfilespertrigger", 0),
             compression=compression,
+            batch_id=None if batch_id is None else int(batch_id),
             given=frozenset(lowered),
         )
 
@@ -337,8 +345,27 @@ def read_file(
     """
     try:
         yield from _read_file(settings, file, typed)
-    except (OSError, EOFError) as exc:
-        raise OSError(f"{NAME}: cannot read {file}: {exc}") from exc
+    except (OSError, EOFError, zlib.error) as exc:
+        reason = f"cannot read {_shown(file)}: {exc}"
+        if settings.fail_fast:
+            raise OSError(f"{NAME}: {reason}") from exc
+        # The rest of the file is a dead letter (its bytes as they are, when it can be
+        # read at all): one bad file does not stop the read of the others.
+        yield _broken(CodecError(reason, where=_shown(file), data=_raw_bytes(file)), file, typed)
+
+
+def _shown(file: str) -> str:
+    """A file name as text, whatever bytes it holds."""
+    return file.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def _raw_bytes(file: str) -> bytes:
+    """The bytes of a file that failed to read, for its dead letter (if it is still there)."""
+    try:
+        with open(file, "rb") as stream:
+            return stream.read(_MAX_DEAD_FILE)
+    except OSError:
+        return b""
 
 
 def _read_file(
@@ -590,6 +617,9 @@ class FilesWriter(DataSourceArrowWriter):
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         path = self.settings.path
+        if self.settings.batch_id is not None:  # a micro-batch of a pipeline: exactly once
+            commit_batch(self.settings, messages, self.settings.batch_id)
+            return
         if self.overwrite:
             for name in os.listdir(path) if os.path.isdir(path) else []:
                 if name.startswith(("part-", "batch-")):
@@ -626,44 +656,54 @@ class FilesStreamWriter(DataSourceStreamArrowWriter):
         return write_task(self.settings, self.messages_layout, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        path = self.settings.path
-        staging = os.path.join(path, STAGING)
-        final = os.path.join(path, f"batch-{batchId:012d}")
-        staged = _staged(messages)
-        later = [
-            name
-            for name in (os.listdir(path) if os.path.isdir(path) else [])
-            if name.startswith("batch-") and name > os.path.basename(final)
-        ]
-        if later:  # never so for this query's own replays: batches commit in order
-            self.abort(messages, batchId)
-            raise FilesWriteError(
-                f"{NAME}: {path} already holds {min(later)}, written after micro-batch "
-                f"{batchId} by another query; give each query (checkpoint) its own directory"
-            )
-        if staged and not os.path.isdir(final):
-            gathered = os.path.join(staging, f"batch-{batchId:012d}-{uuid.uuid4().hex}")
-            os.mkdir(gathered)
-            for message in staged:
-                assert message.staged is not None
-                os.replace(message.staged, os.path.join(gathered, message.name))
-            _sync(gathered)
-            os.rename(gathered, final)  # the batch becomes visible whole
-            _sync(path)
-        # what is left is this replay's files (the batch was committed before) or
-        # those of attempts killed earlier: no other batch is in flight
-        if os.path.isdir(staging):
-            for name in os.listdir(staging):
-                entry = os.path.join(staging, name)
-                if os.path.isdir(entry):
-                    shutil.rmtree(entry, ignore_errors=True)
-                else:
-                    _remove(entry)
+        commit_batch(self.settings, messages, batchId)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         for message in _staged(messages):
             assert message.staged is not None
             _remove(message.staged)
+
+
+def commit_batch(
+    settings: Settings, messages: list[WriterCommitMessage | None], batch_id: int
+) -> None:
+    """Micro-batch ``batch_id``'s files become ``batch-<N>/`` in one rename, once: a replay
+    of a committed batch discards its files (module docstring)."""
+    path = settings.path
+    staging = os.path.join(path, STAGING)
+    final = os.path.join(path, f"batch-{batch_id:012d}")
+    staged = _staged(messages)
+    later = [
+        name
+        for name in (os.listdir(path) if os.path.isdir(path) else [])
+        if name.startswith("batch-") and name > os.path.basename(final)
+    ]
+    if later:  # never so for this query's own replays: batches commit in order
+        for message in staged:
+            assert message.staged is not None
+            _remove(message.staged)
+        raise FilesWriteError(
+            f"{NAME}: {path} already holds {min(later)}, written after micro-batch "
+            f"{batch_id} by another query; give each query (checkpoint) its own directory"
+        )
+    if staged and not os.path.isdir(final):
+        gathered = os.path.join(staging, f"batch-{batch_id:012d}-{uuid.uuid4().hex}")
+        os.mkdir(gathered)
+        for message in staged:
+            assert message.staged is not None
+            os.replace(message.staged, os.path.join(gathered, message.name))
+        _sync(gathered)
+        os.rename(gathered, final)  # the batch becomes visible whole
+        _sync(path)
+    # what is left is this replay's files (the batch was committed before) or
+    # those of attempts killed earlier: no other batch is in flight
+    if os.path.isdir(staging):
+        for name in os.listdir(staging):
+            entry = os.path.join(staging, name)
+            if os.path.isdir(entry):
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                _remove(entry)
 
 
 def _sync(path: str) -> None:

@@ -274,6 +274,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def initialOffset(self) -> dict[str, dict[str, int]]:
         tps = self.broker.partitions(require_topics=False)
         start = self.broker.resolve(self.settings.starting or "latest", tps, "startingOffsets")
+        if isinstance(self.settings.starting, dict):
+            # Explicit offsets past the end (or before the earliest) would silently skip
+            # messages: refused as a batch read refuses them.
+            kafka_offsets.check_range(start, self.broker.latest(tps), self.broker.earliest(tps))
         return kafka_offsets.to_json(start)
 
     def _latest(self, start: Offsets) -> tuple[Offsets, Offsets]:

@@ -123,7 +123,7 @@ def decode_messages(
             if fail_fast:
                 raise FailFastError(f"{message.where or 'message'}: {found.reason}") from None
             continue
-        where = message.where.encode("utf-8")
+        where = message.where.encode("utf-8", "surrogateescape")
         for record in found:
             if not record.position:
                 record.position = where

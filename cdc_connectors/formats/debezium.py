@@ -403,7 +403,9 @@ class DebeziumJsonFormat(Format):
             option, what = _NO_OPERATION[op]
             if getattr(self, option, "error") == "skip":
                 raise SkipMessage(option)
-            hint = f" (option {option}=skip counts and skips them)" if option in self.options else ""
+            hint = (
+                f" (option {option}=skip counts and skips them)" if option in self.options else ""
+            )
             raise CodecError(f"op {op!r} is a {what}, which has no OpenCDC operation{hint}")
         raise CodecError(f"unknown op {op!r}: Debezium's are c, u, d, r (and t, m)")
 

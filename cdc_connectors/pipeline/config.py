@@ -257,6 +257,11 @@ def _pipeline(node: Node, registry: str | None, checkpoints: str) -> Pipeline | 
             f"(found {len(sources)} and {len(destinations)})"
         )
     source, destination = sources[0], destinations[0]
+    if source.settings.get("typed", "false").strip().lower() not in ("false", "0", "no", "off"):
+        raise connectors_node.error(
+            "the source setting 'typed' is for reading DataFrames; a pipeline moves OpenCDC "
+            "records (use typed_view on its output)"
+        )
     streams = source.plugin.streams()
     if mode == "streaming" and not streams:
         assert mode_node is not None
@@ -266,16 +271,45 @@ def _pipeline(node: Node, registry: str | None, checkpoints: str) -> Pipeline | 
     )
     if status == "stopped":
         return None
+    dead_letters = _dead_letters(dlq_node, node, pipeline_id, registry)
+    _check_paths(connectors_node, source, destination, dead_letters)
     return Pipeline(
         id=pipeline_id,
         source=source,
         destination=destination,
-        dead_letters=_dead_letters(dlq_node, node, pipeline_id, registry),
+        dead_letters=dead_letters,
         batch=batch,
         checkpoint=os.path.join(checkpoints, pipeline_id),
         name=name,
         description=description,
     )
+
+
+def _check_paths(
+    node: Node, source: Connector, destination: Connector, dead_letters: DeadLetterQueue
+) -> None:
+    """Outputs that overlap the input or each other: a streaming pipeline would read its own
+    output forever, and records and dead letters would mix."""
+
+    def where(settings: dict[str, str]) -> str | None:
+        path = settings.get("path")
+        return os.path.realpath(path) if path else None
+
+    def within(inner: str, outer: str) -> bool:
+        return inner == outer or inner.startswith(outer.rstrip(os.sep) + os.sep)
+
+    read = where(source.settings) if source.plugin.name == "files" else None
+    outputs = [
+        (name, where(c.settings))
+        for name, c in (("destination", destination), ("dead-letter-queue", dead_letters))
+        if c.plugin.name == "files"
+    ]
+    for name, path in outputs:
+        if read is not None and path is not None and (within(path, read) or within(read, path)):
+            raise node.error(f"the {name} path overlaps the source path: it would read its output")
+    paths = [p for _, p in outputs if p is not None]
+    if len(paths) == 2 and (within(paths[0], paths[1]) or within(paths[1], paths[0])):
+        raise node.error("the destination and dead-letter-queue paths overlap: keep them apart")
 
 
 def _connector(node: Node, registry: str | None) -> Connector:
@@ -356,8 +390,15 @@ def _plugin(node: Node) -> Plugin:
 
 def _settings(node: Node | None, registry: str | None) -> dict[str, str]:
     settings: dict[str, str] = {}
+    seen: dict[str, str] = {}
     if node is not None:
         for key, value in node.mapping().items():
+            # Connectors read setting names in any case (as Spark options are): two
+            # spellings of one name would silently override each other.
+            twin = seen.get(key.lower())
+            if twin is not None:
+                raise value.error(f"the same setting as {twin!r} (setting names ignore case)")
+            seen[key.lower()] = key
             settings[key] = value.setting()
     if registry and "registry" not in settings:
         settings["registry"] = registry

@@ -9,7 +9,9 @@ checked on the driver, without touching any broker or file, by constructing the 
 
 from __future__ import annotations
 
+import glob
 import importlib
+import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -140,6 +142,8 @@ def check_settings(plugin: Plugin, role: str, settings: Mapping[str, str], repor
     a complaint becomes ``report(setting, problem)``, raised."""
     try:
         plugin.source_class(dict(settings))
+        if plugin.name == "files" and role == "source":
+            _check_input(settings)
         if plugin.name == "kafka":
             _check_kafka(role, settings)
         default = plugin.default_format if role == "destination" else "opencdc-json"
@@ -160,6 +164,13 @@ def check_settings(plugin: Plugin, role: str, settings: Mapping[str, str], repor
         raise report(None, f"{plugin.name}: {exc}") from None
 
 
+def _check_input(settings: Mapping[str, str]) -> None:
+    """A files source's path exists (a glob may match nothing yet)."""
+    path = next((v for k, v in settings.items() if k.lower() == "path"), "")
+    if path and not glob.has_magic(path) and not os.path.exists(path):
+        raise SettingError(f"cdc-files setting 'path': {path!r} does not exist")
+
+
 def _check_kafka(role: str, settings: Mapping[str, str]) -> None:
     try:
         checks = importlib.import_module("cdc_connectors.connectors.kafka_settings")
@@ -169,3 +180,8 @@ def _check_kafka(role: str, settings: Mapping[str, str]) -> None:
         checks.source_settings(settings)
     else:
         checks.destination_settings(settings)
+        if not settings.get("topic"):  # a pipeline writes records: each needs its topic
+            raise SettingError(
+                "cdc-kafka setting 'topic' is required (a topic, or a template such as "
+                "cdc.{collection})"
+            )

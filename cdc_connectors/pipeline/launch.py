@@ -52,9 +52,12 @@ def _status(code: int) -> int:
 @contextlib.contextmanager
 def _forwarding(target: subprocess.Popen[bytes], pidfile: str | None = None) -> Iterator[None]:
     """Until the block ends, SIGINT and SIGTERM go to the driver (its pid from ``pidfile``
-    once written, else ``target``)."""
+    once written, else ``target``); SIGHUP (the terminal closed) goes as SIGTERM, so the
+    driver stops cleanly instead of running on unseen."""
 
     def forward(signum: int, frame: FrameType | None) -> None:
+        if signum == signal.SIGHUP:
+            signum = signal.SIGTERM
         pid = None
         if pidfile:
             with contextlib.suppress(OSError, ValueError):
@@ -67,7 +70,9 @@ def _forwarding(target: subprocess.Popen[bytes], pidfile: str | None = None) -> 
         except ProcessLookupError:
             pass
 
-    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = {
+        s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    }
     try:
         yield
     finally:

@@ -28,6 +28,8 @@ def compose(text: str, file: str) -> yaml.Node | None:
         raise ConfigError(f"{file}:{line}: not valid YAML: {problem}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{file}:1: not valid YAML: {' '.join(str(exc).split())}") from None
+    except RecursionError:
+        raise ConfigError(f"{file}:1: nests too deeply to be a pipeline file") from None
 
 
 def _describe(node: yaml.Node) -> str:

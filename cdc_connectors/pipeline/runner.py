@@ -167,16 +167,24 @@ class _Job:
         try:
             counts = stage.count()
             self._check_policy(stage, counts, batch_id)
+            # Dead letters first: when their output fails, nothing of the batch is written.
+            if counts.letters:
+                dlq = pipeline.dead_letters
+                self._write(
+                    stage.letters(),
+                    dlq.plugin.spark_name,
+                    self._micro_batch(dlq.plugin.spark_name, dlq.settings, batch_id),
+                    dlq.place_of,
+                )
             if counts.written:
                 self._write(
                     stage.messages(),
                     destination.plugin.spark_name,
-                    self.writer_settings,
+                    self._micro_batch(
+                        destination.plugin.spark_name, self.writer_settings, batch_id
+                    ),
                     destination.place_of,
                 )
-            if counts.letters:
-                dlq = pipeline.dead_letters
-                self._write(stage.letters(), dlq.plugin.spark_name, dlq.settings, dlq.place_of)
         finally:
             stage.release()
         self.totals.add(counts)
@@ -187,6 +195,13 @@ class _Job:
             f"{counts.letters} to the dead-letter output, "
             f"{rate:,.{0 if rate >= 10 else 1}f} records/s"
         )
+
+    def _micro_batch(self, name: str, settings: dict[str, str], batch_id: int) -> dict[str, str]:
+        """Settings of a write; a streaming micro-batch to files commits as ``batch-<N>/``
+        once, so a replayed micro-batch does not add its files again."""
+        if self.pipeline.batch or name != "cdc-files":
+            return settings
+        return {**settings, "batchId": str(batch_id)}
 
     def _write(
         self,

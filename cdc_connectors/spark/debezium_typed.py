@@ -229,7 +229,9 @@ class TypedDebeziumDecoder:
             if all(m.key is None for m in messages)
             else pa.array([m.key for m in messages], pa.binary())
         )
-        places = pa.array([m.where.encode("utf-8") for m in messages], pa.binary())
+        places = pa.array(
+            [m.where.encode("utf-8", "surrogateescape") for m in messages], pa.binary()
+        )
         return self.decode_arrays(values, keys, places)
 
     def decode_arrays(
