@@ -142,8 +142,6 @@ def check_settings(plugin: Plugin, role: str, settings: Mapping[str, str], repor
     a complaint becomes ``report(setting, problem)``, raised."""
     try:
         plugin.source_class(dict(settings))
-        if plugin.name == "files" and role == "source":
-            _check_input(settings)
         if plugin.name == "kafka":
             _check_kafka(role, settings)
         default = plugin.default_format if role == "destination" else "opencdc-json"
@@ -164,11 +162,15 @@ def check_settings(plugin: Plugin, role: str, settings: Mapping[str, str], repor
         raise report(None, f"{plugin.name}: {exc}") from None
 
 
-def _check_input(settings: Mapping[str, str]) -> None:
-    """A files source's path exists (a glob may match nothing yet)."""
+def missing_input(plugin: Plugin, settings: Mapping[str, str]) -> str | None:
+    """Why a files source cannot be read at all (its path does not exist), or None; checked
+    before any pipeline of a file runs (a glob may match nothing yet)."""
+    if plugin.name != "files":
+        return None
     path = next((v for k, v in settings.items() if k.lower() == "path"), "")
     if path and not glob.has_magic(path) and not os.path.exists(path):
-        raise SettingError(f"cdc-files setting 'path': {path!r} does not exist")
+        return f"cdc-files setting 'path': {path!r} does not exist"
+    return None
 
 
 def _check_kafka(role: str, settings: Mapping[str, str]) -> None:

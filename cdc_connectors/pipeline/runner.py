@@ -34,6 +34,7 @@ from pyspark.sql import DataFrame, SparkSession
 from cdc_connectors.connectors.messages import open_format
 from cdc_connectors.options import TRUE
 from cdc_connectors.pipeline.config import Config, Connector, Pipeline
+from cdc_connectors.pipeline.connectors import missing_input
 from cdc_connectors.pipeline.plan import Counts, SourceFormat, Stage
 
 __all__ = ["Stopper", "log_config", "run", "session"]
@@ -405,6 +406,12 @@ def run(
     """Run every pipeline of ``config``; the exit status (module docstring)."""
     stopper = stopper or Stopper()
     _register(spark, config)
+    # What cannot run at all is said before any pipeline of the file writes anything.
+    for pipeline in config.pipelines:
+        problem = missing_input(pipeline.source.plugin, pipeline.source.settings)
+        if problem is not None:
+            say(f"Error: {pipeline.source.place_of(problem)}: {problem}")
+            return EXIT_USAGE
     jobs = [_Job(p, spark, say) for p in config.pipelines]
     for job in jobs:
         say(job.start_line(available_now))

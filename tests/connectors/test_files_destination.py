@@ -162,3 +162,15 @@ def test_writer_settings_and_columns_are_checked(spark, tmp_path):  # type: igno
         df.select("value").write.format("cdc-files").option("compression", "zip").mode(
             "append"
         ).save(str(tmp_path / "out"))
+
+
+def test_a_batch_write_of_a_micro_batch_commits_once(spark, tmp_path):  # type: ignore[no-untyped-def]
+    # What a streaming pipeline does for each micro-batch: a replay adds nothing.
+    out = tmp_path / "out"
+    frame = source(spark, tmp_path, count=6)
+    for _ in range(2):
+        frame.write.format("cdc-files").option("path", str(out)).option("batchId", "7").mode(
+            "append"
+        ).save()
+    assert [p.name for p in out.iterdir() if not p.name.startswith("_")] == ["batch-000000000007"]
+    assert len(read(spark, out)) == 6

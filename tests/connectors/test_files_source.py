@@ -276,3 +276,20 @@ def test_typed_reads_debezium_schema_blocks_into_spark_types(spark: Any) -> None
     assert {bytes(r.position).decode() for r in bad} == {
         f"examples/debezium/shop/orders.jsonl:{n}" for n in (5, 6, 8)
     }
+
+
+def test_an_unreadable_file_is_a_dead_letter_and_the_others_are_read(spark, tmp_path):  # type: ignore[no-untyped-def]
+    from cdc_connectors.connectors.files import FilesDataSource
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a.jsonl").write_bytes(opencdc_line(1) + b"\n" + opencdc_line(2) + b"\n")
+    whole = gzip.compress(opencdc_line(3) + b"\n" * 2000)
+    (folder / "b.jsonl.gz").write_bytes(whole[: len(whole) // 2])  # cut off mid-write
+    spark.dataSource.register(FilesDataSource)
+    rows = spark.read.format("cdc-files").option("path", str(folder)).load().collect()
+    letters = [r for r in rows if DLQ_ERROR in dict(r.metadata)]
+    assert len(rows) - len(letters) >= 2
+    (letter,) = [r for r in letters if "b.jsonl.gz" in bytes(r.position).decode()]
+    assert "cannot read" in dict(letter.metadata)[DLQ_ERROR]
+    assert bytes(letter.payload.after.raw_data) == whole[: len(whole) // 2]

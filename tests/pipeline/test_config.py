@@ -210,3 +210,31 @@ def test_unknown_plugin_lists_the_known_ones() -> None:
     message = _error(_with("plugin: kafka", "plugin: builtin:s3"))
     assert "unknown connector plugin 'builtin:s3'" in message
     assert "connectors:" in message
+
+
+def test_outputs_overlapping_the_input_or_each_other_are_refused() -> None:
+    inside = _error(_with("path: ./dlq}", "path: in/dead}"))
+    assert "dead-letter-queue path overlaps the source path" in inside
+    text = GOOD.replace(
+        'plugin: kafka\n        settings: {servers: "127.0.0.1:9092", topic: orders-opencdc, '
+        "format: opencdc-proto}",
+        "plugin: files\n        settings: {path: ./dlq/records}",
+    )
+    assert "destination and dead-letter-queue paths overlap" in _error(text)
+
+
+def test_a_setting_spelled_twice_in_other_case_is_refused() -> None:
+    message = _error(_with("format: debezium-json", "format: debezium-json\n          FORMAT: x"))
+    assert "the same setting as 'format'" in message
+    assert re.match(r"pipeline\.yaml:\d+:", message)
+
+
+def test_typed_sources_and_kafka_destinations_without_topic_are_refused() -> None:
+    assert "'typed'" in _error(
+        _with("format: debezium-json", "format: debezium-json\n          typed: true")
+    )
+    assert "'topic' is required" in _error(_with("topic: orders-opencdc, ", ""))
+
+
+def test_yaml_that_nests_too_deeply_is_one_line() -> None:
+    assert "nests too deeply" in _error("a: " + "[" * 5000 + "]" * 5000 + "\n")
