@@ -36,6 +36,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import yaml
+
 from cdc_connectors import plugins
 from cdc_connectors.pipeline.connectors import Plugin, check_settings, resolve, setting_named
 from cdc_connectors.pipeline.nodes import ConfigError, Keys, Node, compose
@@ -132,6 +134,20 @@ def load(path: str) -> Config:
 
 def parse(text: str, file: str = "pipeline.yaml") -> Config:
     """The checked config of the YAML ``text`` (``file`` names it in errors)."""
+    try:
+        return _parse(text, file)
+    except yaml.MarkedYAMLError as exc:  # found while reading values (a merge key, a tag)
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else 1
+        problem = " ".join(str(exc.problem or exc.context or "invalid YAML").split())
+        raise ConfigError(f"{file}:{line}: {problem}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{file}:1: {' '.join(str(exc).split())}") from None
+    except RecursionError:
+        raise ConfigError(f"{file}:1: nests too deeply to be a pipeline file") from None
+
+
+def _parse(text: str, file: str) -> Config:
     root = compose(text, file)
     if root is None:
         raise ConfigError(f"{file}:1: empty: a pipeline file has version and pipelines")
