@@ -4,6 +4,9 @@ Reads the OpenCDC JSON files that ``cdc-connectors run examples/pipelines/shop.y
 (with the ``cdc-files`` connector), prints a short summary (records by table and operation,
 the dead letters and why), then the orders with the columns of their registered schema:
 ``after.amount`` is a ``decimal(10,2)``, ``after.created_at`` a timestamp.
+
+``--run PIPELINE.yaml`` first runs the pipeline in this Spark session, as ``cdc-connectors
+run`` does (the same code, the same lines on stderr), which saves one Spark start.
 """
 
 from __future__ import annotations
@@ -16,7 +19,11 @@ from pyspark.sql import functions as F
 
 from cdc_connectors.spark import register, typed_view
 
-OUT = sys.argv[1] if len(sys.argv) > 1 else ".cdc/shop"
+ARGS = sys.argv[1:]
+PIPELINE = None
+if ARGS[:1] == ["--run"]:
+    PIPELINE, ARGS = ARGS[1], ARGS[2:]
+OUT = ARGS[0] if ARGS else ".cdc/shop"
 REGISTRY = "sqlite:///.cdc/registry.db"
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -30,6 +37,15 @@ spark = (
 )
 spark.sparkContext.setLogLevel("ERROR")
 register(spark)
+
+if PIPELINE is not None:
+    from cdc_connectors.pipeline import load
+    from cdc_connectors.pipeline.runner import run
+
+    print(f"== cdc-connectors run {PIPELINE} (in this Spark session)", flush=True)
+    status = run(load(PIPELINE), spark)
+    if status not in (0, 1):  # 1: the bad lines of the examples went to the dead letters
+        sys.exit(status)
 
 
 def files(path: str):  # type: ignore[no-untyped-def]
