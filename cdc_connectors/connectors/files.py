@@ -113,6 +113,7 @@ from cdc_connectors.connectors.messages import (
     typed_schema,
 )
 from cdc_connectors.convert.deadletter import dead_letter
+from cdc_connectors.convert.files import printable
 from cdc_connectors.convert.streams import MessageWriter, layout_of, read_messages
 from cdc_connectors.formats.base import Format, Message
 from cdc_connectors.opencdc import CodecError
@@ -346,17 +347,12 @@ def read_file(
     try:
         yield from _read_file(settings, file, typed)
     except (OSError, EOFError, zlib.error) as exc:
-        reason = f"cannot read {_shown(file)}: {exc}"
+        reason = f"cannot read {printable(file)}: {exc}"
         if settings.fail_fast:
             raise OSError(f"{NAME}: {reason}") from exc
         # The rest of the file is a dead letter (its bytes as they are, when it can be
         # read at all): one bad file does not stop the read of the others.
-        yield _broken(CodecError(reason, where=_shown(file), data=_raw_bytes(file)), file, typed)
-
-
-def _shown(file: str) -> str:
-    """A file name as text, whatever bytes it holds."""
-    return file.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        yield _broken(CodecError(reason, where=printable(file), data=_raw_bytes(file)), file, typed)
 
 
 def _raw_bytes(file: str) -> bytes:

@@ -208,7 +208,7 @@ def decode_typed(
         index, error = errors[0]
         raise FailFastError(f"{messages[index].where or 'message'}: {error.reason}")
     out = Decoded(batch, messages=len(messages), records=batch.num_rows, errors=len(errors))
-    schema = pa.schema([*decoder.schema, pa.field(DEAD_LETTER, pa.binary())])
+    schema = _typed_arrow_schema(decoder)
     columns = [*batch.columns, pa.nulls(batch.num_rows, pa.binary())]
     good = pa.RecordBatch.from_arrays(columns, schema=schema)
     if not errors:
@@ -221,11 +221,16 @@ def decode_typed(
     return out
 
 
+def _typed_arrow_schema(decoder: TypedDebeziumDecoder) -> pa.Schema:
+    """The Arrow schema of :func:`decode_typed`'s batches (:func:`typed_schema` in Arrow)."""
+    return pa.schema([*decoder.schema, pa.field(DEAD_LETTER, pa.binary())])
+
+
 def typed_dead_letters(
     decoder: TypedDebeziumDecoder, failed: Sequence[tuple[Message, str]], *, node_id: str
 ) -> pa.RecordBatch:
     """Dead-letter rows in :func:`decode_typed`'s layout: each message with its reason."""
-    schema = pa.schema([*decoder.schema, pa.field(DEAD_LETTER, pa.binary())])
+    schema = _typed_arrow_schema(decoder)
     letters = records_to_batch([dead_letter(m, reason, node_id) for m, reason in failed])
     rows = letters.num_rows
     row_type = decoder.schema.field("after").type

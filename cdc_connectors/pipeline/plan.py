@@ -141,6 +141,19 @@ def _letters_batch(letters: pa.RecordBatch, kind: int) -> pa.RecordBatch:
     )
 
 
+def _encode_one(
+    fmt: Format, record: Record, route: Route | None, node_id: str, where: str
+) -> tuple[Message, str | None] | Record:
+    """The message of ``record`` and its topic (``route``'s), or its dead letter when the
+    destination cannot encode it or route it."""
+    try:
+        topic = route(record) if route is not None else None
+        return fmt.encode(record), topic
+    except (CodecError, ValueError) as exc:
+        reason = exc.reason if isinstance(exc, CodecError) else str(exc)
+        return dead_letter(Message(record_to_json(record), where=where), reason, node_id)
+
+
 def _routed(
     fmt: Format, batch: pa.RecordBatch, route: Route, node_id: str
 ) -> tuple[list[Message], list[str], list[Record]]:
@@ -150,18 +163,13 @@ def _routed(
     topics: list[str] = []
     letters: list[Record] = []
     for record in records_from_batch(batch):
-        try:
-            topic = route(record)
-            message = fmt.encode(record)
-        except (CodecError, ValueError) as exc:
-            reason = exc.reason if isinstance(exc, CodecError) else str(exc)
-            where = record.position.decode("utf-8", "backslashreplace")
-            letters.append(
-                dead_letter(Message(record_to_json(record), where=where), reason, node_id)
-            )
+        where = record.position.decode("utf-8", "backslashreplace")
+        done = _encode_one(fmt, record, route, node_id, where)
+        if isinstance(done, Record):
+            letters.append(done)
             continue
-        messages.append(message)
-        topics.append(topic)
+        messages.append(done[0])
+        topics.append(str(done[1]))
     return messages, topics, letters
 
 
@@ -254,17 +262,13 @@ def converter(
                 for record in found:
                     if not record.position:
                         record.position = where
-                    try:
-                        topic = route(record) if route is not None else None
-                        encoded = fmt.encode(record)
-                    except (CodecError, ValueError) as exc:
-                        reason = exc.reason if isinstance(exc, CodecError) else str(exc)
-                        original = Message(record_to_json(record), where=message.where)
-                        encode_letters.append(dead_letter(original, reason, node_id))
+                    done = _encode_one(fmt, record, route, node_id, message.where)
+                    if isinstance(done, Record):
+                        encode_letters.append(done)
                         continue
-                    out.append(encoded)
-                    if topics is not None and topic is not None:
-                        topics.append(topic)
+                    out.append(done[0])
+                    if topics is not None and done[1] is not None:
+                        topics.append(done[1])
             if source_letters:
                 yield _letters_batch(records_to_batch(source_letters), SOURCE_LETTER)
             if out:
