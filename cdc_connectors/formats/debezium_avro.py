@@ -61,6 +61,7 @@ from cdc_connectors.formats.base import FormatOptionError, Message
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.opencdc import CodecError, Operation, Record
 from cdc_connectors.schema import avro_values, framing
+from cdc_connectors.schema.avro import named_once
 from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.schema.infer import infer_schema, prepare
 from cdc_connectors.schema.store import Resolved
@@ -80,7 +81,6 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _INVALID = re.compile(r"[^A-Za-z0-9_]")
 _INTEGER = re.compile(r"-?(0|[1-9][0-9]{0,18})")
 _MIN_LONG, _MAX_LONG = -(2**63), 2**63 - 1
-_NAMED_TYPES = ("record", "error", "enum", "fixed")
 _TIME_FIELDS = frozenset(("ts_ms", "ts_us", "ts_ns"))
 _NULL_LONG: list[Any] = ["null", "long"]
 _NULL_STRING: list[Any] = ["null", "string"]
@@ -197,7 +197,7 @@ class DebeziumAvroFormat(DebeziumJsonFormat):
         found = None
         if isinstance(row, dict) and row.get("type") in ("record", "error"):
             subject = _CONDUIT(SubjectContext(part, collection=collection))
-            text = orjson.dumps(_compact(row, set())).decode()
+            text = orjson.dumps(named_once(row)).decode()
             registered = self.store.register(subject, text)
             found = (subject, registered.version or 0)
         if len(self._named) >= _MAX_CACHED:
@@ -261,7 +261,7 @@ class DebeziumAvroFormat(DebeziumJsonFormat):
         named = framing.conduit_schema(record.metadata, "payload")
         if named is not None:
             resolved = self.store.by_version(*named)
-            row = _compact(resolved.avro_standalone, set())
+            row = named_once(resolved.avro_standalone)
             if not isinstance(row, dict) or row.get("type") not in ("record", "error"):
                 raise CodecError(f"{resolved.label()} is not an Avro record, so it is no row")
             return row, False
@@ -299,7 +299,7 @@ class DebeziumAvroFormat(DebeziumJsonFormat):
         named = framing.conduit_schema(record.metadata, "key")
         if named is not None:
             resolved = self.store.by_version(*named)
-            text = orjson.dumps(_compact(resolved.avro_standalone, set())).decode()
+            text = orjson.dumps(named_once(resolved.avro_standalone)).decode()
             data = key
         else:
             try:
@@ -338,31 +338,6 @@ def _row_of(envelope: Any) -> Any:
             rows = [m for m in members if m != "null"]
             return rows[0] if len(rows) == 1 else None
     return None
-
-
-def _compact(schema: Any, seen: set[str]) -> Any:
-    """Expanded schema JSON (every named type spelled out where used) with each named type
-    defined once and referred to by its full name after: a schema a registry takes."""
-    if isinstance(schema, list):
-        return [_compact(member, seen) for member in schema]
-    if not isinstance(schema, dict):
-        return schema
-    if schema.get("type") in _NAMED_TYPES and isinstance(schema.get("name"), str):
-        name = schema["name"]
-        if name in seen:
-            return name
-        seen.add(name)
-    compacted = dict(schema)
-    if isinstance(schema.get("type"), dict | list):
-        compacted["type"] = _compact(schema["type"], seen)
-    if isinstance(schema.get("fields"), list):
-        compacted["fields"] = [
-            {**field, "type": _compact(field["type"], seen)} for field in schema["fields"]
-        ]
-    for child in ("items", "values"):
-        if child in schema:
-            compacted[child] = _compact(schema[child], seen)
-    return compacted
 
 
 def _namespace(collection: str | None) -> str | None:

@@ -113,6 +113,44 @@ def _reason(exc: Exception) -> str:
     return reason if len(reason) <= _MAX_REASON else reason[:_MAX_REASON] + "..."
 
 
+def named_once(schema: Any) -> Any:
+    """Schema JSON with each named type defined where first used and referred to by its
+    full name after: what parsers take from a schema with named types spelled out at every
+    use (``fastavro.parse_schema(..., expand=True)``), which they refuse as redefined."""
+    return _named_once(schema, "", set())
+
+
+def _named_once(schema: Any, space: str, seen: set[str]) -> Any:
+    if isinstance(schema, list):
+        return [_named_once(member, space, seen) for member in schema]
+    if not isinstance(schema, dict):
+        return schema
+    kind = schema.get("type")
+    if kind in _NAMED and isinstance(schema.get("name"), str):
+        name = schema["name"]
+        if "." in name:
+            space = name.rsplit(".", 1)[0]
+            full = name
+        else:
+            space = schema.get("namespace", space) or ""
+            full = f"{space}.{name}" if space else name
+        if full in seen:
+            return full
+        seen.add(full)
+    out = dict(schema)
+    if isinstance(kind, dict | list):
+        out["type"] = _named_once(kind, space, seen)
+    if isinstance(schema.get("fields"), list):
+        out["fields"] = [
+            {**f, "type": _named_once(f.get("type"), space, seen)} if isinstance(f, dict) else f
+            for f in schema["fields"]
+        ]
+    for child in ("items", "values"):
+        if child in schema:
+            out[child] = _named_once(schema[child], space, seen)
+    return out
+
+
 # --- defaults ------------------------------------------------------------------------------
 
 

@@ -39,6 +39,7 @@ import fastavro._read
 from fastavro.read import SchemaResolutionError
 
 from cdc_connectors.opencdc import CodecError
+from cdc_connectors.schema import avro_resolution
 
 __all__ = ["decode", "encode", "from_structured", "needs_text", "to_structured"]
 
@@ -110,6 +111,11 @@ def decode(
             "is not read: its schema has arrays or maps of items that take no bytes, so a "
             "few bytes could claim billions of them"
         )
+    if reader is not None:
+        try:
+            writer, reader = avro_resolution.for_reading(writer, reader)
+        except avro_resolution.ResolutionError as exc:
+            raise CodecError(f"cannot be read with the reader schema: {exc}") from None
     buffer = io.BytesIO(body)
     buffer.seek(offset)
     try:

@@ -67,6 +67,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.types import DataType, DecimalType, StructType
 
+from cdc_connectors.schema.avro_resolution import ResolutionError, for_reading
 from cdc_connectors.spark.avro_types import (
     AvroNode,
     arrow_type,
@@ -228,13 +229,15 @@ class _DecodePlan:
             names = {field.name, *field.aliases}
             child_feeds: list[AvroNode | None] = []
             for writer in feeds:
-                found = None
-                if writer is not None:
-                    found = next((f for f in writer.fields if f.name in names), None)
+                if writer is None:
+                    # The whole record is the reader's default: its fields come with it.
+                    child_feeds.append(None)
+                    continue
+                found = next((f for f in writer.fields if f.name in names), None)
                 if found is None and not field.has_default:
                     raise _Incompatible(
                         f"{where}: reader field has no default and writer record "
-                        f"{writer.name if writer else reader.name} has no such field"
+                        f"{writer.name} has no such field"
                     )
                 child_feeds.append(found.node if found is not None else None)
             children.append(self.convert(field.node, child_feeds, where))
@@ -580,16 +583,22 @@ class AvroBatchDecoder:
         )
         self._names = (_describe(writer_node), _describe(reader_node))
         self._blank = _placeholder(reader_node)
-        self._incompatible: str | None = None
+        problem = None
+        if self._reader is not None:
+            try:
+                self._writer, self._reader = for_reading(self._writer, self._reader)
+            except ResolutionError as exc:
+                problem = str(exc)
         plan = _DecodePlan()
         try:
             self._convert = plan.convert(reader_node, [writer_node], "<root>")
         except _Incompatible as exc:
-            self._incompatible = (
-                f"writer schema {self._names[0]} cannot be read as reader schema "
-                f"{self._names[1]}: {exc}"
-            )
+            problem = str(exc)
             self._convert = plan.convert(reader_node, [reader_node], "<root>")
+        self._incompatible = problem and (
+            f"writer schema {self._names[0]} cannot be read as reader schema "
+            f"{self._names[1]}: {problem}"
+        )
 
     def decode(
         self, messages: Sequence[bytes], offsets: Sequence[int]
@@ -648,7 +657,12 @@ class AvroBatchDecoder:
     ) -> tuple[pa.StructArray, list[str | None]]:
         blank = self._blank
         filled = [blank if r is None else r for r in rows]
-        array, bad = self._convert(filled)
+        try:
+            array, bad = self._convert(filled)
+        except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
+            # A value no converter foresaw: find the rows that carry it, one by one, so
+            # that one value fails its row and not the batch.
+            array, bad = self._convert_rows(filled, exc)
         for index, why in bad.items():
             if errors[index] is None:
                 errors[index] = why
@@ -658,6 +672,21 @@ class AvroBatchDecoder:
                 array.flatten(), fields=list(self.arrow_type), mask=mask
             )
         return array, errors
+
+    def _convert_rows(self, rows: list[Any], failure: Exception) -> tuple[pa.Array, dict[int, str]]:
+        bad: dict[int, str] = {}
+        good: list[Any] = []
+        for index, row in enumerate(rows):
+            try:
+                self._convert([row])
+            except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
+                bad[index] = f"a value does not fit its Spark type ({type(exc).__name__}: {exc})"
+                row = self._blank
+            good.append(row)
+        if not bad:  # only the batch as a whole fails: no row to blame
+            raise failure
+        array, more = self._convert(good)
+        return array, {**more, **bad}
 
 
 # --- encoding: Arrow -> fastavro values -------------------------------------------

@@ -60,6 +60,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from cdc_connectors.schema.avro import named_once
+
 PRIMITIVES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
 MAX_PRECISION = 38
 
@@ -132,10 +134,12 @@ class AvroNode:
 
 
 def load(schema: dict[str, Any] | list[Any] | str) -> Any:
-    """The schema as JSON data: a JSON text is parsed, a bare type name kept."""
+    """The schema as JSON data: a JSON text is parsed, a bare type name kept, each named
+    type defined once."""
     if isinstance(schema, str) and schema.strip()[:1] in ("{", "[", '"'):
-        return orjson.loads(schema)
-    return schema
+        schema = orjson.loads(schema)
+    # A named type spelled out again where it is used again is that type, referred to.
+    return named_once(schema)
 
 
 def _max_precision(size: int) -> int:
