@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 from cdc_connectors.formats.base import Format, FormatOptionError, Message, SkipMessage
 from cdc_connectors.opencdc import CodecError, Record
 from cdc_connectors.opencdc.operation import Operation
-from cdc_connectors.schema import avro_values, framing
+from cdc_connectors.schema import avro_values, framing, jsontext
 from cdc_connectors.schema.avro import parse as parse_avro
 from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.schema.serde import ReaderChoice, RecordDecoder, prepared
@@ -159,7 +159,9 @@ class SchemaRowFormat(Format):
             return self.reframe(schema, data, where, part)
         schema = self._schema_for(record, part, data)
         try:
-            return self.encode_row(schema, data, part)
+            return self.encode_row(
+                schema, data, part, avro_values.branches_in(record.metadata, where)
+            )
         except CodecError as exc:
             raise CodecError(f"{where} {exc.reason} ({schema.label()})") from None
 
@@ -177,8 +179,15 @@ class SchemaRowFormat(Format):
     def _schema_for(self, record: Record, part: Part, data: dict[str, Any]) -> Resolved:
         raise NotImplementedError
 
-    def encode_row(self, schema: Resolved, data: dict[str, Any], part: Part) -> bytes:
-        """``data`` framed in Confluent's wire format with ``schema``."""
+    def encode_row(
+        self,
+        schema: Resolved,
+        data: dict[str, Any],
+        part: Part,
+        branches: avro_values.Branches | None = None,
+    ) -> bytes:
+        """``data`` framed in Confluent's wire format with ``schema``; ``branches`` names
+        union branches by path (``avro_values.union_branches``)."""
         raise NotImplementedError
 
     def reframe(self, schema: Resolved, body: bytes, where: str, part: Part) -> bytes:
@@ -190,12 +199,22 @@ class SchemaRowFormat(Format):
     def decode(self, message: Message) -> list[Record]:
         if message.value is None and message.key is None:
             raise SkipMessage("tombstone")
-        key = self._decode_part(message, "key", message.key)
-        after = self._decode_part(message, "payload", message.value)
+        branches: dict[str, avro_values.Branches] = {}
+        key = self._decode_part(message, "key", message.key, branches)
+        after = self._decode_part(message, "payload", message.value, branches)
         operation = "delete" if message.value is None else "create"
-        return [Record.new(operation, key=key, after=after, collection=self.topic)]
+        record = Record.new(operation, key=key, after=after, collection=self.topic)
+        for where, found in branches.items():
+            record.metadata[avro_values.branches_key(where)] = jsontext.dumps(found)
+        return [record]
 
-    def _decode_part(self, message: Message, part: Part, data: bytes | None) -> Any:
+    def _decode_part(
+        self,
+        message: Message,
+        part: Part,
+        data: bytes | None,
+        branches: dict[str, avro_values.Branches],
+    ) -> Any:
         if data is None:
             return None
         where = "key" if part == "key" else "value"
@@ -204,13 +223,20 @@ class SchemaRowFormat(Format):
         header = framing.schema_id_header(message.headers, "key" if part == "key" else "value")
         if header is None and data[:1] not in (b"\x00", b"\x01") and part == "key":
             return data  # a raw key: not every producer encodes keys (raw.keys=true says so)
+        found: avro_values.Branches = {}
         try:
-            return self.decode_row(data, part, header)
+            value = self.decode_row(data, part, header, found)
         except CodecError as exc:
             raise type(exc)(f"{where}: {exc.reason}", data=data) from None
+        if found:
+            branches["key" if part == "key" else "payload.after"] = found
+        return value
 
-    def decode_row(self, data: bytes, part: Part, header: bytes | None) -> dict[str, Any]:
-        """Structured data from Confluent-framed bytes."""
+    def decode_row(
+        self, data: bytes, part: Part, header: bytes | None, branches: avro_values.Branches
+    ) -> dict[str, Any]:
+        """Structured data from Confluent-framed bytes; ``branches`` receives the union
+        branches JSON would not show (``avro_values.union_branches``)."""
         raise NotImplementedError
 
 
@@ -252,7 +278,8 @@ class AvroFormat(SchemaRowFormat):
 
             subject = self._subject(record, part, "record")
             current = self._current_schema(subject)
-            if current is not None and _fits(current, data):
+            branches = avro_values.branches_in(record.metadata, where_of(part))
+            if current is not None and _fits(current, data, branches):
                 # A row a version of the subject already holds is written with it: inferring
                 # anew would register ["null","string"] for a null, then "string" for the next
                 # row's text, which the registry refuses as incompatible.
@@ -279,10 +306,16 @@ class AvroFormat(SchemaRowFormat):
             self._current[subject] = latest
         return self._current[subject]
 
-    def encode_row(self, schema: Resolved, data: dict[str, Any], part: Part) -> bytes:
+    def encode_row(
+        self,
+        schema: Resolved,
+        data: dict[str, Any],
+        part: Part,
+        branches: avro_values.Branches | None = None,
+    ) -> bytes:
         if schema.schema_id in self._inferred:
             data = prepared(data, schema, "")
-        body = avro_values.encode(schema.avro, data, schema.avro_standalone)
+        body = avro_values.encode(schema.avro, data, schema.avro_standalone, branches)
         return framing.frame(schema.schema_id, body)
 
     def reframe(self, schema: Resolved, body: bytes, where: str, part: Part) -> bytes:
@@ -292,7 +325,9 @@ class AvroFormat(SchemaRowFormat):
             raise CodecError(f"{where} {exc.reason} ({schema.label()})") from None
         return framing.frame(schema.schema_id, body)
 
-    def decode_row(self, data: bytes, part: Part, header: bytes | None) -> dict[str, Any]:
+    def decode_row(
+        self, data: bytes, part: Part, header: bytes | None, branches: avro_values.Branches
+    ) -> dict[str, Any]:
         if self._decoder is None:
             self._decoder = RecordDecoder(
                 self.store,
@@ -300,14 +335,21 @@ class AvroFormat(SchemaRowFormat):
                 subject_strategy=self.strategy_name,
                 topic=self.topic,
             )
-        value: dict[str, Any] = self._decoder.decode_value(data, part, header=header)
+        value: dict[str, Any] = self._decoder.decode_value(
+            data, part, header=header, branches=branches
+        )
         return value
 
 
-def _fits(schema: Resolved, data: dict[str, Any]) -> bool:
+def where_of(part: Part) -> str:
+    """The place of a row format's part in a record: its key or its after image."""
+    return "key" if part == "key" else "payload.after"
+
+
+def _fits(schema: Resolved, data: dict[str, Any], branches: avro_values.Branches | None) -> bool:
     """Whether ``data`` is written by ``schema`` exactly as it is."""
     try:
-        avro_values.encode(schema.avro, data, schema.avro_standalone)
+        avro_values.encode(schema.avro, data, schema.avro_standalone, branches)
     except CodecError:
         return False
     return True

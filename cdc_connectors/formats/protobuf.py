@@ -27,7 +27,7 @@ from google.protobuf.message import Message as ProtoMessage
 from cdc_connectors.formats.avro import SchemaRowFormat
 from cdc_connectors.formats.base import FormatOptionError
 from cdc_connectors.opencdc import CodecError, Record
-from cdc_connectors.schema import framing
+from cdc_connectors.schema import avro_values, framing
 from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.schema.protobuf import from_dict, message_class, message_indexes
 from cdc_connectors.schema.serde import RecordDecoder
@@ -105,7 +105,13 @@ class ProtobufFormat(SchemaRowFormat):
         self._check_type(found, "key" if part == "key" else "payload.after")
         return found
 
-    def encode_row(self, schema: Resolved, data: dict[str, Any], part: Part) -> bytes:
+    def encode_row(
+        self,
+        schema: Resolved,
+        data: dict[str, Any],
+        part: Part,
+        branches: avro_values.Branches | None = None,
+    ) -> bytes:
         cls, indexes = self._message(schema.text, schema.references, part)
         try:
             body = from_dict(data, cls).SerializeToString()
@@ -121,7 +127,9 @@ class ProtobufFormat(SchemaRowFormat):
             raise CodecError(f"{where} is not Protobuf of {schema.label()}: {exc}") from None
         return framing.frame(schema.schema_id, body, indexes)
 
-    def decode_row(self, data: bytes, part: Part, header: bytes | None) -> dict[str, Any]:
+    def decode_row(
+        self, data: bytes, part: Part, header: bytes | None, branches: avro_values.Branches
+    ) -> dict[str, Any]:
         if self._decoder is None:
             self._decoder = RecordDecoder(self.store)
         value: dict[str, Any] = self._decoder.decode_value(data, part, header=header)

@@ -77,7 +77,7 @@ def json_default(value: Any) -> Any:
     if isinstance(value, Decimal):
         if not value.is_finite() or structured.decimal_problem(value):
             raise TypeError(f"{value} has no JSON form")  # the walk names the place
-        return orjson.Fragment(str(value))
+        return orjson.Fragment(structured.json_number(value))
     raise TypeError(f"type {type(value).__name__} has no JSON form")
 
 

@@ -214,13 +214,20 @@ def _problem(value: Any, doubles: bool = False) -> str:
     return f"type {type(value).__name__} cannot be structured data"
 
 
+def json_number(value: Decimal) -> str:
+    """The JSON number text of a finite ``value``, exact for readers that keep numbers
+    exact: an integer beyond 64 bits gets an exponent (``9.99E+37``), since readers take a
+    plain integer token as a 64-bit integer."""
+    text = str(value)
+    if "E" not in text and "." not in text and not MIN_INT <= int(value) <= MAX_INT:
+        return f"{value:E}"
+    return text
+
+
 def decimal_problem(value: Decimal) -> str:
     """Why a JSON reader would not read ``value`` back as itself, or ``""``."""
     if value == value.to_integral_value() and "E" not in str(value).upper():
-        # written as an integer token: readers take it as a 64-bit integer
-        if not MIN_INT <= int(value) <= MAX_INT:
-            return f"decimal {value} is an integer beyond 64 bits (write it as a string)"
-        return ""
+        return ""  # beyond 64 bits it is written with an exponent (``json_number``)
     as_double = float(value)
     if not math.isfinite(as_double) or (as_double == 0 and value != 0):
         return f"decimal {value} is beyond the range of a JSON number (write it as a string)"

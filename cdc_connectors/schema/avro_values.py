@@ -24,24 +24,41 @@ is a :class:`CodecError`.
 
 from __future__ import annotations
 
+import binascii
 import datetime as dt
 import io
 import math
 import re
 import struct
 import threading
+from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any, NamedTuple
 from uuid import UUID
 
 import fastavro
 import fastavro._read
+import orjson
 from fastavro.read import SchemaResolutionError
 
 from cdc_connectors.opencdc import CodecError
 from cdc_connectors.schema import avro_resolution
 
-__all__ = ["decode", "encode", "from_structured", "needs_text", "to_structured"]
+__all__ = [
+    "Branches",
+    "branches_in",
+    "branches_key",
+    "decode",
+    "encode",
+    "from_structured",
+    "has_ambiguous_unions",
+    "needs_text",
+    "to_structured",
+    "union_branches",
+]
+
+#: Paths of values in unions (``a.b[2].c``) -> the name of the branch each is of.
+Branches = dict[str, str]
 
 _TEMPORAL = {
     "timestamp-millis": dt.datetime.fromisoformat,
@@ -81,15 +98,18 @@ fastavro._read.LOGICAL_READERS["bytes-decimal"] = _exact_decimal  # type: ignore
 fastavro._read.LOGICAL_READERS["fixed-decimal"] = _exact_decimal  # type: ignore[attr-defined]
 
 
-def encode(schema: Any, data: Any, shape: Any | None = None) -> bytes:
+def encode(
+    schema: Any, data: Any, shape: Any | None = None, branches: Branches | None = None
+) -> bytes:
     """``data`` (structured data) as an Avro body of ``schema`` (parsed by fastavro).
 
     ``shape`` is the same schema with named types spelled out (``Resolved.avro_standalone``),
-    to check values against; without it, ``schema`` is used.
+    to check values against; without it, ``schema`` is used. ``branches`` names the union
+    branch of values by path, as :func:`union_branches` found them.
     """
     buffer = io.BytesIO()
     try:
-        value = from_structured(shape if shape is not None else schema, data)
+        value = from_structured(shape if shape is not None else schema, data, "", branches)
     except CodecError as exc:
         raise CodecError(f"does not fit its Avro schema: {exc.reason}") from None
     except RecursionError:
@@ -102,9 +122,17 @@ def encode(schema: Any, data: Any, shape: Any | None = None) -> bytes:
 
 
 def decode(
-    body: bytes | memoryview, writer: Any, reader: Any | None = None, *, offset: int = 0
+    body: bytes | memoryview,
+    writer: Any,
+    reader: Any | None = None,
+    *,
+    offset: int = 0,
+    named_types: bool = False,
 ) -> Any:
-    """The value of an Avro ``body`` written with ``writer``, read as ``reader``."""
+    """The value of an Avro ``body`` written with ``writer``, read as ``reader``.
+
+    With ``named_types``, a value of a named type in a union is a ``(name, value)`` tuple
+    (for :func:`union_branches`)."""
     shape = _shape(writer)
     if shape.empty_items:
         raise CodecError(
@@ -120,9 +148,11 @@ def decode(
     buffer.seek(offset)
     try:
         if shape.recursive and len(body) - offset > _SMALL:
-            value = _read_deep(buffer, writer, reader, len(body) - offset)
+            value = _read_deep(buffer, writer, reader, len(body) - offset, named_types)
         else:
-            value = fastavro.schemaless_reader(buffer, writer, reader)
+            value = fastavro.schemaless_reader(
+                buffer, writer, reader, return_named_type=named_types
+            )
     except CodecError:
         raise
     except SchemaResolutionError as exc:
@@ -207,7 +237,7 @@ def _zero_size(node: Any, named: dict[str, Any], depth: int = 0) -> bool:
     return False  # unions, arrays, maps, enums and other primitives take a byte at least
 
 
-def _read_deep(buffer: io.BytesIO, writer: Any, reader: Any, size: int) -> Any:
+def _read_deep(buffer: io.BytesIO, writer: Any, reader: Any, size: int, named: bool) -> Any:
     if size > _MAX_RECURSIVE_BODY:
         raise CodecError(
             f"is not read: {size} bytes of a recursive schema could nest deeper than can be "
@@ -218,7 +248,9 @@ def _read_deep(buffer: io.BytesIO, writer: Any, reader: Any, size: int) -> Any:
 
     def read() -> None:
         try:
-            result.append(fastavro.schemaless_reader(buffer, writer, reader))
+            result.append(
+                fastavro.schemaless_reader(buffer, writer, reader, return_named_type=named)
+            )
         except BaseException as exc:  # re-raised in the caller's thread
             failure.append(exc)
 
@@ -275,16 +307,172 @@ def _structured(value: Any) -> Any:
     return value
 
 
-def from_structured(schema: Any, value: Any, where: str = "") -> Any:
+# --- union branches ----------------------------------------------------------------------
+#
+# Structured data in JSON does not tell every union branch from another: bytes and fixed
+# are base64 text like a string, an enum symbol is text, records and maps are objects.
+# Where a union has two branches whose values look alike in JSON, the branch of each value
+# travels beside the data (``union_branches`` reading, ``from_structured`` writing), so a
+# value read from Avro is written back to the same branch.
+
+
+def branches_key(where: str) -> str:
+    """The metadata key holding the union branches of ``key``, ``payload.before`` or
+    ``payload.after`` (a JSON object of path -> branch)."""
+    return f"avro.{where}.branches"
+
+
+def branches_in(metadata: Mapping[str, str], where: str) -> Branches | None:
+    """The union branches the metadata names for ``where``, or ``None``; a
+    :class:`CodecError` naming the key when they are not a JSON object of strings."""
+    key = branches_key(where)
+    text = metadata.get(key)
+    if text is None:
+        return None
+    try:
+        found = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        found = None
+    if not isinstance(found, dict) or not all(isinstance(v, str) for v in found.values()):
+        raise CodecError(f"metadata {key}: not a JSON object of paths to union branch names")
+    return found
+
+
+_JSON_KINDS = {
+    "string": "text",
+    "enum": "text",
+    "fixed": "text",
+    "bytes": "text",
+    "temporal": "text",
+    "uuid": "text",
+    "int": "number",
+    "long": "number",
+    "float": "number",
+    "double": "number",
+    "decimal": "number",
+    "record": "object",
+    "map": "object",
+    "array": "array",
+    "boolean": "boolean",
+}
+_AMBIGUOUS: dict[int, tuple[Any, bool]] = {}
+
+
+def has_ambiguous_unions(schema: Any) -> bool:
+    """Whether ``schema`` (plain JSON, named types spelled out) has a union with a named
+    type, or with two branches whose values look alike in JSON."""
+    cached = _AMBIGUOUS.get(id(schema))
+    if cached is not None and cached[0] is schema:
+        return cached[1]
+    found = False
+    stack = [schema]
+    seen: set[int] = set()
+    while stack and not found:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, list):
+            branches = [b for b in node if b != "null"]
+            kinds = [_JSON_KINDS.get(_family(b), "") for b in branches]
+            named = any(isinstance(b, dict) and b.get("type") in _NAMED for b in branches)
+            found = len(set(kinds)) < len(kinds) or (named and len(branches) > 1)
+            stack.extend(node)
+        elif isinstance(node, dict):
+            stack.extend(v for k, v in node.items() if k in ("type", "items", "values"))
+            stack.extend(f["type"] for f in node.get("fields", ()) if isinstance(f, dict))
+    if len(_AMBIGUOUS) > 1024:
+        _AMBIGUOUS.clear()
+    _AMBIGUOUS[id(schema)] = (schema, found)
+    return found
+
+
+def union_branches(schema: Any, value: Any) -> tuple[Any, Branches]:
+    """A value decoded with ``named_types`` as plain decoded data, and the branch of each
+    value in a union whose branches look alike in JSON, by path (section comment).
+    ``schema`` is the reader's, plain JSON with named types spelled out."""
+    branches: Branches = {}
+    try:
+        plain = _branches(schema, value, "", branches)
+    except RecursionError:
+        raise CodecError("nests deeper than structured data can hold") from None
+    return plain, branches
+
+
+def _branches(schema: Any, value: Any, where: str, out: Branches) -> Any:
+    if isinstance(schema, list):
+        members = [b for b in schema if b != "null"]
+        if value is None or not members:
+            return value
+        name = None
+        if type(value) is tuple:
+            name, value = value
+            branch = next((m for m in members if _branch_name(m) == name), members[0])
+        else:
+            branch = _branch_of(members, value)
+        kinds = [_JSON_KINDS.get(_family(m), "") for m in members]
+        if branch is not None and len(set(kinds)) < len(kinds):
+            json_kind = _JSON_KINDS.get(_family(branch), "")
+            if kinds.count(json_kind) > 1 and _family(branch) not in ("int", "long", "float", "double"):
+                out[where] = _branch_name(branch)
+        return value if branch is None else _branches(branch, value, where, out)
+    kind = schema.get("type") if isinstance(schema, dict) else schema
+    if isinstance(kind, dict | list):
+        return _branches(kind, value, where, out)
+    if kind in ("record", "error") and isinstance(value, dict):
+        types = {f["name"]: f["type"] for f in schema["fields"]}
+        return {k: _branches(types[k], v, _join(where, k), out) for k, v in value.items()}
+    if kind == "array" and isinstance(value, list):
+        items = schema["items"]
+        return [_branches(items, v, f"{where}[{i}]", out) for i, v in enumerate(value)]
+    if kind == "map" and isinstance(value, dict):
+        values = schema["values"]
+        return {k: _branches(values, v, _join(where, k), out) for k, v in value.items()}
+    return value
+
+
+def _branch_of(members: list[Any], value: Any) -> Any:
+    """The branch of an unnamed decoded value, by its Python type."""
+    wanted: tuple[str, ...]
+    if isinstance(value, bool):
+        wanted = ("boolean",)
+    elif isinstance(value, int):
+        wanted = ("int", "long")
+    elif isinstance(value, float):
+        wanted = ("float", "double")
+    elif isinstance(value, str):
+        wanted = ("string",)
+    elif isinstance(value, bytes):
+        wanted = ("bytes",)
+    elif isinstance(value, Decimal):
+        wanted = ("decimal",)
+    elif isinstance(value, dt.date | dt.time):
+        wanted = ("temporal",)
+    elif isinstance(value, UUID):
+        wanted = ("uuid",)
+    elif isinstance(value, dict):
+        wanted = ("map",)
+    elif isinstance(value, list):
+        wanted = ("array",)
+    else:
+        return None
+    return next((m for m in members if _family(m) in wanted), None)
+
+
+def from_structured(
+    schema: Any, value: Any, where: str = "", branches: Branches | None = None
+) -> Any:
     """Structured data made writable for ``schema`` exactly (module docstring), or a
-    :class:`CodecError` naming the path of the first value that would change."""
+    :class:`CodecError` naming the path of the first value that would change.
+
+    ``branches`` maps paths (``a.b[2].c``) to the union branch their value is of."""
     if isinstance(value, tuple):
         return value  # already tagged with its union branch (``infer.prepare``)
     if isinstance(schema, list):
-        return _union(schema, value, where)
+        return _union(schema, value, where, branches)
     kind = schema.get("type") if isinstance(schema, dict) else schema
     if isinstance(kind, dict | list):
-        return from_structured(kind, value, where)
+        return from_structured(kind, value, where, branches)
     logical = schema.get("logicalType") if isinstance(schema, dict) else None
     if isinstance(logical, str) and value is not None:
         converted = _logical(logical, schema, value, where)
@@ -298,6 +486,17 @@ def from_structured(schema: Any, value: Any, where: str = "") -> Any:
         return _float(value, where)
     if kind == "boolean" and not isinstance(value, bool) and value is not None:
         raise CodecError(f"{_at(where)}: expected a boolean, got {_shown(value)}")
+    if kind in ("bytes", "fixed") and isinstance(value, str):
+        value = _base64(value, where)  # how structured data in JSON holds bytes
+    if kind == "fixed" and isinstance(value, bytes | bytearray) and len(value) != schema["size"]:
+        raise CodecError(
+            f"{_at(where)}: {len(value)} bytes where the Avro fixed {schema.get('name')!r} "
+            f"holds {schema['size']}"
+        )
+    if kind == "enum" and isinstance(value, str) and value not in schema["symbols"]:
+        raise CodecError(
+            f"{_at(where)}: {value!r:.60} is not a symbol of the Avro enum {schema.get('name')!r}"
+        )
     if kind in ("record", "error") and isinstance(value, dict):
         fields = {f["name"]: f["type"] for f in schema["fields"]}
         extra = [key for key in value if key not in fields]
@@ -306,12 +505,23 @@ def from_structured(schema: Any, value: Any, where: str = "") -> Any:
                 f"{_join(where, extra[0])}: not a field of the Avro record "
                 f"{schema.get('name')!r} (fields: {', '.join(fields) or 'none'})"
             )
-        return {k: from_structured(fields[k], v, _join(where, k)) for k, v in value.items()}
+        return {
+            k: from_structured(fields[k], v, _join(where, k), branches) for k, v in value.items()
+        }
     if kind == "array" and isinstance(value, list):
-        return [from_structured(schema["items"], v, f"{where}[{i}]") for i, v in enumerate(value)]
+        items = schema["items"]
+        return [from_structured(items, v, f"{where}[{i}]", branches) for i, v in enumerate(value)]
     if kind == "map" and isinstance(value, dict):
-        return {k: from_structured(schema["values"], v, _join(where, k)) for k, v in value.items()}
+        values = schema["values"]
+        return {k: from_structured(values, v, _join(where, k), branches) for k, v in value.items()}
     return value
+
+
+def _base64(text: str, where: str) -> bytes:
+    try:
+        return binascii.a2b_base64(text, strict_mode=True)
+    except (binascii.Error, ValueError):
+        raise CodecError(f"{_at(where)}: {text!r:.60} is not base64 (bytes in JSON)") from None
 
 
 _NOT_LOGICAL = object()
@@ -341,8 +551,37 @@ def _logical(logical: str, schema: Any, value: Any, where: str) -> Any:
             raise CodecError(f"{_at(where)}: {value!r:.60} is not a decimal number") from None
         if not number.is_finite():
             raise CodecError(f"{_at(where)}: {value!r:.60} is not a finite decimal")
-        return number
+        value = number
+    if logical == "decimal" and isinstance(value, Decimal):
+        return _at_scale(value, schema, where)
     return _NOT_LOGICAL
+
+
+def _at_scale(number: Decimal, schema: Any, where: str) -> Decimal:
+    """``number`` written with the schema's scale (``1E+2`` as ``100``, ``1.50`` as ``1.5``
+    at scale 1), or a :class:`CodecError` when that would change it or it has more digits
+    than the precision."""
+    scale = int(schema.get("scale", 0))
+    precision = int(schema.get("precision", 0))
+    if not number.is_finite():
+        raise CodecError(f"{_at(where)}: {number} is not a finite decimal")
+    sign, digits, exponent = number.as_tuple()
+    unscaled = int("".join(map(str, digits)) or "0")
+    shift = int(exponent) + scale
+    if shift >= 0:
+        unscaled *= 10**shift
+    else:
+        unscaled, rest = divmod(unscaled, 10**-shift)
+        if rest:
+            raise CodecError(
+                f"{_at(where)}: {number} has more than {scale} decimal places "
+                f"(decimal({precision},{scale}))"
+            )
+    if precision and unscaled >= 10**precision:
+        raise CodecError(
+            f"{_at(where)}: {number} has more digits than decimal({precision},{scale}) holds"
+        )
+    return Decimal((sign, tuple(int(d) for d in str(unscaled)), -scale))
 
 
 def _integer(kind: str, value: Any, where: str) -> Any:
@@ -393,13 +632,20 @@ def _shortest32(single: float) -> float:
     return single
 
 
-def _union(members: list[Any], value: Any, where: str) -> Any:
+def _union(members: list[Any], value: Any, where: str, branches: Branches | None) -> Any:
     if value is None:
         return None  # fastavro takes the null branch, or says there is none
+    named = branches.get(where) if branches else None
+    candidates = _candidates(members, value)
+    if named is not None:
+        chosen = [m for m in members if _branch_name(m) == named]
+        if not chosen:
+            raise CodecError(f"{_at(where)}: the union has no branch {named!r}")
+        candidates = chosen
     problems = []
-    for branch in _candidates(members, value):
+    for branch in candidates:
         try:
-            prepared = from_structured(branch, value, where)
+            prepared = from_structured(branch, value, where, branches)
         except CodecError as exc:
             problems.append(exc.reason)
             continue
@@ -411,30 +657,38 @@ def _union(members: list[Any], value: Any, where: str) -> Any:
 
 def _candidates(members: list[Any], value: Any) -> list[Any]:
     """The union members that may hold ``value``, in the order to try them."""
-    order: tuple[str, ...]
+    # Groups in the order to try them; inside a group, the union's own order (as
+    # confluent-kafka's serializer picks the first branch that takes a value).
+    order: tuple[frozenset[str], ...]
     if isinstance(value, bool):
-        order = ("boolean",)
+        order = (frozenset({"boolean"}),)
     elif isinstance(value, int):
-        order = ("long", "int", "decimal", "double", "float")
+        order = (frozenset({"long", "int"}), frozenset({"decimal"}), _FLOATS)
     elif isinstance(value, float):
-        order = ("double", "float", "decimal")
+        order = (_FLOATS, frozenset({"decimal"}))
     elif isinstance(value, Decimal):
-        order = ("decimal", "double", "float")
+        order = (frozenset({"decimal"}), _FLOATS)
     elif isinstance(value, str):
-        order = ("string", "enum", "temporal", "uuid", "decimal")
+        # bytes and fixed last: a string is base64 for them only when no other branch
+        # takes it (a union_branches path names them otherwise).
+        order = (_TEXTS, frozenset({"decimal"}), frozenset({"bytes", "fixed"}))
     elif isinstance(value, bytes | bytearray):
-        order = ("bytes", "fixed")
+        order = (frozenset({"bytes", "fixed"}),)
     elif isinstance(value, dict):
-        order = ("record", "map")
+        order = (frozenset({"record", "map"}),)
     elif isinstance(value, list):
-        order = ("array",)
+        order = (frozenset({"array"}),)
     elif isinstance(value, dt.date | dt.time):
-        order = ("temporal",)
+        order = (frozenset({"temporal"}),)
     elif isinstance(value, UUID):
-        order = ("uuid",)
+        order = (frozenset({"uuid"}),)
     else:
         return []
-    return [m for wanted in order for m in members if _family(m) == wanted]
+    return [m for wanted in order for m in members if _family(m) in wanted]
+
+
+_FLOATS = frozenset({"double", "float"})
+_TEXTS = frozenset({"string", "enum", "temporal", "uuid"})
 
 
 def _family(member: Any) -> str:

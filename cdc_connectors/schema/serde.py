@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from cdc_connectors.opencdc import CodecError, Record
 from cdc_connectors.opencdc.data import Change
-from cdc_connectors.schema import avro_values, framing
+from cdc_connectors.schema import avro_values, framing, jsontext
 from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.schema.store import Resolved, SchemaStore
 from cdc_connectors.schema.subjects import Part, SubjectContext, strategy
@@ -69,8 +69,8 @@ class RecordEncoder:
         shape = after if isinstance(after, dict) else before
         if isinstance(shape, dict):
             schema = self._schema(record, "payload", shape, metadata)
-            before = self._data(before, schema, "payload.before")
-            after = self._data(after, schema, "payload.after")
+            before = self._data(before, schema, "payload.before", metadata)
+            after = self._data(after, schema, "payload.after", metadata)
             self._metadata_for(metadata, "payload", shape)
         self._metadata_for(metadata, "key", record.key)
         return replace(record, metadata=metadata, key=key, payload=Change(before, after))
@@ -78,7 +78,7 @@ class RecordEncoder:
     def _part(self, record: Record, part: Part, data: Any, metadata: dict[str, str]) -> Any:
         if not isinstance(data, dict):
             return data
-        return self._data(data, self._schema(record, part, data, metadata), part)
+        return self._data(data, self._schema(record, part, data, metadata), part, metadata)
 
     def _schema(
         self, record: Record, part: Part, data: dict[str, Any], metadata: dict[str, str]
@@ -119,13 +119,15 @@ class RecordEncoder:
         if self.framing == "confluent" and self.encode_data and isinstance(data, dict):
             framing.clear_conduit_schema(metadata, part)
 
-    def _data(self, data: Any, schema: Resolved, where: str) -> Any:
+    def _data(self, data: Any, schema: Resolved, where: str, metadata: dict[str, str]) -> Any:
         if not isinstance(data, dict) or not self.encode_data:
             return data
         try:
             if schema.schema_id in self._inferred:
                 data = prepared(data, schema, where)
-            body = avro_values.encode(schema.avro, data, schema.avro_standalone)
+            branches = avro_values.branches_in(metadata, where)
+            metadata.pop(avro_values.branches_key(where), None)  # the bytes say it now
+            body = avro_values.encode(schema.avro, data, schema.avro_standalone, branches)
         except CodecError as exc:
             raise CodecError(f"{where} {exc.reason} ({schema.label()})") from None
         if self.framing == "confluent":
@@ -187,26 +189,51 @@ class RecordDecoder:
 
     def decode(self, record: Record) -> Record:
         """``record`` with its schema-encoded key and payload as structured data."""
-        key = self._decode(record, "key", record.key, "key")
-        before = self._decode(record, "payload", record.payload.before, "payload.before")
-        after = self._decode(record, "payload", record.payload.after, "payload.after")
+        found: dict[str, avro_values.Branches] = {}
+        key = self._decode(record, "key", record.key, "key", found)
+        before = self._decode(record, "payload", record.payload.before, "payload.before", found)
+        after = self._decode(record, "payload", record.payload.after, "payload.after", found)
         if key is record.key and before is record.payload.before and after is record.payload.after:
             return record
-        return replace(record, key=key, payload=Change(before, after))
+        metadata = record.metadata
+        if found:
+            metadata = metadata.copy()
+            for where, branches in found.items():
+                metadata[avro_values.branches_key(where)] = jsontext.dumps(branches)
+        return replace(record, metadata=metadata, key=key, payload=Change(before, after))
 
     def decode_value(
-        self, data: bytes, part: Part = "payload", *, header: bytes | None = None
+        self,
+        data: bytes,
+        part: Part = "payload",
+        *,
+        header: bytes | None = None,
+        branches: avro_values.Branches | None = None,
     ) -> Any:
-        """Structured data from Confluent-framed bytes (or a bare body with ``header``)."""
+        """Structured data from Confluent-framed bytes (or a bare body with ``header``).
+
+        ``branches``, when given, receives the union branches of values whose branch JSON
+        does not show (``avro_values.union_branches``)."""
         frame = framing.read_frame(data, header=header)
         writer = self._by_frame(frame, data)
         if writer.schema_type == "PROTOBUF":
             return read_protobuf(
                 data, framing.read_frame(data, protobuf=True, header=header), writer
             )
-        return self._read(data, frame.offset, writer, self._reader(writer, part, None), part)
+        reader = self._reader(writer, part, None)
+        value, found = self._read(data, frame.offset, writer, reader, part)
+        if branches is not None:
+            branches.update(found)
+        return value
 
-    def _decode(self, record: Record, part: Part, data: Any, where: str) -> Any:
+    def _decode(
+        self,
+        record: Record,
+        part: Part,
+        data: Any,
+        where: str,
+        found: dict[str, avro_values.Branches],
+    ) -> Any:
         if not isinstance(data, bytes):
             return data
         try:
@@ -222,7 +249,10 @@ class RecordDecoder:
             else:
                 return data
             reader = self._reader(writer, part, record)
-            return self._read(data, offset, writer, reader, where)
+            value, branches = self._read(data, offset, writer, reader, where)
+            if branches:
+                found[where] = branches
+            return value
         except CodecError as exc:
             raise type(exc)(f"{where}: {exc.reason}", data=data) from None
 
@@ -261,7 +291,8 @@ class RecordDecoder:
 
     def _read(
         self, data: bytes, offset: int, writer: Resolved, reader: Resolved | None, where: str
-    ) -> Any:
+    ) -> tuple[Any, avro_values.Branches]:
+        """The structured value, and the union branches JSON would not show."""
         if writer.schema_type != "AVRO":
             raise CodecError(f"{writer.label()} is {writer.schema_type}; this decoder reads Avro")
         if reader is not None and reader.schema_id != writer.schema_id:
@@ -272,12 +303,20 @@ class RecordDecoder:
                     f"written with {writer.label()}, which cannot be read as "
                     f"{reader.label()}: {problem}"
                 )
-            value = avro_values.decode(data, writer.avro, reader.avro, offset=offset)
+        shape = (reader or writer).avro_standalone
+        named = avro_values.has_ambiguous_unions(shape)
+        if reader is not None and reader.schema_id != writer.schema_id:
+            value = avro_values.decode(
+                data, writer.avro, reader.avro, offset=offset, named_types=named
+            )
         else:
-            value = avro_values.decode(data, writer.avro, offset=offset)
+            value = avro_values.decode(data, writer.avro, offset=offset, named_types=named)
         if not isinstance(value, dict):
             raise CodecError(f"{writer.label()} is not a record schema; data must be a record")
-        return avro_values.to_structured(value)
+        branches: avro_values.Branches = {}
+        if named:
+            value, branches = avro_values.union_branches(shape, value)
+        return avro_values.to_structured(value), branches
 
     def _resolvable(self, writer: Resolved, reader: Resolved) -> str | None:
         pair = (writer.schema_id, reader.schema_id)
