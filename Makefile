@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: setup run test bench lint proto check-proto java clean
+.PHONY: setup run test check bench lint proto check-proto java clean
 
 setup: $(STAMP) java
 
@@ -36,6 +36,11 @@ test: setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/buf lint
+
+# The fast tier for every change: no Spark, nothing marked slow (about a minute and a half).
+check: setup
+	$(BIN)/python -m pytest -q -m "not spark and not slow" -p no:cacheprovider
+	$(BIN)/ruff check .
 
 bench: setup
 	$(BIN)/python -m bench

@@ -11,12 +11,14 @@ afterwards, types of references named, aliases as sorted sets, object keys
 sorted. (The ``avro`` package reads ``"namespace": ""`` inside a namespace as
 the enclosing namespace, where Java reads no namespace.)
 
-Field defaults are checked as Avro 1.12's Java parser (Confluent 8) checks them:
+Field defaults are checked as Avro 1.12's Java parser (Confluent 8) checks them,
+and as the specification reads them where Java reads them only when used:
 ``null`` for null, booleans, integers within 32 / 64 bits for int / long, any
-number for float / double, a string for string, bytes, fixed and enum, arrays
-and maps element by element, a record's fields by name (or their own
-defaults), and a union's default matching any of its branches. The ``avro``
-package checks none of this.
+number for float / double, a string for string, one of its symbols for an enum,
+a string of code points 0-255 for bytes and fixed (of exactly its size for
+fixed; a decimal's bytes within its precision), arrays and maps element by
+element, a record's fields by name (or their own defaults), and a union's
+default matching any of its branches. The ``avro`` package checks none of this.
 
 Compatibility is the ``avro`` package's reader/writer checker, the same rules
 as the Java implementation Confluent's registry uses.
@@ -193,8 +195,21 @@ def _valid_default(schema: avro.schema.Schema, value: Any, depth: int) -> bool:
         return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
     if kind in ("float", "double"):
         return isinstance(value, int | float) and not isinstance(value, bool)
-    if kind in ("string", "bytes", "enum", "fixed"):
+    if kind == "string":
         return isinstance(value, str)
+    if kind == "enum":
+        return isinstance(value, str) and value in schema.symbols
+    if kind in ("bytes", "fixed"):
+        # One byte per character, code points 0-255; a fixed holds exactly its size.
+        if not isinstance(value, str) or any(ord(c) > 255 for c in value):
+            return False
+        if kind == "fixed" and len(value) != schema.size:
+            return False
+        precision = getattr(schema, "precision", None)
+        if isinstance(precision, int) and schema.get_prop("logicalType") == "decimal":
+            unscaled = int.from_bytes(value.encode("latin-1"), "big", signed=True)
+            return abs(unscaled) < 10**precision
+        return True
     if isinstance(schema, avro.schema.ArraySchema):
         return isinstance(value, list) and all(
             _valid_default(schema.items, v, depth + 1) for v in value
