@@ -237,6 +237,16 @@ def _valid_default(schema: avro.schema.Schema, value: Any, depth: int) -> bool:
 
 
 def _label(schema: avro.schema.Schema) -> str:
+    if schema.get_prop("logicalType") == "decimal":
+        base = f"{schema.type} {schema.fullname}" if schema.type == "fixed" else schema.type
+        where = f"{base} of size {schema.size}" if schema.type == "fixed" else base
+        return f"{where} holding a decimal({schema.get_prop('precision')},{schema.get_prop('scale') or 0})"
+    if isinstance(schema, avro.schema.FixedSchema):
+        return f"fixed {schema.fullname} of size {schema.size} (one character per byte)"
+    if schema.type == "bytes":
+        return "bytes (one character per byte, U+0000 to U+00FF)"
+    if isinstance(schema, avro.schema.EnumSchema):
+        return f"symbol of enum {schema.fullname}"
     if isinstance(schema, avro.schema.NamedSchema):
         return f"{schema.type} {schema.fullname}"
     if isinstance(schema, avro.schema.UnionSchema):

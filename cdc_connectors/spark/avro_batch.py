@@ -251,9 +251,9 @@ class _DecodePlan:
         dispatch = False
         for writer in feeds:
             if writer is None:
-                # A union's default is of its first branch.
-                if rest and reader.branches[0].type != "null":
-                    per_branch[0].append(None)
+                # The reader's default, of whichever branch it matches (Avro 1.12): its
+                # member is found by its value.
+                dispatch = True
                 continue
             dispatch = dispatch or writer.type == "union"
             branches = writer.branches if writer.type == "union" else (writer,)
