@@ -197,18 +197,18 @@ def _valid_default(schema: avro.schema.Schema, value: Any, depth: int) -> bool:
         return isinstance(value, int | float) and not isinstance(value, bool)
     if kind == "string":
         return isinstance(value, str)
-    if kind == "enum":
+    if isinstance(schema, avro.schema.EnumSchema):
         return isinstance(value, str) and value in schema.symbols
     if kind in ("bytes", "fixed"):
         # One byte per character, code points 0-255; a fixed holds exactly its size.
         if not isinstance(value, str) or any(ord(c) > 255 for c in value):
             return False
-        if kind == "fixed" and len(value) != schema.size:
+        if isinstance(schema, avro.schema.FixedSchema) and len(value) != schema.size:
             return False
         precision = getattr(schema, "precision", None)
         if isinstance(precision, int) and schema.get_prop("logicalType") == "decimal":
             unscaled = int.from_bytes(value.encode("latin-1"), "big", signed=True)
-            return abs(unscaled) < 10**precision
+            return bool(abs(unscaled) < 10**precision)
         return True
     if isinstance(schema, avro.schema.ArraySchema):
         return isinstance(value, list) and all(
@@ -238,9 +238,10 @@ def _valid_default(schema: avro.schema.Schema, value: Any, depth: int) -> bool:
 
 def _label(schema: avro.schema.Schema) -> str:
     if schema.get_prop("logicalType") == "decimal":
-        base = f"{schema.type} {schema.fullname}" if schema.type == "fixed" else schema.type
-        where = f"{base} of size {schema.size}" if schema.type == "fixed" else base
-        return f"{where} holding a decimal({schema.get_prop('precision')},{schema.get_prop('scale') or 0})"
+        digits = f"decimal({schema.get_prop('precision')},{schema.get_prop('scale') or 0})"
+        if isinstance(schema, avro.schema.FixedSchema):
+            return f"fixed {schema.fullname} of size {schema.size} holding a {digits}"
+        return f"bytes holding a {digits}"
     if isinstance(schema, avro.schema.FixedSchema):
         return f"fixed {schema.fullname} of size {schema.size} (one character per byte)"
     if schema.type == "bytes":

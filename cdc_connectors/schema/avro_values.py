@@ -355,6 +355,7 @@ _JSON_KINDS = {
     "array": "array",
     "boolean": "boolean",
 }
+_NUMBERS = frozenset({"int", "long", "float", "double"})
 _AMBIGUOUS: dict[int, tuple[Any, bool]] = {}
 
 
@@ -413,7 +414,9 @@ def _branches(schema: Any, value: Any, where: str, out: Branches) -> Any:
         kinds = [_JSON_KINDS.get(_family(m), "") for m in members]
         if branch is not None and len(set(kinds)) < len(kinds):
             json_kind = _JSON_KINDS.get(_family(branch), "")
-            if kinds.count(json_kind) > 1 and _family(branch) not in ("int", "long", "float", "double"):
+            # int/long and float/double values do not tell their branch: the union's
+            # order decides, as when confluent-kafka's serializer wrote them.
+            if kinds.count(json_kind) > 1 and _family(branch) not in _NUMBERS:
                 out[where] = _branch_name(branch)
         return value if branch is None else _branches(branch, value, where, out)
     kind = schema.get("type") if isinstance(schema, dict) else schema
