@@ -34,6 +34,7 @@ from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 from cdc_connectors.opencdc import CodecError
 from cdc_connectors.registry import registry_for
 from cdc_connectors.schema import framing
+from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.schema.serde import resolution_problem
 from cdc_connectors.schema.store import Resolved, SchemaStore
 from cdc_connectors.schema.subjects import Part
@@ -159,22 +160,28 @@ class AvroColumnDecoder:
     def _decoder(self, writer: Resolved) -> AvroBatchDecoder | str:
         found = self._decoders.get(writer.schema_id)
         if found is None:
-            if writer.schema_type != "AVRO":
-                found = f"{writer.label()} is {writer.schema_type}, not Avro"
-            elif writer.schema_id == self.reader.schema_id:
-                found = AvroBatchDecoder(self.reader.avro_standalone)
-            else:
-                problem = resolution_problem(writer, self.reader)
-                if problem is None:
-                    found = AvroBatchDecoder(writer.avro_standalone, self.reader.avro_standalone)
-                else:
-                    writer = self.store.named(writer, self.reader.subject or "")
-                    found = (
-                        f"written with {writer.label()}, which cannot be read as "
-                        f"{self.reader.label()}: {problem}"
-                    )
+            found = self._new_decoder(writer)
             self._decoders[writer.schema_id] = found
         return found
+
+    def _new_decoder(self, writer: Resolved) -> AvroBatchDecoder | str:
+        """The decoder of a writer's rows, or why none of them can be read."""
+        if writer.schema_type != "AVRO":
+            return f"{writer.label()} is {writer.schema_type}, not Avro"
+        try:
+            if writer.schema_id == self.reader.schema_id:
+                return AvroBatchDecoder(self.reader.avro_standalone)
+            problem = resolution_problem(writer, self.reader)
+            if problem is None:
+                return AvroBatchDecoder(writer.avro_standalone, self.reader.avro_standalone)
+        except (ValueError, SchemaError) as exc:
+            # Every row of this writer fails with the reason; the job goes on.
+            return f"{writer.label()} cannot be read as {self.reader.label()}: {exc}"
+        named = self.store.named(writer, self.reader.subject or "")
+        return (
+            f"written with {named.label()}, which cannot be read as "
+            f"{self.reader.label()}: {problem}"
+        )
 
 
 class ProtobufColumnDecoder(AvroColumnDecoder):
