@@ -279,7 +279,8 @@ class AvroFormat(SchemaRowFormat):
             subject = self._subject(record, part, "record")
             current = self._current_schema(subject)
             branches = avro_values.branches_in(record.metadata, where_of(part))
-            if current is not None and _fits(current, data, branches):
+            misfit = None if current is None else _misfit(current, data, branches)
+            if current is not None and misfit is None:
                 # A row a version of the subject already holds is written with it: inferring
                 # anew would register ["null","string"] for a null, then "string" for the next
                 # row's text, which the registry refuses as incompatible.
@@ -287,7 +288,10 @@ class AvroFormat(SchemaRowFormat):
             try:
                 text = infer_schema_text(data, what="key" if part == "key" else "payload.after")
             except SchemaError as exc:
-                raise CodecError(f"no Avro schema can be inferred: {exc}") from None
+                latest = (
+                    "" if current is None else f"; {current.label()} does not hold it: {misfit}"
+                )
+                raise CodecError(f"no Avro schema can be inferred: {exc}{latest}") from None
             resolved = self.store.register(subject, text)
             self._inferred.add(resolved.schema_id)
             self._current[subject] = resolved
@@ -346,13 +350,15 @@ def where_of(part: Part) -> str:
     return "key" if part == "key" else "payload.after"
 
 
-def _fits(schema: Resolved, data: dict[str, Any], branches: avro_values.Branches | None) -> bool:
-    """Whether ``data`` is written by ``schema`` exactly as it is."""
+def _misfit(
+    schema: Resolved, data: dict[str, Any], branches: avro_values.Branches | None
+) -> str | None:
+    """Why ``schema`` does not write ``data`` exactly as it is; ``None`` when it does."""
     try:
         avro_values.encode(schema.avro, data, schema.avro_standalone, branches)
-    except CodecError:
-        return False
-    return True
+    except CodecError as exc:
+        return exc.reason
+    return None
 
 
 def _record_name(text: str) -> str | None:
