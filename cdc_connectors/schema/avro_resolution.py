@@ -43,6 +43,7 @@ _PROMOTIONS = {
 }
 _RANGES = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
 _FLOAT32 = "cdc-float32"  # marks a writer int or long read as a 32-bit float
+_EXACT = "cdc-exact"  # marks a writer branch read into the reader branch of its own type
 _MAX_DEPTH = 100
 
 
@@ -58,12 +59,32 @@ def to_float32(value: float) -> float:
         return float("inf") if value > 0 else float("-inf")
 
 
+def integer_to_float32(value: int) -> float:
+    """The 32-bit float nearest ``value`` (ties to even), rounded once: through a double
+    first, 2**60 + 2**37 + 1 would land on a tie and round the wrong way."""
+    magnitude = abs(value)
+    extra = magnitude.bit_length() - 24
+    if extra > 0:
+        kept, rest = divmod(magnitude, 1 << extra)
+        half = 1 << (extra - 1)
+        if rest > half or (rest == half and kept & 1):
+            kept += 1
+        magnitude = kept << extra
+    return to_float32(float(-magnitude if value < 0 else magnitude))  # exact now
+
+
 def _promote_to_float32(data: Any, writer_schema: Any = None, reader_schema: Any = None) -> float:
-    return to_float32(float(data))
+    return integer_to_float32(data)
+
+
+def _as_written(data: Any, writer_schema: Any = None, reader_schema: Any = None) -> Any:
+    return data  # a logical reader's result skips fastavro's promotion
 
 
 for _base in ("int", "long"):
     fastavro._read.LOGICAL_READERS[f"{_base}-{_FLOAT32}"] = _promote_to_float32  # type: ignore[attr-defined]
+for _base in _PROMOTIONS:
+    fastavro._read.LOGICAL_READERS[f"{_base}-{_EXACT}"] = _as_written  # type: ignore[attr-defined]
 
 
 # --- defaults ----------------------------------------------------------------------------
@@ -266,13 +287,10 @@ class _Resolver:
             self.seen.add(key)
         if isinstance(w, list):
             for index, branch in enumerate(w):
-                target = self._branch(branch, r)
-                if target is not None:
-                    w[index] = self._walk(branch, target, path)
+                w[index] = self._into(branch, r, path)
             return writer
         if isinstance(r, list):
-            target = self._branch(writer, r)
-            return writer if target is None else self._walk(writer, target, path)
+            return self._into(writer, r, path)
         w_kind, r_kind = _kind(w), _kind(r)
         if w_kind in ("int", "long") and r_kind == "float":
             base = {"type": w_kind} if isinstance(w, str) else dict(w)
@@ -306,14 +324,23 @@ class _Resolver:
                 ) from None
             self.reader_memo[id(field)]["default"] = value
 
-    def _branch(self, writer: Any, reader: Any) -> Any:
-        """The reader type a writer type resolves to: itself, or a union's first match."""
+    def _into(self, writer: Any, reader: Any, path: str) -> Any:
+        """``writer`` (not a union) edited to read as the reader type (maybe a union) it
+        resolves to."""
         w = self._resolve(writer, self.writer_named)
         branches = reader if isinstance(reader, list) else [reader]
-        for branch in branches:
-            if _matches(w, self._resolve(branch, self.reader_named)):
-                return branch
-        return None
+        resolved = [self._resolve(b, self.reader_named) for b in branches]
+        matching = [i for i, b in enumerate(resolved) if _matches(w, b)]
+        if not matching:
+            return writer  # fastavro names the mismatch when such a value comes
+        # As Avro's Java resolver picks a union branch: the writer's own type first, then
+        # the first promotion. fastavro takes the first match, promotion or not.
+        kind = _kind(w)
+        best = next((i for i in matching if _kind(resolved[i]) == kind), matching[0])
+        edited = self._walk(writer, branches[best], path)
+        if best != matching[0] and isinstance(edited, str) and edited in _PROMOTIONS:
+            return {"type": edited, "logicalType": _EXACT}  # read as written, no promotion
+        return edited
 
 
 def _named(schema: Any) -> dict[str, Any]:

@@ -444,7 +444,11 @@ def _branch_of(members: list[Any], value: Any) -> Any:
     elif isinstance(value, float):
         wanted = ("float", "double")
     elif isinstance(value, str):
-        wanted = ("string",)
+        # An enum read from a writer that was no union comes untagged.
+        return next(
+            (m for m in members if _family(m) == "string"),
+            next((m for m in members if _family(m) == "enum" and value in m["symbols"]), None),
+        )
     elif isinstance(value, bytes):
         wanted = ("bytes",)
     elif isinstance(value, Decimal):
@@ -454,6 +458,12 @@ def _branch_of(members: list[Any], value: Any) -> Any:
     elif isinstance(value, UUID):
         wanted = ("uuid",)
     elif isinstance(value, dict):
+        # A record read from a writer that was no union comes untagged: the record whose
+        # fields it has, else a map.
+        keys = set(value)
+        for member in members:
+            if _family(member) == "record" and {f["name"] for f in member["fields"]} == keys:
+                return member
         wanted = ("map",)
     elif isinstance(value, list):
         wanted = ("array",)
@@ -666,11 +676,12 @@ def _candidates(members: list[Any], value: Any) -> list[Any]:
     if isinstance(value, bool):
         order = (frozenset({"boolean"}),)
     elif isinstance(value, int):
-        order = (frozenset({"long", "int"}), frozenset({"decimal"}), _FLOATS)
+        order = (frozenset({"long", "int"}), frozenset({"decimal"}), _DOUBLE, _FLOAT)
     elif isinstance(value, float):
-        order = (_FLOATS, frozenset({"decimal"}))
+        # double before float, as confluent-kafka's serializer (fastavro) prefers it
+        order = (_DOUBLE, _FLOAT, frozenset({"decimal"}))
     elif isinstance(value, Decimal):
-        order = (frozenset({"decimal"}), _FLOATS)
+        order = (frozenset({"decimal"}), _DOUBLE, _FLOAT)
     elif isinstance(value, str):
         # bytes and fixed last: a string is base64 for them only when no other branch
         # takes it (a union_branches path names them otherwise).
@@ -690,7 +701,8 @@ def _candidates(members: list[Any], value: Any) -> list[Any]:
     return [m for wanted in order for m in members if _family(m) in wanted]
 
 
-_FLOATS = frozenset({"double", "float"})
+_DOUBLE = frozenset({"double"})
+_FLOAT = frozenset({"float"})
 _TEXTS = frozenset({"string", "enum", "temporal", "uuid"})
 
 

@@ -259,7 +259,10 @@ class _DecodePlan:
             branches = writer.branches if writer.type == "union" else (writer,)
             hits = 0
             for wb in branches:
-                index = next((i for i, rb in enumerate(rest) if _matches(wb, rb)), None)
+                # The writer's own type first, then the first promotion (Avro's Java resolver).
+                index = next((i for i, rb in enumerate(rest) if rb.type == wb.type), None)
+                if index is None or not _matches(wb, rest[index]):
+                    index = next((i for i, rb in enumerate(rest) if _matches(wb, rb)), None)
                 if index is not None:
                     hits += 1
                     per_branch[index].append(wb)
