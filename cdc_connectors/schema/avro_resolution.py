@@ -27,7 +27,7 @@ import copy
 import struct
 import threading
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 import fastavro._read
 
@@ -45,6 +45,7 @@ _RANGES = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
 _FLOAT32 = "cdc-float32"  # marks a writer int or long read as a 32-bit float
 _EXACT = "cdc-exact"  # marks a writer branch read into the reader branch of its own type
 _MAX_DEPTH = 100
+_NAMED = ("record", "error", "enum", "fixed")
 
 
 class ResolutionError(ValueError):
@@ -90,33 +91,47 @@ for _base in _PROMOTIONS:
 # --- defaults ----------------------------------------------------------------------------
 
 
-def decoded_default(schema: Any, value: Any, named: dict[str, Any], where: str = "") -> Any:
+def decoded_default(
+    schema: Any, value: Any, named: dict[str, Any], where: str = "", *, tagged: bool = False
+) -> Any:
     """The JSON default ``value`` of ``schema`` (fastavro-parsed: named types by full name
     in ``named``) as the value a decoded body of that type gives; :class:`ValueError`
-    naming ``where`` when it does not fit the type."""
-    return _default(schema, value, named, where or "default", 0)
+    naming ``where`` when it does not fit the type. ``tagged``: a value of a named type in
+    a union is a ``(name, value)`` tuple, as fastavro's ``return_named_type`` reads it."""
+    return _default(_Context(named, tagged), schema, value, where or "default", 0)
 
 
-def _default(schema: Any, value: Any, named: dict[str, Any], where: str, depth: int) -> Any:
+class _Context(NamedTuple):
+    named: dict[str, Any]  # named types by full name
+    tagged: bool  # named types in unions as (name, value)
+
+
+def _default(ctx: _Context, schema: Any, value: Any, where: str, depth: int) -> Any:
+    named = ctx.named
     if depth > _MAX_DEPTH:
         raise ValueError(f"{where}: the default nests deeper than {_MAX_DEPTH} levels")
     if isinstance(schema, str):
         if schema not in _PRIMITIVES:
             if schema not in named:
                 raise ValueError(f"{where}: unknown Avro type {schema!r}")
-            return _default(named[schema], value, named, where, depth + 1)
+            return _default(ctx, named[schema], value, where, depth + 1)
         return _primitive(schema, value, where)
     if isinstance(schema, list):
         problems = []
         for branch in schema:  # Avro 1.12: the first branch the default matches
             try:
-                return _default(branch, value, named, where, depth + 1)
+                found = _default(ctx, branch, value, where, depth + 1)
             except ValueError as exc:
                 problems.append(str(exc))
+                continue
+            definition = named.get(branch, branch) if isinstance(branch, str) else branch
+            if ctx.tagged and isinstance(definition, dict) and definition.get("type") in _NAMED:
+                return (definition["name"], found)
+            return found
         raise ValueError(problems[0] if problems else f"{where}: an empty union has no value")
     kind = schema.get("type")
     if isinstance(kind, dict | list) or (isinstance(kind, str) and kind in _PRIMITIVES):
-        raw = _default(kind, value, named, where, depth + 1)
+        raw = _default(ctx, kind, value, where, depth + 1)
     elif kind == "fixed":
         raw = _latin1(value, where, "fixed")
         if len(raw) != schema["size"]:
@@ -131,26 +146,24 @@ def _default(schema: Any, value: Any, named: dict[str, Any], where: str, depth: 
         if not isinstance(value, list):
             raise ValueError(f"{where}: expected a JSON array, got {_shown(value)}")
         raw = [
-            _default(schema["items"], v, named, f"{where}[{i}]", depth + 1)
+            _default(ctx, schema["items"], v, f"{where}[{i}]", depth + 1)
             for i, v in enumerate(value)
         ]
     elif kind == "map":
         if not isinstance(value, dict):
             raise ValueError(f"{where}: expected a JSON object, got {_shown(value)}")
         raw = {
-            k: _default(schema["values"], v, named, f"{where}.{k}", depth + 1)
+            k: _default(ctx, schema["values"], v, f"{where}.{k}", depth + 1)
             for k, v in value.items()
         }
     elif kind in ("record", "error"):
-        raw = _record(schema, value, named, where, depth)
+        raw = _record(ctx, schema, value, where, depth)
     else:
         raise ValueError(f"{where}: unknown Avro type {kind!r}")
     return _logical(schema, raw, where)
 
 
-def _record(
-    schema: dict[str, Any], value: Any, named: dict[str, Any], where: str, depth: int
-) -> Any:
+def _record(ctx: _Context, schema: dict[str, Any], value: Any, where: str, depth: int) -> Any:
     if not isinstance(value, dict):
         raise ValueError(f"{where}: expected a JSON object for record {schema['name']}")
     out = {}
@@ -165,7 +178,7 @@ def _record(
                 f"{where}.{name}: the default of record {schema['name']} leaves out field "
                 f"{name!r}, which has no default of its own"
             )
-        out[name] = _default(field["type"], given, named, f"{where}.{name}", depth + 1)
+        out[name] = _default(ctx, field["type"], given, f"{where}.{name}", depth + 1)
     return out
 
 
@@ -230,19 +243,21 @@ def _shown(value: Any) -> str:
 # --- resolution ----------------------------------------------------------------------------
 
 
-_PAIRS: dict[tuple[int, int], tuple[Any, Any, Any, Any]] = {}
+_PAIRS: dict[tuple[int, int, bool], tuple[Any, Any, Any, Any]] = {}
 _LOCK = threading.Lock()
 
 
-def for_reading(writer: Any, reader: Any) -> tuple[Any, Any]:
+def for_reading(writer: Any, reader: Any, *, named_types: bool = False) -> tuple[Any, Any]:
     """fastavro-parsed ``writer`` and ``reader`` schemas made to read as the specification
     says (module docstring); :class:`ResolutionError` when a default the read needs does
-    not fit its type. The pair is cached: call it per body freely."""
-    key = (id(writer), id(reader))
+    not fit its type. ``named_types``: the read uses fastavro's ``return_named_type``, so
+    defaults tag named types in unions the same way. The pair is cached: call it per body
+    freely."""
+    key = (id(writer), id(reader), named_types)
     found = _PAIRS.get(key)
     if found is not None and found[0] is writer and found[1] is reader:
         return found[2], found[3]
-    pair = _Resolver(writer, reader).run()
+    pair = _Resolver(writer, reader, named_types).run()
     with _LOCK:
         if len(_PAIRS) > 512:
             _PAIRS.clear()
@@ -253,7 +268,8 @@ def for_reading(writer: Any, reader: Any) -> tuple[Any, Any]:
 class _Resolver:
     """One walk of writer and reader side by side, editing copies of both."""
 
-    def __init__(self, writer: Any, reader: Any) -> None:
+    def __init__(self, writer: Any, reader: Any, tagged: bool) -> None:
+        self.tagged = tagged
         self.writer = copy.deepcopy(writer)
         self.writer_named = _named(self.writer)
         self.source_reader = reader
@@ -316,7 +332,9 @@ class _Resolver:
             if "default" not in field:
                 continue  # fastavro names the missing default itself
             try:
-                value = decoded_default(field["type"], field["default"], self.reader_named, where)
+                value = decoded_default(
+                    field["type"], field["default"], self.reader_named, where, tagged=self.tagged
+                )
             except ValueError as exc:
                 raise ResolutionError(
                     f"reader field {where} has no value for data of the writer schema: its "

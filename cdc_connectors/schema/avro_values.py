@@ -141,7 +141,7 @@ def decode(
         )
     if reader is not None:
         try:
-            writer, reader = avro_resolution.for_reading(writer, reader)
+            writer, reader = avro_resolution.for_reading(writer, reader, named_types=named_types)
         except avro_resolution.ResolutionError as exc:
             raise CodecError(f"cannot be read with the reader schema: {exc}") from None
     buffer = io.BytesIO(body)

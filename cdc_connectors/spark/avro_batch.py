@@ -589,7 +589,9 @@ class AvroBatchDecoder:
         problem = None
         if self._reader is not None:
             try:
-                self._writer, self._reader = for_reading(self._writer, self._reader)
+                self._writer, self._reader = for_reading(
+                    self._writer, self._reader, named_types=True
+                )
             except ResolutionError as exc:
                 problem = str(exc)
         plan = _DecodePlan()
