@@ -37,7 +37,7 @@ test: setup
 	$(BIN)/mypy
 	$(BIN)/buf lint
 
-# The fast tier for every change: no Spark, nothing marked slow (about a minute and a half).
+# The fast tier for every change: no Spark, nothing marked slow (under three minutes).
 check: setup
 	$(BIN)/python -m pytest -q -m "not spark and not slow" -p no:cacheprovider
 	$(BIN)/ruff check .
