@@ -579,21 +579,22 @@ def _at_scale(number: Decimal, schema: Any, where: str) -> Decimal:
     if not number.is_finite():
         raise CodecError(f"{_at(where)}: {number} is not a finite decimal")
     sign, digits, exponent = number.as_tuple()
-    unscaled = int("".join(map(str, digits)) or "0")
-    shift = int(exponent) + scale
-    if shift >= 0:
-        unscaled *= 10**shift
-    else:
-        unscaled, rest = divmod(unscaled, 10**-shift)
-        if rest:
-            raise CodecError(
-                f"{_at(where)}: {number} has more than {scale} decimal places "
-                f"(decimal({precision},{scale}))"
-            )
-    if precision and unscaled >= 10**precision:
+    if not any(digits):
+        return Decimal((sign, (0,), -scale))
+    # Bounds first: "1E+999999999" must not make a billion-digit integer.
+    if precision and number.adjusted() + scale >= precision:
         raise CodecError(
-            f"{_at(where)}: {number} has more digits than decimal({precision},{scale}) holds"
+            f"{_at(where)}: {number:.60} has more digits than decimal({precision},{scale}) holds"
         )
+    shift = int(exponent) + scale
+    zeros = len(digits) - len("".join(map(str, digits)).rstrip("0"))
+    if shift < 0 and -shift > zeros:
+        raise CodecError(
+            f"{_at(where)}: {number:.60} has more than {scale} decimal places "
+            f"(decimal({precision},{scale}))"
+        )
+    unscaled = int("".join(map(str, digits)))
+    unscaled = unscaled * 10**shift if shift >= 0 else unscaled // 10**-shift
     return Decimal((sign, tuple(int(d) for d in str(unscaled)), -scale))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from decimal import Decimal
 
 import fastavro
@@ -162,3 +163,29 @@ def test_native_temporal_values_are_written():
         "id": str(UUID(int=7)),
     }
     assert avro_values.decode(avro_values.encode(schema, text), schema) == row
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("1E+999999999", "more digits than decimal\\(9,2\\) holds"),
+        ("1E-999999999", "more than 2 decimal places"),
+        ("1.555", "more than 2 decimal places"),
+    ],
+)
+def test_decimal_text_is_refused_by_its_bounds_before_any_scaling(text: str, reason: str):
+    # A billion-digit integer would take minutes and gigabytes: the bounds answer first.
+    with pytest.raises(CodecError, match=f"d: {re.escape(text)} has {reason}"):
+        avro_values.encode(LOSSY, {**GOOD, "d": text})
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("1E+2", Decimal("100.00")),
+        ("0E-999999999", Decimal("0.00")),
+        (Decimal("1.5"), Decimal("1.50")),
+    ],
+)
+def test_decimals_are_written_at_the_schemas_scale(value, expected):
+    assert _round_trip({**GOOD, "d": value})["d"] == expected
