@@ -31,10 +31,18 @@ from typing import Any, NamedTuple
 
 import fastavro._read
 
-__all__ = ["ResolutionError", "decoded_default", "for_reading", "to_float32"]
+__all__ = [
+    "PROMOTIONS",
+    "ResolutionError",
+    "decoded_default",
+    "for_reading",
+    "integer_to_float32",
+    "to_float32",
+]
 
 _PRIMITIVES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
-_PROMOTIONS = {
+#: Avro's promotions: a writer type -> the reader types that read it.
+PROMOTIONS = {
     "int": ("int", "long", "float", "double"),
     "long": ("long", "float", "double"),
     "float": ("float", "double"),
@@ -84,7 +92,7 @@ def _as_written(data: Any, writer_schema: Any = None, reader_schema: Any = None)
 
 for _base in ("int", "long"):
     fastavro._read.LOGICAL_READERS[f"{_base}-{_FLOAT32}"] = _promote_to_float32  # type: ignore[attr-defined]
-for _base in _PROMOTIONS:
+for _base in PROMOTIONS:
     fastavro._read.LOGICAL_READERS[f"{_base}-{_EXACT}"] = _as_written  # type: ignore[attr-defined]
 
 
@@ -356,7 +364,7 @@ class _Resolver:
         kind = _kind(w)
         best = next((i for i in matching if _kind(resolved[i]) == kind), matching[0])
         edited = self._walk(writer, branches[best], path)
-        if best != matching[0] and isinstance(edited, str) and edited in _PROMOTIONS:
+        if best != matching[0] and isinstance(edited, str) and edited in PROMOTIONS:
             return {"type": edited, "logicalType": _EXACT}  # read as written, no promotion
         return edited
 
@@ -380,8 +388,8 @@ def _kind(node: Any) -> str:
 
 def _matches(writer: Any, reader: Any) -> bool:
     w, r = _kind(writer), _kind(reader)
-    if w in _PROMOTIONS:
-        return r in _PROMOTIONS[w]
+    if w in PROMOTIONS:
+        return r in PROMOTIONS[w]
     if w != r:
         return False
     if w in ("record", "error", "enum", "fixed"):

@@ -67,7 +67,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.types import DataType, DecimalType, StructType
 
-from cdc_connectors.schema.avro_resolution import ResolutionError, for_reading
+from cdc_connectors.schema.avro_resolution import PROMOTIONS, ResolutionError, for_reading
 from cdc_connectors.spark.avro_types import (
     AvroNode,
     arrow_type,
@@ -86,13 +86,6 @@ Convert = Callable[[list[Any]], tuple[pa.Array, dict[int, str]]]
 #: One Arrow array -> fastavro's Python values, and the positions that do not fit.
 Extract = Callable[[pa.Array], tuple[list[Any], dict[int, str]]]
 
-_PROMOTIONS = {
-    "int": ("int", "long", "float", "double"),
-    "long": ("long", "float", "double"),
-    "float": ("float", "double"),
-    "string": ("string", "bytes"),
-    "bytes": ("bytes", "string"),
-}
 #: Block size after which the encoder starts a new buffer (fastavro's tell() is 32-bit).
 _BLOCK_BYTES = 1 << 28
 _UNIT = {"millis": 1000, "micros": 1}  # to Spark's microseconds
@@ -134,8 +127,8 @@ def _matches(writer: AvroNode, reader: AvroNode) -> bool:
     """Whether Avro resolution pairs a (non-union) writer type with a reader type."""
     if reader.type == "union":
         return any(_matches(writer, b) for b in reader.branches)
-    if writer.type in _PROMOTIONS:
-        return reader.type in _PROMOTIONS[writer.type]
+    if writer.type in PROMOTIONS:
+        return reader.type in PROMOTIONS[writer.type]
     if writer.type != reader.type:
         return False
     if writer.name is None:
