@@ -1,24 +1,28 @@
 """Avro schema resolution, writer to reader, as the specification reads it, for fastavro.
 
-fastavro resolves a writer schema to a reader schema itself, but in two places it
-differs from the specification, and every path that reads Avro with a reader schema
-(``convert``, the registry decoder, Spark's ``expand`` and the columnar batch decoder)
-goes through :func:`for_reading` to close them:
+fastavro resolves a writer schema to a reader schema itself, but in three places it
+differs from the specification (and from Avro's Java resolver), and every path that reads
+Avro with a reader schema (``convert``, the registry decoder, Spark's ``expand``, the
+columnar batch decoder, the typed Debezium path) goes through :func:`for_reading`, which
+edits copies of both schemas to close them:
 
 - **Defaults.** fastavro hands back a reader field's default as the JSON the schema
   holds. The specification gives defaults in the JSON encoding of their type: a
   ``bytes`` or ``fixed`` default is a string whose code points 0-255 are the bytes, a
   decimal default is those bytes as its unscaled value, a record default may leave out
-  fields that have defaults of their own, a ``float`` default is a 32-bit float, and a
-  default of a logical type is the value of its underlying type. Each default a read
-  needs (a reader field the writer lacks) becomes the value a decoded body would give.
-- **Promotion to float.** An ``int`` or ``long`` read as ``float`` is a 32-bit float
-  (16777217 reads as 16777216.0); fastavro gives the double.
+  fields that have defaults of their own, a ``float`` default is a 32-bit float, a union
+  default is of the first branch it fits, and a default of a logical type is the value of
+  its underlying type. Each default a read needs (a reader field the writer lacks) becomes
+  the value a decoded body would give (:func:`decoded_default`).
+- **Promotion to float.** An ``int`` or ``long`` read as ``float`` is the nearest 32-bit
+  float, rounded once (16777217 reads as 16777216.0); fastavro gives the double.
+- **Union branches.** A writer's branch goes to the reader union's branch of its own type
+  before one it would be promoted to (``bytes`` in ``["string","bytes"]`` stays bytes);
+  fastavro takes the first that matches. The writer branch is marked to be read as written.
 
-:func:`decoded_default` is the one conversion of a default to a value, also used to
-check defaults when a schema is registered. A default the reader needs but that does not
-fit its type is a :class:`ResolutionError` naming the field: every body read with that
-pair fails with it, since every one would need the default.
+A default the reader needs but that does not fit its type is a :class:`ResolutionError`
+naming the field: every body read with that pair fails with it, since every one would
+need the default. (Registering such a schema is refused already: ``schema.avro``.)
 """
 
 from __future__ import annotations
