@@ -112,6 +112,7 @@ from cdc_connectors.connectors.messages import (
     typed_decoder,
     typed_schema,
 )
+from cdc_connectors.connectors.refused import stream_reader
 from cdc_connectors.convert.deadletter import dead_letter
 from cdc_connectors.convert.files import printable
 from cdc_connectors.convert.streams import MessageWriter, layout_of, read_messages
@@ -404,7 +405,8 @@ class FilesReader(DataSourceReader):
         return [FilePartition(file) for file in self.files]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, FilePartition)
+        if not isinstance(partition, FilePartition):
+            return iter(())  # no file to read: Spark's placeholder partition, 0 rows
         return read_file(self.settings, partition.file, self.typed)
 
 
@@ -449,7 +451,8 @@ class FilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return [FilePartition(f) for f in end["files"] if f not in seen]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, FilePartition)
+        if not isinstance(partition, FilePartition):
+            return iter(())  # no file to read: Spark's placeholder partition, 0 rows
         return read_file(self.settings, partition.file, self.typed)
 
 
@@ -746,6 +749,9 @@ class FilesDataSource(DataSource):
         return FilesReader(self.settings, self._typed() if self.settings.typed else None)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return stream_reader(self._stream_reader)
+
+    def _stream_reader(self) -> DataSourceStreamReader:
         self.settings.refuse(_WRITE_ONLY, "reading")
         self.settings.open_format()
         return FilesStreamReader(self.settings, self._typed() if self.settings.typed else None)

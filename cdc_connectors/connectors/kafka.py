@@ -124,6 +124,7 @@ from cdc_connectors.connectors.messages import (
     typed_decoder,
     typed_schema,
 )
+from cdc_connectors.connectors.refused import stream_reader
 from cdc_connectors.formats.base import Message
 from cdc_connectors.spark.debezium_typed import TypedDebeziumDecoder
 from cdc_connectors.spark.schema import OPENCDC_SCHEMA
@@ -187,6 +188,9 @@ class KafkaDataSource(DataSource):
         return KafkaBatchReader(settings, self._typed(settings) if settings.typed else None)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return stream_reader(self._stream_reader)
+
+    def _stream_reader(self) -> DataSourceStreamReader:
         settings = self._source()
         if settings.ending is not None:
             raise SettingError(
@@ -246,8 +250,7 @@ class KafkaBatchReader(DataSourceReader):
         return kafka_offsets.plan(start, end, settings.max_records_per_partition)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, KafkaRange)
-        return read_range(self.settings, partition, self.typed)
+        return _read(self.settings, partition, self.typed)
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -327,8 +330,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return kafka_offsets.plan(begin, finish, self.settings.max_records_per_partition)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, KafkaRange)
-        return read_range(self.settings, partition, self.typed)
+        return _read(self.settings, partition, self.typed)
 
     def commit(self, end: dict[str, dict[str, int]]) -> None:
         """Nothing to do: offsets live in Spark's checkpoint, not in a consumer group."""
@@ -337,6 +339,16 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._broker is not None:
             self._broker.close()
             self._broker = None
+
+
+def _read(
+    settings: SourceSettings, partition: InputPartition, typed: TypedDebeziumDecoder | None
+) -> Iterator[pa.RecordBatch]:
+    if not isinstance(partition, KafkaRange):
+        # Nothing to read (an empty topic, a pattern matching none): Spark plans one
+        # placeholder partition, which is 0 rows.
+        return iter(())
+    return read_range(settings, partition, typed)
 
 
 class KafkaCommit(WriterCommitMessage):

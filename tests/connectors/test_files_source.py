@@ -293,3 +293,31 @@ def test_an_unreadable_file_is_a_dead_letter_and_the_others_are_read(spark, tmp_
     (letter,) = [r for r in letters if "b.jsonl.gz" in bytes(r.position).decode()]
     assert "cannot read" in dict(letter.metadata)[DLQ_ERROR]
     assert bytes(letter.payload.after.raw_data) == whole[: len(whole) // 2]
+
+
+def test_a_batch_read_of_an_empty_directory_is_zero_rows(spark, tmp_path):  # type: ignore[no-untyped-def]
+    (tmp_path / "in").mkdir()
+    assert read(spark, tmp_path / "in") == []
+
+
+def test_a_setting_error_of_a_streaming_read_reaches_the_user(spark, tmp_path):  # type: ignore[no-untyped-def]
+    register(spark)
+    write_lines(tmp_path / "in" / "a.jsonl", [opencdc_line(1)])
+    with pytest.raises(Exception, match="'compression' does not apply to reading") as caught:
+        stream = (
+            spark.readStream.format("cdc-files")
+            .option("path", str(tmp_path / "in"))
+            .option("compression", "gzip")
+            .load()
+        )
+        query = (
+            stream.writeStream.format("memory")
+            .queryName("refused_files_stream")
+            .option("checkpointLocation", str(tmp_path / "cp"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination(60)
+        if query.exception() is not None:
+            raise Exception(str(query.exception()))
+    assert "UnboundLocalError" not in str(caught.value)

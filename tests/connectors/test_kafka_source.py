@@ -359,3 +359,54 @@ def test_typed_needs_a_debezium_format_and_a_message(spark: Any, kafka_broker: K
         source(spark, kafka_broker, topic, format="debezium-json", typed="true").collect()
     with pytest.raises(SettingError, match="'typed'"):
         source_settings({"servers": "x:1", "topics": "t", "typed": "true"})
+
+
+@pytest.mark.parametrize("fmt", ["raw", "debezium-json"])
+def test_a_batch_read_of_an_empty_topic_is_zero_rows(
+    spark: Any, kafka_broker: KafkaBroker, fmt: str
+) -> None:
+    topic = new_topic(kafka_broker, 2)
+    assert source(spark, kafka_broker, topic, format=fmt).count() == 0
+
+
+def test_a_batch_read_of_a_pattern_matching_no_topic_is_zero_rows(
+    spark: Any, kafka_broker: KafkaBroker
+) -> None:
+    spark.dataSource.register(KafkaDataSource)
+    df = (
+        spark.read.format("cdc-kafka")
+        .option("servers", kafka_broker.bootstrap)
+        .option("topicPattern", f"nothing-{uuid.uuid4().hex}-.*")
+        .load()
+    )
+    assert df.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [({"endingOffsets": "latest"}, "endingOffsets"), ({"colour": "red"}, "colour")],
+)
+def test_setting_errors_of_a_streaming_read_reach_the_user(
+    spark: Any, kafka_broker: KafkaBroker, tmp_path: Path, options: dict[str, str], named: str
+) -> None:
+    spark.dataSource.register(KafkaDataSource)
+    topic = new_topic(kafka_broker, 1)
+    with pytest.raises(Exception, match=named) as raised:
+        stream = (
+            spark.readStream.format("cdc-kafka")
+            .option("servers", kafka_broker.bootstrap)
+            .option("topics", topic)
+            .options(**options)
+            .load()
+        )
+        query = (
+            stream.writeStream.format("memory")
+            .queryName(f"q{uuid.uuid4().hex[:8]}")
+            .option("checkpointLocation", str(tmp_path / "cp"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination(60)
+        if query.exception() is not None:
+            raise Exception(str(query.exception()))
+    assert "UnboundLocalError" not in str(raised.value)
