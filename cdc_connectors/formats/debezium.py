@@ -286,8 +286,7 @@ class DebeziumJsonFormat(Format):
             metadata[f"{self.prefix}.unavailable.columns"] = ",".join(unavailable)
 
         structured_key = self._key(self.key_of(payload, key), before, after, operation)
-        created_at = _nanos(source, "source") or _conduit_time(source, "opencdc.createdAt")
-        read_at = _nanos(payload, "payload") or time.time_ns()
+        created_at, read_at = _times(source, payload)
         if self.registry_url:
             row = rows[1] or rows[0]
             if row is not None and (before is not None or after is not None):
@@ -375,8 +374,7 @@ class DebeziumJsonFormat(Format):
             pairs[f"{prefix}.unavailable.columns"] = ",".join(unavailable)
 
         structured_key = self._key(self.key_of(payload, key), before, after, operation)[0]
-        created_at = _nanos(source, "source") or _conduit_time(source, "opencdc.createdAt")
-        read_at = _nanos(payload, "payload") or time.time_ns()
+        created_at, read_at = _times(source, payload)
         # What Record.new sets, in its order.
         pairs.setdefault(_VERSION_KEY, _OPENCDC_VERSION)
         for name, standard in ((_COLLECTION_KEY, collection), (_CREATED_AT_KEY, created_at)):
@@ -751,6 +749,15 @@ def _nanos(block: Mapping[str, Any], what: str) -> int | None:
             raise CodecError(f"{what}.{field}: {value} is beyond the nanoseconds 64 bits hold")
         return nanos
     return None
+
+
+def _times(source: Mapping[str, Any], payload: Mapping[str, Any]) -> tuple[int | None, int]:
+    """``opencdc.createdAt`` and ``.readAt`` in nanoseconds; 0 is a time like any other."""
+    created_at = _nanos(source, "source")
+    if created_at is None:
+        created_at = _conduit_time(source, "opencdc.createdAt")
+    read_at = _nanos(payload, "payload")
+    return created_at, time.time_ns() if read_at is None else read_at
 
 
 def _conduit_time(source: Mapping[str, Any], name: str) -> int | None:

@@ -774,3 +774,15 @@ def test_a_delete_named_by_its_key_alone_is_kept() -> None:
         Message(orjson.dumps({"op": "d", "source": {"table": "t"}}), key=b'{"id": 1}')
     )
     assert record.key == {"id": 1}
+
+
+def test_a_time_of_zero_is_a_time_not_a_missing_one():
+    payload = mysql(ts_ms=0)
+    payload["source"] = {**payload["source"], "ts_ms": 0}
+    fmt = DebeziumJsonFormat()
+    one = decode_one(fmt, message(payload, key={"id": 1004}))
+    ((_, many),) = fmt.decode_many([message(payload, key={"id": 1004})])
+    assert isinstance(many, list)
+    for record in (one, *many):
+        assert record.metadata["opencdc.createdAt"] == "0"
+        assert record.metadata["opencdc.readAt"] == "0"
