@@ -236,6 +236,8 @@ def convert(
         in_opts, out_opts = _split_opts(_parse_opts(opts), (from_, to))
         decoder = load_format(from_)(in_opts, registry=registry)
         encoder = load_format(to)(out_opts, registry=registry)
+        if not encoder.writable:
+            raise FormatOptionError(f"format {to!r} is read-only: it cannot be a --to format")
     except FormatOptionError as exc:
         raise click.UsageError(str(exc)) from None
 

@@ -86,7 +86,7 @@ def test_the_debezium_example_converts_as_the_readme_shows(tmp_path):
         str(out),
     )
     assert done.returncode == 1
-    assert b"read 3 messages, wrote 1 records, skipped 1 (1 tombstone), errors 1" in done.stderr
+    assert b"read 3 messages, wrote 1 record, skipped 1 (1 tombstone), errors 1" in done.stderr
     assert '"opencdc.collection":"inventory.customers"' in out.read_text()
     assert len(dead.read_text().splitlines()) == 1
 

@@ -32,9 +32,13 @@ class ConvertStats:
         skipped = sum(self.skipped.values())
         reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(self.skipped.items()))
         return (
-            f"read {self.messages} messages, wrote {self.written} records, "
+            f"read {_count(self.messages, 'message')}, wrote {_count(self.written, 'record')}, "
             f"skipped {skipped}{f' ({reasons})' if reasons else ''}, errors {self.errors}"
         )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 class FailFast(Exception):

@@ -50,6 +50,7 @@ class ArcionJsonFormat(DebeziumJsonFormat):
     """Arcion JSON CDC, read through Debezium's mapping (module docstring)."""
 
     name = "arcion-json"
+    writable = False
     prefix: ClassVar[str] = "arcion"
     options: ClassVar[Mapping[str, str]] = {
         "tombstones": "skip (default): count and skip the tombstone after each delete; "

@@ -64,12 +64,13 @@ class Format(ABC):
 
     Subclasses set ``name``, ``binary`` (values are bytes, not text: ``convert
     --kv`` lines carry them as base64), ``delimited`` (a file holds
-    length-delimited messages instead of lines) and ``options`` (name ->
-    help text). They are found through the ``cdc_connectors.formats`` entry
-    points.
+    length-delimited messages instead of lines), ``writable`` (False for formats
+    that only read) and ``options`` (name -> help text). They are found through
+    the ``cdc_connectors.formats`` entry points.
     """
 
     name: ClassVar[str]
+    writable: ClassVar[bool] = True
     binary: ClassVar[bool] = False
     delimited: ClassVar[bool] = False
     options: ClassVar[Mapping[str, str]] = {}

@@ -91,6 +91,7 @@ class _CdlDebeziumJson(DebeziumJsonFormat):
     """CDL's Debezium JSON (2.0): Debezium's mapping, metadata under ``cdl.*``."""
 
     name = "cdl-json"
+    writable = False
     prefix = PREFIX
 
     def extra_metadata(self, payload: Mapping[str, Any], metadata: Metadata) -> None:

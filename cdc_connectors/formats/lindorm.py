@@ -55,6 +55,7 @@ class LindormJsonFormat(DebeziumJsonFormat):
     """Lindorm's Debezium Format V2.0, SQL and HBase tables (module docstring)."""
 
     name = "lindorm-json"
+    writable = False
     prefix: ClassVar[str] = "lindorm"
     options: ClassVar[Mapping[str, str]] = {
         "hbase": "auto (default: told by the row's shape), true or false: values are base64 "

@@ -118,6 +118,7 @@ class YdbJsonFormat(Format):
     """YDB changefeed records (JSON format) to OpenCDC records; see the module docstring."""
 
     name = "ydb-json"
+    writable = False
     options: ClassVar[Mapping[str, str]] = {
         "mode": "the changefeed's mode: " + ", ".join(MODES) + " (default: detected per record)",
         "key.columns": "primary-key column names in key order, comma-separated",

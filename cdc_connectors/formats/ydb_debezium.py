@@ -57,6 +57,7 @@ class YdbDebeziumJsonFormat(DebeziumJsonFormat):
     """YDB's Debezium-compatible changefeed records (module docstring)."""
 
     name = "ydb-debezium-json"
+    writable = False
     prefix: ClassVar[str] = "ydb"
     # KEYS_ONLY and UPDATES changefeeds carry no images: the key says which row changed.
     images_required: ClassVar[bool] = False

@@ -50,7 +50,7 @@ def test_bad_lines_go_to_errors_file_with_reason_place_and_original_bytes(tmp_pa
     stderr = result.stderr.decode()
     assert f"{src}:2: unknown operation 'bogus'" in stderr
     assert f"{src}:3: metadata 'n' must be a string" in stderr
-    assert "read 3 messages, wrote 1 records, skipped 0, errors 2" in stderr
+    assert "read 3 messages, wrote 1 record, skipped 0, errors 2" in stderr
     # the good record still went through
     assert len(list(iter_delimited(io.BytesIO(out.read_bytes())))) == 1
 
@@ -78,7 +78,7 @@ def test_fail_fast_stops_at_the_first_bad_message_keeping_it_and_the_counts(tmp_
     assert result.returncode == 1
     assert len(result.stdout.splitlines()) == 1  # the record before the bad one
     assert b"error: <stdin>:2: unknown operation 'bogus'" in result.stderr
-    assert b"read 2 messages, wrote 1 records, skipped 0, errors 1" in result.stderr
+    assert b"read 2 messages, wrote 1 record, skipped 0, errors 1" in result.stderr
     dead = [record_from_json(line) for line in errors.read_bytes().splitlines()]
     assert [d.payload.after for d in dead] == [BAD_OPERATION]
     assert dead[0].position == b"<stdin>:2"
@@ -125,7 +125,7 @@ def test_a_length_prefix_beyond_memory_is_one_error_with_the_rest_of_the_stream(
     assert f"<stdin>: message 2, byte {len(ok.stdout)}: the length prefix says".encode() in (
         result.stderr
     )
-    assert b"read 2 messages, wrote 1 records, skipped 0, errors 1" in result.stderr
+    assert b"read 2 messages, wrote 1 record, skipped 0, errors 1" in result.stderr
     dead = record_from_json(errors.read_bytes())
     assert dead.payload.after == tail
 
@@ -359,3 +359,16 @@ def test_a_decimal_a_double_would_round_stays_exact_in_json_and_is_refused_by_pr
     to_proto = run_cli("convert", "--from", "opencdc-json", "--to", "opencdc-proto", stdin=line)
     assert to_proto.returncode == 1
     assert b"payload.after.price: decimal 0.30000000000000000001 would change" in to_proto.stderr
+
+
+def test_a_read_only_format_as_output_is_a_usage_error_before_reading():
+    result = run_cli("convert", "--from", "opencdc-json", "--to", "arcion-json", stdin=b"junk\n")
+    assert result.returncode == 2
+    assert result.stderr.count(b"\n") == 1
+    assert b"format 'arcion-json' is read-only" in result.stderr
+
+
+def test_counts_read_in_the_singular_for_one():
+    line = b'{"operation":"create","payload":{"after":{"a":1}}}\n'
+    result = run_cli("convert", "--from", "opencdc-json", "--to", "opencdc-json", stdin=line)
+    assert b"read 1 message, wrote 1 record, skipped 0, errors 0" in result.stderr

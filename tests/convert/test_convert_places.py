@@ -188,7 +188,7 @@ def test_fail_fast_leaves_an_existing_output_unchanged(src, tmp_path):
     assert result.returncode == 1
     assert b"Traceback" not in result.stderr
     assert f"-o {out} unchanged".encode() in result.stderr
-    assert b"read 2 messages, wrote 1 records, skipped 0, errors 1" in result.stderr
+    assert b"read 2 messages, wrote 1 record, skipped 0, errors 1" in result.stderr
     assert out.read_bytes() == b"precious\n"
 
 
