@@ -68,6 +68,7 @@ from cdc_connectors.formats.base import Format, FormatOptionError, Message, Skip
 from cdc_connectors.opencdc import CodecError, Record, keys, structured
 from cdc_connectors.opencdc.data import Change, Data
 from cdc_connectors.opencdc.json_codec import (
+    KV_LINE_HINT,
     MAX_DEPTH,
     json_default,
     json_error,
@@ -391,6 +392,8 @@ class DebeziumJsonFormat(Format):
                 raise SkipMessage("heartbeat")
             if payload.get("status") in ("BEGIN", "END") and "id" in payload:
                 raise SkipMessage("transaction boundary")
+            if set(payload) == {"key", "value"}:
+                raise CodecError(KV_LINE_HINT)
             fields = ", ".join(sorted(map(str, payload))[:8]) or "none"
             raise CodecError(f"no 'op' field: not a Debezium change event (fields: {fields})")
         op = payload["op"]

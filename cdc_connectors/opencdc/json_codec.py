@@ -263,10 +263,17 @@ def record_to_json(record: Record, *, raw_as_string: bool = False) -> bytes:
     return orjson.dumps(doc)
 
 
+#: Why a ``{"key": ..., "value": ...}`` line is no record of a JSON format.
+KV_LINE_HINT = 'this is a --kv line ({"key": ..., "value": ...}), not a record: read it with --kv'
+
+
 def record_from_obj(obj: Any, *, raw_as_string: bool = False) -> Record:
     """A record from a parsed OpenCDC JSON object."""
     if not isinstance(obj, dict):
         raise CodecError(f"an OpenCDC record must be a JSON object, not {type(obj).__name__}")
+    if "value" in obj and not obj.keys() & {"operation", "payload", "position"}:
+        # Unknown members are ignored, as Conduit does; this one would become an empty record.
+        raise CodecError(KV_LINE_HINT)
     position = obj.get("position")
     if position is None:
         position_bytes = b""

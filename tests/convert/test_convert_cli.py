@@ -6,6 +6,7 @@ import base64
 import io
 
 import orjson
+import pytest
 
 from cdc_connectors.convert import iter_delimited
 from cdc_connectors.opencdc import keys, record_from_json
@@ -372,3 +373,13 @@ def test_counts_read_in_the_singular_for_one():
     line = b'{"operation":"create","payload":{"after":{"a":1}}}\n'
     result = run_cli("convert", "--from", "opencdc-json", "--to", "opencdc-json", stdin=line)
     assert b"read 1 message, wrote 1 record, skipped 0, errors 0" in result.stderr
+
+
+@pytest.mark.parametrize("fmt", ["opencdc-json", "debezium-json"])
+def test_kv_lines_read_without_kv_say_so(fmt: str):
+    line = b'{"key": null, "value": {"operation": "create", "payload": {"after": {"a": 1}}}}\n'
+    result = run_cli("convert", "--from", fmt, "--to", "opencdc-json", stdin=line)
+    assert result.returncode == 1
+    assert b"<stdin>:1: this is a --kv line" in result.stderr
+    assert b"read it with --kv" in result.stderr
+    assert result.stdout == b""
