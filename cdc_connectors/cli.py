@@ -319,6 +319,10 @@ def convert(
         except StreamError as exc:
             if output is None:
                 settle_stdout()
+                if exc.closed_pipe:
+                    # The reader has what it wanted (``| head``): end as a Unix tool killed
+                    # by SIGPIPE does, without a word.
+                    sys.exit(128 + signal.SIGPIPE)
             stop(str(exc), 1)
     for line in stats.first_errors:
         click.echo(f"error: {line}", err=True)

@@ -35,7 +35,12 @@ class PlaceError(ValueError):
 
 
 class StreamError(OSError):
-    """Reading or writing a stream failed; the message names the stream."""
+    """Reading or writing a stream failed; the message names the stream.
+
+    ``closed_pipe``: the reader of a pipe went away (``| head``), which Unix tools take
+    quietly."""
+
+    closed_pipe = False
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -172,7 +177,9 @@ class Guarded:
         self.name = name
 
     def _failed(self, action: str, exc: OSError) -> StreamError:
-        return StreamError(f"cannot {action} {self.name}: {exc.strerror or exc}")
+        error = StreamError(f"cannot {action} {self.name}: {exc.strerror or exc}")
+        error.closed_pipe = isinstance(exc, BrokenPipeError)
+        return error
 
     def read(self, size: int = -1) -> bytes:
         try:

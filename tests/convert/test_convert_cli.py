@@ -383,3 +383,33 @@ def test_kv_lines_read_without_kv_say_so(fmt: str):
     assert b"<stdin>:1: this is a --kv line" in result.stderr
     assert b"read it with --kv" in result.stderr
     assert result.stdout == b""
+
+
+def test_a_reader_that_goes_away_ends_the_run_quietly_as_unix_tools_do(tmp_path):
+    import subprocess
+    import sys
+
+    line = b'{"operation":"create","payload":{"after":{"a":1}}}\n'
+    source = tmp_path / "many.jsonl"
+    source.write_bytes(line * 50_000)
+    with subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "cdc_connectors.cli",
+            "convert",
+            "--from",
+            "opencdc-json",
+            "--to",
+            "opencdc-json",
+            str(source),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as run:
+        assert run.stdout is not None and run.stderr is not None
+        assert run.stdout.readline().startswith(b'{"position"')
+        run.stdout.close()  # as `| head -1` does
+        stderr = run.stderr.read()
+        assert run.wait(60) == 141
+    assert stderr == b""
