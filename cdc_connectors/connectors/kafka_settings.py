@@ -7,6 +7,7 @@ report a setting by its documented name. Every error is a one-line
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -44,6 +45,20 @@ SOURCE = (
 DESTINATION = ("servers", "topic", "format", "registry", "deliveryTimeoutMs")
 #: An option Spark itself passes to streaming writers along with ours; not ours to check.
 SPARK_OWN = frozenset({"checkpointlocation"})
+#: Spark's own Kafka source and sink option names (lower case) -> ours, so that code written
+#: for ``format("kafka")`` works as it is.
+SPARK_ALIASES = {
+    "kafka.bootstrap.servers": "servers",
+    "subscribe": "topics",
+    "subscribepattern": "topicPattern",
+    "kafkaconsumer.polltimeoutms": "pollTimeoutMs",
+}
+#: Spark Kafka options with no counterpart here, and what to do instead.
+SPARK_UNSUPPORTED = {
+    "assign": "name the topics with 'topics' and bound partitions with startingOffsets JSON",
+    "startingoffsetsbytimestamp": "give offsets in startingOffsets JSON",
+    "endingoffsetsbytimestamp": "give offsets in endingOffsets JSON",
+}
 
 DEFAULT_MAX_RECORDS_PER_PARTITION = 200_000
 DEFAULT_POLL_TIMEOUT_MS = 120_000
@@ -96,24 +111,43 @@ def _split(
     ours: dict[str, str] = {}
     kafka: dict[str, str] = {}
     fmt: dict[str, str] = {}
+    given: dict[str, str] = {}  # our name -> the option that set it
     for key, value in options.items():
         lowered = key.lower()
+        alias = SPARK_ALIASES.get(lowered)
+        if alias is not None and alias.lower() in names:
+            if alias in ours and ours[alias] != str(value):
+                raise SettingError(
+                    f"{CONNECTOR} settings {given[alias]!r} and {key!r} name one setting "
+                    "with two values"
+                )
+            ours[alias], given[alias] = str(value), key
+            continue
+        if lowered in SPARK_UNSUPPORTED:
+            raise SettingError(
+                f"{CONNECTOR} {role}: Spark's option {key!r} is not supported: "
+                f"{SPARK_UNSUPPORTED[lowered]}"
+            )
         if lowered.startswith(KAFKA_PREFIX) and len(lowered) > len(KAFKA_PREFIX):
             kafka[key[len(KAFKA_PREFIX) :]] = str(value)
         elif lowered.startswith(FORMAT_PREFIX) and len(lowered) > len(FORMAT_PREFIX):
             fmt[FORMAT_PREFIX + key[len(FORMAT_PREFIX) :]] = str(value)
         elif lowered in names:
-            ours[names[lowered]] = str(value)
+            name = names[lowered]
+            if name in ours and ours[name] != str(value):
+                raise SettingError(
+                    f"{CONNECTOR} settings {given[name]!r} and {key!r} name one setting "
+                    "with two values"
+                )
+            ours[name], given[name] = str(value), key
         elif lowered not in SPARK_OWN:
             listed = ", ".join(known)
+            close = difflib.get_close_matches(lowered, list(names), n=1)
+            hint = f"; did you mean {names[close[0]]!r}?" if close else ""
             raise SettingError(
-                f"{CONNECTOR} {role} has no setting {key!r} "
+                f"{CONNECTOR} {role} has no setting {key!r}{hint} "
                 f"(settings: {listed}, kafka.<librdkafka property>, format.<option>)"
             )
-    if "bootstrap.servers" in {k.lower() for k in kafka}:
-        raise SettingError(
-            f"{CONNECTOR} setting 'kafka.bootstrap.servers': use the setting 'servers' instead"
-        )
     return ours, kafka, fmt
 
 

@@ -410,3 +410,57 @@ def test_setting_errors_of_a_streaming_read_reach_the_user(
         if query.exception() is not None:
             raise Exception(str(query.exception()))
     assert "UnboundLocalError" not in str(raised.value)
+
+
+def test_spark_kafka_option_names_read_as_ours(spark: Any, kafka_broker: KafkaBroker) -> None:
+    topic = new_topic(kafka_broker, 1)
+    produce(kafka_broker, topic, [(0, None, b"v1"), (0, None, b"v2")])
+    spark.dataSource.register(KafkaDataSource)
+    df = (
+        spark.read.format("cdc-kafka")
+        .option("kafka.bootstrap.servers", kafka_broker.bootstrap)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("endingOffsets", "latest")
+        .load()
+    )
+    assert sorted(bytes(r.value) for r in df.collect()) == [b"v1", b"v2"]
+
+
+def test_spark_pattern_and_poll_names_are_aliases() -> None:
+    settings = source_settings(
+        {
+            "kafka.bootstrap.servers": "h:1",
+            "subscribePattern": "orders-.*",
+            "kafkaConsumer.pollTimeoutMs": "5000",
+        }
+    )
+    assert (settings.servers, settings.topic_pattern, settings.poll_timeout_ms) == (
+        "h:1",
+        "orders-.*",
+        5000,
+    )
+
+
+@pytest.mark.parametrize(
+    ("options", "reason"),
+    [
+        (
+            {"servers": "a:1", "kafka.bootstrap.servers": "b:1", "topics": "t"},
+            "'servers' and 'kafka.bootstrap.servers' name one setting with two values",
+        ),
+        (
+            {"servers": "a:1", "assign": '{"t": [0]}'},
+            "Spark's option 'assign' is not supported",
+        ),
+        (
+            {"servers": "a:1", "topics": "t", "startingOffset": "earliest"},
+            "did you mean 'startingOffsets'",
+        ),
+    ],
+)
+def test_spark_names_that_clash_or_have_no_counterpart_say_so(
+    options: dict[str, str], reason: str
+) -> None:
+    with pytest.raises(SettingError, match=reason):
+        source_settings(options)
