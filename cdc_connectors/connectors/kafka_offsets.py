@@ -16,6 +16,7 @@ import re
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka import Message as KafkaMessage
@@ -57,11 +58,11 @@ class KafkaRange(InputPartition):
         return f"{self.topic}/{self.partition}"
 
 
-def consumer_config(settings: SourceSettings) -> dict[str, str | int | bool]:
+def consumer_config(settings: SourceSettings) -> dict[str, Any]:
     """A consumer that reads assigned partitions: no commits, an event at partition end, an
     error (not a silent jump) when an offset is out of range. ``kafka.*`` settings win,
     except ``enable.partition.eof``, which the reader needs."""
-    config: dict[str, str | int | bool] = {
+    config: dict[str, Any] = {
         "group.id": GROUP_ID,
         "enable.auto.commit": False,
         "auto.offset.reset": "error",

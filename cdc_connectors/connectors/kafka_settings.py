@@ -11,6 +11,7 @@ import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import orjson
 
@@ -294,8 +295,11 @@ def destination_settings(options: Mapping[str, str]) -> DestinationSettings:
     )
 
 
-def kafka_config(servers: str, kafka: Mapping[str, str]) -> dict[str, str | int | bool]:
-    """librdkafka properties: the servers, then every ``kafka.*`` setting as is."""
-    config: dict[str, str | int | bool] = {"bootstrap.servers": servers}
+def kafka_config(servers: str, kafka: Mapping[str, str]) -> dict[str, Any]:
+    """librdkafka properties: the servers, then every ``kafka.*`` setting as is; its log
+    lines go through Python logging, rate-limited (``kafka_logs``)."""
+    from cdc_connectors.connectors.kafka_logs import LOGGER
+
+    config: dict[str, Any] = {"bootstrap.servers": servers, "logger": LOGGER}
     config.update(kafka)
     return config

@@ -113,8 +113,8 @@ class Deliveries:
             )
 
 
-def producer_config(settings: DestinationSettings) -> dict[str, str | int | bool]:
-    config: dict[str, str | int | bool] = {"linger.ms": 20}
+def producer_config(settings: DestinationSettings) -> dict[str, Any]:
+    config: dict[str, Any] = {"linger.ms": 20}
     config.update(kafka_config(settings.servers, settings.kafka))
     config["enable.idempotence"] = True
     config["message.timeout.ms"] = settings.delivery_timeout_ms
