@@ -169,6 +169,19 @@ def published_container_ports(service: dict[str, Any]) -> set[int]:
     return ports
 
 
+def published_host_ports(service: dict[str, Any]) -> dict[int, int]:
+    """Host port -> container port of each published port (``[ip:]host:container``)."""
+    found: dict[int, int] = {}
+    for entry in service.get("ports") or []:
+        if isinstance(entry, dict):
+            found[int(entry.get("published", entry["target"]))] = int(entry["target"])
+            continue
+        parts = str(entry).split("/")[0].split(":")
+        container = int(parts[-1])
+        found[int(parts[-2]) if len(parts) >= 2 else container] = container
+    return found
+
+
 def job_image_services(services: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """The services that run the job image: those that build, or name the job's image."""
     image = services["job"].get("image")
@@ -292,9 +305,12 @@ def test_kafka_is_a_single_kraft_node(services):
     assert inter in bound and inter != controller, f"inter-broker listener {inter!r}"
     advertised = listeners(env["KAFKA_ADVERTISED_LISTENERS"])
     assert controller not in advertised
-    for name, (_, port) in advertised.items():
+    for name in advertised:
         assert name in bound, f"advertised listener {name} is not bound"
-        assert port == bound[name][1], f"listener {name} advertises {port}, binds {bound[name]}"
+    # Containers reach the broker on the port it binds; the host through the published port
+    # (test_kafka_external_listener_is_published).
+    port = advertised[inter][1]
+    assert port == bound[inter][1], f"listener {inter} advertises {port}, binds {bound[inter]}"
 
     assert env["KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR"] == "1"
     assert env.get("KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR") == "1"
@@ -322,10 +338,20 @@ def test_kafka_external_listener_is_published(services):
     internal, advertised = kafka_listeners(services)
     external = {n: a for n, a in advertised.items() if n != internal}
     assert external, "no listener for clients on the host"
-    published = published_container_ports(services["kafka"])
+    published = published_host_ports(services["kafka"])
+    bound = listeners(environment(services["kafka"])["KAFKA_LISTENERS"])
     for name, (host, port) in external.items():
         assert host in {"localhost", "127.0.0.1"}, f"listener {name} advertises {host}"
-        assert port in published, f"listener {name} port {port} is not published"
+        assert port in published, f"listener {name} port {port} is not published on the host"
+        assert published[port] == bound[name][1], f"host port {port} leads elsewhere than {name}"
+
+
+def test_kafka_on_the_host_is_where_the_readme_quick_start_looks(services):
+    internal, advertised = kafka_listeners(services)
+    external = {a for n, a in advertised.items() if n != internal}
+    readme = (ROOT / "README.md").read_text()
+    assert ("127.0.0.1", 9092) in external
+    assert re.search(r"up\s+kafka", readme) and 'servers: "127.0.0.1:9092"' in readme
 
 
 def test_registry_url_is_the_registry_service(services, pipeline):
