@@ -82,6 +82,7 @@ _CONNECT_TYPES = frozenset(_PRIMITIVE_AVRO) | {"array", "map", "struct"}
 _INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
 _FLOAT32_MAX = 3.4028234663852886e38
 _AVRO_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NOT_IN_AVRO_NAME = re.compile(r"[^A-Za-z0-9_]")
 # AvroData's parameters: these shape the Avro schema instead of being copied as data.
 _FIELD_DOC_PREFIX = NAMESPACE + ".field.doc."
 _RECORD_DOC = NAMESPACE + ".record.doc"
@@ -706,6 +707,14 @@ class _Record:
     path: str
 
 
+def _scrubbed(part: str) -> str:
+    """``part`` as an Avro name: other characters become ``_``, a leading digit gets one."""
+    if _AVRO_NAME.fullmatch(part):
+        return part
+    scrubbed = _NOT_IN_AVRO_NAME.sub("_", part)
+    return scrubbed if scrubbed[:1].isalpha() or scrubbed[:1] == "_" else "_" + scrubbed
+
+
 class _AvroBuilder:
     """One conversion: AvroData's naming counter, its schema cache and the named types."""
 
@@ -796,12 +805,12 @@ class _AvroBuilder:
             namespace, short = space, schema.name
         else:
             namespace, short = None, schema.name
-        for part in (namespace.split(".") if namespace else []) + [short]:
-            if not _AVRO_NAME.fullmatch(part):
-                raise SchemaError(
-                    f"{schema.path}.name: {schema.name!r} is no Avro name (each dotted part "
-                    "needs letters, digits or _ and no leading digit)"
-                )
+        # Connect names need not be Avro names (Debezium's "server-1.db.orders.Value"): each
+        # dotted part is scrubbed into one, as Confluent's AvroData does with
+        # scrub.invalid.names; the Connect name stays in the connect.name property.
+        if namespace:
+            namespace = ".".join(_scrubbed(part) for part in namespace.split("."))
+        short = _scrubbed(short)
         fullname = f"{namespace}.{short}" if namespace else short
         clash = self.by_name.get(fullname)
         if clash is not None:

@@ -268,9 +268,13 @@ def test_two_different_structs_of_one_name_are_refused() -> None:
         to_avro(struct("t.V", {**a, "field": "a"}, {**b, "field": "b"}))
 
 
-def test_names_avro_cannot_hold_are_refused_with_the_place() -> None:
-    with pytest.raises(SchemaError, match=r"schema\.name: 'my-server\.t\.Value' is no Avro name"):
-        to_avro(struct("my-server.t.Value", fld("id", "int32")))
+def test_names_avro_cannot_hold_are_scrubbed_and_kept_as_connect_names() -> None:
+    # Debezium's topic prefixes often hold hyphens or start with a digit.
+    avro = to_avro(struct("my-server.1db.t.Value", fld("id", "int32")))
+    assert (avro["name"], avro["namespace"]) == ("Value", "my_server._1db.t")
+    assert avro["connect.name"] == "my-server.1db.t.Value"
+    value, back = round_trip(struct("my-server.1db.t.Value", fld("id", "int32")), {"id": 1})
+    assert back == value == {"id": 1}
 
 
 # --- arrays and maps --------------------------------------------------------------------

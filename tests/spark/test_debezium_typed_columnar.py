@@ -479,3 +479,31 @@ def test_a_schema_without_a_spark_type_is_a_codec_error() -> None:
     ]
     with pytest.raises(CodecError, match="no Spark type"):
         TypedDebeziumDecoder(DebeziumJsonFormat(), envelope(columns))
+
+
+def test_debezium_names_that_are_no_avro_names_read_typed():
+    row = {
+        "type": "struct",
+        "optional": True,
+        "name": "server-1.db.orders.Value",
+        "fields": [{"field": "id", "type": "int32", "optional": False}],
+    }
+    envelope = {
+        "type": "struct",
+        "name": "server-1.db.orders.Envelope",
+        "optional": False,
+        "fields": [
+            {**row, "field": "before"},
+            {**row, "field": "after"},
+            {"field": "op", "type": "string", "optional": False},
+            {"field": "ts_ms", "type": "int64", "optional": True},
+        ],
+    }
+    body = orjson.dumps(
+        {"schema": envelope, "payload": {"before": None, "after": {"id": 7}, "op": "c", "ts_ms": 1}}
+    )
+    fmt = DebeziumJsonFormat()
+    decoder = TypedDebeziumDecoder.from_message(fmt, Message(body))
+    batch, errors = decoder.decode([Message(body)])
+    assert errors == []
+    assert batch.column("after").to_pylist() == [{"id": 7}]
