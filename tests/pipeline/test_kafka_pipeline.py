@@ -140,3 +140,43 @@ def _all_values(broker: KafkaBroker, topic: str) -> list[bytes]:
     finally:
         consumer.close()
     return values
+
+
+def test_a_batch_pipeline_over_an_empty_topic_moves_nothing_and_says_so(
+    kafka_broker: KafkaBroker, tmp_path: Path
+) -> None:
+    source = kafka_broker.create_topic(f"cdc-empty-{uuid.uuid4().hex[:8]}", 2)
+    target = kafka_broker.create_topic(f"cdc-out-{uuid.uuid4().hex[:8]}", 1)
+    pipeline = tmp_path / "pipeline.yaml"
+    pipeline.write_text(
+        f"""version: "2.2"
+spark:
+  master: local[2]
+  conf: {{spark.sql.shuffle.partitions: "2", spark.ui.enabled: "false"}}
+pipelines:
+  - id: empty
+    connectors:
+      - id: in
+        type: source
+        plugin: kafka
+        settings: {{servers: "{kafka_broker.bootstrap}", topics: {source}, format: debezium-json,
+                   startingOffsets: earliest, endingOffsets: latest}}
+      - id: out
+        type: destination
+        plugin: kafka
+        settings: {{servers: "{kafka_broker.bootstrap}", topic: {target}, format: opencdc-proto}}
+"""
+    )
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+    result = subprocess.run(
+        [sys.executable, "-m", "cdc_connectors.cli", "run", str(pipeline)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "AssertionError" not in result.stderr
+    assert "0 records in, 0 out, 0 to the dead-letter output" in result.stderr
+    assert _all_values(kafka_broker, target) == []
