@@ -10,10 +10,14 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
 setup: $(STAMP) java
 
+# The source tree goes on sys.path too (a .pth file): PySpark looks up pyspark_* data source
+# modules with pkgutil.iter_modules, which does not see the editable install's import hook,
+# so format("cdc-files") would otherwise resolve only from the repository root.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -c "import pathlib, site; pathlib.Path(site.getsitepackages()[0], 'cdc_connectors_source.pth').write_text('$(CURDIR)\n')"
 	touch $(STAMP)
 
 # Spark 4 needs Java 17+; install it from Debian when the machine has none.
