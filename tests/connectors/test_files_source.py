@@ -13,6 +13,7 @@ from cdc_connectors.connectors.files import FilesDataSource
 from cdc_connectors.opencdc import Record
 from cdc_connectors.spark import record_from_row
 from cdc_connectors.spark.schema import OPENCDC_SCHEMA
+from tests.connectors.streams import drain
 
 pytestmark = pytest.mark.spark
 
@@ -310,14 +311,5 @@ def test_a_setting_error_of_a_streaming_read_reaches_the_user(spark, tmp_path): 
             .option("compression", "gzip")
             .load()
         )
-        query = (
-            stream.writeStream.format("memory")
-            .queryName("refused_files_stream")
-            .option("checkpointLocation", str(tmp_path / "cp"))
-            .trigger(availableNow=True)
-            .start()
-        )
-        query.awaitTermination(60)
-        if query.exception() is not None:
-            raise Exception(str(query.exception()))
+        drain(stream, tmp_path / "cp")
     assert "UnboundLocalError" not in str(caught.value)

@@ -17,6 +17,7 @@ from cdc_connectors.connectors.kafka_read import read_range
 from cdc_connectors.connectors.kafka_settings import source_settings
 from cdc_connectors.connectors.messages import DLQ_ERROR, SettingError
 from tests.conftest import ROOT
+from tests.connectors.streams import drain
 from tests.kafka_broker import KafkaBroker, free_port
 
 pytestmark = pytest.mark.spark
@@ -399,16 +400,7 @@ def test_setting_errors_of_a_streaming_read_reach_the_user(
             .options(**options)
             .load()
         )
-        query = (
-            stream.writeStream.format("memory")
-            .queryName(f"q{uuid.uuid4().hex[:8]}")
-            .option("checkpointLocation", str(tmp_path / "cp"))
-            .trigger(availableNow=True)
-            .start()
-        )
-        query.awaitTermination(60)
-        if query.exception() is not None:
-            raise Exception(str(query.exception()))
+        drain(stream, tmp_path / "cp")
     assert "UnboundLocalError" not in str(raised.value)
 
 

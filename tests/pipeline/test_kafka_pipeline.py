@@ -37,6 +37,19 @@ def change(n: int) -> bytes:
     )
 
 
+def run_pipeline(pipeline: Path) -> subprocess.CompletedProcess[str]:
+    """``cdc-connectors run PIPELINE`` as a user runs it, from the pipeline's directory."""
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+    return subprocess.run(
+        [sys.executable, "-m", "cdc_connectors.cli", "run", str(pipeline)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=pipeline.parent,
+        env=env,
+    )
+
+
 def test_run_moves_good_records_to_opencdc_protobuf_and_bad_ones_to_dead_letters(
     kafka_broker: KafkaBroker, tmp_path: Path
 ) -> None:
@@ -76,15 +89,7 @@ pipelines:
       settings: {{path: "{dlq}", format: opencdc-json}}
 """
     )
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
-    result = subprocess.run(
-        [sys.executable, "-m", "cdc_connectors.cli", "run", str(pipeline)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=tmp_path,
-        env=env,
-    )
+    result = run_pipeline(pipeline)
     assert result.returncode == 1, result.stderr[-3000:]  # 1: some went to the dead letters
     assert f"{GOOD + 3} records in, {GOOD} out, 3 to the dead-letter output" in result.stderr
 
@@ -167,15 +172,7 @@ pipelines:
         settings: {{servers: "{kafka_broker.bootstrap}", topic: {target}, format: opencdc-proto}}
 """
     )
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
-    result = subprocess.run(
-        [sys.executable, "-m", "cdc_connectors.cli", "run", str(pipeline)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=tmp_path,
-        env=env,
-    )
+    result = run_pipeline(pipeline)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "AssertionError" not in result.stderr
     assert "0 records in, 0 out, 0 to the dead-letter output" in result.stderr
