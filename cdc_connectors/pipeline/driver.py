@@ -23,7 +23,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("pipeline_file")
     parser.add_argument("--available-now", action="store_true")
     args = parser.parse_args(argv)
-    from cdc_connectors.pipeline.runner import EXIT_INTERRUPTED, Stopper, one_line, run, session
+    from cdc_connectors.pipeline.runner import EXIT_INTERRUPTED, Stopper, one_line, run
+    from cdc_connectors.spark.session import session
 
     stopper = Stopper()
     stopper.install()

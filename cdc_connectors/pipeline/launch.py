@@ -29,7 +29,7 @@ from types import FrameType
 import cdc_connectors
 from cdc_connectors.pipeline.config import Config
 from cdc_connectors.pipeline.driver import PIDFILE_ENV
-from cdc_connectors.pipeline.runner import log_config
+from cdc_connectors.spark.session import log_config
 
 __all__ = ["package_zip", "run_local", "spark_submit_command", "submit"]
 

@@ -15,7 +15,8 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.types import BinaryType, StructField, StructType
 
-from cdc_connectors.connectors.files import FilesDataSource, FilesStreamWriter, FilesWriteError
+from cdc_connectors.connectors.files import FilesDataSource, FilesWriteError
+from cdc_connectors.connectors.files_write import FilesStreamWriter
 from tests.connectors.test_files_destination import files_under
 from tests.connectors.test_files_source import opencdc_line, write_lines
 

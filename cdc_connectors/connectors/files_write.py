@@ -1,0 +1,296 @@
+"""Writing ``cdc-files``: staged task files, committed whole (see :mod:`.files`).
+
+A batch job's commit renames each task's staged file into place; a micro-batch's commit
+renames one directory ``batch-<N>/`` into place, once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import os
+import shutil
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark import TaskContext
+from pyspark.sql.datasource import (
+    DataSourceArrowWriter,
+    DataSourceStreamArrowWriter,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import BinaryType, StringType, StructType
+
+from cdc_connectors.connectors.files import (
+    _OPENCDC_COLUMNS,
+    NAME,
+    NODE_ID,
+    STAGING,
+    FilesWriteError,
+    Settings,
+)
+from cdc_connectors.connectors.messages import DLQ_ERROR, SettingError, encode_rows
+from cdc_connectors.convert.streams import MessageWriter, layout_of
+from cdc_connectors.formats.base import Format, Message
+from cdc_connectors.opencdc import CodecError
+
+__all__ = ["FilesCommitMessage", "FilesStreamWriter", "FilesWriter", "commit_batch"]
+
+
+@dataclass
+class FilesCommitMessage(WriterCommitMessage):
+    """What a write task made: its staged file (``None`` for an empty partition)."""
+
+    partition: int
+    task: str
+    staged: str | None
+    name: str
+    records: int
+
+
+def _extension(fmt: Format, settings: Settings) -> str:
+    layout = layout_of(type(fmt), settings.kv)
+    ext = {"lines": ".jsonl", "kv": ".kv.jsonl", "delimited": ".pb"}[layout]
+    return ext + (".gz" if settings.compression == "gzip" else "")
+
+
+def _message_layout(schema: StructType) -> bool:
+    """``True`` for a ``value`` (+ ``key``) layout, ``False`` for OpenCDC rows; else an error."""
+    names = [f.name for f in schema.fields]
+    if "value" in names:
+        for field in schema.fields:
+            if field.name not in ("key", "value"):
+                raise SettingError(
+                    f"{NAME} writes a 'value' column and optionally 'key'; select them "
+                    f"(found column {field.name!r})"
+                )
+            if not isinstance(field.dataType, BinaryType | StringType):
+                raise SettingError(
+                    f"{NAME}: column {field.name!r} must be binary or string, "
+                    f"not {field.dataType.simpleString()}"
+                )
+        return True
+    if names != _OPENCDC_COLUMNS:
+        raise SettingError(
+            f"{NAME} writes OpenCDC rows ({', '.join(_OPENCDC_COLUMNS)}) or a 'value' column "
+            f"with optional 'key'; found columns {', '.join(names)}"
+        )
+    return False
+
+
+def _as_bytes(value: Any) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    return bytes(value)
+
+
+def _messages_of(
+    batch: pa.RecordBatch, fmt: Format, messages_layout: bool, lines: bool, first_row: int
+) -> list[Message]:
+    if not messages_layout:
+        messages, letters = encode_rows(fmt, batch, node_id=NODE_ID)
+        if letters:
+            letter = letters[0]
+            position = letter.position.decode("utf-8", "backslashreplace")
+            raise FilesWriteError(
+                f"{NAME}: the record at position {position!r} cannot be written as "
+                f"{fmt.name}: {letter.metadata.get(DLQ_ERROR)}"
+            )
+    else:
+        values = [_as_bytes(v) for v in batch.column("value").to_pylist()]
+        if "key" in batch.schema.names:
+            keys = [_as_bytes(k) for k in batch.column("key").to_pylist()]
+        else:
+            keys = [None] * len(values)
+        messages = [Message(v, key=k) for k, v in zip(keys, values, strict=True)]
+    if lines:
+        for index, message in enumerate(messages):
+            if message.value is None or b"\n" in message.value or b"\r" in message.value:
+                what = "a null value" if message.value is None else "a line break"
+                raise FilesWriteError(
+                    f"{NAME}: row {first_row + index} of the task has {what}, which a file "
+                    f"of one {fmt.name} message per line cannot hold (use kv: true)"
+                )
+    return messages
+
+
+def _open_output(file: str, compression: str) -> gzip.GzipFile | io.BufferedWriter:
+    if compression == "gzip":
+        return gzip.GzipFile(file, "wb")
+    return open(file, "wb")
+
+
+def write_task(
+    settings: Settings, messages_layout: bool, batches: Iterator[pa.RecordBatch], job: str = ""
+) -> FilesCommitMessage:
+    """Write one task's rows to a staged file (its name starts with ``job``); its commit
+    message says where."""
+    context = TaskContext.get()
+    partition = context.partitionId() if context is not None else 0
+    task = uuid.uuid4().hex
+    fmt = settings.open_format()
+    ext = _extension(fmt, settings)
+    lines = layout_of(type(fmt), settings.kv) == "lines"
+    staging = os.path.join(settings.path, STAGING)
+    staged = os.path.join(staging, f"{job}{task}-part-{partition:05d}{ext}")
+    out: gzip.GzipFile | io.BufferedWriter | None = None
+    records = 0
+    try:
+        for batch in batches:
+            messages = _messages_of(batch, fmt, messages_layout, lines, records)
+            if not messages:
+                continue
+            if out is None:
+                os.makedirs(staging, exist_ok=True)
+                out = _open_output(staged, settings.compression)
+                writer = MessageWriter(out, type(fmt), kv=settings.kv)
+            try:
+                writer.write_all(messages)
+            except CodecError as exc:
+                raise FilesWriteError(
+                    f"{NAME}: a row of the task cannot be written: {exc}"
+                ) from None
+            records += len(messages)
+        if out is not None:
+            out.close()
+            _sync(staged)
+    except BaseException:
+        if out is not None:
+            out.close()
+            _remove(staged)
+        raise
+    return FilesCommitMessage(
+        partition=partition,
+        task=task,
+        staged=staged if out is not None else None,
+        name=f"part-{partition:05d}{ext}",
+        records=records,
+    )
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(path)
+
+
+def _staged(messages: Sequence[WriterCommitMessage | None]) -> list[FilesCommitMessage]:
+    return [m for m in messages if isinstance(m, FilesCommitMessage) and m.staged]
+
+
+class FilesWriter(DataSourceArrowWriter):
+    """Batch write: staged task files, renamed into place by the job's commit."""
+
+    def __init__(self, settings: Settings, schema: StructType, overwrite: bool):
+        self.settings = settings
+        self.messages_layout = _message_layout(schema)
+        self.overwrite = overwrite
+        self.job = f"job-{uuid.uuid4().hex}-"
+        settings.open_format()  # a bad format fails the job before any task runs
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> FilesCommitMessage:
+        return write_task(self.settings, self.messages_layout, iterator, self.job)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        path = self.settings.path
+        if self.settings.batch_id is not None:  # a micro-batch of a pipeline: exactly once
+            commit_batch(self.settings, messages, self.settings.batch_id)
+            return
+        if self.overwrite:
+            for name in os.listdir(path) if os.path.isdir(path) else []:
+                if name.startswith(("part-", "batch-")):
+                    target = os.path.join(path, name)
+                    if os.path.isdir(target):
+                        shutil.rmtree(target)
+                    else:
+                        os.remove(target)
+        for message in _staged(messages):
+            assert message.staged is not None
+            base, ext = message.name.split(".", 1)
+            os.replace(message.staged, os.path.join(path, f"{base}-{message.task}.{ext}"))
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        for message in _staged(messages):
+            assert message.staged is not None
+            _remove(message.staged)
+        # tasks cancelled by the failure returned no message: their files carry the job's name
+        staging = os.path.join(self.settings.path, STAGING)
+        for name in os.listdir(staging) if os.path.isdir(staging) else []:
+            if name.startswith(self.job):
+                _remove(os.path.join(staging, name))
+
+
+class FilesStreamWriter(DataSourceStreamArrowWriter):
+    """Streaming write, exactly once for any reader of the directory (module docstring)."""
+
+    def __init__(self, settings: Settings, schema: StructType):
+        self.settings = settings
+        self.messages_layout = _message_layout(schema)
+        settings.open_format()
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> FilesCommitMessage:
+        return write_task(self.settings, self.messages_layout, iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        commit_batch(self.settings, messages, batchId)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        for message in _staged(messages):
+            assert message.staged is not None
+            _remove(message.staged)
+
+
+def commit_batch(
+    settings: Settings, messages: list[WriterCommitMessage | None], batch_id: int
+) -> None:
+    """Micro-batch ``batch_id``'s files become ``batch-<N>/`` in one rename, once: a replay
+    of a committed batch discards its files (module docstring)."""
+    path = settings.path
+    staging = os.path.join(path, STAGING)
+    final = os.path.join(path, f"batch-{batch_id:012d}")
+    staged = _staged(messages)
+    later = [
+        name
+        for name in (os.listdir(path) if os.path.isdir(path) else [])
+        if name.startswith("batch-") and name > os.path.basename(final)
+    ]
+    if later:  # never so for this query's own replays: batches commit in order
+        for message in staged:
+            assert message.staged is not None
+            _remove(message.staged)
+        raise FilesWriteError(
+            f"{NAME}: {path} already holds {min(later)}, written after micro-batch "
+            f"{batch_id} by another query; give each query (checkpoint) its own directory"
+        )
+    if staged and not os.path.isdir(final):
+        gathered = os.path.join(staging, f"batch-{batch_id:012d}-{uuid.uuid4().hex}")
+        os.mkdir(gathered)
+        for message in staged:
+            assert message.staged is not None
+            os.replace(message.staged, os.path.join(gathered, message.name))
+        _sync(gathered)
+        os.rename(gathered, final)  # the batch becomes visible whole
+        _sync(path)
+    # what is left is this replay's files (the batch was committed before) or
+    # those of attempts killed earlier: no other batch is in flight
+    if os.path.isdir(staging):
+        for name in os.listdir(staging):
+            entry = os.path.join(staging, name)
+            if os.path.isdir(entry):
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                _remove(entry)
+
+
+def _sync(path: str) -> None:
+    """Make a written file, or the renames into a directory, durable."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
