@@ -495,7 +495,7 @@ class FilesDataSource(DataSource):
         from cdc_connectors.connectors.files_write import FilesWriter
 
         self.settings.refuse(_READ_ONLY, "writing")
-        return FilesWriter(self.settings, schema, overwrite)
+        return FilesWriter(self.settings, schema, overwrite, self.options.get("checkpointLocation"))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamArrowWriter:
         from cdc_connectors.connectors.files_write import FilesStreamWriter
@@ -503,4 +503,4 @@ class FilesDataSource(DataSource):
         self.settings.refuse(_READ_ONLY, "writing")
         if overwrite:
             raise SettingError(f"{NAME} streaming writes append; complete mode is not supported")
-        return FilesStreamWriter(self.settings, schema)
+        return FilesStreamWriter(self.settings, schema, self.options.get("checkpointLocation"))

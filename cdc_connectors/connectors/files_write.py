@@ -33,6 +33,7 @@ from cdc_connectors.connectors.files import (
     FilesWriteError,
     Settings,
 )
+from cdc_connectors.connectors.files_owner import Owner, check, claim, owner_of, refuse_owned
 from cdc_connectors.connectors.messages import DLQ_ERROR, SettingError, encode_rows
 from cdc_connectors.convert.streams import MessageWriter, layout_of
 from cdc_connectors.formats.base import Format, Message
@@ -186,12 +187,26 @@ def _staged(messages: Sequence[WriterCommitMessage | None]) -> list[FilesCommitM
 class FilesWriter(DataSourceArrowWriter):
     """Batch write: staged task files, renamed into place by the job's commit."""
 
-    def __init__(self, settings: Settings, schema: StructType, overwrite: bool):
+    def __init__(
+        self,
+        settings: Settings,
+        schema: StructType,
+        overwrite: bool,
+        checkpoint: str | None = None,
+    ):
         self.settings = settings
         self.messages_layout = _message_layout(schema)
         self.overwrite = overwrite
         self.job = f"job-{uuid.uuid4().hex}-"
+        self.owner = owner_of(checkpoint) if settings.batch_id is not None else None
         settings.open_format()  # a bad format fails the job before any task runs
+        self._check_owner()
+
+    def _check_owner(self) -> None:
+        if self.owner is not None:
+            check(self.settings.path, self.owner)
+        elif self.settings.batch_id is None:
+            refuse_owned(self.settings.path)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> FilesCommitMessage:
         return write_task(self.settings, self.messages_layout, iterator, self.job)
@@ -199,8 +214,13 @@ class FilesWriter(DataSourceArrowWriter):
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         path = self.settings.path
         if self.settings.batch_id is not None:  # a micro-batch of a pipeline: exactly once
-            commit_batch(self.settings, messages, self.settings.batch_id)
+            commit_batch(self.settings, messages, self.settings.batch_id, self.owner)
             return
+        try:
+            self._check_owner()
+        except FilesWriteError:
+            self.abort(messages)
+            raise
         if self.overwrite:
             for name in os.listdir(path) if os.path.isdir(path) else []:
                 if name.startswith(("part-", "batch-")):
@@ -228,16 +248,19 @@ class FilesWriter(DataSourceArrowWriter):
 class FilesStreamWriter(DataSourceStreamArrowWriter):
     """Streaming write, exactly once for any reader of the directory (module docstring)."""
 
-    def __init__(self, settings: Settings, schema: StructType):
+    def __init__(self, settings: Settings, schema: StructType, checkpoint: str | None = None):
         self.settings = settings
         self.messages_layout = _message_layout(schema)
+        self.owner = owner_of(checkpoint)
         settings.open_format()
+        if self.owner is not None:  # another query's directory fails the query at its start
+            check(settings.path, self.owner)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> FilesCommitMessage:
         return write_task(self.settings, self.messages_layout, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        commit_batch(self.settings, messages, batchId)
+        commit_batch(self.settings, messages, batchId, self.owner)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         for message in _staged(messages):
@@ -246,14 +269,26 @@ class FilesStreamWriter(DataSourceStreamArrowWriter):
 
 
 def commit_batch(
-    settings: Settings, messages: list[WriterCommitMessage | None], batch_id: int
+    settings: Settings,
+    messages: list[WriterCommitMessage | None],
+    batch_id: int,
+    owner: Owner | None = None,
 ) -> None:
     """Micro-batch ``batch_id``'s files become ``batch-<N>/`` in one rename, once: a replay
-    of a committed batch discards its files (module docstring)."""
+    of a committed batch discards its files (module docstring). The directory becomes
+    ``owner``'s at its first commit; another query's is refused."""
     path = settings.path
     staging = os.path.join(path, STAGING)
     final = os.path.join(path, f"batch-{batch_id:012d}")
     staged = _staged(messages)
+    if owner is not None:
+        try:
+            claim(path, owner)
+        except FilesWriteError:
+            for message in staged:
+                assert message.staged is not None
+                _remove(message.staged)
+            raise
     later = [
         name
         for name in (os.listdir(path) if os.path.isdir(path) else [])
