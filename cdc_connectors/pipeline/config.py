@@ -18,6 +18,8 @@ pipelines:
     connectors:                         # one source and one destination
       - {id: in, type: source, plugin: kafka, settings: {...}}
       - {id: out, type: destination, plugin: files, settings: {...}}
+                                        # a batch files destination may set mode: error
+                                        # (default), append, overwrite or ignore
     dead-letter-queue:                  # default: files in .cdc/dead-letters/<id>, opencdc-json
       plugin: files
       settings: {path: ./dlq, format: opencdc-json}
@@ -31,6 +33,8 @@ Relative paths are taken from the current directory, as Spark does. Every proble
 
 from __future__ import annotations
 
+import fnmatch
+import glob
 import os
 import re
 from collections.abc import Callable
@@ -41,6 +45,7 @@ import yaml
 from cdc_connectors import plugins
 from cdc_connectors.pipeline.connectors import Plugin, check_settings, resolve, setting_named
 from cdc_connectors.pipeline.nodes import ConfigError, Keys, Node, compose
+from cdc_connectors.pipeline.outputs import MODES
 
 __all__ = [
     "Config",
@@ -71,6 +76,7 @@ class Connector:
     settings: dict[str, str]
     where: str  # "file:line: pipelines[0].connectors[1]" for errors found later
     locate: Callable[[str | None], str]  # a setting -> "file:line: ...settings.<setting>"
+    save_mode: str | None = None  # a destination's ``mode`` setting, as given
 
     def place_of(self, message: str) -> str:
         """Where in the file the setting a connector's error message names is."""
@@ -103,6 +109,7 @@ class Pipeline:
     checkpoint: str
     name: str = ""
     description: str = ""
+    save_mode: str = "append"  # of the file outputs of a batch pipeline (pipeline.outputs)
 
 
 @dataclass(frozen=True)
@@ -289,6 +296,7 @@ def _pipeline(node: Node, registry: str | None, checkpoints: str) -> Pipeline | 
         return None
     dead_letters = _dead_letters(dlq_node, node, pipeline_id, registry)
     _check_paths(connectors_node, source, destination, dead_letters)
+    save_mode = _save_mode(destination, batch)
     return Pipeline(
         id=pipeline_id,
         source=source,
@@ -298,34 +306,94 @@ def _pipeline(node: Node, registry: str | None, checkpoints: str) -> Pipeline | 
         checkpoint=os.path.join(checkpoints, pipeline_id),
         name=name,
         description=description,
+        save_mode=save_mode,
     )
+
+
+def _save_mode(destination: Connector, batch: bool) -> str:
+    """The save mode of a pipeline's file outputs: the destination's ``mode`` setting
+    (Spark's names); by default ``error`` for a batch pipeline writing files, else
+    ``append`` (a Kafka topic, a streaming query's micro-batches)."""
+    given = destination.save_mode
+    files = destination.plugin.name == "files"
+    if given is None:
+        return "error" if batch and files else "append"
+    where = destination.locate("mode")
+    if given not in MODES:
+        raise ConfigError(f"{where}: must be one of {', '.join(MODES)}, not {given!r}")
+    if given != "append" and not files:
+        raise ConfigError(
+            f"{where}: a {destination.plugin.name} destination appends; mode {given!r} is for "
+            "files destinations"
+        )
+    if given != "append" and not batch:
+        raise ConfigError(
+            f"{where}: a streaming pipeline appends each micro-batch once; mode {given!r} is "
+            "for batch pipelines"
+        )
+    return "error" if given == "errorifexists" else given
 
 
 def _check_paths(
     node: Node, source: Connector, destination: Connector, dead_letters: DeadLetterQueue
 ) -> None:
     """Outputs that overlap the input or each other: a streaming pipeline would read its own
-    output forever, and records and dead letters would mix."""
+    output forever, a second batch run would read the first one's, and records and dead
+    letters would mix. A glob source overlaps what it matches now or could match later."""
 
     def where(settings: dict[str, str]) -> str | None:
-        path = settings.get("path")
-        return os.path.realpath(path) if path else None
-
-    def within(inner: str, outer: str) -> bool:
-        return inner == outer or inner.startswith(outer.rstrip(os.sep) + os.sep)
+        path = next((v for k, v in settings.items() if k.lower() == "path"), None)
+        return _absolute(path) if path else None
 
     read = where(source.settings) if source.plugin.name == "files" else None
+    matched = []  # what a glob source matches now, links resolved
+    if read is not None and glob.has_magic(read):
+        matched = [os.path.realpath(match) for match in glob.glob(read)]
     outputs = [
         (name, where(c.settings))
         for name, c in (("destination", destination), ("dead-letter-queue", dead_letters))
         if c.plugin.name == "files"
     ]
     for name, path in outputs:
-        if read is not None and path is not None and (within(path, read) or within(read, path)):
+        if path is None or read is None:
+            continue
+        if _overlap(read, path) or any(_overlap(match, path) for match in matched):
             raise node.error(f"the {name} path overlaps the source path: it would read its output")
     paths = [p for _, p in outputs if p is not None]
-    if len(paths) == 2 and (within(paths[0], paths[1]) or within(paths[1], paths[0])):
+    if len(paths) == 2 and _overlap(paths[0], paths[1]):
         raise node.error("the destination and dead-letter-queue paths overlap: keep them apart")
+
+
+def _absolute(path: str) -> str:
+    """``path`` absolute, symbolic links resolved in the part before any glob character."""
+    parts = os.path.abspath(path).split(os.sep)
+    plain = next((i for i, part in enumerate(parts) if glob.has_magic(part)), len(parts))
+    head = os.path.realpath(os.sep.join(parts[:plain]) or os.sep)
+    return os.path.join(head, *parts[plain:]) if plain < len(parts) else head
+
+
+def _overlap(first: str, second: str) -> bool:
+    """Whether one path (or glob) lies within the other or one matches a part of the other,
+    component by component (a glob's ``*`` stays within one component)."""
+    a, b = first.strip(os.sep).split(os.sep), second.strip(os.sep).split(os.sep)
+    return all(_matches(x, y) or _matches(y, x) for x, y in zip(a, b, strict=False))
+
+
+def _matches(pattern: str, name: str) -> bool:
+    if not glob.has_magic(pattern):
+        return pattern == name
+    if glob.has_magic(name):  # two globs: overlap unless their fixed starts differ
+        fixed = min(len(_fixed(pattern)), len(_fixed(name)))
+        return _fixed(pattern)[:fixed] == _fixed(name)[:fixed]
+    return fnmatch.fnmatchcase(name, pattern)
+
+
+def _fixed(pattern: str) -> str:
+    """The start of a glob component before its first special character."""
+    for index, char in enumerate(pattern):
+        if char in "*?[":
+            return pattern[:index]
+    return pattern
 
 
 def _connector(node: Node, registry: str | None) -> Connector:
@@ -347,8 +415,14 @@ def _connector(node: Node, registry: str | None) -> Connector:
     settings = _settings(settings_node, registry)
     where = f"{node.file}:{node.line}: {node.path}"
     reporter = _Reporter(node, settings_node)
+    save_mode = None
+    mode_key = next((key for key in settings if key.lower() == "mode"), None)
+    if mode_key is not None:
+        if kind != "destination":
+            raise reporter("mode", "a save mode is a destination's setting")
+        save_mode = settings.pop(mode_key).strip().lower()
     check_settings(plugin, kind, settings, reporter)
-    return Connector(connector_id, kind, plugin, settings, where, reporter.locate)
+    return Connector(connector_id, kind, plugin, settings, where, reporter.locate, save_mode)
 
 
 def _dead_letters(

@@ -30,8 +30,10 @@ from pyspark.sql import DataFrame, SparkSession
 
 from cdc_connectors.connectors.messages import open_format
 from cdc_connectors.options import TRUE
+from cdc_connectors.pipeline import outputs
 from cdc_connectors.pipeline.config import Config, Connector, Pipeline
 from cdc_connectors.pipeline.connectors import missing_input
+from cdc_connectors.pipeline.outputs import StagedOutput
 from cdc_connectors.pipeline.plan import Counts, SourceFormat, Stage
 
 __all__ = ["Stopper", "run"]
@@ -154,6 +156,7 @@ class _Job:
         began = time.monotonic()
         pipeline = self.pipeline
         destination = pipeline.destination
+        dlq = pipeline.dead_letters
         stage = Stage(
             rows,
             self.fmt,
@@ -162,28 +165,35 @@ class _Job:
             self.route,
             self.fused,
         )
+        staged: list[StagedOutput] = []
         try:
             counts = stage.count()
             self._check_policy(stage, counts, batch_id)
             # Dead letters first: when their output fails, nothing of the batch is written.
-            if counts.letters:
-                dlq = pipeline.dead_letters
+            # A batch pipeline stages its file outputs and publishes them once all went through.
+            if counts.letters or self._replaces(dlq.plugin.spark_name):
                 self._write(
                     stage.letters(),
                     dlq.plugin.spark_name,
-                    self._micro_batch(dlq.plugin.spark_name, dlq.settings, batch_id),
+                    self._output(dlq.plugin.spark_name, dlq.settings, batch_id, staged),
                     dlq.place_of,
                 )
-            if counts.written:
+            if counts.written or self._replaces(destination.plugin.spark_name):
                 self._write(
                     stage.messages(),
                     destination.plugin.spark_name,
-                    self._micro_batch(
-                        destination.plugin.spark_name, self.writer_settings, batch_id
+                    self._output(
+                        destination.plugin.spark_name, self.writer_settings, batch_id, staged
                     ),
                     destination.place_of,
                 )
+            for output in reversed(staged):  # the destination first
+                outputs.check_publishable(output)
+            for output in reversed(staged):
+                outputs.publish(output)
         finally:
+            for output in staged:
+                outputs.discard(output)
             stage.release()
         self.totals.add(counts)
         self.batches += 1
@@ -194,12 +204,35 @@ class _Job:
             f"{rate:,.{0 if rate >= 10 else 1}f} records/s"
         )
 
-    def _micro_batch(self, name: str, settings: dict[str, str], batch_id: int) -> dict[str, str]:
-        """Settings of a write; a streaming micro-batch to files commits as ``batch-<N>/``
-        once, so a replayed micro-batch does not add its files again."""
-        if self.pipeline.batch or name != "cdc-files":
+    def _replaces(self, name: str) -> bool:
+        """Whether a batch pipeline overwrites a file output through data source ``name``:
+        then it is written even with no rows, so that it is replaced."""
+        return self.pipeline.batch and name == _FILES and self.pipeline.save_mode == "overwrite"
+
+    def _output(
+        self,
+        name: str,
+        settings: dict[str, str],
+        batch_id: int,
+        staged: list[StagedOutput],
+    ) -> dict[str, str]:
+        """Settings of a write. A streaming micro-batch to files commits as ``batch-<N>/``
+        once (a replayed micro-batch does not add its files again) in a directory that
+        belongs to the query; a batch pipeline writes its files to a staging directory."""
+        if name != _FILES:
             return settings
-        return {**settings, "batchId": str(batch_id)}
+        if not self.pipeline.batch:
+            return {
+                **settings,
+                "batchId": str(batch_id),
+                "checkpointLocation": self.pipeline.checkpoint,
+            }
+        output = outputs.stage(_path(settings), self.pipeline.save_mode)
+        staged.append(output)
+        return {
+            **{k: v for k, v in settings.items() if k.lower() != "path"},
+            "path": output.staging,
+        }
 
     def _write(
         self,
@@ -287,6 +320,7 @@ class _Job:
 
 
 _KAFKA = "cdc-kafka"
+_FILES = "cdc-files"
 _FORMAT_SETTINGS = ("format", "failfast", "typed")
 
 
@@ -316,6 +350,31 @@ def _fused_source(source: Connector) -> tuple[dict[str, str], SourceFormat | Non
         if k.lower() not in _FORMAT_SETTINGS and not k.startswith("format.")
     }
     return raw, SourceFormat(fmt, _KAFKA, fail_fast in TRUE)
+
+
+def _path(settings: dict[str, str]) -> str:
+    return next(v for k, v in settings.items() if k.lower() == "path")
+
+
+def _file_outputs(pipeline: Pipeline) -> list[tuple[str, str]]:
+    """The file outputs of a batch pipeline: (what, path), the destination first."""
+    found = []
+    if pipeline.destination.plugin.spark_name == _FILES:
+        found.append(("destination", _path(pipeline.destination.settings)))
+    if pipeline.dead_letters.plugin.spark_name == _FILES:
+        found.append(("dead-letter", _path(pipeline.dead_letters.settings)))
+    return found
+
+
+def occupied(pipeline: Pipeline) -> str | None:
+    """Why a batch pipeline must not write to its file outputs as its save mode stands:
+    ``error`` or ``ignore`` and an output that is not empty; else ``None``."""
+    if not pipeline.batch or pipeline.save_mode not in ("error", "ignore"):
+        return None
+    for what, path in _file_outputs(pipeline):
+        if not outputs.is_empty(path):
+            return f"the {what} path {path} is not empty"
+    return None
 
 
 def _register(spark: SparkSession, config: Config) -> None:
@@ -348,7 +407,21 @@ def run(
         if problem is not None:
             say(f"Error: {pipeline.source.place_of(problem)}: {problem}")
             return EXIT_USAGE
-    jobs = [_Job(p, spark, say) for p in config.pipelines]
+    runnable = []
+    for pipeline in config.pipelines:
+        problem = occupied(pipeline)
+        if problem is None:
+            runnable.append(pipeline)
+        elif pipeline.save_mode == "ignore":
+            say(f"{pipeline.id}: skipped: {problem} (mode: ignore)")
+        else:
+            where = pipeline.destination.locate("mode")
+            say(
+                f"Error: {where}: {problem}; set mode: overwrite to replace it, or mode: append "
+                "to add to it"
+            )
+            return EXIT_USAGE
+    jobs = [_Job(p, spark, say) for p in runnable]
     for job in jobs:
         say(job.start_line(available_now))
     try:

@@ -238,3 +238,46 @@ def test_typed_sources_and_kafka_destinations_without_topic_are_refused() -> Non
 
 def test_yaml_that_nests_too_deeply_is_one_line() -> None:
     assert "nests too deeply" in _error("a: " + "[" * 5000 + "]" * 5000 + "\n")
+
+
+@pytest.mark.parametrize(
+    ("source", "output"),
+    [
+        ("in*", "in-out"),  # the glob matches the output's name
+        ("data/*/changes", "data/out/changes/x"),
+        ("d?ta/*.jsonl", "data"),  # the output holds what the glob reads
+        ("*", "dlq2"),
+        ("in[0-9]", "in7/records"),
+    ],
+)
+def test_a_glob_source_that_matches_an_output_is_refused(
+    source: str, output: str, tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before, ``path: 'in*'`` and an output ``in-out`` passed; a second run read its own
+    output."""
+    monkeypatch.chdir(str(tmp_path))
+    text = _with("path: in/", f"path: '{source}'").replace("path: ./dlq}", f"path: {output}}}")
+    assert "dead-letter-queue path overlaps the source path" in _error(text)
+
+
+def test_a_glob_source_that_reaches_an_output_through_a_link_is_refused(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    monkeypatch.chdir(str(tmp_path))
+    os.makedirs("feeds")
+    os.makedirs("elsewhere/dead")
+    os.symlink(os.path.abspath("elsewhere"), "feeds/linked")
+    text = _with("path: in/", "path: 'feeds/*'").replace(
+        "path: ./dlq}", "path: elsewhere/dead}"
+    )
+    assert "overlaps the source path" in _error(text)
+
+
+def test_a_glob_source_apart_from_the_outputs_is_accepted(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(str(tmp_path))
+    config = parse(_with("path: in/", "path: 'in/*.jsonl'").replace("./dlq}", "out/dead}"))
+    assert config.pipelines[0].dead_letters.settings["path"] == "out/dead"

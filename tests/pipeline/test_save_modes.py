@@ -1,0 +1,101 @@
+"""A batch pipeline run twice, and a batch that fails: its file outputs follow the save mode,
+and its records and dead letters are published together or not at all."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cdc_connectors.pipeline import parse
+from cdc_connectors.pipeline.runner import run
+from tests.pipeline.support import files_pipeline, places, write_debezium
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+
+def config(tmp_path: Path, out: Path, mode: str | None = None):  # type: ignore[no-untyped-def]
+    pipeline = files_pipeline("p", tmp_path / "in", out, tmp_path / "dead", mode="batch")
+    if mode is not None:
+        pipeline["connectors"][1]["settings"]["mode"] = mode
+    text = yaml.safe_dump({"version": "2.2", "pipelines": [pipeline]}, sort_keys=False)
+    return parse(text, "p.yaml")
+
+
+def go(spark: object, tmp_path: Path, out: Path, mode: str | None = None) -> tuple[int, list[str]]:
+    lines: list[str] = []
+    status = run(config(tmp_path, out, mode), spark, say=lines.append)  # type: ignore[arg-type]
+    return status, lines
+
+
+@pytest.fixture
+def source(tmp_path: Path):  # type: ignore[no-untyped-def]
+    (tmp_path / "in").mkdir()
+    return write_debezium(tmp_path / "in" / "changes.jsonl", 7, changes=12)
+
+
+def test_a_second_run_is_refused_by_default_and_writes_nothing(spark, tmp_path, source):  # type: ignore[no-untyped-def]
+    out = tmp_path / "out"
+    assert go(spark, tmp_path, out)[0] == 1  # dead letters: exit 1
+    assert sorted(places(out)) == sorted(source.written)
+    status, lines = go(spark, tmp_path, out)
+    assert status == 2
+    assert lines == [
+        f"Error: p.yaml:14: pipelines[0].connectors[1].settings.mode: the destination path "
+        f"{out} is not empty; set mode: overwrite to replace it, or mode: append to add to it"
+    ]
+    assert sorted(places(out)) == sorted(source.written)
+    assert sorted(places(tmp_path / "dead")) == sorted(source.dead)
+
+
+def test_overwrite_replaces_records_and_dead_letters(spark, tmp_path, source):  # type: ignore[no-untyped-def]
+    out = tmp_path / "out"
+    for _ in range(2):
+        status, lines = go(spark, tmp_path, out, "overwrite")
+        assert status == 1, lines
+    assert sorted(places(out)) == sorted(source.written)
+    assert sorted(places(tmp_path / "dead")) == sorted(source.dead)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_append_adds_a_second_copy_and_ignore_skips(spark, tmp_path, source):  # type: ignore[no-untyped-def]
+    out = tmp_path / "out"
+    go(spark, tmp_path, out, "append")
+    go(spark, tmp_path, out, "append")
+    assert sorted(places(out)) == sorted(list(source.written) * 2)
+    status, lines = go(spark, tmp_path, out, "ignore")
+    assert status == 0
+    assert lines == [f"p: skipped: the destination path {out} is not empty (mode: ignore)"]
+
+
+def test_a_failed_destination_publishes_no_dead_letters(spark, tmp_path, source):  # type: ignore[no-untyped-def]
+    """Before, the dead letters were committed, the summary said 0 and a rerun wrote them
+    again."""
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a directory")
+    status, lines = go(spark, tmp_path, blocked / "out")
+    assert status == 1
+    assert "0 to the dead-letter output" in lines[-2] and lines[-1].startswith("Error: pipeline p")
+    assert places(tmp_path / "dead") == []
+    status, lines = go(spark, tmp_path, tmp_path / "out")
+    assert status == 1
+    assert sorted(places(tmp_path / "dead")) == sorted(source.dead)
+    assert sorted(places(tmp_path / "out")) == sorted(source.written)
+
+
+@pytest.mark.parametrize(
+    ("mode", "problem"),
+    [
+        ("sometimes", "must be one of error, errorifexists, append, overwrite, ignore"),
+        ("overwrite", "a streaming pipeline appends each micro-batch once"),
+    ],
+)
+def test_a_mode_that_cannot_apply_is_a_config_error(tmp_path, mode, problem):  # type: ignore[no-untyped-def]
+    from cdc_connectors.pipeline import ConfigError
+
+    pipeline = files_pipeline("p", tmp_path / "in", tmp_path / "out", tmp_path / "dead")
+    pipeline["connectors"][1]["settings"]["mode"] = mode
+    text = yaml.safe_dump({"version": "2.2", "pipelines": [pipeline]}, sort_keys=False)
+    with pytest.raises(ConfigError, match=problem):
+        parse(text, "p.yaml")
