@@ -1005,6 +1005,11 @@ def _avro_to_connect(avro: Any, where: str, optional: bool = False) -> dict[str,
         fields = []
         for avro_field in node.get("fields", []):
             child = _avro_to_connect(avro_field["type"], f"{where}.{avro_field['name']}")
+            own = avro_field.get("connect.parameters")
+            if isinstance(own, Mapping):
+                # A named type shared by several columns (connect_to_avro) carries the first
+                # one's parameters; each later field keeps its own.
+                child["parameters"] = dict(own)
             default = avro_field.get("default")
             if default is not None:
                 # Avro spells bytes defaults as ISO-8859-1 text, Connect's JSON as base64.

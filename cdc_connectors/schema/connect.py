@@ -89,6 +89,11 @@ _RECORD_DOC = NAMESPACE + ".record.doc"
 _FIELD_DEFAULT_FLAG = NAMESPACE + ".field.default"
 _FIXED_SIZE = "connect.fixed.size"
 _UNION = NAMESPACE + ".Union"
+# Parameters that change a named type's Avro definition beyond its properties: a fixed size,
+# AvroData's docs and default flag, ``avro*`` copied as they are. Others are data about the
+# column (Debezium's ``__debezium.source.column.type``), which a shared definition need not
+# agree on.
+_SHAPING_PARAMETERS = (_FIXED_SIZE, NAMESPACE + ".", "avro")
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _EPOCH_DAY = dt.date(1970, 1, 1).toordinal()
 # Decimal arithmetic here must never round: a context wider than any value it meets.
@@ -461,6 +466,10 @@ class ConnectSchema:
     default: Any = None
     #: Equal for schemas AvroData treats as one (its schema cache): all but ``optional``.
     identity: bytes = field(default=b"", repr=False)
+    #: Equal for schemas whose values are alike: the identity without this node's own
+    #: ``doc``, ``version`` and parameters that do not shape the Avro type (Debezium's
+    #: ``__debezium.source.column.*``). A named type of one shape is defined once.
+    shape: bytes = field(default=b"", repr=False)
     #: The names of ``fields``, for checking a struct value's keys.
     field_names: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
 
@@ -537,23 +546,22 @@ def _parse(node: Any, path: str) -> ConnectSchema:
     elif "default" in node and not optional:
         raise SchemaError(f"{path}.default: null is no default for a required schema")
     # From checked parts only: the default as Avro spells it, the children's identities.
-    identity = orjson.dumps(
+    common = [
+        kind,
+        name,
+        _avro_json(schema, schema.default),
+        [[n, c.optional, c.identity.decode()] for n, c in schema.fields],
         [
-            kind,
-            name,
-            version,
-            doc,
-            sorted(params.items()),
-            _avro_json(schema, schema.default),
-            [[n, c.optional, c.identity.decode()] for n, c in schema.fields],
-            [
-                [c.optional, c.identity.decode()] if c is not None else None
-                for c in (schema.items, schema.keys, schema.values)
-            ],
+            [c.optional, c.identity.decode()] if c is not None else None
+            for c in (schema.items, schema.keys, schema.values)
         ],
-        option=orjson.OPT_SORT_KEYS,
+    ]
+    shaping = sorted((k, v) for k, v in params.items() if k.startswith(_SHAPING_PARAMETERS))
+    identity = orjson.dumps(
+        [*common, version, doc, sorted(params.items())], option=orjson.OPT_SORT_KEYS
     )
-    return replace(schema, identity=identity)
+    shape = orjson.dumps([*common, shaping], option=orjson.OPT_SORT_KEYS)
+    return replace(schema, identity=identity, shape=shape)
 
 
 def _attr(node: Mapping[str, Any], key: str, kind: type, path: str, missing: Any) -> Any:
@@ -700,11 +708,14 @@ def connect_to_avro(schema: Mapping[str, Any] | ConnectSchema) -> dict[str, Any]
 
 @dataclass(frozen=True, slots=True)
 class _Record:
-    """A named type defined so far: how to refer to it, where it came from."""
+    """A named type defined so far: how to refer to it, where it came from, its shape and
+    the parameters its definition carries."""
 
     fullname: str
     namespace: str | None
     path: str
+    shape: bytes = b""
+    parameters: Mapping[str, str] = field(default_factory=dict)
 
 
 def _scrubbed(part: str) -> str:
@@ -741,9 +752,10 @@ class _AvroBuilder:
         return [base, "null"] if schema.has_default else ["null", base]
 
     def _base(self, schema: ConnectSchema, space: str | None) -> Any:
-        known = self.by_identity.get(schema.identity)
-        if known is not None and schema.type != "map":  # a map reuses only its entry record
-            return _reference(known, space)
+        if schema.type != "map":  # a map reuses only its entry record
+            known = self.by_identity.get(schema.identity) or self._same_shape(schema, space)
+            if known is not None:
+                return _reference(known, space)
         avro: dict[str, Any]
         semantic = schema.semantic
         if semantic is not None:
@@ -797,28 +809,16 @@ class _AvroBuilder:
             if default is None:
                 self.defaults += 1
                 default = DEFAULT_RECORD_NAME + (str(self.defaults) if self.defaults > 1 else "")
-            namespace: str | None = NAMESPACE
-            short = default
-        elif "." in schema.name:
-            namespace, _, short = schema.name.rpartition(".")
-        elif schema.name in self.repeated:
-            namespace, short = space, schema.name
+            namespace, short, fullname = _split(NAMESPACE, default)
         else:
-            namespace, short = None, schema.name
-        # Connect names need not be Avro names (Debezium's "server-1.db.orders.Value"): each
-        # dotted part is scrubbed into one, as Confluent's AvroData does with
-        # scrub.invalid.names; the Connect name stays in the connect.name property.
-        if namespace:
-            namespace = ".".join(_scrubbed(part) for part in namespace.split("."))
-        short = _scrubbed(short)
-        fullname = f"{namespace}.{short}" if namespace else short
+            namespace, short, fullname = self._name_of(schema, space)
         clash = self.by_name.get(fullname)
         if clash is not None:
             raise SchemaError(
                 f"{schema.path}: {fullname} is defined differently at {clash.path}; "
                 "Avro allows one definition per name (name the schemas apart)"
             )
-        record = _Record(fullname, namespace, schema.path)
+        record = _Record(fullname, namespace, schema.path, schema.shape, dict(schema.parameters))
         self.by_identity[schema.identity] = record
         self.by_name[fullname] = record
         spelled: dict[str, Any] = {"name": short}
@@ -826,6 +826,32 @@ class _AvroBuilder:
             # "" says "no namespace" inside a namespaced record, as Avro's Java writer does.
             spelled["namespace"] = namespace or ""
         return record, spelled
+
+    def _name_of(self, schema: ConnectSchema, space: str | None) -> tuple[str | None, str, str]:
+        """Namespace, short name and full name of a named schema's Avro type."""
+        assert schema.name is not None
+        if "." in schema.name:
+            namespace, _, short = schema.name.rpartition(".")
+            return _split(namespace, short)
+        if schema.name in self.repeated:
+            return _split(space, schema.name)
+        return _split(None, schema.name)
+
+    def _same_shape(self, schema: ConnectSchema, space: str | None) -> _Record | None:
+        """The named type already defined under this schema's name with its shape, if any.
+
+        Columns of one Connect type whose parameters differ (Debezium's
+        ``column.propagate.source.type`` gives each ``Geometry`` column its own
+        ``__debezium.source.column.*``) share the first definition, as Confluent's
+        AvroConverter registers them; each field keeps its own parameters (``_field``).
+        """
+        if schema.name is None or not _is_named(schema):
+            return None
+        found = self.by_name.get(self._name_of(schema, space)[2])
+        if found is None or found.shape != schema.shape:
+            return None
+        self.by_identity[schema.identity] = found
+        return found
 
     def _record(self, schema: ConnectSchema, space: str | None) -> dict[str, Any]:
         record, spelled = self._named(schema, space)
@@ -862,9 +888,13 @@ class _AvroBuilder:
                 avro["default"] = default
         elif child.optional:
             avro["default"] = None
-        if already_seen and child.parameters and _is_named(child) and child.type != "map":
-            # A reused named type cannot carry this use's parameters: the field keeps them.
-            avro["connect.parameters"] = dict(child.parameters)
+        if already_seen and _is_named(child) and child.type != "map":
+            # A reused named type cannot carry this use's parameters: the field keeps them
+            # (an empty set too, where the definition's are not this use's).
+            defined = self.by_identity.get(child.identity)
+            theirs = dict(defined.parameters) if defined is not None else {}
+            if child.parameters or theirs != dict(child.parameters):
+                avro["connect.parameters"] = dict(child.parameters)
         return avro
 
     def _map(self, schema: ConnectSchema, space: str | None) -> dict[str, Any]:
@@ -873,7 +903,7 @@ class _AvroBuilder:
             values = self.build(schema.values, space)
             return {"type": "map", "values": values, **self._props(schema)}
         # Other keys: an array of key/value records, named after the map or MapEntry.
-        known = self.by_identity.get(schema.identity)
+        known = self.by_identity.get(schema.identity) or self._same_shape(schema, space)
         if known is not None:
             entries: Any = _reference(known, space)
         else:
@@ -893,6 +923,17 @@ class _AvroBuilder:
     def _fixed(self, schema: ConnectSchema, space: str | None) -> dict[str, Any]:
         _, spelled = self._named(schema, space)
         return {"type": "fixed", **spelled, "size": _fixed_size(schema), **self._props(schema)}
+
+
+def _split(namespace: str | None, short: str) -> tuple[str | None, str, str]:
+    """Namespace, short name and full name as Avro names. Connect names need not be Avro
+    names (Debezium's ``server-1.db.orders.Value``): each dotted part is scrubbed into one,
+    as Confluent's AvroData does with ``scrub.invalid.names``; the Connect name stays in the
+    ``connect.name`` property."""
+    if namespace:
+        namespace = ".".join(_scrubbed(part) for part in namespace.split("."))
+    short = _scrubbed(short)
+    return namespace, short, f"{namespace}.{short}" if namespace else short
 
 
 def _reference(record: _Record, space: str | None) -> str:
