@@ -103,6 +103,7 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from cdc_connectors.connectors import kafka_offsets
+from cdc_connectors.connectors.errors import ConnectorError, bare, guarded
 from cdc_connectors.connectors.kafka_offsets import Broker, KafkaRange, Offsets
 from cdc_connectors.connectors.kafka_read import RAW_SCHEMA, read_range
 from cdc_connectors.connectors.kafka_settings import (
@@ -348,7 +349,7 @@ def _read(
         # Nothing to read (an empty topic, a pattern matching none): Spark plans one
         # placeholder partition, which is 0 rows.
         return iter(())
-    return read_range(settings, partition, typed)
+    return guarded(read_range(settings, partition, typed))
 
 
 class KafkaCommit(WriterCommitMessage):
@@ -366,7 +367,10 @@ class KafkaWriter(DataSourceArrowWriter):
         self.kind = kind
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaCommit:
-        return KafkaCommit(write_batches(self.settings, self.kind, iterator))
+        try:
+            return KafkaCommit(write_batches(self.settings, self.kind, iterator))
+        except ConnectorError as failure:  # one frame and one line for the user
+            raise bare(failure) from None
 
 
 class KafkaStreamWriter(DataSourceStreamArrowWriter):
@@ -378,7 +382,10 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
         self.kind = kind
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaCommit:
-        return KafkaCommit(write_batches(self.settings, self.kind, iterator))
+        try:
+            return KafkaCommit(write_batches(self.settings, self.kind, iterator))
+        except ConnectorError as failure:  # one frame and one line for the user
+            raise bare(failure) from None
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Nothing to do: every message was acknowledged before its task returned."""

@@ -26,6 +26,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from cdc_connectors.connectors.errors import ConnectorError
 from cdc_connectors.connectors.kafka_offsets import TRANSIENT, KafkaRange, consumer_config
 from cdc_connectors.connectors.kafka_settings import CONNECTOR, SourceSettings
 from cdc_connectors.connectors.messages import decode_messages, decode_typed, open_format
@@ -107,16 +108,16 @@ def _in_range(consumer: Consumer, part: KafkaRange, idle_timeout: float) -> Iter
             elif error.code() == KafkaError._PARTITION_EOF:
                 ends = int(message.offset() or 0)
                 if ends < part.end:
-                    raise RuntimeError(
+                    raise ConnectorError(
                         f"{CONNECTOR}: {where} ends at offset {ends}, before {part.end}, the "
                         "end this read was planned with: messages were deleted or are not "
                         "committed yet"
                     )
                 return
             elif error.code() not in TRANSIENT:  # librdkafka retries transient ones itself
-                raise RuntimeError(f"{CONNECTOR}: {where} at offset {position}: {error.str()}")
+                raise ConnectorError(f"{CONNECTOR}: {where} at offset {position}: {error.str()}")
         if time.monotonic() - last_seen > idle_timeout:
-            raise TimeoutError(
+            raise ConnectorError(
                 f"{CONNECTOR}: {where}: nothing fetched for {idle_timeout:.0f}s at offset "
                 f"{position} (range ends at {part.end}); is the broker reachable? "
                 "(setting pollTimeoutMs)"

@@ -3,22 +3,27 @@
 Two input layouts: OpenCDC rows (encoded with the destination's format) and message rows
 (``value``, optional ``key``, ``headers``, ``topic``, ``partition``: written as they are, as
 Spark's own Kafka sink does). A task returns only when librdkafka has reported on every
-message it was given: delivered, or failed (the task fails, naming topic and reason).
-``message.timeout.ms`` is bounded by ``deliveryTimeoutMs``; librdkafka's default of 300 s
-would hang a task on a stopped broker.
+message it was given: delivered, or failed. ``message.timeout.ms`` is ``deliveryTimeoutMs``
+(librdkafka's default of 300 s would hang a task on a stopped broker), and the first failed
+delivery stops the task at once: nothing more is queued, what is queued is dropped, and the
+task fails with one line naming the topic, the partition and the reason. A broker lost
+mid-write so fails the task ``deliveryTimeoutMs`` after its loss (plus librdkafka's timeout
+scan, once a second), not after the timeouts of everything queued since.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka import Message as KafkaMessage
 
+from cdc_connectors.connectors.errors import ConnectorError
 from cdc_connectors.connectors.kafka_settings import (
     CONNECTOR,
     DestinationSettings,
@@ -32,6 +37,10 @@ OPENCDC = "opencdc"
 MESSAGES = "messages"
 _OPENCDC_COLUMNS = frozenset({"position", "operation", "metadata", "key", "payload"})
 NODE_ID = CONNECTOR
+#: Delivery reports are served (and a failure noticed) at least every this many messages.
+POLL_EVERY = 1000
+#: How long past ``deliveryTimeoutMs`` a task waits for reports librdkafka owes it.
+REPORT_MARGIN_S = 5.0
 
 # `{collection}` and Conduit's `{{ index .Metadata "opencdc.collection" }}`.
 _PLACEHOLDER = re.compile(r'\{\{\s*index\s+\.Metadata\s+"([^"]+)"\s*\}\}|\{(collection)\}')
@@ -70,7 +79,7 @@ class TopicTemplate:
                 continue
             value = metadata.get(metadata_key)
             if not value:
-                raise ValueError(
+                raise ConnectorError(
                     f"{CONNECTOR}: the record at position {position!r} has no metadata "
                     f"{metadata_key!r}, which the topic template {self.text!r} needs"
                 )
@@ -93,24 +102,36 @@ def layout(names: Iterable[str]) -> str:
 
 @dataclass
 class Deliveries:
-    """librdkafka's delivery reports for one task."""
+    """librdkafka's delivery reports for one task; the first failure is kept."""
 
+    timeout_ms: int
     delivered: int = 0
-    failed: list[tuple[str, str]] = field(default_factory=list)
+    failed: int = 0
+    first: tuple[str, int, KafkaError] | None = None
 
     def __call__(self, error: KafkaError | None, message: KafkaMessage) -> None:
         if error is None:
             self.delivered += 1
-        else:
-            self.failed.append((str(message.topic()), f"{error.str()} ({error.name()})"))
+            return
+        self.failed += 1
+        if self.first is None:
+            self.first = (str(message.topic()), int(message.partition() or 0), error)
 
-    def check(self) -> None:
-        if self.failed:
-            topic, reason = self.failed[0]
-            raise RuntimeError(
-                f"{CONNECTOR}: {len(self.failed)} message(s) not delivered "
-                f"({self.delivered} delivered); first to topic {topic!r}: {reason}"
-            )
+    def check(self, sent: int) -> None:
+        """:class:`ConnectorError` for the first failed delivery, if there is one."""
+        if self.first is None:
+            return
+        topic, partition, error = self.first
+        where = f"topic {topic!r} " + (
+            f"partition {partition}" if partition >= 0 else "(no partition assigned yet)"
+        )
+        why = f"{error.str()} ({error.name()})"
+        if error.code() == KafkaError._MSG_TIMED_OUT:
+            why += f", not acknowledged within deliveryTimeoutMs ({self.timeout_ms} ms)"
+        raise ConnectorError(
+            f"{CONNECTOR}: message(s) not delivered to {where}: {why}; the task stopped "
+            f"with {self.delivered} of {sent} message(s) acknowledged"
+        )
 
 
 def producer_config(settings: DestinationSettings) -> dict[str, Any]:
@@ -143,7 +164,7 @@ def _message_rows(
     for index in range(rows):
         topic = template.text if template is not None else topics[index]
         if not topic:
-            raise ValueError(
+            raise ConnectorError(
                 f"{CONNECTOR}: row {index} of a batch has no topic (set the setting 'topic' "
                 "or a 'topic' column)"
             )
@@ -158,7 +179,7 @@ def _opencdc_rows(
     messages, letters = encode_rows(fmt, batch, node_id=NODE_ID)
     if letters:
         first = letters[0]
-        raise ValueError(
+        raise ConnectorError(
             f"{CONNECTOR}: cannot encode the record at position "
             f"{first.position.decode('utf-8', 'backslashreplace')!r} as "
             f"{settings.format_settings['format']}: {first.metadata.get(DLQ_ERROR)} "
@@ -178,8 +199,9 @@ def _opencdc_rows(
 def write_batches(
     settings: DestinationSettings, kind: str, batches: Iterator[pa.RecordBatch]
 ) -> int:
-    """Produce every row of ``batches``; the number delivered, or an error naming what
-    failed. Returns only after every delivery report is in."""
+    """Produce every row of ``batches``; the number delivered, or a :class:`ConnectorError`
+    naming what failed. Returns only after every delivery report is in; the first failed
+    delivery stops it (module docstring)."""
     template = TopicTemplate(settings.topic) if settings.topic is not None else None
     fmt: Format | None = None
     if kind == OPENCDC:
@@ -191,54 +213,77 @@ def write_batches(
             registry=settings.registry,
             connector=CONNECTOR,
         )
-    producer = Producer(producer_config(settings))
-    reports = Deliveries()
-    sent = 0
-    for batch in batches:
-        if fmt is not None:
-            assert template is not None
-            rows = _opencdc_rows(batch, settings, template, fmt)
-        else:
-            rows = _message_rows(batch, template)
-        for topic, partition, message in rows:
-            _produce(producer, topic, partition, message, reports)
-            sent += 1
-        producer.poll(0)
-        if reports.failed:
-            break
-    _flush(producer, settings, sent, reports)
-    reports.check()
-    return reports.delivered
+    out = _Output(settings)
+    try:
+        for batch in batches:
+            if fmt is not None:
+                assert template is not None
+                rows = _opencdc_rows(batch, settings, template, fmt)
+            else:
+                rows = _message_rows(batch, template)
+            for topic, partition, message in rows:
+                out.produce(topic, partition, message)
+            out.serve()
+        out.finish()
+    except BaseException:
+        out.abandon()
+        raise
+    return out.reports.delivered
 
 
-def _produce(
-    producer: Producer, topic: str, partition: int | None, message: Message, reports: Deliveries
-) -> None:
-    extra: dict[str, Any] = {} if partition is None else {"partition": partition}
-    while True:
-        try:
-            producer.produce(
-                topic,
-                value=message.value,
-                key=message.key,
-                headers=list(message.headers) or None,
-                on_delivery=reports,
-                **extra,
-            )
-            return
-        except BufferError:  # the local queue is full: serve delivery reports, then retry
-            producer.poll(0.1)
-        except KafkaException as exc:  # refused before sending: too large, bad topic name...
-            raise RuntimeError(f"{CONNECTOR}: cannot produce to topic {topic!r}: {exc}") from None
+class _Output:
+    """One task's producer, its delivery reports and how many messages it was given."""
 
+    def __init__(self, settings: DestinationSettings):
+        self.settings = settings
+        self.producer = Producer(producer_config(settings))
+        self.reports = Deliveries(settings.delivery_timeout_ms)
+        self.sent = 0
 
-def _flush(
-    producer: Producer, settings: DestinationSettings, sent: int, reports: Deliveries
-) -> None:
-    # Every message gets a report within message.timeout.ms; the margin covers the rest.
-    left = producer.flush(settings.delivery_timeout_ms / 1000 * 2 + 10)
-    if left:
-        raise RuntimeError(
-            f"{CONNECTOR}: {left} of {sent} message(s) got no delivery report within "
-            f"{settings.delivery_timeout_ms * 2 / 1000 + 10:.0f}s (setting deliveryTimeoutMs)"
-        )
+    def serve(self, timeout: float = 0) -> None:
+        """Serve delivery reports; :class:`ConnectorError` once a delivery failed."""
+        self.producer.poll(timeout)
+        self.reports.check(self.sent)
+
+    def produce(self, topic: str, partition: int | None, message: Message) -> None:
+        extra: dict[str, Any] = {} if partition is None else {"partition": partition}
+        while True:
+            try:
+                self.producer.produce(
+                    topic,
+                    value=message.value,
+                    key=message.key,
+                    headers=list(message.headers) or None,
+                    on_delivery=self.reports,
+                    **extra,
+                )
+                break
+            except BufferError:  # the local queue is full: serve delivery reports, then retry
+                self.serve(0.1)
+            except KafkaException as exc:  # refused before sending: too large, bad topic...
+                raise ConnectorError(
+                    f"{CONNECTOR}: cannot produce to topic {topic!r}: {exc}"
+                ) from None
+        self.sent += 1
+        if self.sent % POLL_EVERY == 0:
+            self.serve()
+
+    def finish(self) -> None:
+        """Wait for the report of every message; the first failure ends the wait."""
+        # Every message gets its report within message.timeout.ms of being queued, and all
+        # were queued before now; the margin covers librdkafka's once-a-second scan.
+        limit = self.settings.delivery_timeout_ms / 1000 + REPORT_MARGIN_S
+        deadline = time.monotonic() + limit
+        while self.producer.flush(0.1):
+            self.reports.check(self.sent)
+            if time.monotonic() > deadline:
+                raise ConnectorError(
+                    f"{CONNECTOR}: {len(self.producer)} of {self.sent} message(s) got no "
+                    f"delivery report within {limit:.0f}s (setting deliveryTimeoutMs)"
+                )
+        self.reports.check(self.sent)
+
+    def abandon(self) -> None:
+        """The task failed: drop what is queued rather than keep sending it."""
+        self.producer.purge()
+        self.producer.poll(0)
