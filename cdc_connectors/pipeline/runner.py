@@ -21,10 +21,11 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 
@@ -352,6 +353,22 @@ def _fused_source(source: Connector) -> tuple[dict[str, str], SourceFormat | Non
     return raw, SourceFormat(fmt, _KAFKA, fail_fast in TRUE)
 
 
+def _ready(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    import cdc_connectors.connectors.files
+    import cdc_connectors.connectors.kafka
+    import cdc_connectors.pipeline.plan  # noqa: F401  (what a batch's tasks import)
+
+    yield from batches
+
+
+def _warm_up(spark: SparkSession) -> None:
+    """Start the Python workers of every core (they are reused) before the first batch, so
+    that its rate is that of its own work, not of Spark starting them."""
+    with contextlib.suppress(Exception):  # a cluster without free cores waits in the batch
+        cores = max(1, spark.sparkContext.defaultParallelism)
+        spark.range(cores, numPartitions=cores).mapInArrow(_ready, "id long").count()
+
+
 def _path(settings: dict[str, str]) -> str:
     return next(v for k, v in settings.items() if k.lower() == "path")
 
@@ -424,6 +441,8 @@ def run(
     jobs = [_Job(p, spark, say) for p in runnable]
     for job in jobs:
         say(job.start_line(available_now))
+    if jobs:
+        _warm_up(spark)
     try:
         for job in jobs:
             if job.pipeline.batch and stopper.requested is None:
