@@ -21,6 +21,7 @@ df.write.format("cdc-files").mode("append").save("out/")
 | ``kv`` | ``false`` | lines are ``{"key": ..., "value": ...}`` (``convert --kv``) |
 | ``failFast`` | ``false`` | read: a bad message fails the query (else a dead-letter row) |
 | ``typed`` | ``false`` | read: Debezium JSON schema blocks as typed columns (below) |
+| ``collection`` | | typed read: the collection to read (below) |
 | ``maxRecordsPerBatch`` | ``10000`` | read: messages decoded into one Arrow batch |
 | ``maxFilesPerTrigger`` | all | streaming read: new files taken per micro-batch |
 | ``compression`` | ``none`` | write: ``gzip`` writes ``.gz`` files |
@@ -32,6 +33,15 @@ one input partition, read in order; every row's empty position becomes ``file:li
 ``file: message N, byte B`` for length-delimited files). A message that does not convert is a
 dead-letter row (the original bytes, the reason in ``conduit.dlq.nack.error``), unless
 ``failFast``.
+
+**Typed read.** With ``typed``, ``before`` and ``after`` are structs of one row schema's
+Spark types (:mod:`cdc_connectors.spark.debezium_typed`), so a typed read is of one
+collection (``opencdc.collection``, ``db.schema.table``): ``collection`` names it, and
+messages of other collections are left out; without it, files holding several collections
+(among the first messages of each file) are refused with the list of those found. The
+schema is the first of the collection's messages whose schema block has typed columns
+(:mod:`cdc_connectors.connectors.typed_read`); a message of another schema version is read
+into its columns or is a dead letter, as is one of another collection found later.
 
 **Streaming read.** Every trigger lists the path and takes the files it has not seen, in
 name order (at most ``maxFilesPerTrigger``). The offset is ``{"files": [...]}``, the sorted
@@ -102,10 +112,10 @@ from cdc_connectors.connectors.messages import (
     decode_typed,
     open_format,
     typed_dead_letters,
-    typed_decoder,
     typed_schema,
 )
 from cdc_connectors.connectors.refused import stream_reader
+from cdc_connectors.connectors.typed_read import bounded_samples, typed_read_decoder
 from cdc_connectors.convert.deadletter import dead_letter
 from cdc_connectors.convert.files import printable
 from cdc_connectors.convert.streams import read_messages
@@ -129,6 +139,7 @@ _COMMON = {"path": "path", "format": "format", "registry": "registry", "kv": "kv
 _READ_ONLY = {
     "failfast": "failFast",
     "typed": "typed",
+    "collection": "collection",
     "maxrecordsperbatch": "maxRecordsPerBatch",
     "maxfilespertrigger": "maxFilesPerTrigger",
 }
@@ -157,6 +168,7 @@ class Settings:
     kv: bool
     fail_fast: bool
     typed: bool
+    collection: str | None
     batch_size: int
     max_files: int | None
     compression: str
@@ -184,6 +196,15 @@ class Settings:
             )
         max_files = lowered.get("maxfilespertrigger")
         batch_id = lowered.get("batchid")
+        collection = lowered.get("collection")
+        if collection is not None and not collection.strip():
+            raise SettingError(f"{NAME} setting 'collection' must name a collection")
+        typed = _flag(lowered, "typed")
+        if collection is not None and not typed:
+            raise SettingError(
+                f"{NAME} setting 'collection' chooses the collection of a typed read: "
+                "set 'typed' to true as well"
+            )
         if batch_id is not None and not (batch_id.isdigit() and len(batch_id) <= 12):
             raise SettingError(f"{NAME} setting 'batchId' must be a micro-batch number")
         return cls(
@@ -196,7 +217,8 @@ class Settings:
             registry=lowered.get("registry") or None,
             kv=_flag(lowered, "kv"),
             fail_fast=_flag(lowered, "failfast"),
-            typed=_flag(lowered, "typed"),
+            typed=typed,
+            collection=collection,
             batch_size=_positive(lowered, "maxrecordsperbatch", DEFAULT_BATCH),
             max_files=None if max_files is None else _positive(lowered, "maxfilespertrigger", 0),
             compression=compression,
@@ -319,16 +341,22 @@ def _broken(
     return records_to_batch([dead_letter(message, error.reason, NODE_ID)])
 
 
-def first_message(settings: Settings, files: Sequence[str]) -> Message | None:
-    """The first message of the first file that has one: what a typed read takes its
-    schema from."""
-    fmt = settings.open_format()
-    for file in files:
+def file_messages(settings: Settings, file: str) -> Iterator[Message]:
+    """The messages of one file, in order (what a typed read samples its schema from);
+    bytes that are no message, and a file that cannot be read, give none."""
+    fmt_type = type(settings.open_format())
+    try:
         with _open_input(file) as stream:
-            for item in read_messages(stream, type(fmt), kv=settings.kv, source=file):
-                if isinstance(item, Message) and item.value is not None:
-                    return item
-    return None
+            for item in read_messages(stream, fmt_type, kv=settings.kv, source=file):
+                if isinstance(item, Message):
+                    yield item
+    except (OSError, EOFError, zlib.error):
+        return
+
+
+def _every_message(settings: Settings, files: Sequence[str]) -> Iterator[Message]:
+    for file in files:
+        yield from file_messages(settings, file)
 
 
 def read_file(
@@ -469,12 +497,19 @@ class FilesDataSource(DataSource):
         return OPENCDC_SCHEMA
 
     def _typed(self) -> TypedDebeziumDecoder:
-        """The typed decoder, from the schema block of the first message (driver side)."""
+        """The typed decoder: the collection's schema, from the files' first messages
+        (driver side; module docstring)."""
         found: TypedDebeziumDecoder | None = getattr(self, "_decoder", None)
         if found is None:
-            files = list_files(self.settings.path, must_exist=False)
-            sample = first_message(self.settings, files)
-            found = typed_decoder(self.settings.open_format(), sample, NAME)
+            settings = self.settings
+            files = list_files(settings.path, must_exist=False)
+            found = typed_read_decoder(
+                settings.open_format(),
+                bounded_samples(file_messages(settings, file) for file in files),
+                connector=NAME,
+                collection=settings.collection,
+                more=_every_message(settings, files),
+            )
             self._decoder = found
         return found
 

@@ -220,6 +220,28 @@ class DebeziumJsonFormat(Format):
         fallback = source.get("opencdc.collection")
         return fallback if isinstance(fallback, str) and fallback else None
 
+    def collection_of_value(self, value: bytes | None) -> tuple[bool, str | None]:
+        """Whether a message value is a change event (a JSON object whose payload has a
+        ``source`` object), and the collection its record gets from it
+        (:meth:`collection_of`), without decoding the rest: what a typed read of one
+        collection tells messages apart by."""
+        if value is None:
+            return False, None
+        try:
+            envelope = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return False, None
+        if not isinstance(envelope, Mapping):
+            return False, None
+        try:
+            _, payload = _unwrap(envelope, "value")
+            source = payload.get("source") if isinstance(payload, Mapping) else None
+            if not isinstance(source, Mapping):
+                return False, None
+            return True, self.collection_of(source)
+        except CodecError:
+            return False, None
+
     def key_of(self, payload: Mapping[str, Any], key: Any) -> Any:
         """The key a change event carries besides the Kafka key (CDL's ``unique``); ``key``
         (the Kafka key's payload, already unwrapped) by default."""

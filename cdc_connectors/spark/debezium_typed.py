@@ -13,7 +13,16 @@ of the *typed* OpenCDC layout::
 ``before`` and ``after`` have the Spark types of the row's Kafka Connect schema as
 Confluent's AvroConverter spells it (a Debezium decimal is ``decimal(p, s)``, a
 MicroTimestamp a ``timestamp``, a Date a ``date``): exactly what expanding the per-message
-records through the registry gives (:func:`cdc_connectors.spark.expand`).
+records through the registry gives (:func:`cdc_connectors.spark.expand`). A decimal Spark
+has no type for (more than 38 digits, no ``connect.decimal.precision``, a negative scale)
+and a ``VariableScaleDecimal`` are ``string`` columns of the exact decimal text
+(:mod:`cdc_connectors.spark.decimal_text`).
+
+The columns are one collection's (``opencdc.collection``): a decoder made from a sample
+message (:meth:`TypedDebeziumDecoder.from_message`) knows the sample's collection, and a
+message of another one is a dead letter saying so, or, when the user chose the collection
+among several (``others="skip"``), left out. A message whose collection cannot be told
+(not JSON, no ``source``) is decoded as any other: a dead letter when it is bad.
 
 The fast path has no Python object per row. Every message whose text starts with the
 batch's own ``{"schema": ...,`` block (what one connector writes for one table) has that
@@ -50,9 +59,15 @@ from cdc_connectors.formats.debezium import UNAVAILABLE_VALUE, DebeziumJsonForma
 from cdc_connectors.opencdc import CodecError, Record, keys
 from cdc_connectors.opencdc.metadata import Metadata
 from cdc_connectors.schema import avro_values, framing
-from cdc_connectors.schema.connect import ConnectSchema
+from cdc_connectors.schema.connect import DEFAULT_DECIMAL_PRECISION, ConnectSchema
 from cdc_connectors.spark.arrow import _data_array
 from cdc_connectors.spark.avro_batch import AvroBatchDecoder
+from cdc_connectors.spark.decimal_text import (
+    MAX_TEXT_DIGITS,
+    image_texts,
+    text_avro,
+    unscaled_text,
+)
 from cdc_connectors.spark.schema import OPENCDC_ARROW_SCHEMA, OPENCDC_SCHEMA
 
 __all__ = ["TypedDebeziumDecoder", "output_schema", "spark_schema", "typed_schema"]
@@ -99,6 +114,9 @@ _MICROS_PER = {
     "org.apache.kafka.connect.data.Timestamp": 1000,
 }
 _DECIMAL = "org.apache.kafka.connect.data.Decimal"
+_PRECISION = "connect.decimal.precision"
+_DEFAULT_PRECISION = DEFAULT_DECIMAL_PRECISION
+_OTHERS = ("error", "skip")
 _UUID = "io.debezium.data.Uuid"
 _CANONICAL_UUID = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 _FLOAT32_MAX = 3.4028234663852886e38
@@ -166,11 +184,26 @@ class TypedDebeziumDecoder:
 
     ``envelope`` is the value's ``schema`` block (a Connect struct with ``before`` and
     ``after``); :meth:`from_message` takes it from a sample message.
+
+    ``collection`` is the collection the rows are of (:meth:`from_message` takes the
+    sample's): a message of another collection is a dead letter saying so (``others``
+    ``"error"``), or left out (``"skip"``: the user chose this collection among several).
+    ``None`` takes messages of any collection.
     """
 
-    def __init__(self, fmt: DebeziumJsonFormat, envelope: Mapping[str, Any]):
+    def __init__(
+        self,
+        fmt: DebeziumJsonFormat,
+        envelope: Mapping[str, Any],
+        collection: str | None = None,
+        others: str = "error",
+    ):
+        if others not in _OTHERS:
+            raise ValueError(f"others must be one of {', '.join(_OTHERS)}, not {others!r}")
         self.fmt = fmt
         self.envelope = dict(envelope)
+        self.collection = collection
+        self.others = others
         rows = fmt._envelope_rows(envelope)
         row = rows[1] or rows[0]
         if row is None or row.avro_text is None:
@@ -179,16 +212,17 @@ class TypedDebeziumDecoder:
                 or "value schema: the envelope has no before/after row schema with an Avro form"
             )
         self.row = row
+        self._writers: dict[str, _Writer] = {}
+        reader = self._writer(row.avro_text, row.connect)
         try:
-            decoder = AvroBatchDecoder(orjson.loads(row.avro_text))
-        except (ValueError, SchemaParseException) as exc:
+            decoder = AvroBatchDecoder(orjson.loads(reader.avro))
+        except (ValueError, TypeError, KeyError, SchemaParseException) as exc:
             raise CodecError(f"value schema: the row has no Spark type: {exc}") from None
         self.row_type = decoder.arrow_type
         self.schema = output_schema(self.row_type)
         #: The same layout as a Spark schema (``mapInArrow``, a data source's ``schema()``).
         self.spark_schema = spark_schema(decoder.spark_type)
-        self._reader_avro = row.avro_text
-        self._parsed: dict[str, Any] = {}
+        self._reader_avro = reader.avro
         self._decoders: dict[str, AvroBatchDecoder] = {}
         self._prefix = b'{"schema":' + orjson.dumps(envelope) + b","
         self._plan: _Plan | None = None
@@ -200,11 +234,14 @@ class TypedDebeziumDecoder:
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Parsed plans hold functions: executors rebuild them from the format and schema.
-        return (TypedDebeziumDecoder, (self.fmt, self.envelope))
+        return (TypedDebeziumDecoder, (self.fmt, self.envelope, self.collection, self.others))
 
     @classmethod
-    def from_message(cls, fmt: DebeziumJsonFormat, message: Message) -> TypedDebeziumDecoder:
-        """The decoder for the envelope schema of ``message`` (a change event with one)."""
+    def from_message(
+        cls, fmt: DebeziumJsonFormat, message: Message, *, others: str = "error"
+    ) -> TypedDebeziumDecoder:
+        """The decoder for the envelope schema of ``message`` (a change event with one), of
+        the collection ``message`` is of."""
         if message.value is None:
             raise CodecError("value: a tombstone carries no schema")
         try:
@@ -214,7 +251,34 @@ class TypedDebeziumDecoder:
         schema = document.get("schema") if isinstance(document, dict) else None
         if not isinstance(schema, dict):
             raise CodecError("value: no 'schema' block (Kafka Connect schemas.enable=false)")
-        return cls(fmt, schema)
+        return cls(fmt, schema, fmt.collection_of_value(message.value)[1], others)
+
+    def _writer(self, avro_text: str, connect: ConnectSchema) -> _Writer:
+        """How images of a row schema (its Avro text as registered) are written for the
+        typed columns: decimals Spark has no type for as their text (:mod:`decimal_text`)."""
+        found = self._writers.get(avro_text)
+        if found is None:
+            try:
+                texts = image_texts(connect)
+                spark_avro = (
+                    avro_text
+                    if texts is None
+                    else orjson.dumps(text_avro(orjson.loads(avro_text))).decode()
+                )
+            except ValueError as exc:
+                raise CodecError(f"value schema: the row has no Spark type: {exc}") from None
+            found = self._writers[avro_text] = _Writer(spark_avro, texts)
+        return found
+
+    def _foreign(self, collection: str | None) -> str | None:
+        """Why a row of ``collection`` is not one of this decoder's, or None if it is."""
+        if self.collection is None or collection is None or collection == self.collection:
+            return None
+        return (
+            f"collection {collection!r}: the typed columns of this read are those of "
+            f"{self.collection!r}; typed columns are one collection's, so read "
+            f"{collection!r} on its own (setting 'collection')"
+        )
 
     # --- the batch ---------------------------------------------------------------------------
 
@@ -322,6 +386,9 @@ class TypedDebeziumDecoder:
             bad |= _mask(pc.match_substring_regex(rest.cast(pa.string()), _INEXACT_NUMBER))
         key_data, key_bad = self._keys(keys, count)
         bad |= key_bad
+        if self.collection is not None:
+            # Rows of another collection: the per-message way says what becomes of them.
+            bad |= _mask(pc.not_equal(columns["collection"], self.collection))
         batch = pa.RecordBatch.from_arrays(
             [
                 places,
@@ -397,8 +464,21 @@ class TypedDebeziumDecoder:
         errors: list[tuple[int, CodecError]] = []
         for index in indexes:
             message = messages[index]
+            if self.collection is not None:
+                foreign = self._foreign(self.fmt.collection_of_value(message.value)[1])
+                if foreign is not None:
+                    if self.others == "error":
+                        errors.append((index, CodecError(foreign)))
+                    continue
             try:
                 found = self.fmt.decode(message)
+                foreign = next(
+                    (w for w in (self._foreign(r.metadata.collection) for r in found) if w), None
+                )
+                if foreign is not None:
+                    if self.others == "skip":
+                        continue
+                    raise CodecError(foreign)
                 writer = self._writer_schema(message)
                 images = [self._bodies(writer, r) for r in found]
             except SkipMessage:
@@ -409,14 +489,20 @@ class TypedDebeziumDecoder:
             for record, (before, after) in zip(found, images, strict=True):
                 if not record.position:
                     record.position = message.where.encode("utf-8")
-                bodies.setdefault(writer, []).append((len(records), index, before, after))
+                bodies.setdefault(writer.avro, []).append((len(records), index, before, after))
                 records.append(record)
                 owners.append(index)
         befores: list[pa.Array | None] = [None] * len(records)
         afters: list[pa.Array | None] = [None] * len(records)
         bad: dict[int, str] = {}
-        for writer, rows in bodies.items():
-            decoder = self._decoder(writer)
+        for avro, rows in bodies.items():
+            try:
+                decoder = self._decoder(avro)
+            except (ValueError, TypeError, KeyError, SchemaParseException) as exc:
+                # This writer schema has no Spark reading: its messages' own dead letters.
+                for _, owner, *_rest in rows:
+                    bad.setdefault(owner, f"value schema: no typed reading: {exc}")
+                continue
             for side, out in ((2, befores), (3, afters)):
                 present = [r for r in rows if r[side] is not None]
                 if not present:
@@ -439,30 +525,35 @@ class TypedDebeziumDecoder:
         )
         return [owners[i] for i in keep], batch, errors
 
-    def _writer_schema(self, message: Message) -> str:
-        """The Avro text of the row schema ``message`` was written with."""
+    def _writer_schema(self, message: Message) -> _Writer:
+        """How the images of ``message`` are written: the Avro text (Spark's side) of the
+        row schema it was written with."""
         document = orjson.loads(message.value) if message.value is not None else None
         schema = document.get("schema") if isinstance(document, dict) else None
         if schema is None:
-            return self._reader_avro  # schemaless: read as the batch's schema
+            return self._writer(self.row.avro_text or "", self.row.connect)  # schemaless
         rows = self.fmt._envelope_rows(schema)
         row = rows[1] or rows[0]
         if row is None or row.avro_text is None:
             raise CodecError(
                 (row.problem if row is not None else None) or "value schema: no row schema"
             )
-        return row.avro_text
+        return self._writer(row.avro_text, row.connect)
 
-    def _bodies(self, writer: str, record: Record) -> tuple[bytes | None, bytes | None]:
-        parsed = self._parsed.get(writer)
-        if parsed is None:
-            parsed = self._parsed[writer] = fastavro.parse_schema(orjson.loads(writer))
+    def _bodies(self, writer: _Writer, record: Record) -> tuple[bytes | None, bytes | None]:
+        if writer.parsed is None:
+            try:
+                writer.parsed = fastavro.parse_schema(orjson.loads(writer.avro))
+            except (SchemaParseException, ValueError, TypeError, KeyError) as exc:
+                raise CodecError(f"value schema: no Avro reading: {exc}") from None
         out: list[bytes | None] = []
         for image in (record.payload.before, record.payload.after):
             if image is None:
                 out.append(None)
             elif isinstance(image, dict):
-                out.append(avro_values.encode(parsed, image))
+                if writer.texts is not None:
+                    image = writer.texts(image)
+                out.append(avro_values.encode(writer.parsed, image))
             else:
                 raise CodecError("a raw image has no typed columns")
         return out[0], out[1]
@@ -474,6 +565,16 @@ class TypedDebeziumDecoder:
                 orjson.loads(writer), orjson.loads(self._reader_avro)
             )
         return found
+
+
+@dataclass
+class _Writer:
+    """A row schema as the typed columns are written from it: Avro text (Spark's side),
+    its parsed form once needed, and how its images become values of it."""
+
+    avro: str
+    texts: Callable[[Any], Any] | None
+    parsed: Any = None
 
 
 # --- the plan: Connect schema -> Arrow JSON schema and column converters --------------------
@@ -615,6 +716,10 @@ def _column(node: ConnectSchema, target: pa.DataType, optional: bool | None = No
     if node.semantic is not None:
         if name == _DECIMAL and pa.types.is_decimal(target):
             return _Column(pa.string(), _decimal(target, optional))
+        if name == _DECIMAL and target == pa.string():  # no Spark decimal: the exact text
+            scale = int(node.parameters["scale"])
+            precision = int(node.parameters.get(_PRECISION, _DEFAULT_PRECISION))
+            return _Column(pa.string(), _decimal_text(scale, precision, optional))
         if name in _MICROS_PER and pa.types.is_timestamp(target):
             return _Column(pa.int64(), _timestamp(_MICROS_PER[name], optional))
         if name == _ENUM and target == pa.string():
@@ -702,6 +807,35 @@ def _decimal(target: pa.Decimal128Type, optional: bool) -> Convert:
                 number = 0
             unscaled.append(number)
         return _Flagged(_decimal_array(unscaled, target), bad)
+
+    return convert
+
+
+def _decimal_text(scale: int, precision: int, optional: bool) -> Convert:
+    """Base64 two's complement -> the decimal's exact text (a column Spark has no decimal
+    for); a number of more than ``precision`` digits is refused, as the per-message way
+    refuses it."""
+    limit = 10 ** min(precision, MAX_TEXT_DIGITS)
+
+    def convert(array: pa.Array) -> _Flagged:
+        bad = _nulls_bad(array, optional)
+        texts: list[str | None] = []
+        b64decode, from_bytes = base64.b64decode, int.from_bytes
+        for n, text in enumerate(array.to_pylist()):
+            if text is None:
+                texts.append(None)
+                continue
+            try:
+                raw = b64decode(text, validate=True)
+            except (binascii.Error, ValueError):
+                raw = b""
+            number = from_bytes(raw, "big", signed=True)
+            if not raw or not -limit < number < limit:
+                bad[n] = True
+                texts.append("")
+                continue
+            texts.append(unscaled_text(number, scale))
+        return _Flagged(pa.array(texts, pa.string()), bad)
 
     return convert
 

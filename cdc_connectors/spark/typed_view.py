@@ -4,7 +4,9 @@ Records read from a CDC format with a registry (``debezium-json`` and the others
 their payload as structured data (a ``VARIANT`` in the OpenCDC DataFrame) and name its
 schema in ``opencdc.payload.schema.subject`` / ``.version``. :func:`typed_view` casts that
 structured data to the subject's Spark type in the JVM (``variant_get(..., '$', <type>)``):
-decimals stay exact, ISO 8601 text becomes ``timestamp`` / ``date``. Rows naming another
+decimals stay exact, ISO 8601 text becomes ``timestamp`` / ``date``, and a decimal Spark
+has no type for (``DECIMAL(65,30)``) is a ``string`` of its exact text
+(:mod:`cdc_connectors.spark.decimal_text`). Rows naming another
 subject are left out. A value that does not fit its column fails the query, naming it
 (Spark's cast error), rather than becoming a null.
 
@@ -22,6 +24,7 @@ from cdc_connectors.schema import framing
 from cdc_connectors.schema.store import SchemaStore
 from cdc_connectors.schema.subjects import Part
 from cdc_connectors.spark.avro_types import avro_to_spark
+from cdc_connectors.spark.decimal_text import text_avro
 
 __all__ = ["typed_view"]
 
@@ -48,7 +51,8 @@ def typed_view(
         resolved = store.by_version(subject, int(reader))
     else:
         raise ValueError(f"reader must be 'latest' or a version number, not {reader!r}")
-    type_name = avro_to_spark(resolved.avro_standalone).simpleString()
+    # A decimal Spark has no type for (more than 38 digits) is its exact text.
+    type_name = avro_to_spark(text_avro(resolved.avro_standalone)).simpleString()
     named = F.col("metadata").getItem(framing.CONDUIT_KEYS[part][0])
     rows = df.where(named == F.lit(subject))
 
