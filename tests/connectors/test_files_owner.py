@@ -14,6 +14,7 @@ from cdc_connectors.connectors.files import FilesDataSource, FilesWriteError
 from cdc_connectors.connectors.files_owner import OWNER_FILE
 from tests.connectors.test_files_destination import files_under
 
+
 def visible(out: Path) -> list[str]:
     return [name for name in files_under(out) if not name.startswith("_")]
 
@@ -110,7 +111,9 @@ def test_two_streaming_queries_into_one_directory_lose_nothing(spark, tmp_path):
     register(spark)
     out = tmp_path / "out"
     for name, first in (("a", 0), ("b", 100)):
-        write_lines(tmp_path / f"in-{name}" / "f.jsonl", [opencdc_line(first + i) for i in range(5)])
+        write_lines(
+            tmp_path / f"in-{name}" / "f.jsonl", [opencdc_line(first + i) for i in range(5)]
+        )
 
     def start(name: str):  # type: ignore[no-untyped-def]
         return (
@@ -131,9 +134,7 @@ def test_two_streaming_queries_into_one_directory_lose_nothing(spark, tmp_path):
     error = str(second.exception())
     assert "belongs to the streaming query" in error and "checkpoint-a" in error
     lines = [
-        json.loads(line)
-        for name in visible(out)
-        for line in (out / name).read_text().splitlines()
+        json.loads(line) for name in visible(out) for line in (out / name).read_text().splitlines()
     ]
     assert sorted(record["key"]["id"] for record in lines) == [0, 1, 2, 3, 4]
     # the first query, restarted, goes on
