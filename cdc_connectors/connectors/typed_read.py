@@ -53,14 +53,19 @@ def bounded_samples(sources: Iterable[Iterable[Message]]) -> Iterator[Message]:
     budget = SAMPLES_TOTAL
     for source in sources:
         taken = 0
-        for message in source:
-            if message.value is None:
-                continue
-            yield message
-            taken += 1
-            budget -= 1
-            if taken >= (SAMPLES_PER_SOURCE if budget > 0 else 1):
-                break
+        try:
+            for message in source:
+                if message.value is None:
+                    continue
+                yield message
+                taken += 1
+                budget -= 1
+                if taken >= (SAMPLES_PER_SOURCE if budget > 0 else 1):
+                    break
+        finally:
+            close = getattr(source, "close", None)
+            if close is not None:  # a generator: its file or consumer is let go now
+                close()
 
 
 def typed_read_decoder(

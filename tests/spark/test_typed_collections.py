@@ -152,3 +152,28 @@ def test_a_decoder_that_selects_its_collection_leaves_the_others_out() -> None:
     batch, errors = decoder.decode_arrays(values)
     assert errors == []
     assert [row["id"] for row in batch.column("after").to_pylist()] == [1, 2]
+
+
+def test_a_streaming_typed_read_of_one_collection(spark: Any, tmp_path: Path) -> None:
+    spark.dataSource.register(FilesDataSource)
+    stream = (
+        spark.readStream.format("cdc-files")
+        .option("format", "debezium-json")
+        .option("typed", "true")
+        .option("collection", "shop.public.orders")
+        .load(str(SHOP))
+    )
+    assert stream.schema["after"].dataType["amount"].dataType == DecimalType(10, 2)
+    query = (
+        stream.writeStream.format("memory")
+        .queryName("typed_orders")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(120)
+    assert query.exception() is None
+    rows = spark.sql("SELECT * FROM typed_orders").collect()
+    good, bad = split(rows)
+    assert {dict(r.metadata)["opencdc.collection"] for r in good} == {"shop.public.orders"}
+    assert (len(good), len(bad)) == (5, 4)
