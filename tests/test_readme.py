@@ -5,7 +5,8 @@ The blocks: every ```sh / ```bash block and every ```python block (``text``, ``j
 visibly in the Markdown source: ``<!-- not run: REASON -->``. Any other block runs:
 
 - a sh block in a fresh copy of the repository (its files as a clone has them, ``.venv``
-  linked), command by command with bash. A command exits 0 unless a comment on its line or
+  linked), command by command with bash; and all of them again in order in one copy, as a
+  reader following the README does. A command exits 0 unless a comment on its line or
   right below it says ``exit N`` / ``exit status N``; a counts line in those comments
   (``read 7 messages, wrote 6 records, ...``, a pipeline's ``orders: batch 0: 8 in, 5 out,
   3 to the dead-letter output``) must be what it printed. A command an earlier block ran
@@ -399,6 +400,19 @@ def test_the_examples_the_readme_names_exist():
 @pytest.mark.parametrize("block", SHELL_FAST, ids=lambda block: block.name)
 def test_readme_commands_run_as_written(block: Block, tmp_path: Path, root_unchanged: None):
     Shell(tmp_path).run(block)
+
+
+@pytest.mark.slow
+def test_readme_commands_run_in_order_in_one_clone(tmp_path: Path, root_unchanged: None):
+    """As a reader following the README top to bottom: the blocks share one clone (and its
+    `.cdc/registry.db`), so none may trip over what an earlier one left."""
+    copy = fresh_copy(tmp_path / "clone")
+    before = entries(copy)
+    shell = Shell(tmp_path)
+    for block in SHELL_FAST:
+        for command in split_commands(block):
+            shell.check(command, copy)
+    assert entries(copy) - before - OUTPUTS == set()
 
 
 def test_readme_python_blocks_run_as_written(tmp_path: Path, root_unchanged: None):
