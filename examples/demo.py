@@ -9,10 +9,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from pyspark.sql import SparkSession
-
 from cdc_connectors.opencdc import read_json_lines
 from cdc_connectors.spark import records_dataframe
+from cdc_connectors.spark.session import quiet_session
 
 EXAMPLE = Path(__file__).parent / "opencdc" / "orders.jsonl"
 
@@ -21,14 +20,11 @@ def main(path: Path) -> None:
     with path.open("rb") as stream:
         records = list(read_json_lines(stream, source=str(path)))
 
-    spark = (
-        SparkSession.builder.master("local[*]")
-        .appName("cdc-connectors demo")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
+    spark = quiet_session(
+        "local[*]",
+        "cdc-connectors demo",
+        {"spark.ui.enabled": "false", "spark.sql.session.timeZone": "UTC"},
     )
-    spark.sparkContext.setLogLevel("ERROR")
     try:
         df = records_dataframe(spark, records)
         print(f"{len(records)} OpenCDC records from {path}\n")

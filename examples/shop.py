@@ -11,13 +11,12 @@ run`` does (the same code, the same lines on stderr), which saves one Spark star
 
 from __future__ import annotations
 
-import os
 import sys
 
-from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from cdc_connectors.spark import register, typed_view
+from cdc_connectors.spark.session import quiet_session
 
 ARGS = sys.argv[1:]
 PIPELINE = None
@@ -26,16 +25,10 @@ if ARGS[:1] == ["--run"]:
 OUT = ARGS[0] if ARGS else ".cdc/shop"
 REGISTRY = "sqlite:///.cdc/registry.db"
 
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-spark = (
-    SparkSession.builder.master("local[2]")
-    .appName("shop")
-    .config("spark.ui.enabled", "false")
-    .config("spark.ui.showConsoleProgress", "false")
-    .config("spark.sql.session.timeZone", "UTC")
-    .getOrCreate()
+# quiet: errors only from Spark, no progress bars, bound to 127.0.0.1
+spark = quiet_session(
+    "local[2]", "shop", {"spark.ui.enabled": "false", "spark.sql.session.timeZone": "UTC"}
 )
-spark.sparkContext.setLogLevel("ERROR")
 register(spark)
 
 if PIPELINE is not None:

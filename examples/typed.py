@@ -13,14 +13,13 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from pyspark.sql import SparkSession
-
 from cdc_connectors.opencdc import Record, read_json_lines
 from cdc_connectors.registry import open_registry
 from cdc_connectors.schema import framing
 from cdc_connectors.schema.serde import RecordEncoder
 from cdc_connectors.schema.store import SchemaStore
 from cdc_connectors.spark import expand, records_dataframe
+from cdc_connectors.spark.session import quiet_session
 
 HERE = Path(__file__).parent
 SUBJECT = "demo:shop.public.orders.payload"
@@ -58,15 +57,11 @@ def main(out: Path) -> None:
     registry_url = f"sqlite:///{(out / 'typed-registry.db').resolve()}"
     records = encoded_orders(registry_url)
 
-    spark = (
-        SparkSession.builder.master("local[*]")
-        .appName("cdc-connectors typed demo")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
+    spark = quiet_session(
+        "local[*]",
+        "cdc-connectors typed demo",
+        {"spark.ui.enabled": "false", "spark.sql.session.timeZone": "UTC"},
     )
-    spark.sparkContext.setLogLevel("ERROR")
     try:
         raw = records_dataframe(spark, records)
         print(f"{len(records)} records with Avro payloads, subject {SUBJECT!r}:")

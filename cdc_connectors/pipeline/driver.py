@@ -3,19 +3,56 @@
 ``cdc-connectors run`` starts it in a process group of its own (so that a Ctrl-C in the
 terminal reaches the Spark workers only through it), ``cdc-connectors submit`` through
 ``spark-submit``, whose master and conf then stand. Exit status as
-:func:`cdc_connectors.pipeline.runner.run`; 2 for a file that cannot be run.
+:func:`cdc_connectors.pipeline.runner.run`; 2 for a file that cannot be run, or whose
+pipelines another driver runs (:mod:`~cdc_connectors.pipeline.lock`).
+
+Started by ``cdc-connectors``, the driver ends when that process does, however it ends
+(:mod:`~cdc_connectors.pipeline.lifeline`): stopped at once, its Spark JVM with it.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 
 from cdc_connectors.pipeline.config import ConfigError, load
+from cdc_connectors.pipeline.lifeline import end_process, say, watch_launcher
+from cdc_connectors.pipeline.lock import CheckpointBusy, lock_checkpoints
 
 #: When set, the driver writes its process id there (``submit`` forwards Ctrl-C to it).
 PIDFILE_ENV = "CDC_CONNECTORS_DRIVER_PIDFILE"
+#: The exit status of a driver whose launcher ended (nobody reads it but a log).
+EXIT_ORPHANED = 130
+
+
+def _spark_process() -> int | None:
+    """The process id of this driver's Spark JVM: the one pyspark started, else (under
+    spark-submit) the parent."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    process = getattr(gateway, "proc", None) if gateway is not None else None
+    if process is not None:
+        return int(process.pid)
+    if "PYSPARK_GATEWAY_PORT" in os.environ:
+        return os.getppid()
+    return None
+
+
+def _orphaned(launcher: int) -> None:
+    """The launcher ended without a word (SIGKILL): stop now, the JVM first."""
+    say(f"cdc-connectors (process {launcher}) ended: the driver stops at once")
+    with contextlib.suppress(OSError):  # what breaks in the other threads now is no news
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+    try:
+        jvm = _spark_process()
+        if jvm is not None and jvm > 1:
+            end_process(jvm)
+    finally:
+        os._exit(EXIT_ORPHANED)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("pipeline_file")
     parser.add_argument("--available-now", action="store_true")
     args = parser.parse_args(argv)
+    watch_launcher(_orphaned)
     from cdc_connectors.pipeline.runner import EXIT_INTERRUPTED, Stopper, one_line, run
     from cdc_connectors.spark.session import session
 
@@ -39,6 +77,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"Error: {exc}", file=sys.stderr)
             return 2
         try:
+            locks = lock_checkpoints(config.pipelines)  # held until Spark has stopped
+        except CheckpointBusy as exc:
+            print(f"Error: {exc}", file=sys.stderr)
+            return 2
+        try:
             # spark-submit leaves the address of its JVM here: its master and conf stand
             spark = session(config, submitted="PYSPARK_GATEWAY_PORT" in os.environ)
         except Exception as exc:
@@ -49,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
             return run(config, spark, available_now=args.available_now, stopper=stopper)
         finally:
             spark.stop()
+            locks.release()  # nothing of this run writes any more
     except KeyboardInterrupt as exc:
         print(f"stopped at once by {exc or 'SIGINT'}", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -9,7 +9,14 @@ the extra arguments give one), every ``spark.conf`` entry as ``--conf``, and the
 a zip in ``--py-files`` (with its entry points, so executors find formats and connectors
 without an installed copy); the executors still need the package's dependencies.
 spark-submit hands the driver's output to its own stdout: there the progress lines and the
-summary go to stdout, not stderr.
+summary go to stdout, not stderr. Its stderr passes through
+:func:`~cdc_connectors.spark.session.relay_stderr`, and its driver JVM logs with the
+package's quiet log4j2 configuration.
+
+Both tell the driver their process id (:data:`~cdc_connectors.pipeline.lifeline.LAUNCHER_ENV`):
+killed, they take it with them. When the driver (or spark-submit) is killed instead, the
+command says so in one line, waits a few seconds for what it started to end (the Spark JVM
+ends with its driver), kills what is left of its process group, and exits 128 + the signal.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 from collections.abc import Iterator, Sequence
 from importlib import metadata
@@ -29,7 +37,13 @@ from types import FrameType
 import cdc_connectors
 from cdc_connectors.pipeline.config import Config
 from cdc_connectors.pipeline.driver import PIDFILE_ENV
-from cdc_connectors.spark.session import log_config
+from cdc_connectors.pipeline.lifeline import LAUNCHER_ENV
+from cdc_connectors.spark.session import (
+    JAVA_OPTIONS,
+    java_options,
+    quiet_environment,
+    relay_stderr,
+)
 
 __all__ = ["package_zip", "run_local", "spark_submit_command", "submit"]
 
@@ -37,16 +51,56 @@ DISTRIBUTION = "cdc-connectors"
 _DRIVER = "from cdc_connectors.pipeline.driver import main\nimport sys\nsys.exit(main())\n"
 
 
-def _environment() -> dict[str, str]:
+#: How long what the driver started may take to end after it, before it is killed.
+GRACE = 5.0
+
+
+def _environment(master: str | None = None) -> dict[str, str]:
     env = dict(os.environ)
-    # Spark's Python workers must run this interpreter (it has the package and its deps)
-    env.setdefault("PYSPARK_PYTHON", sys.executable)
-    env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # Spark's Python workers must run this interpreter (it has the package and its deps);
+    # a driver on a local master binds to loopback
+    quiet_environment(master, env)
+    env[LAUNCHER_ENV] = str(os.getpid())  # the driver ends with us
     return env
 
 
 def _status(code: int) -> int:
     return 128 - code if code < 0 else code
+
+
+def _ended(child: subprocess.Popen[bytes], code: int, what: str) -> int:
+    """The exit status of ``child``, whose status was ``code``; when a signal ended it, one
+    line saying so, and the end of its process group (what it started) awaited."""
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        print(
+            f"Error: the {what} (process {child.pid}) was killed by {name}; "
+            "a run from the same checkpoint replays its last batch",
+            file=sys.stderr,
+            flush=True,
+        )
+        _end_group(child.pid)
+    return _status(code)
+
+
+def _end_group(pgid: int, grace: float = GRACE) -> None:
+    """Wait up to ``grace`` seconds for process group ``pgid`` to end, then kill it."""
+    deadline = time.monotonic() + grace
+    while True:
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(-pgid, os.WNOHANG)  # members left to us (we are PID 1 or a subreaper)
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(0.1)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
 
 
 @contextlib.contextmanager
@@ -87,11 +141,8 @@ def run_local(pipeline_file: str, *, available_now: bool = False) -> int:
         command.append("--available-now")
     child = subprocess.Popen(command, env=_environment(), process_group=0)
     with _forwarding(child):
-        while True:
-            try:
-                return _status(child.wait())
-            except InterruptedError:  # pragma: no cover - wait() retries by itself
-                continue
+        code = child.wait()
+    return _ended(child, code, "driver")
 
 
 def spark_submit() -> Path:
@@ -127,22 +178,23 @@ def spark_submit_command(
     extra: Sequence[str],
     *,
     available_now: bool = False,
-    log_config: str | None = None,
+    quiet: bool = True,
 ) -> list[str]:
-    """The spark-submit command line of a pipeline file."""
+    """The spark-submit command line of a pipeline file; ``quiet``: the driver JVM logs with
+    the package's log4j2 configuration (unless the file or ``extra`` give Java options of
+    their own to the driver)."""
     command = [str(spark_submit())]
     if not any(arg == "--master" or arg.startswith("--master=") for arg in extra):
         command += ["--master", config.master]
     if not any(arg == "--name" or arg.startswith("--name=") for arg in extra):
         command += ["--name", "cdc-connectors " + ",".join(p.id for p in config.pipelines)]
+    given = any(arg.startswith("--driver-java-options") or JAVA_OPTIONS in arg for arg in extra)
     for key, value in config.spark_conf.items():
+        if key == JAVA_OPTIONS and quiet and not given:
+            value = java_options(value)  # with the quiet log4j2 configuration, unless it has one
         command += ["--conf", f"{key}={value}"]
-    java_options = "spark.driver.extraJavaOptions" in config.spark_conf or any(
-        arg.startswith("--driver-java-options") or "spark.driver.extraJavaOptions" in arg
-        for arg in extra
-    )
-    if log_config is not None and not java_options:
-        command += ["--driver-java-options", f"-Dlog4j2.configurationFile=file:{log_config}"]
+    if quiet and not given and JAVA_OPTIONS not in config.spark_conf:
+        command += ["--driver-java-options", java_options()]
     command += ["--py-files", py_files, *extra, driver, os.path.abspath(pipeline_file)]
     if available_now:
         command.append("--available-now")
@@ -162,18 +214,26 @@ def submit(
         driver.write_text(_DRIVER)
         zipped = package_zip(work)
         pidfile = str(Path(work) / "driver.pid")
-        env = _environment()
+        env = _environment(_master(config, extra))
         env[PIDFILE_ENV] = pidfile
         env.setdefault("SPARK_HOME", str(executable.parent.parent))
         command = spark_submit_command(
-            config,
-            pipeline_file,
-            str(driver),
-            str(zipped),
-            extra,
-            available_now=available_now,
-            log_config=log_config(str(Path(work) / "log4j2.properties")),
+            config, pipeline_file, str(driver), str(zipped), extra, available_now=available_now
         )
-        child = subprocess.Popen(command, env=env, process_group=0)
+        child = subprocess.Popen(command, env=env, process_group=0, stderr=subprocess.PIPE)
+        assert child.stderr is not None
+        relay = relay_stderr(child.stderr)
         with _forwarding(child, pidfile):
-            return _status(child.wait())
+            code = child.wait()
+        relay.join(GRACE)  # its last lines
+        return _ended(child, code, "spark-submit")
+
+
+def _master(config: Config, extra: Sequence[str]) -> str:
+    """The master spark-submit runs on: ``--master`` of ``extra``, else the file's."""
+    for index, arg in enumerate(extra):
+        if arg.startswith("--master="):
+            return arg.split("=", 1)[1]
+        if arg == "--master" and index + 1 < len(extra):
+            return extra[index + 1]
+    return config.master

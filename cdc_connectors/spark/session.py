@@ -1,55 +1,71 @@
-"""The Spark session of a pipeline run, and the quiet log4j2 configuration of its driver."""
+"""Spark sessions started quiet: the pipeline runs' and the examples'.
+
+A driver JVM started here logs through the package's ``log4j2.properties`` (errors only, on
+stderr), shows no progress bars, and on a local master binds to ``127.0.0.1`` (Spark's
+``SPARK_LOCAL_IP``, unless set) instead of warning that the host name resolves to a loopback
+address. The one line the JVM itself prints when it starts, before any logging is configured
+(``WARNING: Using incubator modules: jdk.incubator.vector``: Spark 4 adds that module to
+every JVM it starts), is dropped from the JVM's stderr; every other line passes through.
+
+The configuration reaches the JVM as ``spark.driver.extraJavaOptions``, which counts only
+when it is set before the JVM starts: :func:`quiet_session` in a process that has no Spark
+yet, ``spark-submit --driver-java-options``. A ``log4j2.configurationFile`` of one's own in
+``spark.driver.extraJavaOptions`` stands.
+"""
 
 from __future__ import annotations
 
 import atexit
 import contextlib
 import os
+import re
+import subprocess
+import sys
 import tempfile
-from typing import TYPE_CHECKING, Any
+import threading
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 if TYPE_CHECKING:
     from cdc_connectors.pipeline.config import Config
 
-__all__ = ["log_config", "session"]
+__all__ = [
+    "java_options",
+    "log_config",
+    "quiet_environment",
+    "quiet_session",
+    "relay_stderr",
+    "session",
+]
+
+LOG4J2 = "log4j2.properties"
+JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+LOOPBACK = "127.0.0.1"
+_LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+_LOG_CONFIG_KEYS = ("log4j2.configurationFile", "log4j.configurationFile")
+#: What a JVM prints on its own stderr before logging is configured, and nothing else says.
+_JVM_NOISE = re.compile(rb"^WARNING: Using incubator modules: ")
+_copied: list[str] = []
 
 
-#: Spark's log on the terminal: errors only, and none for failed tasks and queries, whose
-#: reason the run reports in one line.
-_LOG4J2 = """\
-rootLogger.level = error
-rootLogger.appenderRef.console.ref = console
-appender.console.type = Console
-appender.console.name = console
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
-"""
-_QUIET = (
-    "org.apache.spark.executor.Executor",
-    "org.apache.spark.scheduler.TaskSetManager",
-    "org.apache.spark.sql.execution.streaming",
-    "org.apache.spark.sql.execution.datasources.v2",
-    "org.apache.spark.sql.execution.python",
-    "org.apache.spark.util.Utils",
-)
-
-
-def log_config(path: str | None = None) -> str:
-    """Write a log4j2 configuration for a driver JVM to ``path`` (else a temporary file,
-    removed when the process ends); its path."""
-    lines = [_LOG4J2]
-    for index, logger in enumerate(_QUIET):
-        lines.append(f"logger.quiet{index}.name = {logger}\nlogger.quiet{index}.level = off\n")
-    if path is None:
+def log_config() -> str:
+    """The path of the package's quiet log4j2 configuration (a file of its own on disk)."""
+    resource = resources.files(__package__ or "cdc_connectors.spark").joinpath(LOG4J2)
+    if isinstance(resource, Path):
+        return str(resource)
+    if not _copied:  # the package is in a zip: a copy for the JVM, removed at exit
         fd, path = tempfile.mkstemp(prefix="cdc-log4j2-", suffix=".properties")
-        os.close(fd)
+        with os.fdopen(fd, "wb") as stream:
+            stream.write(resource.read_bytes())
         atexit.register(_remove, path)
-    with open(path, "w") as stream:
-        stream.write("".join(lines))
-    return path
+        _copied.append(path)
+    return _copied[0]
 
 
 def _remove(path: str) -> None:
@@ -57,21 +73,120 @@ def _remove(path: str) -> None:
         os.remove(path)
 
 
-def session(config: Config, *, submitted: bool) -> SparkSession:
-    """The Spark session of ``config``: its master and conf, unless spark-submit set them."""
-    builder: Any = SparkSession.builder.appName(
-        "cdc-connectors " + ",".join(p.id for p in config.pipelines)
-    )
-    if not submitted:
-        builder = builder.master(config.master)
-        conf = dict(config.spark_conf)
-        conf.setdefault("spark.ui.showConsoleProgress", "false")  # our lines say it
-        if "spark.driver.extraJavaOptions" not in conf:
-            conf["spark.driver.extraJavaOptions"] = (
-                f"-Dlog4j2.configurationFile=file:{log_config()}"
-            )
-        for key, value in conf.items():
+def java_options(existing: str | None = None) -> str:
+    """``spark.driver.extraJavaOptions``: ``existing`` and the quiet log4j2 configuration,
+    unless ``existing`` names a configuration of its own."""
+    existing = (existing or "").strip()
+    if any(key in existing for key in _LOG_CONFIG_KEYS):
+        return existing
+    ours = f"-Dlog4j2.configurationFile={Path(log_config()).as_uri()}"
+    return f"{existing} {ours}" if existing else ours
+
+
+def is_loopback(master: str | None) -> bool:
+    """Whether ``master`` runs on this machine only: ``local``, ``local[N]``,
+    ``local-cluster[...]``, or a cluster master on a loopback address (``None``: Spark's
+    default, ``local[*]``)."""
+    if master is None or master == "local" or master.startswith(("local[", "local-cluster[")):
+        return True
+    with contextlib.suppress(ValueError):
+        return urlsplit(master).hostname in _LOOPBACK_HOSTS
+    return False
+
+
+def quiet_environment(master: str | None, env: dict[str, str] | None = None) -> dict[str, str]:
+    """``env`` (else ``os.environ``, changed in place) with what a quiet local driver needs
+    when not set: Spark's Python workers on this interpreter, and ``SPARK_LOCAL_IP`` on
+    loopback when ``master`` is on this machine (a cluster's executors must reach the
+    driver, so then Spark picks the address)."""
+    target: Any = os.environ if env is None else env
+    target.setdefault("PYSPARK_PYTHON", sys.executable)
+    target.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    if is_loopback(master):
+        target.setdefault("SPARK_LOCAL_IP", LOOPBACK)
+    return target  # type: ignore[no-any-return]
+
+
+def relay_stderr(stream: IO[bytes]) -> threading.Thread:
+    """Copy ``stream`` (a JVM's stderr) to this process's stderr, line by line, without the
+    JVM's start-up warning; the thread doing it (it ends at the end of ``stream``)."""
+
+    def relay() -> None:
+        broken = False
+        with stream:
+            for line in stream:
+                if broken or _JVM_NOISE.match(line):
+                    continue  # keep reading: a JVM whose stderr fills up stops
+                try:
+                    _write(line)
+                except OSError:
+                    broken = True
+
+    thread = threading.Thread(target=relay, name="spark-stderr", daemon=True)
+    thread.start()
+    return thread
+
+
+def _write(data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(2, view) :]
+
+
+def _running() -> bool:
+    """Whether this process has a Spark JVM already (its options can no longer change)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ or SparkContext._gateway is not None
+
+
+def quiet_session(
+    master: str | None = "local[*]",
+    app_name: str = "cdc-connectors",
+    conf: Mapping[str, str] | None = None,
+) -> SparkSession:
+    """A Spark session on ``master`` with ``conf``, its driver quiet (module docstring).
+
+    Under spark-submit (or with Spark already running in this process) its master and conf
+    stand, and the session is the one there is or a new one on its JVM.
+    """
+    if "PYSPARK_GATEWAY_PORT" in os.environ:  # spark-submit started us: its master, its conf
+        spark = SparkSession.builder.appName(app_name).getOrCreate()
+        spark.sparkContext.setLogLevel("ERROR")
+        return spark
+    quiet_environment(master)
+    settings = {"spark.ui.showConsoleProgress": "false", **(conf or {})}
+    settings[JAVA_OPTIONS] = java_options(settings.get(JAVA_OPTIONS))
+    if master is not None:
+        settings["spark.master"] = master
+    settings["spark.app.name"] = app_name
+    if _running():
+        builder: Any = SparkSession.builder
+        for key, value in settings.items():
             builder = builder.config(key, value)
-    spark: SparkSession = builder.getOrCreate()
+        spark = builder.getOrCreate()
+    else:
+        from pyspark.java_gateway import launch_gateway
+
+        spark_conf = SparkConf()
+        for key, value in settings.items():
+            spark_conf.set(key, value)
+        # pyspark's own start, with the JVM's stderr through relay_stderr
+        gateway = launch_gateway(  # type: ignore[no-untyped-call]
+            spark_conf, popen_kwargs={"stderr": subprocess.PIPE}
+        )
+        process = getattr(gateway, "proc", None)
+        if process is not None and process.stderr is not None:
+            relay_stderr(process.stderr)
+        SparkContext(conf=spark_conf, gateway=gateway)
+        spark = SparkSession.builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def session(config: Config, *, submitted: bool) -> SparkSession:
+    """The Spark session of ``config``: its master and conf, unless spark-submit set them."""
+    name = "cdc-connectors " + ",".join(p.id for p in config.pipelines)
+    if submitted:
+        spark = SparkSession.builder.appName(name).getOrCreate()
+        spark.sparkContext.setLogLevel("ERROR")
+        return spark
+    return quiet_session(config.master, name, config.spark_conf)
