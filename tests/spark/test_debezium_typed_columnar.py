@@ -467,7 +467,7 @@ def test_text_arrows_reader_accepts_but_json_does_not_is_an_error(change: Any) -
     assert [i for i, _ in errors] == [1]
 
 
-def test_a_schema_without_a_spark_type_is_a_codec_error() -> None:
+def test_a_decimal_without_a_spark_type_is_a_string_of_its_exact_text() -> None:
     columns = [
         {
             "type": "bytes",
@@ -477,8 +477,8 @@ def test_a_schema_without_a_spark_type_is_a_codec_error() -> None:
             "field": "huge",
         }
     ]
-    with pytest.raises(CodecError, match="no Spark type"):
-        TypedDebeziumDecoder(DebeziumJsonFormat(), envelope(columns))
+    decoder = TypedDebeziumDecoder(DebeziumJsonFormat(), envelope(columns))
+    assert decoder.row_type.field("huge").type == pa.string()
 
 
 def test_debezium_names_that_are_no_avro_names_read_typed():
