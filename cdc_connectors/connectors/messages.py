@@ -14,8 +14,15 @@ structs of Spark types) plus a ``dead_letter`` column: the original value bytes 
 dead-letter row (whose metadata holds the reason and whose ``key.raw_data`` holds the
 original key), null for the others.
 
+A dead-letter row's ``operation`` is ``dead-letter``
+(:data:`~cdc_connectors.spark.arrow.DEAD_LETTER_OPERATION`): it is no change, and counting
+by operation shows it apart.
+
 Writing, :func:`encode_rows` turns an OpenCDC Arrow batch into messages, and a row the format
-cannot write into a dead-letter record with the reason.
+cannot write into a dead-letter record with the reason. It refuses dead-letter rows, in one
+line saying how to filter them out: a destination gets changes; dead letters go to a
+dead-letter output, as Conduit writes them (pipelines split them off with
+:func:`is_dead_letter`; :func:`cdc_connectors.spark.deadletters.dead_letters` gives them).
 """
 
 from __future__ import annotations
@@ -29,12 +36,17 @@ import pyarrow.compute as pc
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 from cdc_connectors import plugins
+from cdc_connectors.connectors.errors import ConnectorError
 from cdc_connectors.convert.deadletter import dead_letter
 from cdc_connectors.formats.base import Format, FormatOptionError, Message, SkipMessage
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.opencdc import CodecError, Record, keys
 from cdc_connectors.opencdc.json_codec import record_to_json
-from cdc_connectors.spark.arrow import records_from_batch, records_to_batch
+from cdc_connectors.spark.arrow import (
+    DEAD_LETTER_OPERATION,
+    records_from_batch,
+    records_to_batch,
+)
 from cdc_connectors.spark.debezium_typed import TypedDebeziumDecoder
 
 __all__ = [
@@ -62,7 +74,7 @@ class SettingError(ValueError):
     """A connector setting is missing, unknown or has a bad value; the message names it."""
 
 
-class FailFastError(RuntimeError):
+class FailFastError(ConnectorError):
     """A bad message when the user chose fail-fast: names its place and the reason."""
 
 
@@ -249,16 +261,41 @@ def typed_dead_letters(
 
 
 def is_dead_letter(batch: pa.RecordBatch) -> pa.BooleanArray:
-    """Which rows of an OpenCDC batch are dead letters (their metadata has the DLQ error)."""
+    """Which rows of an OpenCDC batch are dead letters: their metadata has the DLQ error,
+    or their operation says so."""
     found = pc.map_lookup(batch.column("metadata"), pa.scalar(DLQ_ERROR), "first")
-    return pc.is_valid(found)
+    marked = pc.equal(batch.column("operation"), pa.scalar(DEAD_LETTER_OPERATION))
+    return pc.or_(pc.is_valid(found), pc.fill_null(marked, False))
+
+
+def _refuse_dead_letters(batch: pa.RecordBatch, connector: str) -> None:
+    """:class:`ConnectorError` when ``batch`` holds dead-letter rows (module docstring)."""
+    marked = pc.equal(batch.column("operation"), pa.scalar(DEAD_LETTER_OPERATION))
+    if not pc.any(marked).as_py():
+        return
+    letters = batch.filter(marked)
+    position = _printable(bytes(letters.column("position")[0].as_py() or b""))
+    metadata = dict(letters.column("metadata")[0].as_py() or [])
+    reason = metadata.get(DLQ_ERROR) or "no reason given"
+    raise ConnectorError(
+        f"{connector}: the DataFrame holds dead-letter rows (operation "
+        f"'{DEAD_LETTER_OPERATION}'), which are no changes to write: {letters.num_rows} in "
+        f"this batch, the first at position {position!r} ({reason}); filter them out with "
+        f"df.filter(\"operation != '{DEAD_LETTER_OPERATION}'\"), or write "
+        "cdc_connectors.spark.deadletters.dead_letters(df) to a dead-letter output"
+    )
 
 
 def encode_rows(
     fmt: Format, batch: pa.RecordBatch, *, node_id: str
 ) -> tuple[list[Message], list[Record]]:
     """Messages for the records of an OpenCDC batch, in order, and the dead-letter records
-    of the rows ``fmt`` cannot write (the record as OpenCDC JSON, with the reason)."""
+    of the rows ``fmt`` cannot write (the record as OpenCDC JSON, with the reason).
+
+    A batch holding dead-letter rows is refused: :class:`ConnectorError` naming ``node_id``
+    (the connector), the first one and how to filter them out.
+    """
+    _refuse_dead_letters(batch, node_id)
     messages: list[Message] = []
     letters: list[Record] = []
     for record in records_from_batch(batch):

@@ -11,6 +11,10 @@ source rows (OpenCDC layout)
        kind 1, 2: OpenCDC layout                     -> dead-letter writer
 ```
 
+A dead-letter row's ``operation`` is ``dead-letter`` in the stage as in the source's rows;
+:meth:`Stage.letters` gives it as Conduit's DLQ writes it (``create``), which the
+dead-letter output's writer takes.
+
 A source that yields a message layout (Kafka with ``format: raw``) is copied as is. A Kafka
 source with a format is read as raw messages and the stage decodes and encodes them in one
 pass (:func:`converter`): the records never take the OpenCDC Arrow layout in between, whose
@@ -37,6 +41,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from cdc_connectors.connectors.errors import ConnectorError
 from cdc_connectors.connectors.messages import (
     DLQ_ERROR,
     FailFastError,
@@ -48,6 +53,7 @@ from cdc_connectors.formats.base import Format, Message, SkipMessage
 from cdc_connectors.opencdc import CodecError, Record
 from cdc_connectors.opencdc.json_codec import record_to_json
 from cdc_connectors.spark.arrow import records_from_batch, records_to_batch
+from cdc_connectors.spark.deadletters import as_conduit_writes
 from cdc_connectors.spark.schema import OPENCDC_ARROW_SCHEMA, OPENCDC_SCHEMA
 
 __all__ = ["Counts", "SourceFormat", "Stage", "converter", "encoder"]
@@ -149,7 +155,7 @@ def _encode_one(
     try:
         topic = route(record) if route is not None else None
         return fmt.encode(record), topic
-    except (CodecError, ValueError) as exc:
+    except (CodecError, ValueError, ConnectorError) as exc:
         reason = exc.reason if isinstance(exc, CodecError) else str(exc)
         return dead_letter(Message(record_to_json(record), where=where), reason, node_id)
 
@@ -375,8 +381,13 @@ class Stage:
         )
 
     def letters(self) -> DataFrame:
-        """The dead-letter rows: the OpenCDC layout."""
-        return self.frame.where(F.col(KIND) != MESSAGE).select(*_OPENCDC_COLUMNS)
+        """The dead-letter rows: the OpenCDC layout, as Conduit writes dead letters
+        (operation ``create``, the reason in the metadata)."""
+        columns = [
+            as_conduit_writes(F.col(c)).alias(c) if c == "operation" else F.col(c)
+            for c in _OPENCDC_COLUMNS
+        ]
+        return self.frame.where(F.col(KIND) != MESSAGE).select(*columns)
 
     def release(self) -> None:
         self.frame.unpersist()

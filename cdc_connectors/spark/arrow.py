@@ -10,6 +10,12 @@ digits, an object key that is not a string, a string UTF-8 cannot encode, an
 unsupported type) raises :class:`CodecError` naming the record, the field and
 the path inside it; reading a VARIANT too deep for PySpark's decoder does too.
 Decimals read back exact (all 38 digits), never rounded.
+
+A dead letter (a record whose metadata holds Conduit's ``conduit.dlq.nack.error``: a message
+that did not convert) is no change: its row's ``operation`` is
+:data:`DEAD_LETTER_OPERATION` (``dead-letter``), so counting by operation shows dead letters
+apart and ``df.filter("operation != 'dead-letter'")`` drops them. Read back into a record,
+it is what Conduit's DLQ writes: operation ``create``, the reason in the metadata.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from pyspark.sql import Row
 from pyspark.sql.types import VariantVal
 
 from cdc_connectors.formats.base import Format, Message
-from cdc_connectors.opencdc import Change, CodecError, Data, Metadata, Operation, Record
+from cdc_connectors.opencdc import Change, CodecError, Data, Metadata, Operation, Record, keys
 from cdc_connectors.spark.schema import OPENCDC_ARROW_SCHEMA
 from cdc_connectors.spark.variant import VariantError, from_variant, python_value, to_variant
 
@@ -30,6 +36,18 @@ _DATA = OPENCDC_ARROW_SCHEMA.field("key").type
 _VARIANT = _DATA.field("structured_data").type
 _PAYLOAD = OPENCDC_ARROW_SCHEMA.field("payload").type
 _METADATA = OPENCDC_ARROW_SCHEMA.field("metadata").type
+
+#: The ``operation`` of a dead-letter row (module docstring); no OpenCDC operation.
+DEAD_LETTER_OPERATION = "dead-letter"
+_DLQ_ERROR = keys.CONDUIT_DLQ_NACK_ERROR
+
+
+def operation_name(record: Record) -> str:
+    """The ``operation`` column of ``record``'s row: its JSON name, or
+    :data:`DEAD_LETTER_OPERATION` for a dead letter."""
+    if _DLQ_ERROR in record.metadata:
+        return DEAD_LETTER_OPERATION
+    return str(record.operation)
 
 
 def _data_array(items: list[Data], what: str) -> pa.StructArray:
@@ -100,7 +118,13 @@ def records_to_batch(records: Iterable[Record]) -> pa.RecordBatch:
     )
     columns = [
         pa.array([r.position for r in records], pa.binary()),
-        pa.array([str(r.operation) for r in records], pa.string()),
+        pa.array(
+            [
+                DEAD_LETTER_OPERATION if _DLQ_ERROR in r.metadata else str(r.operation)
+                for r in records
+            ],
+            pa.string(),
+        ),
         metadata,
         _data_array([r.key for r in records], "key"),
         payload,
@@ -168,6 +192,13 @@ def _data_from(cell: Any) -> Data:
     return None
 
 
+def _operation(value: Any) -> Operation:
+    # A dead letter is a create, as Conduit's DLQ writes it (its metadata says what it is).
+    if value == DEAD_LETTER_OPERATION:
+        return Operation.CREATE
+    return Operation.parse(value)
+
+
 def _record_from(cell: Any) -> Record:
     metadata = cell["metadata"]
     if isinstance(metadata, list):  # Arrow maps come out as lists of pairs
@@ -175,7 +206,7 @@ def _record_from(cell: Any) -> Record:
     payload = cell["payload"] or {"before": None, "after": None}
     return Record(
         bytes(cell["position"]),
-        Operation.parse(cell["operation"]),
+        _operation(cell["operation"]),
         Metadata(metadata or {}),
         _data_from(cell["key"]),
         Change(_data_from(payload["before"]), _data_from(payload["after"])),

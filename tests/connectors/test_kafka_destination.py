@@ -18,6 +18,7 @@ from cdc_connectors.connectors.kafka import KafkaDataSource
 from cdc_connectors.connectors.messages import SettingError
 from cdc_connectors.opencdc import Operation, Record
 from cdc_connectors.opencdc.proto_codec import record_from_proto_bytes
+from cdc_connectors.spark import records_dataframe
 from cdc_connectors.spark.schema import OPENCDC_SCHEMA
 from tests.connectors.test_kafka_source import debezium, produce
 from tests.kafka_broker import KafkaBroker
@@ -138,19 +139,27 @@ def test_topic_template_routes_each_record_by_its_collection(
 def test_record_without_collection_fails_a_template_write_naming_it(
     spark: Any, kafka_broker: KafkaBroker
 ) -> None:
-    source, df = cdc_source(spark, kafka_broker, [b"not json"])  # one dead-letter row
+    record = Record.new(Operation.CREATE, position=b"in/0/0", after={"id": 1})  # no collection
+    spark.dataSource.register(KafkaDataSource)
+    df = records_dataframe(spark, [record])
 
-    with pytest.raises(Exception, match=rf"{source}/0/0.*opencdc\.collection"):
+    with pytest.raises(Exception, match=r"'in/0/0'.*opencdc\.collection"):
         write(df, kafka_broker, topic="cdc.{collection}")
 
 
 def test_row_the_format_cannot_encode_fails_the_task_naming_its_position(
     spark: Any, kafka_broker: KafkaBroker
 ) -> None:
-    source, df = cdc_source(spark, kafka_broker, [debezium(1), b"junk"])
+    table = {"opencdc.collection": "shop.orders"}
+    good = Record.new(Operation.CREATE, position=b"in/0/0", after={"id": 1}, metadata=table)
+    raw = Record.new(  # raw data and no schema: avro cannot write it
+        Operation.UPDATE, position=b"in/0/1", after=b"\x00\x01", metadata=table
+    )
+    spark.dataSource.register(KafkaDataSource)
+    df = records_dataframe(spark, [good, raw])
     out = kafka_broker.create_topic(topic_name("out"), 1)
 
-    with pytest.raises(Exception, match=rf"cannot encode the record at position '{source}/0/1'"):
+    with pytest.raises(Exception, match=r"cannot encode the record at position 'in/0/1'"):
         write(df, kafka_broker, topic=out, format="avro", registry="memory://")
 
 
