@@ -15,10 +15,12 @@ second Ctrl-C stopped it at once.
 
 from __future__ import annotations
 
+import difflib
 import errno
 import os
 import signal
 import sys
+import textwrap
 import threading
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -29,7 +31,8 @@ from click.core import ParameterSource
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
 from cdc_connectors import plugins as plugin_groups
-from cdc_connectors.convert import DeadLetterWriter, FailFast, convert_stream
+from cdc_connectors.convert import DeadLetterWriter, FailFast, convert_stream, layout_of
+from cdc_connectors.convert.engine import ProgressLine
 from cdc_connectors.convert.files import (
     ClosedStdout,
     Guarded,
@@ -42,7 +45,7 @@ from cdc_connectors.convert.files import (
     printable,
     settle_stdout,
 )
-from cdc_connectors.formats import FormatOptionError, load_format
+from cdc_connectors.formats import Format, FormatOptionError, available_formats, load_format
 
 _NoArgsIsHelp = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
@@ -135,6 +138,21 @@ def _open_registry(url: str, stop: Callable[[str, int], NoReturn]) -> None:
         stop(f"--registry: {exc}", 2)
 
 
+def _progress_line(writes_stdout: bool) -> ProgressLine | None:
+    """A progress line when standard error is a terminal, unless the records themselves
+    go to that terminal (standard output is one too): they show the progress there."""
+    if not _is_terminal(sys.stderr) or (writes_stdout and _is_terminal(sys.stdout)):
+        return None
+    return ProgressLine(sys.stderr)
+
+
+def _is_terminal(stream: IO[str] | None) -> bool:
+    try:
+        return stream is not None and stream.isatty()
+    except (OSError, ValueError):  # closed
+        return False
+
+
 class _Terminated(click.ClickException):
     """A run stopped by SIGTERM: one line and exit 128 + 15, once the partial output was
     removed (the exception unwinds the run's cleanups on its way)."""
@@ -172,7 +190,8 @@ def _stop_on_signals(stack: ExitStack) -> None:
 def _split_opts(
     opts: dict[str, str], names: tuple[str, str]
 ) -> tuple[dict[str, str], dict[str, str]]:
-    """Give each format the options it declares; an option neither knows is a usage error."""
+    """Give each format the options it declares; an option neither knows is a usage error
+    that lists the options both have (and the nearest one, for a misspelling)."""
     classes = [load_format(n) for n in names]
     split: tuple[dict[str, str], dict[str, str]] = ({}, {})
     for key, value in opts.items():
@@ -182,11 +201,29 @@ def _split_opts(
                 target[key] = value
                 taken = True
         if not taken:
-            raise click.BadParameter(
-                f"neither {names[0]!r} nor {names[1]!r} has an option {key!r}",
-                param_hint="--opt",
-            )
+            raise click.BadParameter(_unknown_option(key, names, classes), param_hint="--opt")
     return split
+
+
+def _unknown_option(key: str, names: tuple[str, str], classes: list[type[Format]]) -> str:
+    """The message for an option neither format has: what each has, and the nearest one."""
+    pairs = list(dict(zip(names, classes, strict=True)).items())  # --from and --to alike: once
+    if len(pairs) == 1 and not pairs[0][1].options:
+        return f"{names[0]!r} has no options ({key!r} given)"
+    if len(pairs) == 1:
+        problem = f"{names[0]!r} has no option {key!r}"
+    else:
+        problem = f"neither {names[0]!r} nor {names[1]!r} has an option {key!r}"
+    known = sorted({option for _, cls in pairs for option in cls.options})
+    nearest = difflib.get_close_matches(key, known, n=1)
+    hint = f"; did you mean {nearest[0]!r}?" if nearest else ""
+    lists = "; ".join(
+        f"{name} options: {', '.join(sorted(cls.options))}"
+        if cls.options
+        else f"{name} has no options"
+        for name, cls in pairs
+    )
+    return f"{problem}{hint} ({lists})"
 
 
 @main.command()
@@ -263,6 +300,7 @@ def convert(
         stop(str(exc), 2)
     if registry is not None:
         _open_registry(registry, stop)
+    progress = _progress_line(writes_stdout=output_path is None or errors_to_stdout)
 
     output: Output | None = None
     with ExitStack() as stack:
@@ -301,6 +339,7 @@ def convert(
                     dead_letters=dead_letters,
                     fail_fast=fail_fast,
                     source_name=printable(input_path) if input_path else "<stdin>",
+                    progress=progress,
                 )
             except FailFast as failed:
                 stats, stopped = failed.stats, True
@@ -452,6 +491,48 @@ def plugins() -> None:
             lines.append("  (none)")
         lines.extend(f"  {name:<20} {value}" for name, value in found.items())
     _write_stdout("".join(f"{line}\n" for line in lines))
+
+
+@main.command()
+@click.argument("names", metavar="[FORMAT]...", nargs=-1)
+def formats(names: tuple[str, ...]) -> None:
+    """List the formats found by entry point: what each reads and writes, and its options.
+
+    A read+write format serves as --from and --to of convert, a read format as --from
+    only; options are given with --opt NAME=VALUE (format.NAME in connectors).
+    """
+    try:
+        classes = {name: load_format(name) for name in names or available_formats()}
+    except FormatOptionError as exc:
+        raise click.UsageError(str(exc)) from None
+    _write_stdout("\n".join(_describe(name, cls) for name, cls in classes.items()))
+
+
+_LAYOUTS = {
+    "lines": "one message per line (--kv: key and value lines)",
+    "kv": "key and value lines, base64",
+    "delimited": "length-delimited messages",
+}
+
+
+def _describe(name: str, cls: type[Format]) -> str:
+    direction = "read+write" if cls.writable else "read"
+    lines = [f"{name:<20} {direction:<11} {_LAYOUTS[layout_of(cls, kv=False)]}"]
+    if not cls.options:
+        lines.append("    (no options)")
+    width = max(len(option) for option in cls.options) if cls.options else 0
+    for option, meaning in sorted(cls.options.items()):
+        lead = f"    {option:<{width}}  "
+        lines.append(
+            textwrap.fill(
+                meaning,
+                100,
+                initial_indent=lead,
+                subsequent_indent=" " * len(lead),
+                break_on_hyphens=False,
+            )
+        )
+    return "".join(f"{line}\n" for line in lines)
 
 
 @main.command("run")

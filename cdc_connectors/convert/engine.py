@@ -4,12 +4,19 @@ Every input message ends as output, as a counted skip (tombstone, heartbeat)
 or as a dead-letter record with its reason and original bytes. Nothing is
 dropped silently. A message whose records cannot all be written writes none
 of them: it goes to the dead letters whole.
+
+A long run on a terminal shows its counts as it goes: :class:`ProgressLine`,
+one line rewritten in place about once a second and cleared at the end.
 """
 
 from __future__ import annotations
 
+import os
+import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TextIO
 
 from cdc_connectors.convert.deadletter import DeadLetterWriter
 from cdc_connectors.convert.streams import ByteReader, ByteWriter, MessageWriter, read_messages
@@ -41,6 +48,63 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
+#: How many messages go by between two looks at the clock.
+PROGRESS_EVERY = 64
+
+
+class ProgressLine:
+    """The counts of a run so far, on a terminal: one line rewritten in place (``\\r``) at
+    most once every ``interval`` seconds, cut to the terminal's width, and cleared by
+    :meth:`clear` so that what is printed next starts on a clean line. Nothing shows
+    before the run has lasted ``interval`` seconds."""
+
+    def __init__(
+        self,
+        stream: TextIO,
+        interval: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.stream = stream
+        self.interval = interval
+        self.clock = clock
+        self.started = clock()
+        self.due = self.started + interval
+        self.shown = False
+
+    def __call__(self, stats: ConvertStats) -> None:
+        now = self.clock()
+        if now < self.due:
+            return
+        self.due = now + self.interval
+        rate = stats.messages / (now - self.started) if now > self.started else 0.0
+        text = (
+            f"read {_count(stats.messages, 'message')}, wrote {_count(stats.written, 'record')}, "
+            f"skipped {sum(stats.skipped.values())}, errors {stats.errors} "
+            f"({rate:.0f} messages/s)"
+        )
+        self._write(f"\r{text[: self._width() - 1]}\x1b[K")
+        self.shown = True
+
+    def clear(self) -> None:
+        """Wipe the line, if one was shown."""
+        if self.shown:
+            self.shown = False
+            self._write("\r\x1b[K")
+
+    def _width(self) -> int:
+        try:
+            return os.get_terminal_size(self.stream.fileno()).columns or 80
+        except (OSError, ValueError):
+            return 80
+
+    def _write(self, text: str) -> None:
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):  # the terminal went away: the counts still end the run
+            pass
+
+
 class FailFast(Exception):
     """Raised on the first bad message when the caller chose fail-fast.
 
@@ -64,8 +128,12 @@ def convert_stream(
     dead_letters: DeadLetterWriter | None = None,
     fail_fast: bool = False,
     source_name: str = "<stdin>",
+    progress: ProgressLine | None = None,
 ) -> ConvertStats:
-    """Convert every message of ``source`` into ``sink``; bad ones go to ``dead_letters``."""
+    """Convert every message of ``source`` into ``sink``; bad ones go to ``dead_letters``.
+
+    ``progress`` is given the counts every :data:`PROGRESS_EVERY` messages and cleared
+    when the run ends, however it ends, before anyone prints what happened."""
     stats = ConvertStats()
     writer = MessageWriter(sink, type(encoder), kv=kv_out)
 
@@ -78,28 +146,34 @@ def convert_stream(
         if fail_fast:
             raise FailFast(error, stats)
 
-    for item in read_messages(source, type(decoder), kv=kv_in, source=source_name):
-        stats.messages += 1
-        if isinstance(item, CodecError):
-            fail(Message(item.data, where=item.where or source_name), item)
-            continue
-        try:
-            records = decoder.decode(item)
-        except SkipMessage as skip:
-            stats.skipped[skip.reason] += 1
-            continue
-        except CodecError as exc:
-            fail(item, exc.at(item.where))
-            continue
-        stats.records += len(records)
-        # A record whose format gives it no position is found again by its message's place.
-        for record in records:
-            if not record.position:
-                record.position = item.where.encode("utf-8")
-        try:
-            writer.write_all([encoder.encode(record) for record in records])
-        except CodecError as exc:
-            fail(item, exc.at(item.where))
-            continue
-        stats.written += len(records)
+    try:
+        for item in read_messages(source, type(decoder), kv=kv_in, source=source_name):
+            stats.messages += 1
+            if progress is not None and not stats.messages % PROGRESS_EVERY:
+                progress(stats)
+            if isinstance(item, CodecError):
+                fail(Message(item.data, where=item.where or source_name), item)
+                continue
+            try:
+                records = decoder.decode(item)
+            except SkipMessage as skip:
+                stats.skipped[skip.reason] += 1
+                continue
+            except CodecError as exc:
+                fail(item, exc.at(item.where))
+                continue
+            stats.records += len(records)
+            # A record whose format gives it no position is found again by its message's place.
+            for record in records:
+                if not record.position:
+                    record.position = item.where.encode("utf-8")
+            try:
+                writer.write_all([encoder.encode(record) for record in records])
+            except CodecError as exc:
+                fail(item, exc.at(item.where))
+                continue
+            stats.written += len(records)
+    finally:
+        if progress is not None:
+            progress.clear()
     return stats
