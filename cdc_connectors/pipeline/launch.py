@@ -68,22 +68,36 @@ def _status(code: int) -> int:
     return 128 - code if code < 0 else code
 
 
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
 def _ended(child: subprocess.Popen[bytes], code: int, what: str) -> int:
     """The exit status of ``child``, whose status was ``code``; when a signal ended it, one
     line saying so, and the end of its process group (what it started) awaited."""
     if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        print(
-            f"Error: the {what} (process {child.pid}) was killed by {name}; "
-            "a run from the same checkpoint replays its last batch",
-            file=sys.stderr,
-            flush=True,
-        )
+        _killed(what, child.pid, _signal_name(-code))
         _end_group(child.pid)
     return _status(code)
+
+
+def _killed(what: str, pid: int | None, name: str) -> None:
+    process = f" (process {pid})" if pid is not None else ""
+    print(
+        f"Error: the {what}{process} was killed by {name}; "
+        "a run from the same checkpoint replays its last batch",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def _driver_pid(pidfile: str) -> int | None:
+    with contextlib.suppress(OSError, ValueError):
+        return int(Path(pidfile).read_text().strip())
+    return None
 
 
 def _end_group(pgid: int, grace: float = GRACE) -> None:
@@ -226,6 +240,11 @@ def submit(
         with _forwarding(child, pidfile):
             code = child.wait()
         relay.join(GRACE)  # its last lines
+        if code > 128 and code - 128 != signal.SIGINT:  # 130: the driver said why itself
+            # spark-submit exits with its Python driver's status: 128 + the signal that
+            # killed it
+            _killed("driver", _driver_pid(pidfile), _signal_name(code - 128))
+            _end_group(child.pid)
         return _ended(child, code, "spark-submit")
 
 

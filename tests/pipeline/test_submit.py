@@ -3,10 +3,14 @@
 A master and one worker are started with pyspark's ``spark-class``; the pipeline file names
 the master, and the executors run in the worker's own processes, so nothing here works only
 in the driver. The cluster is torn down whatever happens.
+
+A batch pipeline runs to its end, quiet; a streaming one is killed with the command that
+submitted it (SIGKILL), and its driver, spark-submit's JVM and its executors end with it.
 """
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
 import time
@@ -17,6 +21,7 @@ import pyspark
 import pytest
 
 from tests.pipeline.support import (
+    CLI,
     Lines,
     cdc,
     environment,
@@ -25,6 +30,14 @@ from tests.pipeline.support import (
     write_config,
     write_debezium,
 )
+from tests.pipeline.test_launcher_death import (
+    GONE,
+    command_line,
+    descendants,
+    kill_all,
+    wait_gone,
+)
+from tests.pipeline.test_quiet import noise_in
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
@@ -133,9 +146,64 @@ def test_submit_runs_a_pipeline_on_a_standalone_cluster(
     output = result.stdout + result.stderr
     assert "cluster: 1 batch, " in output, output[-4000:]
     assert "Traceback" not in output
+    assert not noise_in(output), output  # Spark started quiet: the run's lines only
     written, dead = places(tmp_path / "out"), places(tmp_path / "dead")
     assert sorted(written) == sorted(expected.written)
     assert sorted(dead) == sorted(expected.dead)
     # the executors ran in the worker: it keeps their logs under its work directory
     work = cluster[1]
     assert list(work.glob("app-*/*/stderr")), "no executor ran in the worker"
+
+
+def _executors(app: str) -> set[int]:
+    """The executor processes of application ``app`` on this machine."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            line = command_line(int(entry.name))
+            if "CoarseGrainedExecutorBackend" in line and app in line:
+                found.add(int(entry.name))
+    return found
+
+
+def test_killing_submit_ends_its_driver_and_executors(
+    cluster: tuple[str, Path], tmp_path: Path
+) -> None:
+    (tmp_path / "in").mkdir()
+    write_debezium(tmp_path / "in" / "changes.jsonl", 23)
+    write_config(
+        tmp_path / "pipeline.yaml",
+        files_pipeline("killed", tmp_path / "in", tmp_path / "out", tmp_path / "dead"),
+        master=cluster[0],
+        conf={"spark.ui.enabled": "false", "spark.executor.memory": "512m"},
+    )
+    process = subprocess.Popen(
+        [*CLI, "submit", "pipeline.yaml"],
+        cwd=tmp_path,
+        env=environment(),
+        stdout=subprocess.PIPE,  # spark-submit passes the driver's lines on to stdout
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    tree: set[int] = set()
+    executors: set[int] = set()
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            if line.startswith("killed: batch 0:"):
+                break
+        else:
+            raise AssertionError(f"no batch; exit {process.wait()}")
+        tree = descendants(process.pid)
+        apps = sorted(cluster[1].glob("app-*"), key=lambda path: path.stat().st_mtime)
+        executors = _executors(apps[-1].name)
+        assert executors, "no executor of the application runs in the worker"
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        left = wait_gone(tree | executors, GONE + 15)  # the master ends the executors
+        assert not left, f"still running after submit was killed: {left}"
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        kill_all(tree | executors)
