@@ -57,19 +57,31 @@ Destination settings:
 | ``format`` | ``opencdc-proto`` | how OpenCDC rows become key, value and headers (6) |
 | ``format.<option>`` | | option ``<option>`` of the format |
 | ``registry`` | | schema registry URL, for formats that use one |
-| ``deliveryTimeoutMs`` | ``30000`` | ``message.timeout.ms``: not acknowledged by then: task fails |
+| ``deliveryTimeoutMs`` | ``30000`` | ``message.timeout.ms``: unacknowledged then: task fails (8) |
 | ``kafka.<property>`` | | librdkafka property as is (``enable.idempotence`` is always on) |
 
 5. A template fills in each record's metadata: ``cdc.{collection}`` takes
    ``opencdc.collection``, and Conduit's ``{{ index .Metadata "KEY" }}`` any key; a record
    without that value fails the task. Message rows take a ``topic`` column instead, unless
    the setting names one topic (which then wins, as in Spark's Kafka sink).
-6. A row the format cannot encode fails the task, naming the row's position.
+6. A row the format cannot encode fails the task, naming the row's position. Dead-letter
+   rows (operation ``dead-letter``) are refused: filter them out, or write
+   :func:`cdc_connectors.spark.deadletters.dead_letters` to a dead-letter output.
+8. The first failed delivery stops the task: nothing more is queued, and the task fails
+   ``deliveryTimeoutMs`` after a broker is lost (plus librdkafka's once-a-second timeout
+   scan), naming the topic and the partition.
 
 Input rows are OpenCDC (``position, operation, metadata, key, payload``), or messages: a
 ``value`` column (binary or string) with optional ``key``, ``headers``
 (``array<struct<key: string, value: binary>>``), ``topic`` and ``partition``, written as
 they are, as Spark's Kafka sink does.
+
+Errors. What a task raises on purpose is a
+:class:`~cdc_connectors.connectors.errors.ConnectorError` whose message is one line naming
+the connector, what failed and where, raised again from ``read``/``write`` with no frames of
+its own: PySpark shows one frame and that line. What the driver can check (settings, the
+format, the rows' columns against ``topic``) fails when the query is planned, before any
+task runs.
 
 Guarantees. Reads use assigned partitions and explicit offsets (no consumer group); a
 streaming checkpoint holds ``{"topic": {"partition": offset}}`` and a restart continues
@@ -211,6 +223,10 @@ class KafkaDataSource(DataSource):
                 )
         elif kind == OPENCDC:
             raise SettingError(f"{CONNECTOR} setting 'topic' is required for OpenCDC rows")
+        elif "topic" not in schema.fieldNames():  # else every task would fail on its first row
+            raise SettingError(
+                f"{CONNECTOR} setting 'topic' is required: the rows have no 'topic' column"
+            )
         if kind == OPENCDC:
             open_format(
                 settings.format_settings,
