@@ -19,6 +19,7 @@ from typing import TypeVar
 __all__ = ["ConnectorError", "bare", "guarded"]
 
 _T = TypeVar("_T")
+_E = TypeVar("_E", bound=Exception)
 
 
 class ConnectorError(RuntimeError):
@@ -29,9 +30,9 @@ class ConnectorError(RuntimeError):
         super().__init__(" ".join(str(message).splitlines()))
 
 
-def bare(error: ConnectorError) -> ConnectorError:
+def bare(error: _E) -> _E:
     """``error`` without the frames it came through, to be raised again ``from None`` at a
-    task's entry point (module docstring)."""
+    task's entry point (module docstring), or at the driver's (a setting refused)."""
     return error.with_traceback(None)
 
 

@@ -144,6 +144,9 @@ from cdc_connectors.spark.schema import OPENCDC_SCHEMA
 
 __all__ = ["KafkaDataSource"]
 
+#: What the driver raises on purpose: raised again with no frames of their own (as tasks do).
+_REFUSALS = (SettingError, ConnectorError)
+
 
 class KafkaDataSource(DataSource):
     """Kafka topics as OpenCDC rows (or raw messages), batch and streaming; a Kafka sink."""
@@ -164,9 +167,12 @@ class KafkaDataSource(DataSource):
         return settings
 
     def schema(self) -> StructType:
-        settings = self._source()
-        if settings.typed:
-            return typed_schema(self._typed(settings))
+        try:
+            settings = self._source()
+            if settings.typed:
+                return typed_schema(self._typed(settings))
+        except _REFUSALS as refused:  # one frame and one line for the user
+            raise bare(refused) from None
         return RAW_SCHEMA if settings.raw else OPENCDC_SCHEMA
 
     def _typed(self, settings: SourceSettings) -> TypedDebeziumDecoder:
@@ -197,8 +203,11 @@ class KafkaDataSource(DataSource):
         return found
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        settings = self._source()
-        return KafkaBatchReader(settings, self._typed(settings) if settings.typed else None)
+        try:
+            settings = self._source()
+            return KafkaBatchReader(settings, self._typed(settings) if settings.typed else None)
+        except _REFUSALS as refused:
+            raise bare(refused) from None
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return stream_reader(self._stream_reader)
@@ -237,10 +246,16 @@ class KafkaDataSource(DataSource):
         return settings, kind
 
     def writer(self, schema: StructType, overwrite: bool) -> KafkaWriter:
-        return KafkaWriter(*self._destination(schema))
+        try:
+            return KafkaWriter(*self._destination(schema))
+        except _REFUSALS as refused:
+            raise bare(refused) from None
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> KafkaStreamWriter:
-        return KafkaStreamWriter(*self._destination(schema))
+        try:
+            return KafkaStreamWriter(*self._destination(schema))
+        except _REFUSALS as refused:
+            raise bare(refused) from None
 
 
 class KafkaBatchReader(DataSourceReader):
@@ -262,6 +277,8 @@ class KafkaBatchReader(DataSourceReader):
             start = broker.resolve(settings.starting or "earliest", tps, "startingOffsets")
             end = broker.resolve(settings.ending or "latest", tps, "endingOffsets")
             kafka_offsets.check_range(start, end, broker.earliest(tps))
+        except _REFUSALS as refused:
+            raise bare(refused) from None
         finally:
             broker.close()
         return kafka_offsets.plan(start, end, settings.max_records_per_partition)

@@ -113,3 +113,15 @@ def test_message_rows_without_a_topic_fail_before_any_task_runs(spark: Any) -> N
     text = str(failed.value)
     assert text.startswith("[PYTHON_DATA_SOURCE_ERROR]"), text
     assert "SettingError: cdc-kafka setting 'topic' is required" in text
+    assert sum(line.startswith("  File ") for line in text.splitlines()) == 1, text
+
+
+def test_a_setting_refused_when_a_read_is_planned_shows_one_frame(spark: Any) -> None:
+    spark.dataSource.register(KafkaDataSource)
+    reader = spark.read.format("cdc-kafka").option("servers", "127.0.0.1:9")
+    with pytest.raises(Exception) as failed:
+        reader.option("topics", "t").option("startingOffsets", "{bad").load()
+
+    text = str(failed.value)
+    assert "SettingError: cdc-kafka setting 'startingOffsets' must be" in text
+    assert sum(line.startswith("  File ") for line in text.splitlines()) == 1, text
