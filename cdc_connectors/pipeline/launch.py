@@ -56,10 +56,14 @@ GRACE = 5.0
 
 
 def _environment(master: str | None = None) -> dict[str, str]:
+    """The driver's environment; with ``master``, ``SPARK_LOCAL_IP`` on loopback when it is
+    on this machine (without, the driver sees to it once it has read its file)."""
     env = dict(os.environ)
-    # Spark's Python workers must run this interpreter (it has the package and its deps);
-    # a driver on a local master binds to loopback
-    quiet_environment(master, env)
+    # Spark's Python workers must run this interpreter (it has the package and its deps)
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    if master is not None:
+        quiet_environment(master, env)
     env[LAUNCHER_ENV] = str(os.getpid())  # the driver ends with us
     return env
 

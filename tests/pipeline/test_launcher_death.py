@@ -11,7 +11,8 @@ One streaming files -> files pipeline, run after run on one checkpoint:
 4. ``run --available-now`` for what is left.
 
 Then every input line is in exactly one place, read back with ``json`` alone: written
-once, or a dead letter once, or skipped; none lost, none twice.
+once, or a dead letter once, or skipped; none lost, none twice. The checkpoint locks alone
+are tested first, without Spark.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from pathlib import Path
 
 import pytest
 
+from cdc_connectors.pipeline.config import Pipeline, parse
+from cdc_connectors.pipeline.lock import LOCK_FILE, CheckpointBusy, lock_checkpoints
 from tests.pipeline.support import (
     CLI,
     Lines,
@@ -40,10 +43,52 @@ from tests.pipeline.support import (
     write_debezium,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.spark]
 START = 300  # seconds for a Spark start and a first batch on a busy machine
 GONE = 15  # seconds for a killed run's processes to end
 REFUSED = 120  # seconds for a refused run to end, Python's start included
+
+
+def _pipelines(root: Path, *ids: str, checkpoint: str | None = None) -> list[Pipeline]:
+    document = {
+        "version": "2.2",
+        "spark": {"checkpoint": checkpoint or str(root / "checkpoints")},
+        "pipelines": [
+            files_pipeline(i, root / "in", root / f"{i}-out", root / f"{i}-dead") for i in ids
+        ],
+    }
+    (root / "in").mkdir(exist_ok=True)
+    return parse(json.dumps(document), str(root / "p.yaml")).pipelines
+
+
+def test_a_checkpoint_is_locked_once_and_the_refusal_names_the_holder(tmp_path: Path) -> None:
+    (pipeline,) = _pipelines(tmp_path, "p")
+    held = lock_checkpoints([pipeline])
+    lock = tmp_path / "checkpoints" / "p" / LOCK_FILE
+    assert lock.read_text() == f"{os.getpid()}\n"
+    with pytest.raises(CheckpointBusy) as refused:
+        lock_checkpoints([pipeline])
+    assert str(refused.value) == (
+        f"pipeline p is already running: process {os.getpid()} holds {lock} "
+        "(one run per checkpoint; stop that one first)"
+    )
+    held.release()
+    lock_checkpoints([pipeline]).release()
+
+
+def test_checkpoint_locks_are_taken_all_or_none(tmp_path: Path) -> None:
+    first, second = _pipelines(tmp_path, "a", "b")
+    held = lock_checkpoints([second])
+    with pytest.raises(CheckpointBusy, match="pipeline b is already running"):
+        lock_checkpoints([first, second])
+    lock_checkpoints([first]).release()  # a's lock was let go when b's was refused
+    held.release()
+
+
+def test_a_checkpoint_on_a_distributed_file_system_is_not_locked(tmp_path: Path) -> None:
+    (pipeline,) = _pipelines(tmp_path, "p", checkpoint="s3a://bucket/checkpoints")
+    held = lock_checkpoints([pipeline])
+    assert held.fds == []
+    lock_checkpoints([pipeline]).release()
 
 
 @dataclass
@@ -280,6 +325,8 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
             stop(launched)
 
 
+@pytest.mark.slow
+@pytest.mark.spark
 def test_killing_the_command_ends_its_driver_and_spark(story: Story) -> None:
     left = story.left_after_kill
     assert not left, f"still running {GONE} s after the command was killed: {left}"
@@ -287,6 +334,8 @@ def test_killing_the_command_ends_its_driver_and_spark(story: Story) -> None:
     assert story.killed_jvm <= story.killed_tree
 
 
+@pytest.mark.slow
+@pytest.mark.spark
 def test_a_second_run_on_one_checkpoint_is_refused_in_one_line(story: Story) -> None:
     second = story.second
     assert second.returncode == 2, second.stderr
@@ -298,12 +347,16 @@ def test_a_second_run_on_one_checkpoint_is_refused_in_one_line(story: Story) -> 
     ), lines[0]
 
 
+@pytest.mark.slow
+@pytest.mark.spark
 def test_the_first_run_goes_on_while_the_second_is_refused(story: Story) -> None:
     assert story.first_alive_after_second
     text = story.first.text
     assert text.count("s: batch ") > story.first_batches_after_second, text
 
 
+@pytest.mark.slow
+@pytest.mark.spark
 def test_a_killed_driver_is_reported_in_one_line_with_its_signal(story: Story) -> None:
     assert story.first.process.returncode == 128 + signal.SIGKILL
     reports = [line for line in story.first.lines if "was killed by SIGKILL" in line]
@@ -313,6 +366,8 @@ def test_a_killed_driver_is_reported_in_one_line_with_its_signal(story: Story) -
     assert not left, f"still running after the driver was killed: {left}"
 
 
+@pytest.mark.slow
+@pytest.mark.spark
 def test_the_last_run_reads_what_is_left(story: Story) -> None:
     assert story.last.returncode == 1, story.last.stderr  # the junk lines are dead letters
     assert "Traceback" not in story.last.stderr
@@ -329,6 +384,8 @@ def _places(directory: Path) -> list[tuple[str, int]]:
     return found
 
 
+@pytest.mark.slow
+@pytest.mark.spark
 def test_every_line_once_after_kills_and_restarts(story: Story) -> None:
     written, dead = _places(story.root / "out"), _places(story.root / "dead")
     twice = [p for p, n in Counter(written).items() if n > 1]

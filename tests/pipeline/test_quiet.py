@@ -16,7 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from cdc_connectors.spark.session import is_loopback, java_options, log_config
+from cdc_connectors.spark.session import (
+    is_loopback,
+    java_options,
+    log_config,
+    quiet_environment,
+)
 from tests.pipeline.support import CLI, files_pipeline, write_config, write_debezium
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,6 +88,15 @@ def test_only_a_master_on_this_machine_binds_to_loopback(
     master: str | None, loopback: bool
 ) -> None:
     assert is_loopback(master) is loopback
+
+
+def test_the_environment_binds_a_local_driver_to_loopback_unless_told_otherwise() -> None:
+    assert quiet_environment("local[2]", {})["SPARK_LOCAL_IP"] == "127.0.0.1"
+    assert "SPARK_LOCAL_IP" not in quiet_environment("spark://spark-master:7077", {})
+    assert quiet_environment("local[2]", {"SPARK_LOCAL_IP": "10.1.2.3"})["SPARK_LOCAL_IP"] == (
+        "10.1.2.3"
+    )
+    assert quiet_environment("local[2]", {})["PYSPARK_PYTHON"] == sys.executable
 
 
 @pytest.mark.spark
