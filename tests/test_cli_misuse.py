@@ -94,6 +94,10 @@ def cases() -> dict[str, Case]:
         "help-of-registry": Case(("registry", "--help")),
         "help-of-serve": Case(("registry", "serve", "--help")),
         "help-of-plugins": Case(("plugins", "--help")),
+        "help-of-formats": Case(("formats", "--help")),
+        "formats": Case(("formats",)),
+        "formats-unknown-format": Case(("formats", "nope"), usage=True),
+        "formats-unknown-option": Case(("formats", "--nope"), usage=True),
         "help-of-run": Case(("run", "--help")),
         "help-of-submit": Case(("submit", "--help")),
         # pipelines
@@ -241,6 +245,8 @@ def cases() -> dict[str, Case]:
     )
     c["plugins-stdout-closed"] = Case(("plugins",), stdout="closed", lost_output=True)
     c["plugins-stdout-full"] = Case(("plugins",), stdout="full", lost_output=True)
+    c["formats-stdout-closed"] = Case(("formats",), stdout="closed", lost_output=True)
+    c["formats-stdout-full"] = Case(("formats",), stdout="full", lost_output=True)
     c["plugins-stdin-closed"] = Case(("plugins",), stdin=None)
     c["help-stdout-full"] = Case(("--help",), stdout="full", lost_output=True)
     c["version-stdout-full"] = Case(("--version",), stdout="full", lost_output=True)

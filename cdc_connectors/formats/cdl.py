@@ -104,6 +104,7 @@ class CdlJsonFormat(Format):
     """Huawei CDL JSON, ``message_version`` 1.0 and 2.0 (module docstring)."""
 
     name = "cdl-json"
+    writable = False
     options: ClassVar[Mapping[str, str]] = {
         "tombstones": "skip (default): count and drop a message without value; "
         "delete: a key-only delete record",

@@ -16,6 +16,7 @@ setting a connector refused when Spark planned the job, 130 when stopped at once
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import signal
 import sys
@@ -135,8 +136,12 @@ class _Job:
             connector=destination.plugin.spark_name,
         )
         self.node_id = f"{self.pipeline.id}:{destination.id}"
-        self.route, self.writer_settings = destination.plugin.routing(destination.settings)
-        self.source_settings, self.fused = _fused_source(self.pipeline.source)
+        self.route, writer_settings = destination.plugin.routing(destination.settings)
+        self.writer_settings = _absolute(destination.plugin.spark_name, writer_settings)
+        source_settings, self.fused = _fused_source(self.pipeline.source)
+        self.source_settings = _absolute(self.pipeline.source.plugin.spark_name, source_settings)
+        dlq = self.pipeline.dead_letters
+        self.dlq_settings = _absolute(dlq.plugin.spark_name, dlq.settings)
 
     # -------------------------------------------------------------- one batch
 
@@ -176,7 +181,7 @@ class _Job:
                 self._write(
                     stage.letters(),
                     dlq.plugin.spark_name,
-                    self._output(dlq.plugin.spark_name, dlq.settings, batch_id, staged),
+                    self._output(dlq.plugin.spark_name, self.dlq_settings, batch_id, staged),
                     dlq.place_of,
                 )
             if counts.written or self._replaces(destination.plugin.spark_name):
@@ -367,6 +372,17 @@ def _warm_up(spark: SparkSession) -> None:
     with contextlib.suppress(Exception):  # a cluster without free cores waits in the batch
         cores = max(1, spark.sparkContext.defaultParallelism)
         spark.range(cores, numPartitions=cores).mapInArrow(_ready, "id long").count()
+
+
+def _absolute(name: str, settings: dict[str, str]) -> dict[str, str]:
+    """``settings`` with a files connector's relative ``path`` made absolute here, on the
+    driver: executors on other machines resolve paths in their own working directory."""
+    if name != _FILES:
+        return settings
+    return {
+        key: os.path.abspath(value) if key.lower() == "path" and value else value
+        for key, value in settings.items()
+    }
 
 
 def _path(settings: dict[str, str]) -> str:
