@@ -105,6 +105,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from cdc_connectors.connectors.errors import ConnectorError, bare, guarded
 from cdc_connectors.connectors.messages import (
     FailFastError,
     SettingError,
@@ -151,7 +152,11 @@ _COMPRESSIONS = ("none", "gzip")
 _OPENCDC_COLUMNS = [f.name for f in OPENCDC_SCHEMA.fields]
 
 
-class FilesWriteError(RuntimeError):
+#: Errors of ours that reach the user as one frame and one line.
+_REFUSALS = (SettingError, ConnectorError)
+
+
+class FilesWriteError(ConnectorError):
     """A row cannot be written in the chosen format or layout; the message names it."""
 
 
@@ -428,7 +433,7 @@ class FilesReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, FilePartition):
             return iter(())  # no file to read: Spark's placeholder partition, 0 rows
-        return read_file(self.settings, partition.file, self.typed)
+        return guarded(read_file(self.settings, partition.file, self.typed))
 
 
 class FilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -474,7 +479,7 @@ class FilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, FilePartition):
             return iter(())  # no file to read: Spark's placeholder partition, 0 rows
-        return read_file(self.settings, partition.file, self.typed)
+        return guarded(read_file(self.settings, partition.file, self.typed))
 
 
 # --------------------------------------------------------------------------- the source
@@ -492,9 +497,10 @@ class FilesDataSource(DataSource):
         return NAME
 
     def schema(self) -> StructType:
-        if self.settings.typed:
-            return typed_schema(self._typed())
-        return OPENCDC_SCHEMA
+        try:
+            return typed_schema(self._typed()) if self.settings.typed else OPENCDC_SCHEMA
+        except _REFUSALS as refused:  # one frame and one line for the user
+            raise bare(refused) from None
 
     def _typed(self) -> TypedDebeziumDecoder:
         """The typed decoder: the collection's schema, from the files' first messages
@@ -514,9 +520,12 @@ class FilesDataSource(DataSource):
         return found
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        self.settings.refuse(_WRITE_ONLY, "reading")
-        self.settings.open_format()
-        return FilesReader(self.settings, self._typed() if self.settings.typed else None)
+        try:
+            self.settings.refuse(_WRITE_ONLY, "reading")
+            self.settings.open_format()
+            return FilesReader(self.settings, self._typed() if self.settings.typed else None)
+        except _REFUSALS as refused:
+            raise bare(refused) from None
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return stream_reader(self._stream_reader)
@@ -529,13 +538,23 @@ class FilesDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
         from cdc_connectors.connectors.files_write import FilesWriter
 
-        self.settings.refuse(_READ_ONLY, "writing")
-        return FilesWriter(self.settings, schema, overwrite, self.options.get("checkpointLocation"))
+        try:
+            self.settings.refuse(_READ_ONLY, "writing")
+            return FilesWriter(
+                self.settings, schema, overwrite, self.options.get("checkpointLocation")
+            )
+        except _REFUSALS as refused:
+            raise bare(refused) from None
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamArrowWriter:
         from cdc_connectors.connectors.files_write import FilesStreamWriter
 
-        self.settings.refuse(_READ_ONLY, "writing")
-        if overwrite:
-            raise SettingError(f"{NAME} streaming writes append; complete mode is not supported")
-        return FilesStreamWriter(self.settings, schema, self.options.get("checkpointLocation"))
+        try:
+            self.settings.refuse(_READ_ONLY, "writing")
+            if overwrite:
+                raise SettingError(
+                    f"{NAME} streaming writes append; complete mode is not supported"
+                )
+            return FilesStreamWriter(self.settings, schema, self.options.get("checkpointLocation"))
+        except _REFUSALS as refused:
+            raise bare(refused) from None

@@ -25,6 +25,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import BinaryType, StringType, StructType
 
+from cdc_connectors.connectors.errors import ConnectorError, bare
 from cdc_connectors.connectors.files import (
     _OPENCDC_COLUMNS,
     NAME,
@@ -209,7 +210,10 @@ class FilesWriter(DataSourceArrowWriter):
             refuse_owned(self.settings.path)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> FilesCommitMessage:
-        return write_task(self.settings, self.messages_layout, iterator, self.job)
+        try:
+            return write_task(self.settings, self.messages_layout, iterator, self.job)
+        except ConnectorError as failure:  # one frame and one line for the user
+            raise bare(failure) from None
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         path = self.settings.path
@@ -257,7 +261,10 @@ class FilesStreamWriter(DataSourceStreamArrowWriter):
             check(settings.path, self.owner)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> FilesCommitMessage:
-        return write_task(self.settings, self.messages_layout, iterator)
+        try:
+            return write_task(self.settings, self.messages_layout, iterator)
+        except ConnectorError as failure:  # one frame and one line for the user
+            raise bare(failure) from None
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         commit_batch(self.settings, messages, batchId, self.owner)

@@ -22,6 +22,7 @@ Source settings (names are case-insensitive):
 | ``registry`` | | schema registry URL, for formats that use one |
 | ``failFast`` | ``false`` | a bad message fails the query instead of becoming a dead letter |
 | ``typed`` | ``false`` | Debezium JSON with schema blocks as typed columns (7) |
+| ``collection`` | | typed: the collection read (``opencdc.collection``); others are left out |
 | ``startingOffsets`` | (2) | ``earliest``, ``latest`` or JSON ``{"t": {"0": 5, "1": -2}}`` (3) |
 | ``endingOffsets`` | ``latest`` | batch only: ``latest`` or JSON as above (3) |
 | ``maxRecordsPerPartition`` | ``200000`` | batch: larger ranges are split into more tasks |
@@ -41,7 +42,9 @@ Source settings (names are case-insensitive):
    leaves out starts at earliest and ends at latest. ``endingOffsets`` cannot be earliest.
 4. Shared among partitions in proportion to what each has waiting; honoured by
    ``Trigger.AvailableNow`` too.
-7. The schema block of the first message kept in the topics gives the columns
+7. A typed read is of one collection: ``collection`` names it, or the first messages of
+   each partition name only one (several are refused, listed). The schema block of its
+   first usable message gives the columns
    (:mod:`cdc_connectors.spark.debezium_typed`): ``position, operation, metadata, key``,
    ``before`` and ``after`` as structs of Spark types (a Debezium decimal is ``decimal(p,
    s)``, a MicroTimestamp a ``timestamp``), and ``dead_letter``, the original value of a
@@ -134,10 +137,14 @@ from cdc_connectors.connectors.kafka_write import (
 from cdc_connectors.connectors.messages import (
     SettingError,
     open_format,
-    typed_decoder,
     typed_schema,
 )
 from cdc_connectors.connectors.refused import stream_reader
+from cdc_connectors.connectors.typed_read import (
+    SAMPLES_PER_SOURCE,
+    bounded_samples,
+    typed_read_decoder,
+)
 from cdc_connectors.formats.base import Message
 from cdc_connectors.spark.debezium_typed import TypedDebeziumDecoder
 from cdc_connectors.spark.schema import OPENCDC_SCHEMA
@@ -188,17 +195,21 @@ class KafkaDataSource(DataSource):
         )
         broker = Broker(settings)
         try:
-            first = broker.sample(broker.partitions(require_topics=True))
+            samples = (
+                (
+                    Message(m.value(), m.key(), where=f"{m.topic()}/{m.partition()}/{m.offset()}")
+                    for m in broker.first_messages(tp, SAMPLES_PER_SOURCE)
+                )
+                for tp in broker.partitions(require_topics=True)
+            )
+            found = typed_read_decoder(
+                fmt,
+                bounded_samples(samples),
+                connector=CONNECTOR,
+                collection=settings.collection,
+            )
         finally:
             broker.close()
-        sample = None
-        if first is not None:
-            sample = Message(
-                first.value(),
-                first.key(),
-                where=f"{first.topic()}/{first.partition()}/{first.offset()}",
-            )
-        found = typed_decoder(fmt, sample, CONNECTOR)
         self._decoder = found
         return found
 

@@ -14,7 +14,7 @@ import itertools
 import math
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +22,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka import Message as KafkaMessage
 from pyspark.sql.datasource import InputPartition
 
+from cdc_connectors.connectors.errors import ConnectorError
 from cdc_connectors.connectors.kafka_settings import (
     CONNECTOR,
     EARLIEST,
@@ -108,7 +109,7 @@ class Broker:
         try:
             metadata = self.consumer.list_topics(timeout=REQUEST_TIMEOUT)
         except KafkaException as exc:
-            raise RuntimeError(
+            raise ConnectorError(
                 f"{CONNECTOR}: cannot list topics on {settings.servers}: {exc}"
             ) from None
         found: list[TP] = []
@@ -137,7 +138,7 @@ class Broker:
                     TopicPartition(topic, partition), timeout=REQUEST_TIMEOUT, cached=False
                 )
             except KafkaException as exc:
-                raise RuntimeError(
+                raise ConnectorError(
                     f"{CONNECTOR}: cannot list offsets of {topic}/{partition}: {exc}"
                 ) from None
             listed[(topic, partition)] = (int(low), int(high))
@@ -168,7 +169,7 @@ class Broker:
             while pending:
                 if time.monotonic() > deadline:
                     waiting = ", ".join(f"{t}/{p}" for t, p in sorted(pending))
-                    raise RuntimeError(
+                    raise ConnectorError(
                         f"{CONNECTOR}: no fetch answer within {REQUEST_TIMEOUT:.0f}s from "
                         f"{self.settings.servers} for {waiting}"
                     )
@@ -180,13 +181,41 @@ class Broker:
                 if error is not None and error.code() != KafkaError._PARTITION_EOF:
                     if error.code() in TRANSIENT:
                         continue
-                    raise RuntimeError(f"{CONNECTOR}: fetching {tp[0]}/{tp[1]}: {error.str()}")
+                    raise ConnectorError(f"{CONNECTOR}: fetching {tp[0]}/{tp[1]}: {error.str()}")
                 pending.discard(tp)
             found: Offsets = {}
             for t, p in tps:
                 _, high = self.consumer.get_watermark_offsets(TopicPartition(t, p), cached=True)
                 found[(t, p)] = max(int(high), listed[(t, p)][1])
             return found
+        finally:
+            self.consumer.unassign()
+
+    def first_messages(self, tp: TP, count: int) -> Iterator[KafkaMessage]:
+        """The first ``count`` messages kept in ``tp``, in order: what a typed read samples
+        (:func:`cdc_connectors.connectors.typed_read.bounded_samples`)."""
+        ((low, high),) = self._listed([tp]).values()
+        if high <= low:
+            return
+        self.consumer.assign([TopicPartition(tp[0], tp[1], low)])
+        deadline = time.monotonic() + REQUEST_TIMEOUT
+        taken = 0
+        try:
+            while taken < count and time.monotonic() < deadline:
+                message = self.consumer.poll(0.05)
+                if message is None:
+                    continue
+                error = message.error()
+                if error is None:
+                    yield message
+                    taken += 1
+                    if (message.offset() or 0) + 1 >= high:
+                        return
+                    continue
+                if error.code() == KafkaError._PARTITION_EOF:
+                    return
+                if error.code() not in TRANSIENT:
+                    raise ConnectorError(f"{CONNECTOR}: reading {tp[0]}/{tp[1]}: {error.str()}")
         finally:
             self.consumer.unassign()
 
@@ -209,7 +238,7 @@ class Broker:
                     if error.code() == KafkaError._PARTITION_EOF:
                         break
                     if error.code() not in TRANSIENT:
-                        raise RuntimeError(
+                        raise ConnectorError(
                             f"{CONNECTOR}: reading {topic}/{partition}: {error.str()}"
                         )
             finally:

@@ -37,6 +37,7 @@ SOURCE = (
     "registry",
     "failFast",
     "typed",
+    "collection",
     "startingOffsets",
     "endingOffsets",
     "maxRecordsPerPartition",
@@ -85,6 +86,8 @@ class SourceSettings:
     max_offsets_per_trigger: int | None
     poll_timeout_ms: int
     kafka: dict[str, str] = field(default_factory=dict)
+    #: typed reads: the collection read (``opencdc.collection``); None: the only one found
+    collection: str | None = None
 
     @property
     def raw(self) -> bool:
@@ -251,6 +254,12 @@ def source_settings(options: Mapping[str, str]) -> SourceSettings:
         raise SettingError(f"{CONNECTOR} setting {sorted(fmt)[0]!r}: format raw has no options")
     if name == RAW and typed:
         raise SettingError(f"{CONNECTOR} setting 'typed': format raw has no typed columns")
+    collection = ours.get("collection")
+    if collection is not None and not (typed and collection.strip()):
+        raise SettingError(
+            f"{CONNECTOR} setting 'collection' chooses the collection of a typed read: "
+            "name one, and set 'typed' to true as well"
+        )
     return SourceSettings(
         servers=servers,
         topics=topics,
@@ -268,6 +277,7 @@ def source_settings(options: Mapping[str, str]) -> SourceSettings:
         max_offsets_per_trigger=_positive(ours, "maxOffsetsPerTrigger", None),
         poll_timeout_ms=_required_positive(ours, "pollTimeoutMs", DEFAULT_POLL_TIMEOUT_MS),
         kafka=kafka,
+        collection=collection,
     )
 
 

@@ -7,8 +7,9 @@ good messages, whose empty positions become their message's place (``topic/parti
 key and value as raw ``key`` and ``payload.after``, the reason in ``conduit.dlq.nack.error``).
 Nothing is dropped: skipped messages (tombstones, heartbeats) are counted.
 
-With the ``typed`` setting (Debezium JSON with schema blocks), :func:`typed_decoder` reads the
-schema from a sample message and :func:`decode_typed` gives the typed layout of
+With the ``typed`` setting (Debezium JSON with schema blocks),
+:func:`~cdc_connectors.connectors.typed_read.typed_read_decoder` reads the schema from sample
+messages and :func:`decode_typed` gives the typed layout of
 :class:`~cdc_connectors.spark.debezium_typed.TypedDebeziumDecoder` (``before`` and ``after`` as
 structs of Spark types) plus a ``dead_letter`` column: the original value bytes of a
 dead-letter row (whose metadata holds the reason and whose ``key.raw_data`` holds the
@@ -39,7 +40,6 @@ from cdc_connectors import plugins
 from cdc_connectors.connectors.errors import ConnectorError
 from cdc_connectors.convert.deadletter import dead_letter
 from cdc_connectors.formats.base import Format, FormatOptionError, Message, SkipMessage
-from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.opencdc import CodecError, Record, keys
 from cdc_connectors.opencdc.json_codec import record_to_json
 from cdc_connectors.spark.arrow import (
@@ -61,7 +61,6 @@ __all__ = [
     "is_dead_letter",
     "open_format",
     "typed_dead_letters",
-    "typed_decoder",
     "typed_schema",
 ]
 
@@ -182,24 +181,6 @@ def _concat(first: pa.RecordBatch, second: pa.RecordBatch) -> pa.RecordBatch:
 
 
 DEAD_LETTER = "dead_letter"
-
-
-def typed_decoder(fmt: Format, sample: Message | None, connector: str) -> TypedDebeziumDecoder:
-    """The typed decoder for messages like ``sample``; :class:`SettingError` naming the
-    ``typed`` setting when the format or the sample cannot give typed columns."""
-    if not isinstance(fmt, DebeziumJsonFormat):
-        raise SettingError(
-            f"{connector} setting 'typed': typed columns come from Debezium JSON schema "
-            f"blocks; format {fmt.name!r} has none (use expand() for Avro and Protobuf)"
-        )
-    if sample is None:
-        raise SettingError(f"{connector} setting 'typed': no message to read the schema from (yet)")
-    try:
-        return TypedDebeziumDecoder.from_message(fmt, sample)
-    except CodecError as exc:
-        raise SettingError(
-            f"{connector} setting 'typed': {sample.where or 'the first message'}: {exc.reason}"
-        ) from None
 
 
 def typed_schema(decoder: TypedDebeziumDecoder) -> StructType:

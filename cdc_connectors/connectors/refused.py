@@ -13,6 +13,8 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
+from cdc_connectors.connectors.errors import bare
+
 
 class RefusedStreamReader(DataSourceStreamReader):
     """Raises ``error`` from every call Spark makes but ``stop``."""
@@ -21,12 +23,12 @@ class RefusedStreamReader(DataSourceStreamReader):
         self.error = error
 
     def _refuse(self, *args: Any, **kwargs: Any) -> Any:
-        raise self.error
+        raise bare(self.error) from None
 
     initialOffset = latestOffset = partitions = commit = _refuse
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        raise self.error
+        raise bare(self.error) from None
 
     def stop(self) -> None:
         """Nothing was opened."""

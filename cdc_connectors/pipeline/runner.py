@@ -42,7 +42,9 @@ __all__ = ["Stopper", "run"]
 
 EXIT_OK, EXIT_LETTERS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 _SETTING_ERROR = re.compile(r"SettingError: (.+)")
-_OUR_ERRORS = re.compile(r"^(?:[\w.]+\.)?(?:SettingError|FailFastError): ")
+_OUR_ERRORS = re.compile(
+    r"^(?:[\w.]+\.)?(?:SettingError|FailFastError|ConnectorError|FilesWriteError): "
+)
 _TRACEBACK = "Traceback (most recent call last):"
 _ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception)): (.+)$", re.MULTILINE)
 

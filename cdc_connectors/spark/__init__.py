@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from cdc_connectors import plugins
 from cdc_connectors.opencdc import Record
 from cdc_connectors.spark.arrow import record_from_row, records_from_batch, records_to_batch
+from cdc_connectors.spark.deadletters import dead_letters
 from cdc_connectors.spark.expand import encode, expand
 from cdc_connectors.spark.schema import OPENCDC_ARROW_SCHEMA, OPENCDC_SCHEMA
 from cdc_connectors.spark.typed_view import typed_view
@@ -25,6 +26,7 @@ CONNECTORS_GROUP = plugins.CONNECTORS
 __all__ = [
     "OPENCDC_ARROW_SCHEMA",
     "OPENCDC_SCHEMA",
+    "dead_letters",
     "encode",
     "expand",
     "record_from_row",

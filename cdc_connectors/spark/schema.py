@@ -2,7 +2,7 @@
 
 ```
 position   binary     not null
-operation  string     not null   create | update | delete | snapshot
+operation  string     not null   create | update | delete | snapshot | dead-letter
 metadata   map<string,string> not null
 key        struct<raw_data: binary, structured_data: variant>
 payload    struct<before: struct<raw_data, structured_data>, after: struct<...>>
