@@ -10,13 +10,16 @@ timestamps and decimals, which is cheaper than a ``datetime`` or ``Decimal`` per
 value.
 
 The encoder writes a record whose fields are all of boolean, int, long, float,
-double, string, bytes, a decimal on bytes, an enum, the int and long logical
-types, or a ``[null, T]`` / ``[T, null]`` union of those without fastavro: each
-column becomes its Avro bytes per row in numpy, and the rows are cut from one
-buffer. The bytes are those fastavro writes; a row that does not fit takes the
-fastavro path, which says why. Other schemas (arrays, maps, nested records,
-fixed, other unions), and a batch with a decimal column of another scale, take
-the fastavro path.
+double, string, bytes, a decimal on bytes that Spark holds, an enum, the int
+and long logical types, or a ``[null, T]`` / ``[T, null]`` union of those
+without fastavro: each column becomes its Avro bytes per row in numpy, and the
+rows are cut from one buffer. The bytes are those fastavro writes; a row that
+does not fit takes the fastavro path, which says why. Other schemas (arrays, maps, nested records,
+fixed, other unions, a decimal of text), and a batch with a decimal column of
+another scale, take the fastavro path. A decimal of text is written from its text
+(or any column that casts to one) exactly: text that is no decimal number, has
+more decimal places than the scale or more digits than the precision is a row
+error, never rounded.
 
 Bad input never raises and is never a silently wrong row: a body that does not
 decode, is truncated or has bytes left over after the record, and a row that
@@ -34,7 +37,14 @@ makes every row an error naming both types. Logical types are compared too:
 
 - the reader's logical type applies to a writer value without one (as in Avro);
 - ``decimal(p, s)`` read as ``decimal(p', s')`` is rescaled exactly; a value
-  that does not fit ``p'`` digits or loses digits at scale ``s'`` is a row error;
+  that does not fit ``p'`` digits or loses digits at scale ``s'`` is a row error.
+  This holds for decimals Spark has no type for too (``decimal(65, 30)``, a
+  negative scale: a ``string`` column of each number's exact text at the reader's
+  scale, :mod:`cdc_connectors.spark.avro_types`), so a decimal widened across 38
+  digits (version 1 ``decimal(20, 2)``, version 2 ``decimal(65, 30)``) reads every
+  version as the text of the reader's scale (``"1.50"`` written by version 1 is
+  ``"1.500000000000000000000000000000"``), and read with version 1 a value of
+  version 2 that fits ``decimal(20, 2)`` is a decimal, one that does not a row error;
 - ``timestamp-millis`` and ``-micros`` (and the ``local-`` pair) read as each
   other keep their instant (Spark timestamps are microseconds);
   ``time-millis`` read as ``time-micros`` is multiplied by 1000;
@@ -73,10 +83,17 @@ from cdc_connectors.spark.avro_types import (
     arrow_type,
     expand,
     is_member_union,
+    is_text_decimal,
     load,
     non_null,
     spark_type,
     without_logical_types,
+)
+from cdc_connectors.spark.decimal_text import (
+    MAX_TEXT_DIGITS,
+    beyond_scale,
+    text_unscaled,
+    unscaled_text,
 )
 
 Schema = dict[str, Any]
@@ -471,6 +488,9 @@ def _leaf(
     if isinstance(datatype, DecimalType):
         assert isinstance(change, tuple)
         return _decimal_converter(change[1], reader.precision, reader.scale, target, path)
+    if is_text_decimal(reader):
+        assert isinstance(change, tuple)
+        return _decimal_text_converter(change[1], reader.precision, reader.scale, path)
     assert isinstance(change, int)
     if target == pa.null():
         return _null_converter
@@ -551,6 +571,42 @@ def _decimal_converter(
         data = b"".join([n.to_bytes(16, "little", signed=True) for n in numbers]) or zero
         array = pa.Array.from_buffers(target, len(values), [validity, pa.py_buffer(data)])
         return array, errors
+
+    return convert
+
+
+def _decimal_text_converter(writer_scale: int, precision: int, scale: int, path: str) -> Convert:
+    """Two's complement big-endian bytes -> the exact text of a decimal Spark has no type
+    for, at the reader's scale (rescaled exactly, as :func:`_decimal_converter` does)."""
+    digits = min(precision, MAX_TEXT_DIGITS)  # Python writes no int of more digits
+    limit = 10**digits
+    up = 10 ** max(scale - writer_scale, 0)
+    down = 10 ** max(writer_scale - scale, 0)
+    from_bytes = int.from_bytes
+
+    def convert(values: list[Any]) -> tuple[pa.Array, dict[int, str]]:
+        errors: dict[int, str] = {}
+        texts: list[str | None] = []
+        for row, raw in enumerate(values):
+            if raw is None:
+                texts.append(None)
+                continue
+            n = from_bytes(raw, "big", signed=True) * up
+            if down != 1:
+                n, rest = divmod(n, down)
+                if rest:
+                    errors[row] = f"{path}: the value has {beyond_scale(scale)}"
+                    texts.append("")
+                    continue
+            if not -limit < n < limit:
+                errors[row] = (
+                    f"{path}: the value has more than {digits} digits "
+                    f"(decimal({precision},{scale}))"
+                )
+                texts.append("")
+                continue
+            texts.append(unscaled_text(n, scale))
+        return pa.array(texts, pa.string()), errors
 
     return convert
 
@@ -732,6 +788,8 @@ def _extractor(node: AvroNode, path: str) -> Extract:
         return _list_extractor(items, nullable, node.type == "map", path + suffix)
     if isinstance(datatype, DecimalType):
         return _decimal_extractor(node, path)
+    if is_text_decimal(node):
+        return _decimal_text_extractor(node, path)
     if target == pa.null():
         return _nulls_extractor
     if pa.types.is_timestamp(target) or pa.types.is_date(target):
@@ -792,19 +850,42 @@ def _integer_extractor(
     return extract
 
 
+def _twos_complement(n: int, size: int) -> bytes:
+    """Two's complement, big-endian: ``size`` bytes (fixed), else the fewest (as Java writes)."""
+    return n.to_bytes(size or (n if n >= 0 else ~n).bit_length() // 8 + 1, "big", signed=True)
+
+
+def _decimal_text_extractor(node: AvroNode, path: str) -> Extract:
+    """Text of a decimal Spark has no type for -> its Avro bytes, exactly (a row error for
+    text that is no such number)."""
+    precision, scale = node.precision, node.scale
+    digits = min(precision, MAX_TEXT_DIGITS)  # as the decoder reads them back
+    size = node.size if node.type == "fixed" else 0
+
+    def extract(array: pa.Array) -> tuple[list[Any], dict[int, str]]:
+        out: list[Any] = []
+        errors: dict[int, str] = {}
+        for row, text in enumerate(_cast(array, pa.string(), path).to_pylist()):
+            if text is None:
+                out.append(None)
+                continue
+            try:
+                out.append(_twos_complement(text_unscaled(text, scale, digits), size))
+            except ValueError as exc:
+                errors[row] = f"{path}: {exc} (decimal({precision},{scale}))"
+                out.append(None)
+        return out, errors
+
+    return extract
+
+
 def _decimal_extractor(node: AvroNode, path: str) -> Extract:
     precision, scale = node.precision, node.scale
     limit = 10**precision
     size = node.size if node.type == "fixed" else 0
 
     def avro_bytes(numbers: list[int | None]) -> list[bytes | None]:
-        # Two's complement, big-endian: the fixed size, else the fewest bytes (as Java writes).
-        return [
-            None
-            if n is None
-            else n.to_bytes(size or (n if n >= 0 else ~n).bit_length() // 8 + 1, "big", signed=True)
-            for n in numbers
-        ]
+        return [None if n is None else _twos_complement(n, size) for n in numbers]
 
     def extract(array: pa.Array) -> tuple[list[Any], dict[int, str]]:
         kind = array.type
@@ -1198,8 +1279,8 @@ def _columnar(node: AvroNode, path: str) -> _Columnar | None:
     target = arrow_type(datatype)
     leaf: _Leaf
     if node.logical == "decimal":
-        if node.type != "bytes":
-            return None
+        if node.type != "bytes" or not isinstance(datatype, DecimalType):
+            return None  # fixed, or a decimal of text: the row path
         return _decimal(node.precision, node.scale, path)
     if node.type in ("int", "long"):
         factor = 1

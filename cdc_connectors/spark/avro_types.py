@@ -6,7 +6,8 @@
 | boolean, int, long, float, double | boolean, int, bigint, float, double |
 | string (also ``uuid``), enum | string |
 | bytes, fixed | binary |
-| ``decimal(p, s)`` on bytes or fixed | decimal(p,s) |
+| ``decimal(p, s)`` on bytes or fixed, ``p <= 38``, ``0 <= s <= p`` | decimal(p,s) |
+| any other ``decimal(p, s)`` (``p > 38``, ``s < 0``, ``s > p``) | string (exact text, below) |
 | ``date`` (int) | date |
 | ``time-millis`` (int) / ``time-micros`` (long) | int / bigint (the raw count) |
 | ``timestamp-millis``, ``timestamp-micros`` (long) | timestamp |
@@ -23,11 +24,21 @@
 
 Only unions with a null branch are nullable: fields of any other type are not.
 A logical type Avro's Java parser would reject (``date`` on a long, a decimal
-whose precision does not fit its fixed size, a scale above the precision) is
-ignored, as there, and the underlying type maps. A decimal of more than 38
-digits has no Spark type and raises :class:`ValueError`, as do recursive
-records (naming the path) and Spark's ``spark.sql.catalyst.type`` property
-(interval types), which is not supported here.
+without a positive precision, or whose precision does not fit its fixed size) is
+ignored, as there, and the underlying type maps.
+
+A decimal Spark has no type for is a ``string`` column of each number's exact
+text, in plain notation with the column's scale (``"19.990000000000000000000000000000"``
+for ``decimal(65, 30)``, ``"12300"`` for scale -2), as on the typed Debezium path
+(:mod:`cdc_connectors.spark.decimal_text`): more than 38 digits (MySQL's
+``DECIMAL(65,30)``, Confluent's 64 digits for a Connect ``Decimal`` without
+precision), a negative scale (Oracle's ``NUMBER(5,-2)``) or a scale above the
+precision (PostgreSQL's ``numeric(3,5)``). The last two are invalid for the Avro
+specification, which would ignore the logical type (spark-avro gives ``binary``
+there); Confluent's AvroConverter, which registers them, reads them as decimals,
+and so do we. A scale beyond 16383 either way (no database's) raises
+:class:`ValueError`, as do recursive records (naming the path) and Spark's
+``spark.sql.catalyst.type`` property (interval types), which is not supported here.
 """
 
 from __future__ import annotations
@@ -61,9 +72,9 @@ from pyspark.sql.types import (
 )
 
 from cdc_connectors.schema.avro import named_once
+from cdc_connectors.spark.decimal_text import check_text_scale, spark_holds
 
 PRIMITIVES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
-MAX_PRECISION = 38
 
 #: Logical types Avro's Java parser accepts, and the types they may annotate.
 LOGICAL_BASES: dict[str, frozenset[str]] = {
@@ -156,8 +167,9 @@ def _logical(data: dict[str, Any], base: str, size: int) -> tuple[str | None, in
         precision, scale = data.get("precision"), data.get("scale", 0)
         if not isinstance(precision, int) or not isinstance(scale, int):
             return None, 0, 0
-        if precision <= 0 or not 0 <= scale <= precision:
+        if precision <= 0:
             return None, 0, 0
+        # A scale outside 0..precision is kept: a decimal of text (module docstring).
         if base == "fixed" and precision > _max_precision(size):
             return None, 0, 0
         return logical, precision, scale
@@ -331,12 +343,13 @@ def spark_type(node: AvroNode, path: str = "<root>") -> tuple[DataType, bool]:
     if node.type == "null":
         return NullType(), True
     if node.logical == "decimal":
-        if node.precision > MAX_PRECISION:
-            raise ValueError(
-                f"{path}: decimal({node.precision},{node.scale}) has more than "
-                f"{MAX_PRECISION} digits: Spark has no type for it"
-            )
-        return DecimalType(node.precision, node.scale), False
+        if spark_holds(node.precision, node.scale):
+            return DecimalType(node.precision, node.scale), False
+        try:
+            check_text_scale(node.precision, node.scale)
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
+        return StringType(), False  # no Spark decimal: each number's exact text
     if node.logical in _LOGICAL:
         return _LOGICAL[node.logical], False
     if node.type in _SIMPLE:
@@ -375,6 +388,12 @@ def _union_type(node: AvroNode, path: str) -> tuple[DataType, bool]:
         for i, b in enumerate(rest)
     ]
     return StructType(members), has_null
+
+
+def is_text_decimal(node: AvroNode) -> bool:
+    """Whether ``node`` is a decimal whose Spark column is its exact text (module
+    docstring)."""
+    return node.logical == "decimal" and not spark_holds(node.precision, node.scale)
 
 
 def avro_to_spark(schema: dict[str, Any] | list[Any] | str) -> DataType:

@@ -16,13 +16,19 @@ such text already (:mod:`cdc_connectors.schema.connect`).
 The registered Avro schema stays as Confluent's AvroConverter writes it (``bytes``,
 ``decimal(65, 30)``); only the Spark side differs. :func:`text_avro` gives the Avro schema
 Spark's columns are built from (those decimals as ``string``) and :func:`image_texts` the
-matching change to structured values (``Decimal`` -> text).
+matching change to structured values (``Decimal`` -> text). Avro bodies expanded through the
+registry (:func:`cdc_connectors.spark.expand`) get the same columns: their Spark types
+(:mod:`cdc_connectors.spark.avro_types`) follow :func:`spark_holds`, the decoder writes
+:func:`unscaled_text` and the encoder reads the text back with :func:`text_unscaled`. In a
+``VARIANT`` (the untyped OpenCDC rows, :mod:`cdc_connectors.spark.variant`) such a number
+is a string of :func:`decimal_text`.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from cdc_connectors.schema.connect import ConnectSchema
@@ -31,10 +37,13 @@ __all__ = [
     "MAX_PRECISION",
     "MAX_TEXT_DIGITS",
     "MAX_TEXT_SCALE",
+    "beyond_scale",
+    "check_text_scale",
     "decimal_text",
     "image_texts",
     "spark_holds",
     "text_avro",
+    "text_unscaled",
     "unscaled_text",
 ]
 
@@ -48,11 +57,23 @@ MAX_TEXT_SCALE = 16_383
 MAX_TEXT_DIGITS = 4_300
 
 Convert = Callable[[Any], Any]
+#: Decimal text as Spark's cast reads it: ASCII digits, a point, an exponent, spaces around.
+_DECIMAL_TEXT = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*", re.ASCII)
 
 
 def spark_holds(precision: int, scale: int) -> bool:
     """Whether ``decimal(precision, scale)`` is a Spark decimal type."""
     return 0 < precision <= MAX_PRECISION and 0 <= scale <= precision
+
+
+def check_text_scale(precision: int, scale: int) -> None:
+    """:class:`ValueError` when ``decimal(precision, scale)`` has a scale beyond
+    :data:`MAX_TEXT_SCALE` (either sign): no column holds its text."""
+    if abs(scale) > MAX_TEXT_SCALE:
+        raise ValueError(
+            f"decimal({precision}, {scale}): a scale beyond {MAX_TEXT_SCALE} digits "
+            "(PostgreSQL's numeric limit) has no typed column"
+        )
 
 
 def _is_text(avro: Mapping[str, Any]) -> bool:
@@ -65,11 +86,7 @@ def _is_text(avro: Mapping[str, Any]) -> bool:
         return False  # not a decimal Avro's parsers accept: its bytes, as they are
     if spark_holds(precision, scale):
         return False
-    if abs(scale) > MAX_TEXT_SCALE:
-        raise ValueError(
-            f"decimal({precision}, {scale}): a scale beyond {MAX_TEXT_SCALE} digits "
-            "(PostgreSQL's numeric limit) has no typed column"
-        )
+    check_text_scale(precision, scale)
     return True
 
 
@@ -100,7 +117,14 @@ def text_avro(schema: Any) -> Any:
 
 
 def decimal_text(number: Decimal) -> str:
-    """A decimal's exact text: plain notation, every digit of its scale (``1.50``)."""
+    """A decimal's exact text: plain notation, every digit of its scale (``1.50``).
+
+    An exponent beyond :data:`MAX_TEXT_SCALE` either way (no database's number) is written
+    in scientific notation (``1E+20000``): still exact, and never a text of thousands of
+    zeros made from a few bytes."""
+    exponent = number.as_tuple().exponent
+    if isinstance(exponent, int) and abs(exponent) > MAX_TEXT_SCALE:
+        return str(number)
     return f"{number:f}"
 
 
@@ -109,6 +133,42 @@ def unscaled_text(unscaled: int, scale: int) -> str:
     :class:`ValueError` past :data:`MAX_TEXT_DIGITS` digits."""
     digits = tuple(int(d) for d in str(abs(unscaled)))
     return decimal_text(Decimal((1 if unscaled < 0 else 0, digits, -scale)))
+
+
+def beyond_scale(scale: int) -> str:
+    """What a number that does not fit ``scale`` has: ``more than 2 decimal places``, or
+    for a negative scale ``nonzero digits below 1E+2``."""
+    if scale >= 0:
+        return f"more than {scale} decimal places"
+    return f"nonzero digits below 1E+{-scale}"
+
+
+def text_unscaled(text: str, scale: int, precision: int) -> int:
+    """The unscaled integer of decimal ``text`` at ``scale`` (``"1.5"``, scale 2: 150),
+    exactly: :class:`ValueError` saying why for text that is no decimal number (plain or
+    scientific notation, ASCII digits), has a nonzero digit beyond ``scale`` or more than
+    ``precision`` digits at it."""
+    if not isinstance(text, str) or _DECIMAL_TEXT.fullmatch(text) is None:
+        raise ValueError(f"{text!r:.60} is not a decimal number")
+    try:
+        number = Decimal(text)
+    except InvalidOperation:  # pragma: no cover - the pattern admits only decimals
+        raise ValueError(f"{text!r:.60} is not a decimal number") from None
+    sign, digits, exponent = number.as_tuple()
+    assert isinstance(exponent, int)
+    shift = exponent + scale  # the digits' place at the wanted scale
+    if shift < 0:
+        kept, dropped = digits[: max(len(digits) + shift, 0)], digits[len(digits) + shift :]
+        if any(dropped):
+            raise ValueError(f"{text!r:.60} has {beyond_scale(scale)}")
+        digits, shift = kept, 0
+    significant = tuple(digits[next((i for i, d in enumerate(digits) if d), len(digits)) :])
+    if not significant:
+        return 0
+    if len(significant) + shift > precision:  # checked before any power of ten is built
+        raise ValueError(f"{text!r:.60} has more than {precision} digits at scale {scale}")
+    # Built from its digits, not from its text: no limit on the digits an int holds.
+    return int(Decimal((sign, significant, shift)))
 
 
 def _leaf_text(value: Any) -> Any:

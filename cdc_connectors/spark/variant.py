@@ -13,9 +13,31 @@ it writes against PySpark's decoder and Spark's own ``variant_get`` and
 
 Numbers keep their kind: ints are exact (int8..int64; larger ones become
 decimals, as Spark's ``parse_json`` does), floats are doubles, ``Decimal``
-values decimals. Nothing becomes a double silently: an integer or decimal of
-more than 38 digits, which no VARIANT decimal holds, raises
-:class:`VariantError`. Bytes are written as base64 strings, as in OpenCDC JSON.
+values decimals, with their scale (``19.990`` is ``decimal(5,3)``). Nothing
+becomes a double: where Spark's ``parse_json`` would round, numbers stay exact.
+A VARIANT decimal holds at most 38 digits, with a scale of 0 to 38, so:
+
+- a decimal that holds more only as trailing zeros after the point (MySQL's
+  ``DECIMAL(65,30)`` value ``123456789.5`` is ``123456789.500...0``, 39 digits)
+  is a VARIANT decimal without them (``decimal(10,1)``): the same number, a
+  smaller scale;
+- any other integer or decimal of more than 38 digits (a ``DECIMAL(65,30)``
+  value of 65 significant digits, an integer of 39), or with a nonzero digit
+  beyond 38 decimal places, is a VARIANT **string** of its exact text, in plain
+  notation with all its digits and its own scale
+  (``"12345678901234567890123456789012345.123456789012345678901234567890"``):
+  the text :mod:`cdc_connectors.spark.decimal_text` gives the typed columns of
+  such decimals. ``variant_get(v, '$.total', 'string')`` returns that text
+  (and a VARIANT decimal's, Spark's way: ``"19.99"``); ``variant_get(v,
+  '$.total', 'decimal(38,2)')`` casts it as Spark casts text (rounded to the
+  scale asked for). Read back in Python (:func:`from_variant`) it is that
+  ``str``, which writers with a registered schema take for a decimal field. An
+  exponent beyond 16383 either way (no database's number) is written in
+  scientific notation (``"1E+20000"``), still exact.
+
+So a message is never refused for a number's size, and no number is rounded.
+NaN and infinities are doubles. Bytes are written as base64 strings, as in
+OpenCDC JSON.
 
 Values nest at most :data:`MAX_DEPTH` levels: PySpark's decoder recurses in
 Python, so deeper values could be written but not read back; deeper ones
@@ -42,6 +64,8 @@ from decimal import (
 from typing import Any, NoReturn
 
 from pyspark.sql.types import VariantVal
+
+from cdc_connectors.spark.decimal_text import MAX_PRECISION, decimal_text
 
 #: Spark refuses variant values (and metadata) larger than this.
 SIZE_LIMIT = 16 * 1024 * 1024
@@ -200,24 +224,43 @@ def _encode_other(value: Any, names: dict[str, int], depth: int) -> bytes:
 def _decimal(value: Decimal) -> bytes:
     if value.is_finite():
         sign, digits, exponent = value.as_tuple()
-        unscaled = int("".join(map(str, digits)) or "0")
-        scale = -int(exponent)
-        if scale < 0:  # 12E+3: an integer with scale 0 (exact: no decimal context involved)
-            unscaled, scale = unscaled * 10**-scale, 0
-            precision = len(str(unscaled))
-        else:
-            precision = max(len(digits), scale)
+        fitted = _fitted(digits, int(exponent))
+        if fitted is None:  # no VARIANT decimal holds it: its exact text (module docstring)
+            text = decimal_text(value).encode("ascii")
+            if len(text) < 64:
+                return _SHORT_STRINGS[len(text)] + text
+            return _LONG_STRING + len(text).to_bytes(4, "little") + text
+        unscaled, scale, precision = fitted
         unscaled = -unscaled if sign else unscaled
-        for max_precision, header, size in _DECIMALS:
-            if precision <= max_precision:
-                return header + bytes([scale]) + unscaled.to_bytes(size, "little", signed=True)
-        raise VariantError(
-            f"{value} has {precision} digits; a VARIANT decimal holds 38 "
-            "(write it as a string to keep it exact)"
-        )
+        header, size = next((h, n) for most, h, n in _DECIMALS if precision <= most)
+        return header + bytes([scale]) + unscaled.to_bytes(size, "little", signed=True)
     if value.is_snan():
         raise VariantError(f"{value} (a signaling NaN) has no VARIANT form")
     return _DOUBLE + _pack_double(float(value))  # NaN and infinities: doubles hold them
+
+
+def _fitted(digits: tuple[int, ...], exponent: int) -> tuple[int, int, int] | None:
+    """The unscaled value (without sign), scale and precision of the VARIANT decimal that
+    holds the number of ``digits`` and ``exponent`` exactly, or None if none does. Its
+    own scale where that fits, else with trailing zeros after the point dropped."""
+    if exponent >= 0:  # 12E+3: an integer with scale 0 (exact: no decimal context involved)
+        if not any(digits):
+            return 0, 0, 1
+        if len(digits) + exponent > MAX_PRECISION:
+            return None
+        return int("".join(map(str, digits))) * 10**exponent, 0, len(digits) + exponent
+    scale = -exponent
+    if max(len(digits), scale) > MAX_PRECISION:
+        if not any(digits):  # zero, at any scale
+            return 0, 0, 1
+        kept = len(digits)
+        while kept > 0 and digits[kept - 1] == 0 and len(digits) - kept < scale:
+            kept -= 1
+        scale -= len(digits) - kept
+        digits = digits[:kept] or (0,)
+        if max(len(digits), scale) > MAX_PRECISION:
+            return None
+    return int("".join(map(str, digits))), scale, max(len(digits), scale)
 
 
 def _too_deep() -> NoReturn:

@@ -51,8 +51,8 @@ def test_structured_data_with_no_variant_form_names_the_record_and_field():
         match=r"record 1: payload\.before(\.a){6} \(and \d+ levels more\): value nests deeper than",
     ):
         records_to_batch(records)
-    with pytest.raises(CodecError, match=r"record 0: key\.n: .*38"):
-        records_to_batch([Record.new("create", key={"n": 10**40})])
+    with pytest.raises(CodecError, match=r"record 0: key\.n: sNaN \(a signaling NaN\)"):
+        records_to_batch([Record.new("create", key={"n": Decimal("sNaN")})])
 
 
 @pytest.mark.spark
@@ -135,8 +135,6 @@ def test_python_data_source_yielding_arrow_batches_serves_the_opencdc_schema(spa
         ({1: "a"}, r"record 1: payload\.after: object key 1 is a int, keys must be strings"),
         ({None: 1}, r"record 1: payload\.after: object key None is a NoneType"),
         ({"x": [{"y": {2: 3}}]}, r"record 1: payload\.after\.x\[0\]\.y: object key 2"),
-        ({"a": Decimal("1e38")}, r"record 1: payload\.after\.a: 1E\+38 has 39 digits"),
-        ({"a": {"b": Decimal("1e40")}}, r"record 1: payload\.after\.a\.b: 1E\+40 has 41 digits"),
         ({"a": [Decimal("sNaN")]}, r"record 1: payload\.after\.a\[0\]: sNaN"),
         ({"a": "\ud800"}, r"record 1: payload\.after\.a: string .* lone surrogate"),
         ({"s": {1, 2}}, r"record 1: payload\.after\.s: type set has no VARIANT form"),
