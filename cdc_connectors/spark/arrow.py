@@ -5,11 +5,12 @@ null would otherwise get Arrow type ``null`` and Spark would reject it
 (``DATA_SOURCE_RETURN_SCHEMA_MISMATCH``).
 
 Structured data that has no VARIANT form (nested deeper than
-:data:`~cdc_connectors.spark.variant.MAX_DEPTH`, a number of more than 38
-digits, an object key that is not a string, a string UTF-8 cannot encode, an
-unsupported type) raises :class:`CodecError` naming the record, the field and
-the path inside it; reading a VARIANT too deep for PySpark's decoder does too.
-Decimals read back exact (all 38 digits), never rounded.
+:data:`~cdc_connectors.spark.variant.MAX_DEPTH`, an object key that is not a
+string, a string UTF-8 cannot encode, an unsupported type) raises
+:class:`CodecError` naming the record, the field and the path inside it; reading
+a VARIANT too deep for PySpark's decoder does too. Decimals read back exact,
+never rounded; a number no VARIANT decimal holds (more than 38 digits) is a
+VARIANT string of its exact text (:mod:`cdc_connectors.spark.variant`).
 
 A dead letter (a record whose metadata holds Conduit's ``conduit.dlq.nack.error``: a message
 that did not convert) is no change: its row's ``operation`` is
