@@ -15,6 +15,11 @@ a schema block without an Avro form) is passed over for the next one of the coll
 and becomes its own dead letter when the read gets to it. Only when no message of the
 collection has a usable schema is the read refused, with the first reason.
 
+Messages with no row schema at all (schemaless, ``schemas.enable=false``; MongoDB's, whose
+images are JSON text) have their row schema inferred from the images of up to
+:data:`INFER_SAMPLES` of them (:func:`~cdc_connectors.spark.debezium_typed.infer_envelope`)
+when no message of the collection has a schema block with typed columns.
+
 Connectors give the samples (:func:`typed_read_decoder`): ``cdc-files`` the first
 :data:`SAMPLES_PER_SOURCE` messages of each file while :data:`SAMPLES_TOTAL` last (always
 the first of each file), then, when those do not settle it, every message in read order.
@@ -27,12 +32,13 @@ from collections.abc import Iterable, Iterator
 import orjson
 
 from cdc_connectors.connectors.messages import SettingError
-from cdc_connectors.formats.base import Format, Message
+from cdc_connectors.formats.base import Format, Message, SkipMessage
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.opencdc import CodecError
-from cdc_connectors.spark.debezium_typed import TypedDebeziumDecoder
+from cdc_connectors.spark.debezium_typed import TypedDebeziumDecoder, infer_envelope
 
 __all__ = [
+    "INFER_SAMPLES",
     "SAMPLES_PER_SOURCE",
     "SAMPLES_TOTAL",
     "bounded_samples",
@@ -43,6 +49,8 @@ __all__ = [
 SAMPLES_PER_SOURCE = 100
 #: Messages looked at in all; past it, one per source.
 SAMPLES_TOTAL = 2000
+#: Messages without a row schema whose images a read's inferred columns are made from.
+INFER_SAMPLES = 200
 # Distinct schema blocks tried before the read is refused as having no typed columns.
 _MAX_TRIES = 100
 
@@ -110,7 +118,13 @@ def typed_read_decoder(
 
     first: tuple[Message, str] | None = None
     tried: set[bytes] = set()
+    plain: list[Message] = []  # messages with no row schema: the columns are inferred
     for message in candidates():
+        if _no_row_schema(fmt, message):
+            plain.append(message)
+            if len(plain) >= INFER_SAMPLES:
+                break
+            continue
         schema = _schema_text(message)
         if schema in tried:
             continue
@@ -125,6 +139,8 @@ def typed_read_decoder(
         if target is not None and decoder.collection != target:
             continue  # a sample that is no change event of the collection
         return decoder
+    if plain and first is None:
+        return _inferred(fmt, plain, target, others, connector)
     if first is not None:
         message, reason = first
         of = f" of collection {target!r}" if target is not None else ""
@@ -139,6 +155,62 @@ def typed_read_decoder(
             f"(collections found: {listed})"
         )
     raise SettingError(f"{connector} setting 'typed': no message to read the schema from (yet)")
+
+
+def _no_row_schema(fmt: DebeziumJsonFormat, message: Message) -> bool:
+    """Whether ``message`` is a change event without a row schema: no schema block, or one
+    whose ``before`` / ``after`` are no row structs (MongoDB's JSON text)."""
+    try:
+        document = orjson.loads(message.value) if message.value is not None else None
+    except orjson.JSONDecodeError:
+        return False
+    if not isinstance(document, dict):
+        return False
+    schema = document.get("schema")
+    payload = document.get("payload", document) if schema is not None else document
+    if isinstance(payload, dict) and "payload" in payload and schema is None:
+        payload = payload["payload"]
+    if not isinstance(payload, dict) or not isinstance(payload.get("op"), str):
+        return False
+    if schema is None:
+        return True
+    try:
+        return fmt._envelope_rows(schema) == (None, None)
+    except CodecError:
+        return False
+
+
+def _inferred(
+    fmt: DebeziumJsonFormat,
+    messages: list[Message],
+    target: str | None,
+    others: str,
+    connector: str,
+) -> TypedDebeziumDecoder:
+    """The decoder of columns inferred from the images of ``messages`` (no row schema)."""
+    images = []
+    for message in messages:
+        try:
+            records = fmt.decode(message)
+        except (CodecError, SkipMessage):
+            continue  # its own dead letter (or skip) when the read gets to it
+        for record in records:
+            if target is not None and record.metadata.collection != target:
+                continue
+            images.extend(
+                i for i in (record.payload.before, record.payload.after) if isinstance(i, dict)
+            )
+    name = f"{target}.Value" if target else None
+    try:
+        envelope = infer_envelope(images, name)
+        return TypedDebeziumDecoder(fmt, envelope, target, others, inferred=True)
+    except (ValueError, CodecError) as exc:
+        reason = exc.reason if isinstance(exc, CodecError) else str(exc)
+        of = f" of collection {target!r}" if target is not None else ""
+        raise SettingError(
+            f"{connector} setting 'typed': the messages{of} have no schema blocks and no "
+            f"columns could be inferred from them: {reason}"
+        ) from None
 
 
 def _schema_text(message: Message) -> bytes:

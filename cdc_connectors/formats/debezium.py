@@ -11,6 +11,7 @@ Conduit's ``unwrap.debezium`` does:
 | ``op`` ``t`` (truncate), ``m`` (message) | error record; ``truncate=skip`` / ``message=skip`` |
 | any other ``op``, no ``op`` | error record |
 | ``before`` / ``after`` (``{}`` = absent) | ``payload.before`` / ``payload.after`` |
+| ``before`` / ``after`` as JSON text (MongoDB) | the document it holds, an object |
 | Kafka key: its ``payload`` (or the object) | ``key``, structured; not a JSON object: raw |
 | no Kafka key, option ``key.fields=a,b`` | ``key`` = those columns of the row |
 | ``source.ts_ms`` (``ts_us``/``ts_ns``: finer) | ``opencdc.createdAt`` (ns) |
@@ -23,6 +24,7 @@ Conduit's ``unwrap.debezium`` does:
 | value ``null`` (tombstone) | skipped, ``tombstone``; ``tombstones=delete``: key-only delete |
 | ``{"ts_ms": ...}``, no ``op`` (heartbeat) | skipped, ``heartbeat`` |
 | ``{"status": "BEGIN"/"END", "id": ...}`` | skipped, ``transaction boundary`` |
+| ``ddl`` / ``tableChanges``, no ``op`` (schema change) | error record saying so |
 
 Metadata values are strings: a string field is copied as is, any other value is its
 compact JSON text with sorted keys (``1234``, ``true``, ``{"a":1}``); ``null`` fields are
@@ -30,6 +32,16 @@ left out. Collection: the ``db``, ``schema`` and ``table`` fields of ``source`` 
 set, dot-joined (PostgreSQL ``db.schema.table``, MySQL ``db.table``); MongoDB's
 ``collection`` stands in for ``table``; a ``source`` without them falls back to its
 ``opencdc.collection`` (what Conduit's own Debezium output carries).
+
+MongoDB's connector writes ``before`` and ``after`` as the document's (Extended) JSON text,
+``io.debezium.data.Json`` strings: the image is the object that text holds, parsed as any
+message is (numbers exact), with MongoDB's type wrappers as they are (``{"$oid": ...}``,
+``{"$numberDecimal": "12.50"}``, ``{"$date": ...}``). Its ``updateDescription`` (and the
+older connectors' ``patch`` / ``filter``) go to metadata as any vendor field does.
+
+A schema change event (what a MySQL, SQL Server or Oracle connector writes to its schema
+change topic: ``ddl``, ``tableChanges``, no ``op``) changes no row: an error record naming
+it, so a read of a topic that mixes them in loses none silently.
 
 With a ``schema`` block, ``before``/``after`` are typed by the row struct's Kafka Connect
 schema (:mod:`cdc_connectors.schema.connect`): decimals exact, dates and timestamps as ISO
@@ -107,6 +119,9 @@ _ENVELOPE = frozenset(("before", "after", "source", "op", "transaction", "ts_ms"
 # Finest first: Debezium 2.x adds ts_us / ts_ns next to ts_ms for the same instant.
 _TIME_FIELDS = (("ts_ns", 1), ("ts_us", 1_000), ("ts_ms", 1_000_000))
 _HEARTBEAT_SCHEMA = "io.debezium.connector.common.Heartbeat"
+#: The Connect name of JSON text: MongoDB's before / after images are documents as such text.
+_JSON_TEXT = "io.debezium.data.Json"
+_SCHEMA_CHANGE_FIELDS = ("ddl", "tableChanges")
 _INTEGER = re.compile(r"-?(0|[1-9][0-9]{0,18})")
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _EPOCH_DAY = dt.date(1970, 1, 1).toordinal()
@@ -416,6 +431,13 @@ class DebeziumJsonFormat(Format):
                 raise SkipMessage("transaction boundary")
             if set(payload) == {"key", "value"}:
                 raise CodecError(KV_LINE_HINT)
+            if any(field in payload for field in _SCHEMA_CHANGE_FIELDS):
+                ddl = payload.get("ddl")
+                said = f": {ddl!r:.80}" if isinstance(ddl, str) and ddl else ""
+                raise CodecError(
+                    f"a schema change event{said}, which changes no row and has no OpenCDC "
+                    "operation (read the table's topics, not the schema change topic)"
+                )
             fields = ", ".join(sorted(map(str, payload))[:8]) or "none"
             raise CodecError(f"no 'op' field: not a Debezium change event (fields: {fields})")
         op = payload["op"]
@@ -444,6 +466,10 @@ class DebeziumJsonFormat(Format):
         value = payload.get(name)
         if value is None or (isinstance(value, Mapping) and not value):
             return None  # {} is Arcion's "absent"
+        if isinstance(value, str) and row is None:
+            value = _json_document(value, name)  # MongoDB: the document as JSON text
+            if not value:
+                return None
         if not isinstance(value, Mapping):
             raise CodecError(f"{name}: expected an object or null, got {_kind(value)}")
         if row is None:
@@ -508,7 +534,9 @@ class DebeziumJsonFormat(Format):
             if isinstance(f, Mapping) and isinstance(f.get("field"), str)
         }
         rows = tuple(
-            self._row_schema(blocks[name], f"value schema {name}") if name in blocks else None
+            self._row_schema(blocks[name], f"value schema {name}")
+            if name in blocks and not _is_json_text(blocks[name])
+            else None
             for name in ("before", "after")
         )
         pair = (rows[0], rows[1])
@@ -713,6 +741,30 @@ def _unwrap(document: Mapping[str, Any], what: str) -> tuple[Any, Any]:
     if "schema" in document and "op" not in document:
         raise CodecError(f"{what}: a 'schema' block without a 'payload'")
     return None, document
+
+
+def _is_json_text(block: Any) -> bool:
+    """Whether an image's schema is JSON text (MongoDB's documents), not a row struct."""
+    return (
+        isinstance(block, Mapping)
+        and block.get("type") == "string"
+        and block.get("name") == _JSON_TEXT
+    )
+
+
+def _json_document(text: str, name: str) -> Any:
+    """The object a JSON-text image holds (MongoDB), or why it holds none."""
+    try:
+        document = _load_json(text.encode("utf-8", "surrogatepass"), name)
+    except (CodecError, UnicodeEncodeError) as exc:
+        reason = exc.reason if isinstance(exc, CodecError) else str(exc)
+        raise CodecError(f"{name}: a string image is a document's JSON text; {reason}") from None
+    if not isinstance(document, Mapping):
+        raise CodecError(
+            f"{name}: a string image is a document's JSON text, and this one holds "
+            f"{_kind(document)}, not an object"
+        )
+    return document
 
 
 def _is_heartbeat(payload: Mapping[str, Any], schema: Any) -> bool:

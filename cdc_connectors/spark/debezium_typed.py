@@ -34,12 +34,24 @@ per-message way: :meth:`DebeziumJsonFormat.decode`, then its images written as A
 their own row schema and read back as the batch's (Avro schema resolution), so a message
 of an older schema version still lands in the typed columns, and a bad one becomes an
 error of its own, never costing the good ones their records.
+
+Messages without a row schema, schemaless ones (``schemas.enable=false``) and MongoDB's
+(whose ``before`` / ``after`` are the document's JSON text), get a row schema inferred from
+sample images (:func:`infer_envelope`): a JSON boolean is ``boolean``; integers ``bigint``;
+numbers with a fraction ``double`` (a number a double would change makes the column
+``string``, its exact text); an object whose keys are all Avro names a struct (the union
+of the samples' keys); arrays of their items' type; anything else (a column of mixed
+kinds, MongoDB's ``{"$oid": ...}`` wrappers, only nulls in the samples) ``string``, a
+value's JSON text where it is no string. Each column is nullable. A later image that does
+not fit the inferred columns (a column the samples did not have, a string where they had
+numbers) is a dead letter saying so.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -57,6 +69,7 @@ from pyspark.sql.types import StructField, StructType
 from cdc_connectors.formats.base import Message, SkipMessage
 from cdc_connectors.formats.debezium import UNAVAILABLE_VALUE, DebeziumJsonFormat
 from cdc_connectors.opencdc import CodecError, Record, keys
+from cdc_connectors.opencdc.json_codec import json_default
 from cdc_connectors.opencdc.metadata import Metadata
 from cdc_connectors.schema import avro_values, framing
 from cdc_connectors.schema.connect import DEFAULT_DECIMAL_PRECISION, ConnectSchema
@@ -70,7 +83,13 @@ from cdc_connectors.spark.decimal_text import (
 )
 from cdc_connectors.spark.schema import OPENCDC_ARROW_SCHEMA, OPENCDC_SCHEMA
 
-__all__ = ["TypedDebeziumDecoder", "output_schema", "spark_schema", "typed_schema"]
+__all__ = [
+    "TypedDebeziumDecoder",
+    "infer_envelope",
+    "output_schema",
+    "spark_schema",
+    "typed_schema",
+]
 
 _OPERATIONS = ("c", "u", "d", "r")
 _OPERATION_NAMES = pa.array(["create", "update", "delete", "snapshot"], pa.string())
@@ -197,6 +216,8 @@ class TypedDebeziumDecoder:
         envelope: Mapping[str, Any],
         collection: str | None = None,
         others: str = "error",
+        *,
+        inferred: bool = False,
     ):
         if others not in _OTHERS:
             raise ValueError(f"others must be one of {', '.join(_OTHERS)}, not {others!r}")
@@ -204,6 +225,9 @@ class TypedDebeziumDecoder:
         self.envelope = dict(envelope)
         self.collection = collection
         self.others = others
+        #: The row schema was inferred from sample images (:func:`infer_envelope`): images
+        #: are fitted to it before they are written.
+        self.inferred = inferred
         rows = fmt._envelope_rows(envelope)
         row = rows[1] or rows[0]
         if row is None or row.avro_text is None:
@@ -226,7 +250,7 @@ class TypedDebeziumDecoder:
         self._decoders: dict[str, AvroBatchDecoder] = {}
         self._prefix = b'{"schema":' + orjson.dumps(envelope) + b","
         self._plan: _Plan | None = None
-        if all(getattr(type(fmt), h) is getattr(DebeziumJsonFormat, h) for h in _HOOKS):
+        if not inferred and all(getattr(type(fmt), h) is getattr(DebeziumJsonFormat, h) for h in _HOOKS):
             try:
                 self._plan = _Plan(envelope, row.connect, self.row_type, fmt.prefix)
             except _NotColumnar:
@@ -234,7 +258,10 @@ class TypedDebeziumDecoder:
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Parsed plans hold functions: executors rebuild them from the format and schema.
-        return (TypedDebeziumDecoder, (self.fmt, self.envelope, self.collection, self.others))
+        return (
+            _rebuilt,
+            (self.fmt, self.envelope, self.collection, self.others, self.inferred),
+        )
 
     @classmethod
     def from_message(
@@ -534,6 +561,9 @@ class TypedDebeziumDecoder:
             return self._writer(self.row.avro_text or "", self.row.connect)  # schemaless
         rows = self.fmt._envelope_rows(schema)
         row = rows[1] or rows[0]
+        if row is None and rows == (None, None) and self.inferred:
+            # No row struct (MongoDB's JSON text images): the inferred row is theirs.
+            return self._writer(self.row.avro_text or "", self.row.connect)
         if row is None or row.avro_text is None:
             raise CodecError(
                 (row.problem if row is not None else None) or "value schema: no row schema"
@@ -551,6 +581,8 @@ class TypedDebeziumDecoder:
             if image is None:
                 out.append(None)
             elif isinstance(image, dict):
+                if self.inferred and writer.avro == self._reader_avro:
+                    image = _fit_row(self.row.connect, image)
                 if writer.texts is not None:
                     image = writer.texts(image)
                 out.append(avro_values.encode(writer.parsed, image))
@@ -565,6 +597,126 @@ class TypedDebeziumDecoder:
                 orjson.loads(writer), orjson.loads(self._reader_avro)
             )
         return found
+
+
+def _rebuilt(
+    fmt: DebeziumJsonFormat,
+    envelope: Mapping[str, Any],
+    collection: str | None,
+    others: str,
+    inferred: bool,
+) -> TypedDebeziumDecoder:
+    return TypedDebeziumDecoder(fmt, envelope, collection, others, inferred=inferred)
+
+
+# --- rows without a schema: inferred from sample images (module docstring) ----------------
+
+_AVRO_FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_TEXT: dict[str, Any] = {"type": "string", "optional": True}
+
+
+def infer_envelope(images: Iterable[Mapping[str, Any]], name: str | None = None) -> dict[str, Any]:
+    """An envelope ``schema`` block whose ``before`` / ``after`` row is inferred from
+    ``images`` (decoded rows: what :meth:`DebeziumJsonFormat.decode` gives for messages
+    without a row schema); ``name`` names the row struct. ``ValueError`` when no image
+    has a column, or a column name is no Avro name (the typed columns go through Avro)."""
+    rows = [image for image in images if image]
+    if not rows:
+        raise ValueError("no sample image has a column to infer the row from")
+    for image in rows:
+        for column in image:
+            if not _AVRO_FIELD.fullmatch(column):
+                raise ValueError(f"column {column!r} is no Avro field name")
+    row = _infer_struct(rows)
+    if name:
+        row["name"] = name
+    return {
+        "type": "struct",
+        "optional": False,
+        "fields": [{**row, "field": "before"}, {**row, "field": "after"}],
+    }
+
+
+def _infer_struct(objects: list[Mapping[str, Any]]) -> dict[str, Any]:
+    names: list[str] = []
+    for value in objects:
+        names.extend(n for n in value if n not in names)
+    fields = [{**_infer([o.get(n) for o in objects]), "field": n} for n in names]
+    return {"type": "struct", "optional": True, "fields": fields}
+
+
+def _infer(values: list[Any]) -> dict[str, Any]:
+    present = [v for v in values if v is not None]
+    if not present:
+        return dict(_TEXT)
+    if all(isinstance(v, bool) for v in present):
+        return {"type": "boolean", "optional": True}
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+        return {"type": "int64", "optional": True}
+    if all(isinstance(v, int | float) and not isinstance(v, bool) for v in present):
+        return {"type": "double", "optional": True}
+    if all(isinstance(v, list) for v in present):
+        items = _infer([item for v in present for item in v])
+        return {"type": "array", "optional": True, "items": items}
+    if all(
+        isinstance(v, Mapping) and v and all(_AVRO_FIELD.fullmatch(str(k)) for k in v)
+        for v in present
+    ):
+        return _infer_struct(present)
+    return dict(_TEXT)
+
+
+def _fit_row(row: ConnectSchema, image: Mapping[str, Any]) -> dict[str, Any]:
+    """An image fitted to an inferred row (module docstring), or why it does not fit."""
+    return _fit(row, image, "")  # type: ignore[no-any-return]
+
+
+def _fit(node: ConnectSchema, value: Any, where: str) -> Any:
+    if value is None:
+        return None
+    place = where or "the row"
+    kind = node.type
+    if kind == "string":
+        if isinstance(value, str):
+            return value
+        return orjson.dumps(value, default=json_default).decode()
+    if kind == "boolean" and isinstance(value, bool):
+        return value
+    if kind == "int64" and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if kind == "float64" and isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if kind == "array" and isinstance(value, list):
+        assert node.items is not None
+        return [_fit(node.items, item, f"{place}[{n}]") for n, item in enumerate(value)]
+    if kind == "struct" and isinstance(value, Mapping):
+        prefix = f"{where}." if where else ""
+        extra = [name for name in value if name not in node.field_names]
+        if extra:
+            raise CodecError(
+                f"{prefix}{extra[0]}: a column the sample messages did not have (the typed "
+                f"columns were inferred from them: {', '.join(sorted(node.field_names))})"
+            )
+        return {name: _fit(child, value.get(name), prefix + name) for name, child in node.fields}
+    shown = "a double" if kind == "float64" else kind
+    raise CodecError(
+        f"{place}: {_kind(value)} where the sample messages had {shown} (the typed columns "
+        "were inferred from them)"
+    )
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, Mapping):
+        return "an object"
+    return type(value).__name__
 
 
 @dataclass
