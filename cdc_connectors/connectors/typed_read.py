@@ -28,6 +28,7 @@ the first of each file), then, when those do not settle it, every message in rea
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import orjson
 
@@ -188,7 +189,7 @@ def _inferred(
     connector: str,
 ) -> TypedDebeziumDecoder:
     """The decoder of columns inferred from the images of ``messages`` (no row schema)."""
-    images = []
+    images: list[dict[str, Any]] = []
     for message in messages:
         try:
             records = fmt.decode(message)

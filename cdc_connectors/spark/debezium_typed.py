@@ -250,7 +250,9 @@ class TypedDebeziumDecoder:
         self._decoders: dict[str, AvroBatchDecoder] = {}
         self._prefix = b'{"schema":' + orjson.dumps(envelope) + b","
         self._plan: _Plan | None = None
-        if not inferred and all(getattr(type(fmt), h) is getattr(DebeziumJsonFormat, h) for h in _HOOKS):
+        if not inferred and all(
+            getattr(type(fmt), h) is getattr(DebeziumJsonFormat, h) for h in _HOOKS
+        ):
             try:
                 self._plan = _Plan(envelope, row.connect, self.row_type, fmt.prefix)
             except _NotColumnar:
