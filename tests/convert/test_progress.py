@@ -43,9 +43,17 @@ def _drain(fd: int, into: bytearray) -> None:
 
 
 def _convert_slowly(
-    tmp_path: Path, *, stderr_terminal: bool, stdout_terminal: bool = False, bursts: int = 3
+    tmp_path: Path,
+    *,
+    stderr_terminal: bool,
+    stdout_terminal: bool = False,
+    bursts: int = 3,
+    until_shown: int = 0,
 ) -> tuple[int, bytes, bytes]:
-    """Run convert on bursts of input: exit status, what reached the terminal, stderr."""
+    """Run convert on bursts of input: exit status, what reached the terminal, stderr.
+
+    With ``until_shown``, bursts go on (up to 20) until the terminal has shown that many
+    progress lines: on a busy machine the command may start after several bursts wait."""
     master, slave = os.openpty()
     output = tmp_path / "out.jsonl"
     args = [sys.executable, "-m", "cdc_connectors.cli", "convert"]
@@ -66,11 +74,15 @@ def _convert_slowly(
     stderr = b""
     try:
         assert process.stdin is not None
-        for burst in range(bursts):
-            if burst:
+        sent = 0
+        while sent < bursts or (
+            until_shown and len(PROGRESS.findall(bytes(seen))) < until_shown and sent < 20
+        ):
+            if sent:
                 time.sleep(PAUSE)
             process.stdin.write(LINE * BURST)
             process.stdin.flush()
+            sent += 1
         process.stdin.close()
         if process.stderr is not None:
             stderr = process.stderr.read()
@@ -82,16 +94,20 @@ def _convert_slowly(
             process.wait()
         os.close(master)
     if not stdout_terminal:
-        assert len(output.read_bytes().splitlines()) == BURST * bursts
+        assert len(output.read_bytes().splitlines()) == BURST * sent
     return process.returncode, bytes(seen), stderr
 
 
 def test_a_long_run_shows_its_counts_on_the_terminal_and_clears_them(tmp_path: Path):
-    code, terminal, _ = _convert_slowly(tmp_path, stderr_terminal=True)
+    code, terminal, _ = _convert_slowly(tmp_path, stderr_terminal=True, bursts=2, until_shown=2)
     assert code == 0
     shown = PROGRESS.findall(terminal)
     assert len(shown) >= 2, terminal  # rewritten in place as the run goes on
-    summary = terminal.index(b"read 300 messages, wrote 300 records, skipped 0, errors 0")
+    found = re.search(
+        rb"read (?P<n>\d+) messages, wrote (?P=n) records, skipped 0, errors 0", terminal
+    )
+    assert found is not None, terminal
+    summary = found.start()
     # the last progress line is wiped before the summary, which stands alone on its line
     assert terminal.rindex(CLEAR) < summary
     assert terminal[terminal.rindex(CLEAR) + len(CLEAR) : summary] == b""
