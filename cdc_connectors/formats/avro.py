@@ -265,6 +265,10 @@ class AvroFormat(SchemaRowFormat):
                 raise FormatOptionError(
                     f"format {self.name!r} option {option!r}: not an Avro schema: {exc}"
                 ) from None
+            try:
+                avro_values.parse_schema(text)
+            except SchemaError as exc:
+                raise FormatOptionError(f"format {self.name!r} option {option!r}: {exc}") from None
             if parsed.type != "record" and part == "payload":
                 raise FormatOptionError(
                     f"format {self.name!r} option {option!r}: a row schema must be an Avro "
@@ -319,12 +323,15 @@ class AvroFormat(SchemaRowFormat):
     ) -> bytes:
         if schema.schema_id in self._inferred:
             data = prepared(data, schema, "")
-        body = avro_values.encode(schema.avro, data, schema.avro_standalone, branches)
+        body = avro_values.encode(
+            avro_values.parsed(schema), data, avro_values.standalone(schema), branches
+        )
         return framing.frame(schema.schema_id, body)
 
     def reframe(self, schema: Resolved, body: bytes, where: str, part: Part) -> bytes:
         try:
-            avro_values.decode(body, schema.avro)  # nothing is written that does not read
+            # nothing is written that does not read
+            avro_values.decode(body, avro_values.parsed(schema))
         except CodecError as exc:
             raise CodecError(f"{where} {exc.reason} ({schema.label()})") from None
         return framing.frame(schema.schema_id, body)
@@ -355,7 +362,9 @@ def _misfit(
 ) -> str | None:
     """Why ``schema`` does not write ``data`` exactly as it is; ``None`` when it does."""
     try:
-        avro_values.encode(schema.avro, data, schema.avro_standalone, branches)
+        avro_values.encode(
+            avro_values.parsed(schema), data, avro_values.standalone(schema), branches
+        )
     except CodecError as exc:
         return exc.reason
     return None

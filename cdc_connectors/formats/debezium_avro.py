@@ -162,7 +162,7 @@ class DebeziumAvroFormat(DebeziumJsonFormat):
                 writer = self.store.by_guid(str(frame.guid))
             if writer.schema_type != "AVRO":
                 raise CodecError(f"{writer.label()} is {writer.schema_type}, not Avro")
-            value = avro_values.decode(data, writer.avro, offset=frame.offset)
+            value = avro_values.decode(data, avro_values.parsed(writer), offset=frame.offset)
         except SchemaError as exc:
             raise CodecError(f"{where}: {exc}", data=data) from None
         except CodecError as exc:
@@ -193,7 +193,8 @@ class DebeziumAvroFormat(DebeziumJsonFormat):
         cache = (writer.schema_id, f"{part}:{collection}")
         if cache in self._named:
             return self._named[cache]
-        row = _row_of(writer.avro_standalone) if part == "payload" else writer.avro_standalone
+        shape = avro_values.standalone(writer)
+        row = _row_of(shape) if part == "payload" else shape
         found = None
         if isinstance(row, dict) and row.get("type") in ("record", "error"):
             subject = _CONDUIT(SubjectContext(part, collection=collection))
@@ -247,7 +248,9 @@ class DebeziumAvroFormat(DebeziumJsonFormat):
         envelope = {"type": "record", "name": envelope_name, "fields": fields}
         schema = self._register(record, "payload", orjson.dumps(envelope).decode(), envelope_name)
         try:
-            body = avro_values.encode(schema.avro, value, schema.avro_standalone)
+            body = avro_values.encode(
+                avro_values.parsed(schema), value, avro_values.standalone(schema)
+            )
         except CodecError as exc:
             raise CodecError(f"{exc.reason} ({schema.label()})") from None
         return Message(
@@ -261,7 +264,7 @@ class DebeziumAvroFormat(DebeziumJsonFormat):
         named = framing.conduit_schema(record.metadata, "payload")
         if named is not None:
             resolved = self.store.by_version(*named)
-            row = named_once(resolved.avro_standalone)
+            row = named_once(avro_values.standalone(resolved))
             if not isinstance(row, dict) or row.get("type") not in ("record", "error"):
                 raise CodecError(f"{resolved.label()} is not an Avro record, so it is no row")
             return row, False
@@ -299,7 +302,7 @@ class DebeziumAvroFormat(DebeziumJsonFormat):
         named = framing.conduit_schema(record.metadata, "key")
         if named is not None:
             resolved = self.store.by_version(*named)
-            text = orjson.dumps(named_once(resolved.avro_standalone)).decode()
+            text = orjson.dumps(named_once(avro_values.standalone(resolved))).decode()
             data = key
         else:
             try:
@@ -310,7 +313,9 @@ class DebeziumAvroFormat(DebeziumJsonFormat):
             text = orjson.dumps(inferred).decode()
         schema = self._register(record, "key", text, _full_name(orjson.loads(text)))
         try:
-            body = avro_values.encode(schema.avro, data, schema.avro_standalone)
+            body = avro_values.encode(
+                avro_values.parsed(schema), data, avro_values.standalone(schema)
+            )
         except CodecError as exc:
             raise CodecError(f"key {exc.reason} ({schema.label()})") from None
         return framing.frame(schema.schema_id, body)

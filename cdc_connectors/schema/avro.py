@@ -22,6 +22,12 @@ default matching any of its branches. The ``avro`` package checks none of this.
 
 Compatibility is the ``avro`` package's reader/writer checker, the same rules
 as the Java implementation Confluent's registry uses.
+
+A decimal whose scale is below zero (Oracle's ``NUMBER(5,-2)``, as Confluent's
+AvroConverter registers it) or above its precision (PostgreSQL's ``numeric(3,5)``) is a
+schema like any other: Confluent's registry takes it, and the readers and writers here
+honour it (:mod:`cdc_connectors.schema.avro_values`), so the ``avro`` package's warning
+that it ignores such a decimal is not shown.
 """
 
 from __future__ import annotations
@@ -46,6 +52,10 @@ _UNKNOWN_NAME = re.compile(r"Could not make an Avro Schema object from ([A-Za-z_
 # The avro package nests the whole offending JSON into each enclosing error.
 _NESTED_REASON = "not a valid Avro schema: "
 _MAX_REASON = 300
+# A decimal's logical type held under this key while the avro package parses it: it warns
+# of a scale below zero or above the precision, which it ignores (module docstring).
+_HELD = "cdc.held.logicalType"
+_LOGICAL = "logicalType"
 
 
 def parse(schema_str: str, references: Sequence[str] = ()) -> avro.schema.Schema:
@@ -96,7 +106,7 @@ def _make(data: Any, names: avro.name.Names, where: str) -> avro.schema.Schema:
     if isinstance(data, dict) and data.get("type") in ("error_union", "request"):
         raise SchemaError(f"invalid Avro schema: {where}undefined type {data['type']!r}")
     try:
-        return avro.schema.make_avsc_object(data, names)
+        return avro.schema.make_avsc_object(_held(data), names)
     except RecursionError:
         raise SchemaError(f"invalid Avro schema: {where}nests too deeply") from None
     except (
@@ -108,6 +118,59 @@ def _make(data: Any, names: avro.name.Names, where: str) -> avro.schema.Schema:
         IndexError,
     ) as exc:
         raise SchemaError(f"invalid Avro schema: {where}{_reason(exc)}") from None
+
+
+def _held(data: Any) -> Any:
+    """``data`` with the logical type of each decimal of a scale below zero or above its
+    precision under :data:`_HELD`: a copy where there is one, else ``data`` itself."""
+    if not _any_outside(data):
+        return data
+    return _holding(data)
+
+
+def _any_outside(data: Any) -> bool:
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            if _scale_outside(item):
+                return True
+            stack.extend(item[key] for key in ("type", "items", "values") if key in item)
+            fields = item.get("fields")
+            if isinstance(fields, list):
+                stack.extend(f.get("type") for f in fields if isinstance(f, dict))
+    return False
+
+
+def _holding(data: Any) -> Any:
+    if isinstance(data, list):
+        return [_holding(item) for item in data]
+    if not isinstance(data, dict):
+        return data
+    out = {
+        key: _holding(value) if key in ("type", "items", "values") else value
+        for key, value in data.items()
+    }
+    if isinstance(data.get("fields"), list):
+        out["fields"] = [
+            {**f, "type": _holding(f["type"])} if isinstance(f, dict) and "type" in f else f
+            for f in data["fields"]
+        ]
+    if _scale_outside(data):
+        out[_HELD] = out.pop("logicalType")
+    return out
+
+
+def _scale_outside(data: dict[str, Any]) -> bool:
+    """Whether ``data`` is a decimal whose scale is below zero or above its precision."""
+    if data.get("logicalType") != "decimal" or data.get("type") not in ("bytes", "fixed"):
+        return False
+    precision, scale = data.get("precision"), data.get("scale", 0)
+    if type(precision) is not int or type(scale) is not int or precision <= 0:
+        return False
+    return scale < 0 or scale > precision
 
 
 def _reason(exc: Exception) -> str:
@@ -237,7 +300,7 @@ def _valid_default(schema: avro.schema.Schema, value: Any, depth: int) -> bool:
 
 
 def _label(schema: avro.schema.Schema) -> str:
-    if schema.get_prop("logicalType") == "decimal":
+    if schema.get_prop("logicalType") == "decimal" or schema.get_prop(_HELD) == "decimal":
         digits = f"decimal({schema.get_prop('precision')},{schema.get_prop('scale') or 0})"
         if isinstance(schema, avro.schema.FixedSchema):
             return f"fixed {schema.fullname} of size {schema.size} holding a {digits}"
@@ -312,7 +375,7 @@ def _field(field: avro.schema.Field, known: set[str], written: set[str]) -> Any:
 
 def _extra(props: Any) -> dict[str, Any]:
     """Other properties; aliases as a sorted set, left out when empty (Java writes none)."""
-    extra = {k: v for k, v in props.items() if k != "aliases"}
+    extra = {_LOGICAL if k == _HELD else k: v for k, v in props.items() if k != "aliases"}
     aliases = props.get("aliases")
     if isinstance(aliases, list) and aliases:
         extra["aliases"] = sorted({str(a) for a in aliases})

@@ -244,7 +244,8 @@ def _logical(schema: dict[str, Any], raw: Any, where: str) -> Any:
     try:
         return reader(raw, schema, schema)
     except (ValueError, TypeError, KeyError, OverflowError, ArithmeticError) as exc:
-        raise ValueError(f"{where}: not a valid {logical}: {exc}") from None
+        # (``cdc-decimal`` is a decimal of any scale: ``avro_values``)
+        raise ValueError(f"{where}: not a valid {logical.removeprefix('cdc-')}: {exc}") from None
 
 
 def _shown(value: Any) -> str:

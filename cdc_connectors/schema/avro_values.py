@@ -8,6 +8,12 @@ shows for them); ``uuid`` as its string (``timestamp-nanos`` stays an integer: P
 ``datetime``, ``date``, ``time`` and ``UUID`` values, and decimal numbers or text), so a
 record decoded here encodes to the same bytes.
 
+A decimal's scale may be below zero (Oracle's ``NUMBER(5,-2)``, unscaled ``123`` is
+``Decimal('1.23E+4')``) or above its precision (PostgreSQL's ``numeric(3,5)``): Confluent's
+registry takes such schemas and fastavro refuses them, so :func:`parse_schema` (and
+:func:`parsed` / :func:`standalone` for a registered schema) parse them with a logical type
+of our own for those decimals, read and written exactly as any other decimal.
+
 Numbers never change on the way. fastavro writes what it is given as the first type
 that takes it, so values are checked against the schema first: an ``int`` or ``long``
 takes integers only (an integral float such as ``2.0`` too), a ``double`` integers
@@ -31,18 +37,25 @@ import math
 import re
 import struct
 import threading
-from collections.abc import Mapping
+import weakref
+from collections.abc import Mapping, Sequence
 from decimal import Decimal, InvalidOperation
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 from uuid import UUID
 
 import fastavro
 import fastavro._read
+import fastavro._write
 import orjson
 from fastavro.read import SchemaResolutionError
+from fastavro.schema import SchemaParseException
 
 from cdc_connectors.opencdc import CodecError
 from cdc_connectors.schema import avro_resolution
+from cdc_connectors.schema.errors import SchemaError
+
+if TYPE_CHECKING:
+    from cdc_connectors.schema.store import Resolved
 
 __all__ = [
     "Branches",
@@ -53,6 +66,9 @@ __all__ = [
     "from_structured",
     "has_ambiguous_unions",
     "needs_text",
+    "parse_schema",
+    "parsed",
+    "standalone",
     "to_structured",
     "union_branches",
 ]
@@ -79,17 +95,46 @@ _ADDRESS = re.compile(r" at 0x[0-9a-f]+")
 
 
 def _exact_decimal(data: bytes, writer_schema: Any = None, reader_schema: Any = None) -> Decimal:
-    """A decimal's bytes as an exact ``Decimal``; more digits than its precision is an error."""
+    """A decimal's bytes as an exact ``Decimal`` with the schema's scale (below zero too);
+    more digits than its precision is an error naming the field (:func:`parse_schema`)."""
     scale = int(writer_schema.get("scale", 0))
     precision = int(writer_schema["precision"])
     unscaled = int.from_bytes(data, "big", signed=True)
-    if abs(unscaled) >= 10**precision:
+    # Digits counted, not compared with 10**precision: a huge precision costs nothing.
+    text = str(abs(unscaled))
+    if len(text) > precision:
+        field = writer_schema.get(_FIELD)
+        shown = ("-" if unscaled < 0 else "") + (text if len(text) <= 60 else text[:57] + "...")
         raise ValueError(
-            f"decimal with unscaled value {unscaled} has more digits than decimal"
-            f"({precision},{scale}) holds"
+            f"{f'{field}: ' if field else ''}decimal with unscaled value {shown} has more "
+            f"digits than decimal({precision},{scale}) holds"
         )
-    digits = tuple(int(d) for d in str(abs(unscaled)))
-    return Decimal((int(unscaled < 0), digits, -scale))
+    return Decimal((int(unscaled < 0), tuple(int(d) for d in text), -scale))
+
+
+def _scaled_bytes(data: Any, schema: Any) -> Any:
+    """A ``Decimal`` as the two's complement bytes of its unscaled value at the schema's
+    scale (the fewest bytes, or the fixed's size); anything else as it is."""
+    if not isinstance(data, Decimal):
+        return data
+    scale = int(schema.get("scale", 0))
+    precision = int(schema["precision"])
+    sign, digits, exponent = data.as_tuple()
+    if not isinstance(exponent, int):
+        raise ValueError(f"{data} is not a finite decimal")
+    shift = exponent + scale
+    if shift < 0:
+        if any(digits[shift:]):
+            raise ValueError(f"{data} has {_beyond(scale)}")
+        digits, shift = digits[:shift], 0
+    significant = tuple(digits[next((i for i, d in enumerate(digits) if d), len(digits)) :])
+    if len(significant) + shift > precision and significant:
+        raise ValueError(f"{data} has more digits than decimal({precision},{scale}) holds")
+    unscaled = int(Decimal((sign, significant or (0,), shift)))
+    size = schema.get("size") if schema.get("type") == "fixed" else None
+    if size is None:
+        size = (unscaled if unscaled >= 0 else ~unscaled).bit_length() // 8 + 1
+    return unscaled.to_bytes(size, "big", signed=True)
 
 
 # fastavro reads decimals in a context of the schema's precision, rounding what does not
@@ -97,13 +142,159 @@ def _exact_decimal(data: bytes, writer_schema: Any = None, reader_schema: Any = 
 fastavro._read.LOGICAL_READERS["bytes-decimal"] = _exact_decimal  # type: ignore[attr-defined]
 fastavro._read.LOGICAL_READERS["fixed-decimal"] = _exact_decimal  # type: ignore[attr-defined]
 
+#: The logical type fastavro parses a decimal as whose scale it refuses: below zero
+#: (Oracle's ``NUMBER(5,-2)``) or above the precision (PostgreSQL's ``numeric(3,5)``).
+#: Read and written exactly as a decimal; :func:`standalone` gives it back as ``decimal``.
+_SCALED = "cdc-decimal"
+#: Where a decimal is in its schema (``a.b[]``), for errors of values fastavro reads.
+_FIELD = "cdc-field"
+for _base in ("bytes", "fixed"):
+    fastavro._read.LOGICAL_READERS[f"{_base}-{_SCALED}"] = _exact_decimal  # type: ignore[attr-defined]
+    fastavro._write.LOGICAL_WRITERS[f"{_base}-{_SCALED}"] = _scaled_bytes  # type: ignore[attr-defined]
+
+
+def _beyond(scale: int) -> str:
+    """What a number that does not fit ``scale`` has."""
+    if scale >= 0:
+        return f"more than {scale} decimal places"
+    return f"nonzero digits below 1E+{-scale}"
+
+
+def _fixed_digits(size: int) -> int:
+    """The most digits a decimal on a fixed of ``size`` bytes has, as fastavro counts them."""
+    return math.floor(math.log10(2) * (8 * size - 1)) if size > 0 else 0
+
+
+def _mark(node: Any, where: str, named: bool) -> None:
+    """Mark, in place, the decimals of schema JSON that fastavro refuses for their scale
+    (:data:`_SCALED`); with ``named``, name where each decimal is (:data:`_FIELD`)."""
+    stack: list[tuple[Any, str]] = [(node, where)]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, list):
+            stack.extend((member, path) for member in item)
+            continue
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type")
+        if item.get("logicalType") == "decimal" and kind in ("bytes", "fixed"):
+            if named:
+                item[_FIELD] = path or "value"
+            if _refused_scale(item):
+                item["logicalType"] = _SCALED
+        if isinstance(kind, dict | list):
+            stack.append((kind, path))
+        if kind in ("record", "error") and isinstance(item.get("fields"), list):
+            for field in item["fields"]:
+                if isinstance(field, dict):
+                    name = field.get("name")
+                    stack.append((field.get("type"), f"{path}.{name}" if path else str(name)))
+        if kind == "array" and "items" in item:
+            stack.append((item["items"], f"{path}[]"))
+        if kind == "map" and "values" in item:
+            stack.append((item["values"], f"{path}{{}}"))
+
+
+def _refused_scale(decimal: dict[str, Any]) -> bool:
+    """Whether a decimal is one fastavro refuses only for its scale."""
+    precision, scale = decimal.get("precision"), decimal.get("scale", 0)
+    if type(precision) is not int or type(scale) is not int or precision <= 0:
+        return False
+    if 0 <= scale <= precision:
+        return False
+    if decimal.get("type") == "fixed":
+        size = decimal.get("size")
+        return type(size) is int and precision <= _fixed_digits(size)
+    return True
+
+
+def parse_schema(text: str, references: Sequence[str] = (), *, expand: bool = False) -> Any:
+    """An Avro schema text (with the texts of the schemas it references) parsed by fastavro,
+    decimals of any scale included (module docstring); :class:`SchemaError` saying why
+    fastavro does not read it.
+
+    With ``expand``, the schema as plain JSON with every named type spelled out where used
+    and each decimal as written (what ``fastavro.parse_schema(..., expand=True)`` gives,
+    without fastavro's own keys)."""
+    named: dict[str, Any] = {}
+    try:
+        for ref in references:
+            data = orjson.loads(ref)
+            _mark(data, "", not expand)
+            fastavro.parse_schema(data, named)
+        data = orjson.loads(text)
+        _mark(data, "", not expand)
+        parsed = fastavro.parse_schema(data, named, expand=expand)
+        return _plain(parsed) if expand else parsed
+    except RecursionError:
+        raise SchemaError("not an Avro schema fastavro reads: it nests too deeply") from None
+    except (SchemaParseException, ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise SchemaError(f"not an Avro schema fastavro reads: {_reason(exc)}") from None
+
+
+def _plain(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        out = {
+            k: _plain(v)
+            for k, v in schema.items()
+            if not k.startswith("__fastavro") and k not in ("__named_schemas", _FIELD)
+        }
+        if out.get("logicalType") == _SCALED:
+            out["logicalType"] = "decimal"
+        return out
+    if isinstance(schema, list):
+        return [_plain(v) for v in schema]
+    return schema
+
+
+_PARSED: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+_STANDALONE: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+_CACHE_LOCK = threading.Lock()
+
+
+class _Refused(NamedTuple):
+    """Why fastavro does not read a registered schema (kept: asked once per schema)."""
+
+    reason: str
+
+
+def parsed(schema: Resolved) -> Any:
+    """A registered Avro schema parsed by fastavro, as :func:`encode` and :func:`decode`
+    take it (cached per schema); a :class:`CodecError` naming it when fastavro does not
+    read it (for a decoder, one bad message)."""
+    return _cached(_PARSED, schema, expand=False)
+
+
+def standalone(schema: Resolved) -> Any:
+    """A registered Avro schema as plain JSON, every named type spelled out where used
+    (what values are checked against, :func:`encode`'s ``shape``); cached per schema; a
+    :class:`CodecError` naming it when fastavro does not read it."""
+    return _cached(_STANDALONE, schema, expand=True)
+
+
+def _cached(cache: weakref.WeakKeyDictionary[Any, Any], schema: Resolved, *, expand: bool) -> Any:
+    found = cache.get(schema)
+    if found is None:
+        if schema.schema_type != "AVRO":
+            found = _Refused(f"{schema.label()} is {schema.schema_type}, not Avro")
+        else:
+            try:
+                found = parse_schema(schema.text, [t for _, t in schema.references], expand=expand)
+            except SchemaError as exc:
+                found = _Refused(f"{schema.label()} is {exc}")
+        with _CACHE_LOCK:
+            found = cache.setdefault(schema, found)
+    if isinstance(found, _Refused):
+        raise CodecError(found.reason)
+    return found
+
 
 def encode(
     schema: Any, data: Any, shape: Any | None = None, branches: Branches | None = None
 ) -> bytes:
     """``data`` (structured data) as an Avro body of ``schema`` (parsed by fastavro).
 
-    ``shape`` is the same schema with named types spelled out (``Resolved.avro_standalone``),
+    ``shape`` is the same schema with named types spelled out (:func:`standalone`),
     to check values against; without it, ``schema`` is used. ``branches`` names the union
     branch of values by path, as :func:`union_branches` found them.
     """
@@ -586,16 +777,18 @@ def _at_scale(number: Decimal, schema: Any, where: str) -> Decimal:
         raise CodecError(
             f"{_at(where)}: {number:.60} has more digits than decimal({precision},{scale}) holds"
         )
-    shift = int(exponent) + scale
-    zeros = len(digits) - len("".join(map(str, digits)).rstrip("0"))
-    if shift < 0 and -shift > zeros:
-        raise CodecError(
-            f"{_at(where)}: {number:.60} has more than {scale} decimal places "
-            f"(decimal({precision},{scale}))"
-        )
-    unscaled = int("".join(map(str, digits)))
-    unscaled = unscaled * 10**shift if shift >= 0 else unscaled // 10**-shift
-    return Decimal((sign, tuple(int(d) for d in str(unscaled)), -scale))
+    shift = int(exponent) + scale  # the digits' place at the schema's scale
+    if shift < 0:
+        if any(digits[shift:]):
+            raise CodecError(
+                f"{_at(where)}: {number:.60} has {_beyond(scale)} (decimal({precision},{scale}))"
+            )
+        digits = digits[:shift]
+    else:
+        digits = digits + (0,) * shift
+    # From its digits, never its text: no limit on the digits a number has.
+    first = next(i for i, d in enumerate(digits) if d)
+    return Decimal((sign, digits[first:], -scale))
 
 
 def _integer(kind: str, value: Any, where: str) -> Any:

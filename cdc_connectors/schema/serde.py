@@ -123,11 +123,15 @@ class RecordEncoder:
         if not isinstance(data, dict) or not self.encode_data:
             return data
         try:
+            writer, shape = avro_values.parsed(schema), avro_values.standalone(schema)
+        except CodecError as exc:
+            raise CodecError(f"{where}: {exc.reason}") from None
+        try:
             if schema.schema_id in self._inferred:
                 data = prepared(data, schema, where)
             branches = avro_values.branches_in(metadata, where)
             metadata.pop(avro_values.branches_key(where), None)  # the bytes say it now
-            body = avro_values.encode(schema.avro, data, schema.avro_standalone, branches)
+            body = avro_values.encode(writer, data, shape, branches)
         except CodecError as exc:
             raise CodecError(f"{where} {exc.reason} ({schema.label()})") from None
         if self.framing == "confluent":
@@ -162,7 +166,7 @@ def prepared(data: dict[str, Any], schema: Resolved, where: str) -> dict[str, An
     from cdc_connectors.schema.infer import prepare
 
     try:
-        return prepare(data, schema.avro_standalone, what=where)
+        return prepare(data, avro_values.standalone(schema), what=where)
     except SchemaError as exc:
         raise CodecError(f"does not fit its Avro schema: {exc}") from None
 
@@ -271,7 +275,7 @@ class RecordDecoder:
                     part,
                     topic=self.topic,
                     collection=record.metadata.collection if record is not None else None,
-                    record_name=writer.record_name,
+                    record_name=_record_name(writer),
                 )
             )
         if subject is None:
@@ -303,14 +307,15 @@ class RecordDecoder:
                     f"written with {writer.label()}, which cannot be read as "
                     f"{reader.label()}: {problem}"
                 )
-        shape = (reader or writer).avro_standalone
+        shape = avro_values.standalone(reader or writer)
         named = avro_values.has_ambiguous_unions(shape)
+        parsed = avro_values.parsed(writer)
         if reader is not None and reader.schema_id != writer.schema_id:
             value = avro_values.decode(
-                data, writer.avro, reader.avro, offset=offset, named_types=named
+                data, parsed, avro_values.parsed(reader), offset=offset, named_types=named
             )
         else:
-            value = avro_values.decode(data, writer.avro, offset=offset, named_types=named)
+            value = avro_values.decode(data, parsed, offset=offset, named_types=named)
         if not isinstance(value, dict):
             raise CodecError(f"{writer.label()} is not a record schema; data must be a record")
         branches: avro_values.Branches = {}
@@ -325,6 +330,16 @@ class RecordDecoder:
             with self._lock:
                 self._checked[pair] = problem
         return self._checked[pair]
+
+
+def _record_name(schema: Resolved) -> str | None:
+    """The full name of an Avro record or enum schema (``Resolved.record_name``, for any
+    schema fastavro reads through :func:`avro_values.parsed`)."""
+    if schema.schema_type != "AVRO":
+        return schema.record_name
+    parsed = avro_values.parsed(schema)
+    name = parsed.get("name") if isinstance(parsed, dict) else None
+    return name if isinstance(name, str) else None
 
 
 def resolution_problem(writer: Resolved, reader: Resolved) -> str | None:

@@ -17,6 +17,11 @@ Modes, as Spark's own readers name them: ``PERMISSIVE`` (default) keeps a bad ro
 null data and the reason in the ``error`` column (which rows are bad: bytes that do not
 decode, an unknown schema id, a writer schema that cannot be resolved to the reader);
 ``FAILFAST`` fails the job at the first bad row, naming its position and the reason.
+
+Neither replaces a column of its input: a DataFrame that already has a column of the
+output's names (``error``, say, when ``encode`` is given what ``expand`` gave) is refused
+with one line naming it. Drop or rename that column, or pass ``error_column`` (and
+``encode``'s ``output``) to name the new ones otherwise.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
 from cdc_connectors.opencdc import CodecError
 from cdc_connectors.registry import registry_for
-from cdc_connectors.schema import framing
+from cdc_connectors.schema import avro_values, framing
 from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.schema.serde import resolution_problem
 from cdc_connectors.schema.store import Resolved, SchemaStore
@@ -54,7 +59,7 @@ class AvroColumnDecoder:
     def __init__(self, store: SchemaStore, reader: Resolved):
         self.store = store
         self.reader = reader
-        self.spark_type = avro_to_spark(reader.avro_standalone)
+        self.spark_type = avro_to_spark(avro_values.standalone(reader))
         self.type = arrow_type(self.spark_type)
         self._decoders: dict[int, AvroBatchDecoder | str] = {}
         self._subject_ids: dict[int, bool] = {}
@@ -169,12 +174,13 @@ class AvroColumnDecoder:
         if writer.schema_type != "AVRO":
             return f"{writer.label()} is {writer.schema_type}, not Avro"
         try:
+            reader = avro_values.standalone(self.reader)
             if writer.schema_id == self.reader.schema_id:
-                return AvroBatchDecoder(self.reader.avro_standalone)
+                return AvroBatchDecoder(reader)
             problem = resolution_problem(writer, self.reader)
             if problem is None:
-                return AvroBatchDecoder(writer.avro_standalone, self.reader.avro_standalone)
-        except (ValueError, SchemaError) as exc:
+                return AvroBatchDecoder(avro_values.standalone(writer), reader)
+        except (ValueError, SchemaError, CodecError) as exc:
             # Every row of this writer fails with the reason; the job goes on.
             return f"{writer.label()} cannot be read as {self.reader.label()}: {exc}"
         named = self.store.named(writer, self.reader.subject or "")
@@ -312,23 +318,36 @@ def expand(
     part: Part = "payload",
     reader: str | int = "latest",
     mode: str = "PERMISSIVE",
+    error_column: str = ERROR_COLUMN,
 ) -> DataFrame:
     """``df`` (the OpenCDC schema) with ``part`` decoded into typed columns of ``subject``.
 
     For ``part="payload"`` the result has ``before`` and ``after`` typed struct columns
     in place of ``payload``; for ``part="key"``, ``key`` becomes the typed struct. Rows
     whose data belongs to another subject are left out (several tables in one stream:
-    expand once per subject); rows without data keep nulls. An ``error`` column holds
-    each row's problem in ``PERMISSIVE`` mode.
+    expand once per subject); rows without data keep nulls. An ``error`` column (or
+    ``error_column``) holds each row's problem in ``PERMISSIVE`` mode; a ``df`` that has
+    a column of that name already (expanding the key of what expand gave) is a
+    :class:`ValueError` naming it.
     """
     if mode not in _MODES:
         raise ValueError(f"mode must be one of {', '.join(_MODES)}, not {mode!r}")
     if part not in ("key", "payload"):
         raise ValueError(f"part must be 'key' or 'payload', not {part!r}")
+    columns = [c for c in df.columns if c not in ("key", "payload")]
+    other = "key" if part == "payload" else "payload"
+    added: list[tuple[str, str | None]] = (
+        [("before", None), ("after", None)] if part == "payload" else [("key", None)]
+    )
+    _refuse_taken(
+        "expand",
+        df,
+        [*columns, *[c for c in df.columns if c == other]],
+        [*added, (error_column, "error_column")],
+    )
     store = SchemaStore(registry_for(registry))
     resolved = _resolve_reader(store, subject, reader)
     typed = _column_decoder(store, resolved).spark_type
-    columns = [c for c in df.columns if c not in ("key", "payload")]
     fields = [f for f in df.schema.fields if f.name in columns]
     if part == "payload":
         out_fields = [
@@ -343,7 +362,7 @@ def expand(
             StructField("key", typed, True),
             *[f for f in df.schema.fields if f.name == "payload"],
         ]
-    out_fields.append(StructField(ERROR_COLUMN, StringType(), True))
+    out_fields.append(StructField(error_column, StringType(), True))
     out_schema = StructType(out_fields)
     subject_key = framing.CONDUIT_KEYS[part][0]
     # Conduit-framed rows of other subjects are left out here, cheaply, in the JVM.
@@ -358,7 +377,7 @@ def expand(
         assert reader_id[0] is not None and reader_id[1] is not None
         decoder = _column_decoder(local, local.by_version(reader_id[0], reader_id[1]))
         for batch in batches:
-            yield _expand_batch(batch, decoder, part, out_schema, fail_fast)
+            yield _expand_batch(batch, decoder, part, out_schema, fail_fast, error_column)
 
     return df.mapInArrow(run, out_schema)
 
@@ -411,6 +430,7 @@ def _expand_batch(
     part: Part,
     out_schema: StructType,
     fail_fast: bool,
+    error_column: str,
 ) -> pa.RecordBatch:
     named = _named_column(batch, part)
     paths = (
@@ -445,7 +465,7 @@ def _expand_batch(
     columns: list[pa.Array] = []
     names: list[str] = []
     for field in out_schema.fields:
-        if field.name == ERROR_COLUMN:
+        if field.name == error_column:
             columns.append(pa.array(errors, pa.string()))
         elif part == "payload" and field.name in ("before", "after"):
             columns.append(decoded[0 if field.name == "before" else 1])
@@ -470,6 +490,7 @@ def encode(
     framing_name: Literal["confluent", "conduit"] = "confluent",
     output: str = "value",
     mode: str = "PERMISSIVE",
+    error_column: str = ERROR_COLUMN,
 ) -> DataFrame:
     """``df`` with the typed struct ``column`` encoded with ``subject``'s schema.
 
@@ -477,18 +498,24 @@ def encode(
     Protobuf (its first message). The bytes go to a new binary column ``output``:
     Confluent-framed, or bare Avro (``framing_name="conduit"``; the schema is then named
     by subject and version, which the caller puts in the records' metadata). A row that
-    does not fit the schema is a null with its reason in ``error`` (``PERMISSIVE``) or
-    fails the job (``FAILFAST``).
+    does not fit the schema is a null with its reason in ``error`` (or ``error_column``;
+    ``PERMISSIVE``) or fails the job (``FAILFAST``).
+
+    ``df`` must have no column named ``output`` or ``error_column``: what :func:`expand`
+    gave has its own ``error`` column, so drop it (``typed.drop("error")``, once its
+    rows are dealt with) or pass ``error_column="encode_error"``; otherwise a
+    :class:`ValueError` names the column.
     """
     if mode not in _MODES:
         raise ValueError(f"mode must be one of {', '.join(_MODES)}, not {mode!r}")
+    _refuse_taken("encode", df, df.columns, [(output, "output"), (error_column, "error_column")])
     store = SchemaStore(registry_for(registry))
     writer = _resolve_reader(store, subject, "latest" if version is None else version)
     out_schema = StructType(
         [
             *df.schema.fields,
             StructField(output, BinaryType(), True),
-            StructField(ERROR_COLUMN, StringType(), True),
+            StructField(error_column, StringType(), True),
         ]
     )
     if writer.schema_type not in ("AVRO", "PROTOBUF"):
@@ -499,7 +526,7 @@ def encode(
     if protobuf and framing_name == "conduit":
         raise ValueError("Conduit's framing is bare Avro: Protobuf is written Confluent-framed")
     schema_id, text, references = writer.schema_id, writer.text, writer.references
-    standalone = None if protobuf else writer.avro_standalone
+    standalone = None if protobuf else avro_values.standalone(writer)
     fail_fast = mode == "FAILFAST"
     conduit = framing_name == "conduit"
 
@@ -528,7 +555,37 @@ def encode(
                     pa.array(values, pa.binary()),
                     pa.array(problems, pa.string()),
                 ],
-                names=[*batch.schema.names, output, ERROR_COLUMN],
+                names=[*batch.schema.names, output, error_column],
             )
 
     return df.mapInArrow(run, out_schema)
+
+
+def _refuse_taken(
+    what: str, df: DataFrame, kept: Sequence[str], new: Sequence[tuple[str, str | None]]
+) -> None:
+    """A :class:`ValueError` naming a column ``what`` adds (``new``: each name and the
+    parameter that sets it) that the output has already (``kept``), compared as Spark
+    compares names: case-insensitively unless ``spark.sql.caseSensitive``. Arrow batches
+    holding a column twice fail in the JVM with an error that names nothing."""
+    sensitive = str(df.sparkSession.conf.get("spark.sql.caseSensitive", "false")) == "true"
+
+    def fold(name: str) -> str:
+        return name if sensitive else name.lower()
+
+    # folded name -> the name, and the parameter naming it ("" for the DataFrame's)
+    taken: dict[str, tuple[str, str | None]] = {fold(name): (name, "") for name in kept}
+    for name, option in new:
+        found = taken.get(fold(name))
+        if found is None:
+            taken[fold(name)] = (name, option)
+            continue
+        other, source = found
+        if source != "":
+            first = f"{source}={other!r}" if source else repr(other)
+            raise ValueError(f"{what}: {first} and {option}={name!r} name one column")
+        hint = f", or pass {option}= another name" if option else ""
+        raise ValueError(
+            f"{what}: the DataFrame already has a column {other!r} and {what} adds its own "
+            f"{name!r}: drop or rename that column first{hint}"
+        )
