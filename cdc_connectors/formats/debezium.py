@@ -662,7 +662,7 @@ class DebeziumJsonFormat(Format):
         if named is not None and self.registry_url:
             schema = self.store.by_version(*named)
             try:
-                value = avro_values.decode(data, schema.avro)
+                value = avro_values.decode(data, avro_values.parsed(schema))
             except CodecError as exc:
                 raise CodecError(f"{where} {exc.reason} ({schema.label()})") from None
             if isinstance(value, dict):
@@ -703,7 +703,7 @@ class DebeziumJsonFormat(Format):
             block = self._connect_blocks.get(named)
             if block is None:
                 resolved = self.store.by_version(*named)
-                block = _avro_to_connect(resolved.avro_standalone, resolved.label())
+                block = _avro_to_connect(avro_values.standalone(resolved), resolved.label())
                 self._connect_blocks[named] = block
             return dict(block)
         if not images:

@@ -19,8 +19,6 @@ from functools import cached_property
 from typing import Any
 from uuid import UUID
 
-import fastavro
-import orjson
 from confluent_kafka.schema_registry import (
     RegisteredSchema,
     Schema,
@@ -73,28 +71,24 @@ class Resolved:
 
     @cached_property
     def avro(self) -> Any:
-        """The Avro schema parsed by fastavro, named types of references resolved."""
+        """The Avro schema parsed by fastavro, named types of references resolved (decimals
+        of any scale, :func:`cdc_connectors.schema.avro_values.parse_schema`)."""
         if self.schema_type != "AVRO":
             raise SchemaError(f"{self.label()} is {self.schema_type}, not Avro")
-        named: dict[str, Any] = {}
-        try:
-            for _, text in self.references:
-                fastavro.parse_schema(orjson.loads(text), named)
-            parsed = fastavro.parse_schema(orjson.loads(self.text), named)
-        except (ValueError, TypeError, KeyError) as exc:
-            raise SchemaError(
-                f"{self.label()} is not an Avro schema fastavro reads: {exc}"
-            ) from exc
-        return parsed
+        return self._parsed(expand=False)
 
     @cached_property
     def avro_standalone(self) -> Any:
         """The Avro schema as plain JSON with every named type spelled out where used."""
-        named: dict[str, Any] = {}
-        for _, text in self.references:
-            fastavro.parse_schema(orjson.loads(text), named)
-        expanded = fastavro.parse_schema(orjson.loads(self.text), named, expand=True)
-        return _plain(expanded)
+        return self._parsed(expand=True)
+
+    def _parsed(self, *, expand: bool) -> Any:
+        from cdc_connectors.schema.avro_values import parse_schema
+
+        try:
+            return parse_schema(self.text, [t for _, t in self.references], expand=expand)
+        except SchemaError as exc:
+            raise SchemaError(f"{self.label()} is {exc}") from None
 
     @cached_property
     def record_name(self) -> str | None:

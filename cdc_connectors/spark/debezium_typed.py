@@ -57,7 +57,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import fastavro
 import numpy as np
 import orjson
 import pyarrow as pa
@@ -73,6 +72,7 @@ from cdc_connectors.opencdc.json_codec import json_default
 from cdc_connectors.opencdc.metadata import Metadata
 from cdc_connectors.schema import avro_values, framing
 from cdc_connectors.schema.connect import DEFAULT_DECIMAL_PRECISION, ConnectSchema
+from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.spark.arrow import _data_array
 from cdc_connectors.spark.avro_batch import AvroBatchDecoder
 from cdc_connectors.spark.decimal_text import (
@@ -575,8 +575,8 @@ class TypedDebeziumDecoder:
     def _bodies(self, writer: _Writer, record: Record) -> tuple[bytes | None, bytes | None]:
         if writer.parsed is None:
             try:
-                writer.parsed = fastavro.parse_schema(orjson.loads(writer.avro))
-            except (SchemaParseException, ValueError, TypeError, KeyError) as exc:
+                writer.parsed = avro_values.parse_schema(writer.avro)
+            except SchemaError as exc:
                 raise CodecError(f"value schema: no Avro reading: {exc}") from None
         out: list[bytes | None] = []
         for image in (record.payload.before, record.payload.after):

@@ -20,7 +20,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from cdc_connectors.registry import registry_for
-from cdc_connectors.schema import framing
+from cdc_connectors.schema import avro_values, framing
 from cdc_connectors.schema.store import SchemaStore
 from cdc_connectors.schema.subjects import Part
 from cdc_connectors.spark.avro_types import avro_to_spark
@@ -52,7 +52,7 @@ def typed_view(
     else:
         raise ValueError(f"reader must be 'latest' or a version number, not {reader!r}")
     # A decimal Spark has no type for (more than 38 digits) is its exact text.
-    type_name = avro_to_spark(text_avro(resolved.avro_standalone)).simpleString()
+    type_name = avro_to_spark(text_avro(avro_values.standalone(resolved))).simpleString()
     named = F.col("metadata").getItem(framing.CONDUIT_KEYS[part][0])
     rows = df.where(named == F.lit(subject))
 
