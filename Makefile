@@ -35,8 +35,12 @@ run: setup
 	rm -rf .cdc/shop
 	$(BIN)/python examples/shop.py --run examples/pipelines/shop.yaml .cdc/shop
 
+# Two pytest workers: most of a Spark test is spent waiting on process start-ups, so two run
+# in the time of one on two cores; a module's tests stay on one worker (its fixtures are shared).
+TEST_WORKERS ?= 2
+
 test: setup
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/buf lint
