@@ -279,7 +279,16 @@ def encode_rows(
     _refuse_dead_letters(batch, node_id)
     messages: list[Message] = []
     letters: list[Record] = []
-    for record in records_from_batch(batch):
+    records: list[Record] = []
+    try:
+        records.extend(records_from_batch(batch))
+    except CodecError as exc:  # a row that is no OpenCDC record: the DataFrame's, not a message's
+        position = batch.column("position")[len(records)].as_py() or b""
+        raise ConnectorError(
+            f"{node_id}: the row at position {_printable(position)!r} is no OpenCDC record: "
+            f"{exc.reason}"
+        ) from None
+    for record in records:
         try:
             messages.append(fmt.encode(record))
         except CodecError as exc:

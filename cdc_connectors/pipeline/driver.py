@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--available-now", action="store_true")
     args = parser.parse_args(argv)
     watch_launcher(_orphaned)
-    from cdc_connectors.pipeline.runner import EXIT_INTERRUPTED, Stopper, one_line, run
+    from cdc_connectors.pipeline.runner import EXIT_INTERRUPTED, Stopper, one_line, refusal, run
     from cdc_connectors.spark.session import session
 
     stopper = Stopper()
@@ -80,6 +80,11 @@ def main(argv: list[str] | None = None) -> int:
             locks = lock_checkpoints(config.pipelines)  # held until Spark has stopped
         except CheckpointBusy as exc:
             print(f"Error: {exc}", file=sys.stderr)
+            return 2
+        problem = refusal(config)  # said before Spark starts (run() checks again)
+        if problem is not None:
+            locks.release()
+            print(f"Error: {problem}", file=sys.stderr)
             return 2
         try:
             # spark-submit leaves the address of its JVM here: its master and conf stand

@@ -78,6 +78,15 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _delete(path: str) -> None:
+    """Remove ``path``, whatever it is (a directory, a file, a link)."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(path)
+
+
 def _remove_stale(path: str) -> None:
     """Remove staging directories of ``path`` left by runs that were killed."""
     parent, name = os.path.split(os.path.abspath(path))
@@ -87,12 +96,13 @@ def _remove_stale(path: str) -> None:
             continue
         pid = entry[len(prefix) :].split("-", 1)[0]
         if pid.isdigit() and not _alive(int(pid)):
-            shutil.rmtree(os.path.join(parent, entry), ignore_errors=True)
+            _delete(os.path.join(parent, entry))
 
 
 def stage(path: str, mode: str) -> StagedOutput:
-    """A new staging directory for output ``path`` (its parent is created)."""
-    absolute = os.path.abspath(path)
+    """A new staging directory for output ``path`` (its parent is created); a symbolic link
+    is followed, so that its target is what is written."""
+    absolute = os.path.realpath(path)
     parent, name = os.path.split(absolute)
     os.makedirs(parent, exist_ok=True)
     _remove_stale(absolute)
@@ -103,7 +113,7 @@ def stage(path: str, mode: str) -> StagedOutput:
 
 def discard(output: StagedOutput) -> None:
     """Remove what a run staged for ``output``."""
-    shutil.rmtree(output.staging, ignore_errors=True)
+    _delete(output.staging)
 
 
 def _tidy(staging: str) -> None:
@@ -171,12 +181,12 @@ def publish(output: StagedOutput) -> None:
         if not os.path.lexists(path):
             os.rename(output.staging, path)
         elif _exchange(output.staging, path):
-            shutil.rmtree(output.staging, ignore_errors=True)  # the old content now
+            _delete(output.staging)  # the old content now
         else:
             old = f"{output.staging}-old"
             os.rename(path, old)
             os.rename(output.staging, path)
-            shutil.rmtree(old, ignore_errors=True)
+            _delete(old)
     else:  # error (ignore skipped the pipeline before it ran)
         try:
             os.rename(output.staging, path)  # onto an absent path or an empty directory

@@ -30,6 +30,8 @@ import pyarrow as pa
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 
+from cdc_connectors.connectors.files import FilesWriteError
+from cdc_connectors.connectors.files_owner import check, owner_of, refuse_owned
 from cdc_connectors.connectors.messages import open_format
 from cdc_connectors.options import TRUE
 from cdc_connectors.pipeline import outputs
@@ -38,7 +40,7 @@ from cdc_connectors.pipeline.connectors import missing_input
 from cdc_connectors.pipeline.outputs import StagedOutput
 from cdc_connectors.pipeline.plan import Counts, SourceFormat, Stage
 
-__all__ = ["Stopper", "run"]
+__all__ = ["Stopper", "refusal", "run"]
 
 EXIT_OK, EXIT_LETTERS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 _SETTING_ERROR = re.compile(r"SettingError: (.+)")
@@ -233,7 +235,7 @@ class _Job:
             return {
                 **settings,
                 "batchId": str(batch_id),
-                "checkpointLocation": self.pipeline.checkpoint,
+                "checkpointLocation": os.path.abspath(self.pipeline.checkpoint),
             }
         output = outputs.stage(_path(settings), self.pipeline.save_mode)
         staged.append(output)
@@ -401,6 +403,25 @@ def _file_outputs(pipeline: Pipeline) -> list[tuple[str, str]]:
     return found
 
 
+def refused(pipeline: Pipeline) -> str | None:
+    """Why ``pipeline`` must not write to its file outputs at all, as one line with its place
+    in the file: an output that is a file, or that belongs to another streaming query (a
+    batch pipeline's, or a streaming one's whose query is not that output's owner)."""
+    checkpoint = owner_of(pipeline.checkpoint)
+    for what, path in _file_outputs(pipeline):
+        where = pipeline.destination.where if what == "destination" else pipeline.dead_letters.where
+        if os.path.lexists(path) and not os.path.isdir(path):
+            return f"{where}: the {what} path {path} is a file, not a directory"
+        try:
+            if pipeline.batch:
+                refuse_owned(path, "a batch pipeline")
+            elif checkpoint is not None:
+                check(path, checkpoint)
+        except FilesWriteError as exc:
+            return f"{where}: {exc}"
+    return None
+
+
 def occupied(pipeline: Pipeline) -> str | None:
     """Why a batch pipeline must not write to its file outputs as its save mode stands:
     ``error`` or ``ignore`` and an output that is not empty; else ``None``."""
@@ -409,6 +430,23 @@ def occupied(pipeline: Pipeline) -> str | None:
     for what, path in _file_outputs(pipeline):
         if not outputs.is_empty(path):
             return f"the {what} path {path} is not empty"
+    return None
+
+
+def refusal(config: Config) -> str | None:
+    """The first reason a pipeline of ``config`` cannot run as its outputs stand, with its
+    place in the file (pipelines that ``mode: ignore`` skips are not refused); ``None``."""
+    for pipeline in config.pipelines:
+        problem = refused(pipeline)
+        if problem is None and pipeline.save_mode != "ignore":
+            full = occupied(pipeline)
+            if full is not None:
+                problem = (
+                    f"{pipeline.destination.locate('mode')}: {full}; set mode: overwrite to "
+                    "replace it, or mode: append to add to it"
+                )
+        if problem is not None:
+            return problem
     return None
 
 
@@ -442,20 +480,17 @@ def run(
         if problem is not None:
             say(f"Error: {pipeline.source.place_of(problem)}: {problem}")
             return EXIT_USAGE
+    problem = refusal(config)
+    if problem is not None:
+        say(f"Error: {problem}")
+        return EXIT_USAGE
     runnable = []
     for pipeline in config.pipelines:
-        problem = occupied(pipeline)
-        if problem is None:
+        full = occupied(pipeline)
+        if full is None:
             runnable.append(pipeline)
-        elif pipeline.save_mode == "ignore":
-            say(f"{pipeline.id}: skipped: {problem} (mode: ignore)")
-        else:
-            where = pipeline.destination.locate("mode")
-            say(
-                f"Error: {where}: {problem}; set mode: overwrite to replace it, or mode: append "
-                "to add to it"
-            )
-            return EXIT_USAGE
+        else:  # mode: ignore
+            say(f"{pipeline.id}: skipped: {full} (mode: ignore)")
     jobs = [_Job(p, spark, say) for p in runnable]
     for job in jobs:
         say(job.start_line(available_now))

@@ -252,3 +252,26 @@ def test_a_pipeline_stage_still_routes_dead_letters_as_conduit_writes_them(
     assert found.operation is Operation.CREATE
     assert found.payload.after == BAD
     assert found.metadata[DLQ_ERROR]
+
+
+def test_a_row_with_no_operation_of_opencdc_is_one_line_naming_its_position() -> None:
+    import pyarrow as pa
+    import pytest
+
+    from cdc_connectors.connectors.errors import ConnectorError
+    from cdc_connectors.connectors.messages import encode_rows
+    from cdc_connectors.formats.opencdc import OpenCDCJsonFormat
+    from cdc_connectors.opencdc import Operation, Record
+    from cdc_connectors.spark.arrow import records_to_batch
+
+    batch = records_to_batch(
+        [Record(position=b"f.jsonl:%d" % i, operation=Operation.CREATE) for i in (1, 2)]
+    )
+    index = batch.schema.get_field_index("operation")
+    batch = batch.set_column(index, "operation", pa.array(["create", "SNAPSHOT"]))
+    with pytest.raises(ConnectorError) as caught:
+        encode_rows(OpenCDCJsonFormat(), batch, node_id="cdc-files")
+    assert str(caught.value) == (
+        "cdc-files: the row at position 'f.jsonl:2' is no OpenCDC record: "
+        "unknown operation 'SNAPSHOT'"
+    )

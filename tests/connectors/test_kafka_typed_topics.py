@@ -19,7 +19,7 @@ def test_typed_kafka_reads_of_two_topics(spark: Any, kafka_broker: KafkaBroker) 
     produce(kafka_broker, t2, [(0, None, line) for line in customers])
     topics = f"{t1},{t2}"
     with pytest.raises(Exception, match="several collections"):
-        source(
+        _ = source(
             spark,
             kafka_broker,
             topics,

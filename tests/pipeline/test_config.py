@@ -269,9 +269,7 @@ def test_a_glob_source_that_reaches_an_output_through_a_link_is_refused(
     os.makedirs("feeds")
     os.makedirs("elsewhere/dead")
     os.symlink(os.path.abspath("elsewhere"), "feeds/linked")
-    text = _with("path: in/", "path: 'feeds/*'").replace(
-        "path: ./dlq}", "path: elsewhere/dead}"
-    )
+    text = _with("path: in/", "path: 'feeds/*'").replace("path: ./dlq}", "path: elsewhere/dead}")
     assert "overlaps the source path" in _error(text)
 
 
