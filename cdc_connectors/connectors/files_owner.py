@@ -60,7 +60,7 @@ def _read(path: str) -> Owner | None:
         with open(marker, encoding="utf-8") as stream:
             data = json.load(stream)
         return Owner(data.get("query"), str(data["checkpoint"]))
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         raise FilesWriteError(

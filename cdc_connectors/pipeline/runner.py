@@ -412,6 +412,9 @@ def refused(pipeline: Pipeline) -> str | None:
         where = pipeline.destination.where if what == "destination" else pipeline.dead_letters.where
         if os.path.lexists(path) and not os.path.isdir(path):
             return f"{where}: the {what} path {path} is a file, not a directory"
+        above = _file_above(path)
+        if above is not None:
+            return f"{where}: the {what} path {path} cannot be a directory: {above} is a file"
         try:
             if pipeline.batch:
                 refuse_owned(path, "a batch pipeline")
@@ -420,6 +423,14 @@ def refused(pipeline: Pipeline) -> str | None:
         except FilesWriteError as exc:
             return f"{where}: {exc}"
     return None
+
+
+def _file_above(path: str) -> str | None:
+    """The nearest existing parent of ``path`` when it is no directory."""
+    parent = os.path.dirname(os.path.abspath(path))
+    while parent and not os.path.lexists(parent):
+        parent = os.path.dirname(parent)
+    return parent if parent and not os.path.isdir(parent) else None
 
 
 def occupied(pipeline: Pipeline) -> str | None:

@@ -54,6 +54,10 @@ def test_an_output_that_is_a_file_is_refused(tmp_path: Path) -> None:
             f"the destination path {tmp_path / 'out'} is a file, not a directory"
         )
     assert (tmp_path / "out").read_text() == "a file"
+    problem = refusal(config(tmp_path, tmp_path / "out" / "records"))
+    assert problem is not None and problem.endswith(
+        f"cannot be a directory: {tmp_path / 'out'} is a file"
+    )
 
 
 def test_a_streaming_pipeline_into_another_query_s_directory_is_refused(tmp_path: Path) -> None:

@@ -72,9 +72,17 @@ def test_append_adds_a_second_copy_and_ignore_skips(spark, tmp_path, source):  #
 def test_a_failed_destination_publishes_no_dead_letters(spark, tmp_path, source):  # type: ignore[no-untyped-def]
     """Before, the dead letters were committed, the summary said 0 and a rerun wrote them
     again."""
-    blocked = tmp_path / "a-file"
-    blocked.write_text("not a directory")
-    status, lines = go(spark, tmp_path, blocked / "out")
+    pipeline = files_pipeline("p", tmp_path / "in", tmp_path / "out", tmp_path / "dead")
+    pipeline["mode"] = "batch"
+    pipeline["connectors"][1] = {  # a broker that is not there: the destination's write fails
+        "id": "out",
+        "type": "destination",
+        "plugin": "kafka",
+        "settings": {"servers": "127.0.0.1:1", "topic": "t", "deliveryTimeoutMs": "2000"},
+    }
+    text = yaml.safe_dump({"version": "2.2", "pipelines": [pipeline]}, sort_keys=False)
+    lines = []
+    status = run(parse(text, "p.yaml"), spark, say=lines.append)
     assert status == 1
     assert "0 to the dead-letter output" in lines[-2] and lines[-1].startswith("Error: pipeline p")
     assert places(tmp_path / "dead") == []
