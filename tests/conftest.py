@@ -59,3 +59,11 @@ def kafka_broker() -> Iterator[KafkaBroker]:
     """One Tansu broker (in memory, loopback) for the suite; tests create their own topics."""
     with KafkaBroker() as broker:
         yield broker
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Modules with slow tests first: with two workers (``make test``) the long Spark runs
+    start at once and the quick tests fill the gaps, instead of one worker finishing a long
+    module alone at the end."""
+    slow_modules = {item.module.__name__ for item in items if item.get_closest_marker("slow")}  # type: ignore[attr-defined]
+    items.sort(key=lambda item: item.module.__name__ not in slow_modules)  # type: ignore[attr-defined]
