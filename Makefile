@@ -35,10 +35,9 @@ run: setup
 	rm -rf .cdc/shop
 	$(BIN)/python examples/shop.py --run examples/pipelines/shop.yaml .cdc/shop
 
-# Four pytest workers on two cores: most of a Spark test is spent waiting (process start-ups,
-# triggers, timeouts), so several run in the time of one; a module's tests stay on one worker
-# (its fixtures are shared).
-TEST_WORKERS ?= 4
+# Two pytest workers: most of a Spark test is spent waiting on process start-ups, so two run
+# in the time of one on two cores; a module's tests stay on one worker (its fixtures are shared).
+TEST_WORKERS ?= 2
 
 test: setup
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
