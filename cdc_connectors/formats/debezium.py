@@ -227,7 +227,7 @@ class DebeziumJsonFormat(Format):
         for part in ("db", "schema", "table", "collection"):
             value = source.get(part)
             if value is not None and not isinstance(value, str):
-                raise CodecError(f"source.{part}: expected a string, got {_kind(value)}")
+                raise CodecError(f"source.{part}: expected a string, got {json_kind(value)}")
         table = source.get("table") or source.get("collection")
         if isinstance(table, str) and table:
             parts = [source.get("db"), source.get("schema"), table]
@@ -290,18 +290,18 @@ class DebeziumJsonFormat(Format):
         :class:`CodecError` or :class:`SkipMessage` as :meth:`decode` does.
         """
         if not isinstance(envelope, Mapping):
-            raise CodecError(f"value: a change event is a JSON object, not {_kind(envelope)}")
+            raise CodecError(f"value: a change event is a JSON object, not {json_kind(envelope)}")
         schema, payload = _unwrap(envelope, "value")
         if payload is None:
             return self._tombstone(key)
         if not isinstance(payload, Mapping):
-            raise CodecError(f"value payload: expected an object, got {_kind(payload)}")
+            raise CodecError(f"value payload: expected an object, got {json_kind(payload)}")
         operation = self._operation(payload, schema)
         source = payload.get("source")
         if source is None:
             source = {}
         elif not isinstance(source, Mapping):
-            raise CodecError(f"source: expected an object, got {_kind(source)}")
+            raise CodecError(f"source: expected an object, got {json_kind(source)}")
         collection = self.collection_of(source)
         rows = self._envelope_rows(schema)
         before = self._image(payload, "before", rows[0])
@@ -317,7 +317,7 @@ class DebeziumJsonFormat(Format):
             for field, value in transaction.items():
                 _put(metadata, f"{self.prefix}.transaction.{field}", value)
         elif transaction is not None:
-            raise CodecError(f"transaction: expected an object, got {_kind(transaction)}")
+            raise CodecError(f"transaction: expected an object, got {json_kind(transaction)}")
         self.extra_metadata(payload, metadata)
         unavailable = _unavailable_columns(after)
         if unavailable:
@@ -471,7 +471,7 @@ class DebeziumJsonFormat(Format):
             if not value:
                 return None
         if not isinstance(value, Mapping):
-            raise CodecError(f"{name}: expected an object or null, got {_kind(value)}")
+            raise CodecError(f"{name}: expected an object or null, got {json_kind(value)}")
         if row is None:
             return dict(value)
         return _typed(row.connect, value, name)
@@ -486,7 +486,7 @@ class DebeziumJsonFormat(Format):
         if payload is None:
             return None, None
         if not isinstance(payload, Mapping):
-            raise CodecError(f"key payload: expected an object, got {_kind(payload)}")
+            raise CodecError(f"key payload: expected an object, got {json_kind(payload)}")
         if schema is None:
             return dict(payload), None
         row = self._row_schema(schema, "key schema")
@@ -548,7 +548,7 @@ class DebeziumJsonFormat(Format):
     def _row_schema(self, block: Any, what: str) -> _RowSchema:
         """A row struct's schema, parsed once per distinct block text."""
         if not isinstance(block, Mapping):
-            raise CodecError(f"{what}: expected an object, got {_kind(block)}")
+            raise CodecError(f"{what}: expected an object, got {json_kind(block)}")
         # A row is never null once present: the image itself is the optional part.
         required = {k: v for k, v in block.items() if k not in ("field", "optional", "default")}
         text = orjson.dumps(required, option=_SORTED)
@@ -762,7 +762,7 @@ def _json_document(text: str, name: str) -> Any:
     if not isinstance(document, Mapping):
         raise CodecError(
             f"{name}: a string image is a document's JSON text, and this one holds "
-            f"{_kind(document)}, not an object"
+            f"{json_kind(document)}, not an object"
         )
     return document
 
@@ -820,7 +820,7 @@ def _nanos(block: Mapping[str, Any], what: str) -> int | None:
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, int):
-            raise CodecError(f"{what}.{field}: expected an integer, got {_kind(value)}")
+            raise CodecError(f"{what}.{field}: expected an integer, got {json_kind(value)}")
         nanos = value * factor
         if not -(2**63) <= nanos < 2**63:
             raise CodecError(f"{what}.{field}: {value} is beyond the nanoseconds 64 bits hold")
@@ -867,7 +867,8 @@ def _put(metadata: Metadata, name: str, value: Any) -> None:
         raise CodecError(f"{name}: {exc}") from None
 
 
-def _kind(value: Any) -> str:
+def json_kind(value: Any) -> str:
+    """What a JSON value is, for messages: "a number", "an object", ..."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -1258,7 +1259,7 @@ def _connect_json(schema: ConnectSchema, value: Any, path: str) -> Any:
             raise CodecError(f"{where}: cannot be written as {schema.name}: {exc}") from None
     if schema.type == "struct":
         if not isinstance(value, Mapping):
-            raise CodecError(f"{where}: expected an object for a struct, got {_kind(value)}")
+            raise CodecError(f"{where}: expected an object for a struct, got {json_kind(value)}")
         names = {name for name, _ in schema.fields}
         extra = [name for name in value if name not in names]
         if extra:

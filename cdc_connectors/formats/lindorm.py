@@ -42,7 +42,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from cdc_connectors.formats.base import FormatOptionError, Message
-from cdc_connectors.formats.debezium import DebeziumJsonFormat, _kind, _unwrap
+from cdc_connectors.formats.debezium import DebeziumJsonFormat, _unwrap, json_kind
 from cdc_connectors.opencdc import CodecError, Record
 
 __all__ = ["LindormJsonFormat"]
@@ -162,7 +162,7 @@ def _hbase_key(payload: Mapping[str, Any]) -> dict[str, Any]:
     for name in ("before", "after"):
         value = payload.get(name)
         if value is not None and not isinstance(value, Mapping):
-            raise CodecError(f"{name}: expected an object or null, got {_kind(value)}")
+            raise CodecError(f"{name}: expected an object or null, got {json_kind(value)}")
     order = ("before", "after") if payload.get("op") == "d" else ("after", "before")
     for name in order:
         image = _image(payload, name)

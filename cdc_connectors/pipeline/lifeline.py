@@ -27,7 +27,8 @@ LAUNCHER_ENV = "CDC_CONNECTORS_LAUNCHER_PID"
 _POLL = 0.5
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (one of another user counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -76,7 +77,7 @@ def _wait_for_exit(pid: int) -> None:
             finally:
                 os.close(fd)
     parent = os.getppid()
-    while _alive(pid) and (parent != pid or os.getppid() == pid):
+    while alive(pid) and (parent != pid or os.getppid() == pid):
         time.sleep(_POLL)
 
 
@@ -123,7 +124,7 @@ def _running(pid: int) -> bool:
         done, _ = os.waitpid(pid, os.WNOHANG)
         if done == pid:
             return False
-    if not _alive(pid):
+    if not alive(pid):
         return False
     # ended but not reaped by its parent (not us): a zombie runs nothing
     with contextlib.suppress(OSError), open(f"/proc/{pid}/stat") as stream:

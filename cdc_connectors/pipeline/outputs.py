@@ -27,6 +27,8 @@ import shutil
 import uuid
 from dataclasses import dataclass
 
+from cdc_connectors.pipeline.lifeline import alive
+
 __all__ = [
     "MODES",
     "OutputChanged",
@@ -68,16 +70,6 @@ def is_empty(path: str) -> bool:
     return not any(not name.startswith((".", "_")) for name in os.listdir(path))
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _delete(path: str) -> None:
     """Remove ``path``, whatever it is (a directory, a file, a link)."""
     if os.path.isdir(path) and not os.path.islink(path):
@@ -95,7 +87,7 @@ def _remove_stale(path: str) -> None:
         if not entry.startswith(prefix):
             continue
         pid = entry[len(prefix) :].split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not alive(int(pid)):
             _delete(os.path.join(parent, entry))
 
 

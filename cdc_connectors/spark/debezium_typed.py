@@ -66,7 +66,7 @@ from fastavro.schema import SchemaParseException
 from pyspark.sql.types import StructField, StructType
 
 from cdc_connectors.formats.base import Message, SkipMessage
-from cdc_connectors.formats.debezium import UNAVAILABLE_VALUE, DebeziumJsonFormat
+from cdc_connectors.formats.debezium import UNAVAILABLE_VALUE, DebeziumJsonFormat, json_kind
 from cdc_connectors.opencdc import CodecError, Record, keys
 from cdc_connectors.opencdc.json_codec import json_default
 from cdc_connectors.opencdc.metadata import Metadata
@@ -702,23 +702,9 @@ def _fit(node: ConnectSchema, value: Any, where: str) -> Any:
         return {name: _fit(child, value.get(name), prefix + name) for name, child in node.fields}
     shown = "a double" if kind == "float64" else kind
     raise CodecError(
-        f"{place}: {_kind(value)} where the sample messages had {shown} (the typed columns "
+        f"{place}: {json_kind(value)} where the sample messages had {shown} (the typed columns "
         "were inferred from them)"
     )
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, Mapping):
-        return "an object"
-    return type(value).__name__
 
 
 @dataclass
