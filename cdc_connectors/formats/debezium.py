@@ -68,10 +68,9 @@ import base64
 import datetime as dt
 import re
 import time
-import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any, ClassVar
 
 import orjson
@@ -90,7 +89,7 @@ from cdc_connectors.opencdc.metadata import Metadata
 from cdc_connectors.opencdc.operation import Operation
 from cdc_connectors.schema import avro_values, framing
 from cdc_connectors.schema.connect import (
-    SEMANTIC_TYPES,
+    AVRO_LOGICAL_CONNECT,
     ConnectSchema,
     connect_to_avro,
     connect_value,
@@ -1029,16 +1028,6 @@ def _infer_value(values: list[Any], where: str) -> dict[str, Any]:
 
 # Avro -> Connect: the reverse of connect_to_avro; AvroData's connect.* properties restore
 # the Connect names and parameters, logical types without them get Connect's or Debezium's.
-_LOGICAL_CONNECT: Mapping[str, tuple[str, str]] = {
-    "date": ("int32", "org.apache.kafka.connect.data.Date"),
-    "time-millis": ("int32", "org.apache.kafka.connect.data.Time"),
-    "time-micros": ("int64", "io.debezium.time.MicroTime"),
-    "timestamp-millis": ("int64", "org.apache.kafka.connect.data.Timestamp"),
-    "timestamp-micros": ("int64", "io.debezium.time.MicroTimestamp"),
-    "local-timestamp-millis": ("int64", "org.apache.kafka.connect.data.Timestamp"),
-    "local-timestamp-micros": ("int64", "io.debezium.time.MicroTimestamp"),
-    "uuid": ("string", "io.debezium.data.Uuid"),
-}
 _AVRO_PRIMITIVE = {
     "int": "int32",
     "long": "int64",
@@ -1071,8 +1060,10 @@ def _avro_to_connect(avro: Any, where: str, optional: bool = False) -> dict[str,
                 "connect.decimal.precision": str(node.get("precision")),
             },
         }
-    elif isinstance(logical, str) and logical in _LOGICAL_CONNECT and "connect.name" not in node:
-        connect_type, name = _LOGICAL_CONNECT[logical]
+    elif (
+        isinstance(logical, str) and logical in AVRO_LOGICAL_CONNECT and "connect.name" not in node
+    ):
+        connect_type, name = AVRO_LOGICAL_CONNECT[logical]
         block = {"type": connect_type, "name": name}
     elif kind in ("record", "error"):
         name = node.get("name", "")
@@ -1124,117 +1115,6 @@ def _avro_to_connect(avro: Any, where: str, optional: bool = False) -> dict[str,
     return block
 
 
-# Structured data -> Connect JSON values: the reverse of connect_value + to_structured.
-_Writer = Callable[[Any, Mapping[str, str]], Any]
-
-
-def _decimal(value: Any) -> Decimal:
-    if isinstance(value, Decimal):
-        return value
-    if isinstance(value, float):
-        return Decimal(repr(value))
-    try:
-        return Decimal(str(value))
-    except InvalidOperation:
-        raise ValueError(f"not a decimal number: {value!r:.60}") from None
-
-
-def _unscaled_b64(number: Decimal, scale: int) -> str:
-    if not number.is_finite():
-        raise ValueError(f"{number} is not a finite decimal")
-    # From the digits, not arithmetic: a decimal context would round long numbers.
-    sign, digits, exponent = number.as_tuple()
-    assert isinstance(exponent, int)
-    shift = exponent + scale
-    if shift < 0 and any(digits[shift:]):
-        raise ValueError(f"{number} has more than {scale} fraction digits")
-    whole = int("".join(map(str, digits)) or "0")
-    whole = whole * 10**shift if shift >= 0 else whole // 10**-shift
-    whole = -whole if sign else whole
-    raw = whole.to_bytes((whole.bit_length() + 8) // 8, "big", signed=True)
-    return base64.b64encode(raw).decode("ascii")
-
-
-def _write_decimal(value: Any, params: Mapping[str, str]) -> str:
-    return _unscaled_b64(_decimal(value), int(params.get("scale", "0")))
-
-
-def _write_variable_decimal(value: Any, params: Mapping[str, str]) -> dict[str, Any]:
-    number = _decimal(value)
-    scale = max(0, -int(number.as_tuple().exponent))
-    return {"scale": scale, "value": _unscaled_b64(number, scale)}
-
-
-def _instant(value: Any) -> dt.datetime:
-    moment = dt.datetime.fromisoformat(value) if isinstance(value, str) else value
-    if not isinstance(moment, dt.datetime):
-        raise ValueError(f"expected an ISO 8601 date-time, got {value!r:.60}")
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=dt.UTC)
-
-
-def _since_epoch(per_second: int) -> _Writer:
-    def write(value: Any, params: Mapping[str, str]) -> int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        micros = (_instant(value) - _EPOCH) // dt.timedelta(microseconds=1)
-        return micros * per_second // 1_000_000
-
-    return write
-
-
-def _time_of_day(per_second: int) -> _Writer:
-    def write(value: Any, params: Mapping[str, str]) -> int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        moment = dt.time.fromisoformat(value) if isinstance(value, str) else value
-        if not isinstance(moment, dt.time):
-            raise ValueError(f"expected an ISO 8601 time, got {value!r:.60}")
-        micros = ((moment.hour * 60 + moment.minute) * 60 + moment.second) * 1_000_000
-        return (micros + moment.microsecond) * per_second // 1_000_000
-
-    return write
-
-
-def _days(value: Any, params: Mapping[str, str]) -> int:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    day = dt.date.fromisoformat(value) if isinstance(value, str) else value
-    if not isinstance(day, dt.date):
-        raise ValueError(f"expected an ISO 8601 date, got {value!r:.60}")
-    return day.toordinal() - _EPOCH_DAY
-
-
-def _as_is(value: Any, params: Mapping[str, str]) -> Any:
-    return str(value) if isinstance(value, uuid.UUID) else value
-
-
-def _text_instant(value: Any, params: Mapping[str, str]) -> str:
-    return value if isinstance(value, str) else _instant(value).isoformat()
-
-
-def _text_decimal(value: Any, params: Mapping[str, str]) -> str:
-    return f"{_decimal(value):f}"
-
-
-_C, _D = "org.apache.kafka.connect.data.", "io.debezium."
-#: Semantic type name -> how a structured value is written for it (SEMANTIC_TYPES reversed).
-_WRITERS: Mapping[str, _Writer] = {
-    _C + "Decimal": _write_decimal,
-    _C + "Date": _days,
-    _C + "Time": _time_of_day(1000),
-    _C + "Timestamp": _since_epoch(1000),
-    _D + "time.Date": _days,
-    _D + "time.Time": _time_of_day(1000),
-    _D + "time.MicroTime": _time_of_day(1_000_000),
-    _D + "time.Timestamp": _since_epoch(1000),
-    _D + "time.MicroTimestamp": _since_epoch(1_000_000),
-    _D + "data.VariableScaleDecimal": _write_variable_decimal,
-    "com.*.cdc.data.Decimal": _text_decimal,
-    "com.*.cdc.data.timestamp": _text_instant,
-}
-_WRITER_OF = {id(SEMANTIC_TYPES[name]): writer for name, writer in _WRITERS.items()}
-
-
 def _written(schema: ConnectSchema, value: Any, path: str) -> Any:
     """``value`` as Connect JSON for ``schema``, read back once: nothing is written that a
     reader of the schema would refuse."""
@@ -1252,9 +1132,8 @@ def _connect_json(schema: ConnectSchema, value: Any, path: str) -> Any:
     if value is None:
         return None
     if schema.semantic is not None:
-        writer = _WRITER_OF.get(id(schema.semantic), _as_is)
         try:
-            return writer(value, schema.parameters)
+            return schema.semantic.write(value, schema.parameters)
         except (ValueError, TypeError, OverflowError) as exc:
             raise CodecError(f"{where}: cannot be written as {schema.name}: {exc}") from None
     if schema.type == "struct":

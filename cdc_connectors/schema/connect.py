@@ -40,7 +40,9 @@ from cdc_connectors.schema import jsontext
 from cdc_connectors.schema.errors import SchemaError
 
 __all__ = [
+    "AVRO_LOGICAL_CONNECT",
     "SEMANTIC_TYPES",
+    "Columnar",
     "ConnectSchema",
     "SemanticType",
     "connect_to_avro",
@@ -317,6 +319,98 @@ def _text_timestamp(value: Any, params: Params) -> dt.datetime:
     return parsed.astimezone(dt.UTC)
 
 
+# --- value writers: structured data (what records hold) -> Connect JSON ------------------
+_Write = Callable[[Any, Mapping[str, str]], Any]
+
+
+def _as_decimal(value: Any) -> Decimal:
+    if isinstance(value, Decimal):
+        return value
+    if isinstance(value, float):
+        return Decimal(repr(value))
+    try:
+        return Decimal(str(value))
+    except InvalidOperation:
+        raise ValueError(f"not a decimal number: {value!r:.60}") from None
+
+
+def _unscaled_base64(number: Decimal, scale: int) -> str:
+    if not number.is_finite():
+        raise ValueError(f"{number} is not a finite decimal")
+    # From the digits, not arithmetic: a decimal context would round long numbers.
+    sign, digits, exponent = number.as_tuple()
+    assert isinstance(exponent, int)
+    shift = exponent + scale
+    if shift < 0 and any(digits[shift:]):
+        raise ValueError(f"{number} has more than {scale} fraction digits")
+    whole = int("".join(map(str, digits)) or "0")
+    whole = whole * 10**shift if shift >= 0 else whole // 10**-shift
+    whole = -whole if sign else whole
+    raw = whole.to_bytes((whole.bit_length() + 8) // 8, "big", signed=True)
+    return base64.b64encode(raw).decode("ascii")
+
+
+def _write_decimal(value: Any, params: Mapping[str, str]) -> str:
+    return _unscaled_base64(_as_decimal(value), int(params.get("scale", "0")))
+
+
+def _write_variable_decimal(value: Any, params: Mapping[str, str]) -> dict[str, Any]:
+    number = _as_decimal(value)
+    scale = max(0, -int(number.as_tuple().exponent))
+    return {"scale": scale, "value": _unscaled_base64(number, scale)}
+
+
+def _as_instant(value: Any) -> dt.datetime:
+    moment = dt.datetime.fromisoformat(value) if isinstance(value, str) else value
+    if not isinstance(moment, dt.datetime):
+        raise ValueError(f"expected an ISO 8601 date-time, got {value!r:.60}")
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=dt.UTC)
+
+
+def _write_since_epoch(per_second: int) -> _Write:
+    def write(value: Any, params: Mapping[str, str]) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        micros = (_as_instant(value) - _EPOCH) // dt.timedelta(microseconds=1)
+        return micros * per_second // 1_000_000
+
+    return write
+
+
+def _write_time_of_day(per_second: int) -> _Write:
+    def write(value: Any, params: Mapping[str, str]) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        moment = dt.time.fromisoformat(value) if isinstance(value, str) else value
+        if not isinstance(moment, dt.time):
+            raise ValueError(f"expected an ISO 8601 time, got {value!r:.60}")
+        micros = ((moment.hour * 60 + moment.minute) * 60 + moment.second) * 1_000_000
+        return (micros + moment.microsecond) * per_second // 1_000_000
+
+    return write
+
+
+def _write_days(value: Any, params: Mapping[str, str]) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    day = dt.date.fromisoformat(value) if isinstance(value, str) else value
+    if not isinstance(day, dt.date):
+        raise ValueError(f"expected an ISO 8601 date, got {value!r:.60}")
+    return day.toordinal() - _EPOCH_DAY
+
+
+def _write_as_is(value: Any, params: Mapping[str, str]) -> Any:
+    return str(value) if isinstance(value, uuid.UUID) else value
+
+
+def _write_text_instant(value: Any, params: Mapping[str, str]) -> str:
+    return value if isinstance(value, str) else _as_instant(value).isoformat()
+
+
+def _write_text_decimal(value: Any, params: Mapping[str, str]) -> str:
+    return f"{_as_decimal(value):f}"
+
+
 # --- the semantic type table ---------------------------------------------------------------
 
 
@@ -345,8 +439,30 @@ def _avro(avro_type: str, logical: str | None = None) -> Callable[[Params], dict
 
 
 @dataclass(frozen=True, slots=True)
+class Columnar:
+    """How the columnar Debezium JSON path reads a semantic type's JSON values.
+
+    ``kind`` is ``count`` (the JSON number is the value, within ``bounds`` if given),
+    ``text`` (the JSON string is the value), ``timestamp`` (a count of
+    ``micros_per_unit`` microseconds since the epoch), ``decimal`` (base64 two's
+    complement), ``enum`` (one of the ``allowed`` parameter) or ``uuid`` (canonical text).
+    """
+
+    kind: str
+    bounds: tuple[int, int] | None = None
+    micros_per_unit: int = 1
+
+
+_COUNT, _TEXT = Columnar("count"), Columnar("text")
+# Days of years 1-9999 (Python's and Spark's dates) and times of day.
+_DAY_BOUNDS = (-719_162, 2_932_896)
+_MILLIS_OF_DAY, _MICROS_OF_DAY = (0, 86_399_999), (0, 86_399_999_999)
+
+
+@dataclass(frozen=True, slots=True)
 class SemanticType:
-    """What a Connect schema ``name`` means: its Avro type and how its values convert."""
+    """What a Connect schema ``name`` means, in every direction: its Avro type, how its
+    JSON values read and how structured values write back, and its columnar reading."""
 
     #: The Connect type the name sits on; another is a malformed schema.
     connect_type: str
@@ -356,70 +472,162 @@ class SemanticType:
     convert: Callable[[Any, Params], Any]
     #: What the consumer sees, for the documentation table.
     consumer: str
+    #: A structured value (what a record holds) -> the Connect JSON value.
+    write: _Write = _write_as_is
+    #: How the columnar path reads the JSON values; None: it leaves them to the
+    #: per-message path.
+    columnar: Columnar | None = None
+    #: Avro logical types read back as this Connect type when the Avro schema carries no
+    #: ``connect.name`` (the reverse of ``avro``).
+    from_avro: tuple[str, ...] = ()
 
 
 _CDL = "com.*.cdc.data."
 #: Connect name -> semantic type. ``com.*`` stands for CDL's vendor segment.
 SEMANTIC_TYPES: Mapping[str, SemanticType] = {
     "org.apache.kafka.connect.data.Decimal": SemanticType(
-        "bytes", _decimal_avro, _connect_decimal, "decimal(precision, scale) as Decimal"
+        "bytes",
+        _decimal_avro,
+        _connect_decimal,
+        "decimal(precision, scale) as Decimal",
+        _write_decimal,
+        Columnar("decimal"),
     ),
     "org.apache.kafka.connect.data.Date": SemanticType(
-        "int32", _avro("int", "date"), _days, "date"
+        "int32",
+        _avro("int", "date"),
+        _days,
+        "date",
+        _write_days,
+        Columnar("count", _DAY_BOUNDS),
+        ("date",),
     ),
     "org.apache.kafka.connect.data.Time": SemanticType(
-        "int32", _avro("int", "time-millis"), _time_of_day(1000, 32), "time (ms)"
+        "int32",
+        _avro("int", "time-millis"),
+        _time_of_day(1000, 32),
+        "time (ms)",
+        _write_time_of_day(1000),
+        Columnar("count", _MILLIS_OF_DAY),
+        ("time-millis",),
     ),
     "org.apache.kafka.connect.data.Timestamp": SemanticType(
-        "int64", _avro("long", "timestamp-millis"), _since_epoch(1000), "UTC timestamp (ms)"
+        "int64",
+        _avro("long", "timestamp-millis"),
+        _since_epoch(1000),
+        "UTC timestamp (ms)",
+        _write_since_epoch(1000),
+        Columnar("timestamp", micros_per_unit=1000),
+        ("timestamp-millis", "local-timestamp-millis"),
     ),
-    "io.debezium.time.Date": SemanticType("int32", _avro("int", "date"), _days, "date"),
+    "io.debezium.time.Date": SemanticType(
+        "int32", _avro("int", "date"), _days, "date", _write_days, Columnar("count", _DAY_BOUNDS)
+    ),
     "io.debezium.time.Time": SemanticType(
-        "int32", _avro("int", "time-millis"), _time_of_day(1000, 32), "time (ms)"
+        "int32",
+        _avro("int", "time-millis"),
+        _time_of_day(1000, 32),
+        "time (ms)",
+        _write_time_of_day(1000),
+        Columnar("count", _MILLIS_OF_DAY),
     ),
     "io.debezium.time.MicroTime": SemanticType(
-        "int64", _avro("long", "time-micros"), _time_of_day(1_000_000, 64), "time (us)"
+        "int64",
+        _avro("long", "time-micros"),
+        _time_of_day(1_000_000, 64),
+        "time (us)",
+        _write_time_of_day(1_000_000),
+        Columnar("count", _MICROS_OF_DAY),
+        ("time-micros",),
     ),
     "io.debezium.time.NanoTime": SemanticType(
-        "int64", _avro("long"), _plain_int(64), "long: ns past midnight (Avro has no time-nanos)"
+        "int64",
+        _avro("long"),
+        _plain_int(64),
+        "long: ns past midnight (Avro has no time-nanos)",
+        columnar=_COUNT,
     ),
     "io.debezium.time.Timestamp": SemanticType(
-        "int64", _avro("long", "timestamp-millis"), _since_epoch(1000), "UTC timestamp (ms)"
+        "int64",
+        _avro("long", "timestamp-millis"),
+        _since_epoch(1000),
+        "UTC timestamp (ms)",
+        _write_since_epoch(1000),
+        Columnar("timestamp", micros_per_unit=1000),
     ),
     "io.debezium.time.MicroTimestamp": SemanticType(
         "int64",
         _avro("long", "timestamp-micros"),
         _since_epoch(1_000_000),
         "UTC timestamp (us)",
+        _write_since_epoch(1_000_000),
+        Columnar("timestamp"),
+        ("timestamp-micros", "local-timestamp-micros"),
     ),
     "io.debezium.time.NanoTimestamp": SemanticType(
-        "int64", _avro("long"), _plain_int(64), "long: ns since epoch (datetime stops at us)"
+        "int64",
+        _avro("long"),
+        _plain_int(64),
+        "long: ns since epoch (datetime stops at us)",
+        columnar=_COUNT,
     ),
     "io.debezium.time.ZonedTimestamp": SemanticType(
-        "string", _avro("string"), _plain_text, "ISO-8601 string, offset kept"
+        "string", _avro("string"), _plain_text, "ISO-8601 string, offset kept", columnar=_TEXT
     ),
     "io.debezium.time.ZonedTime": SemanticType(
-        "string", _avro("string"), _plain_text, "ISO-8601 time string, offset kept"
+        "string",
+        _avro("string"),
+        _plain_text,
+        "ISO-8601 time string, offset kept",
+        columnar=_TEXT,
     ),
-    "io.debezium.time.Year": SemanticType("int32", _avro("int"), _plain_int(32), "int year"),
+    "io.debezium.time.Year": SemanticType(
+        "int32", _avro("int"), _plain_int(32), "int year", columnar=_COUNT
+    ),
     "io.debezium.data.VariableScaleDecimal": SemanticType(
-        "struct", _avro("string"), _variable_scale_decimal, "exact decimal text, scale kept"
+        "struct",
+        _avro("string"),
+        _variable_scale_decimal,
+        "exact decimal text, scale kept",
+        _write_variable_decimal,
     ),
-    "io.debezium.data.Json": SemanticType("string", _avro("string"), _plain_text, "JSON text"),
+    "io.debezium.data.Json": SemanticType(
+        "string", _avro("string"), _plain_text, "JSON text", columnar=_TEXT
+    ),
     "io.debezium.data.Enum": SemanticType(
-        "string", _avro("string"), _enum, "string, one of allowed"
+        "string", _avro("string"), _enum, "string, one of allowed", columnar=Columnar("enum")
     ),
-    "io.debezium.data.EnumSet": SemanticType("string", _avro("string"), _plain_text, "string"),
-    "io.debezium.data.Uuid": SemanticType("string", _avro("string", "uuid"), _uuid, "uuid string"),
+    "io.debezium.data.EnumSet": SemanticType(
+        "string", _avro("string"), _plain_text, "string", columnar=_TEXT
+    ),
+    "io.debezium.data.Uuid": SemanticType(
+        "string",
+        _avro("string", "uuid"),
+        _uuid,
+        "uuid string",
+        columnar=Columnar("uuid"),
+        from_avro=("uuid",),
+    ),
     _CDL + "Decimal": SemanticType(
-        "string", _text_decimal_avro, _text_decimal, "decimal(38, 18) unless parameters say"
+        "string",
+        _text_decimal_avro,
+        _text_decimal,
+        "decimal(38, 18) unless parameters say",
+        _write_text_decimal,
     ),
     _CDL + "timestamp": SemanticType(
         "string",
         _avro("long", "timestamp-micros"),
         _text_timestamp,
         "UTC timestamp (us); no offset = UTC",
+        _write_text_instant,
     ),
+}
+#: Avro logical type -> (Connect type, Connect name) of what it reads back as.
+AVRO_LOGICAL_CONNECT: Mapping[str, tuple[str, str]] = {
+    logical: (semantic.connect_type, name)
+    for name, semantic in SEMANTIC_TYPES.items()
+    for logical in semantic.from_avro
 }
 _CDL_NAME = re.compile(r"com\.[A-Za-z0-9_]+\.cdc\.data\.(Decimal|timestamp)")
 # AvroData compares the four Connect logical names ignoring case.

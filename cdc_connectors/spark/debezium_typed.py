@@ -112,48 +112,17 @@ _INT_RANGE = {
     "int32": (-(2**31), 2**31 - 1),
     "int64": (-(2**63), 2**63 - 1),
 }
-# Semantic types whose JSON value is the Avro value (a count or text) as is.
-_SAME_VALUE = {
-    "io.debezium.time.Date",
-    "org.apache.kafka.connect.data.Date",
-    "io.debezium.time.Time",
-    "org.apache.kafka.connect.data.Time",
-    "io.debezium.time.MicroTime",
-    "io.debezium.time.NanoTime",
-    "io.debezium.time.NanoTimestamp",
-    "io.debezium.time.ZonedTimestamp",
-    "io.debezium.time.ZonedTime",
-    "io.debezium.time.Year",
-    "io.debezium.data.Json",
-    "io.debezium.data.EnumSet",
-}
-_MICROS_PER = {
-    "io.debezium.time.MicroTimestamp": 1,
-    "io.debezium.time.Timestamp": 1000,
-    "org.apache.kafka.connect.data.Timestamp": 1000,
-}
-_DECIMAL = "org.apache.kafka.connect.data.Decimal"
 _PRECISION = "connect.decimal.precision"
 _DEFAULT_PRECISION = DEFAULT_DECIMAL_PRECISION
 _OTHERS = ("error", "skip")
-_UUID = "io.debezium.data.Uuid"
 _CANONICAL_UUID = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 _FLOAT32_MAX = 3.4028234663852886e38
 # Years 1-9999 (Python's and Spark's dates): what the per-message way refuses outside them.
 # A run of 16+ digits (a double holds 15-17), an exponent of 3 digits, NaN or Infinity.
 _INEXACT_NUMBER = r"[0-9][0-9.]{15,}|[eE][-+]?[0-9]{3}|NaN|Infinity"
 _MIN_MICROS, _MAX_MICROS = -62_135_596_800_000_000, 253_402_300_799_999_999
-# Semantic types whose count has a range of its own: days of years 1-9999, times of day.
-_BOUNDS = {
-    "io.debezium.time.Date": (-719_162, 2_932_896),
-    "org.apache.kafka.connect.data.Date": (-719_162, 2_932_896),
-    "io.debezium.time.Time": (0, 86_399_999),
-    "org.apache.kafka.connect.data.Time": (0, 86_399_999),
-    "io.debezium.time.MicroTime": (0, 86_399_999_999),
-}
 # Hooks a Debezium-shaped format may override; the fast path does what the base class does.
 _HOOKS = ("decode", "records_from_envelope", "collection_of", "key_of", "extra_metadata")
-_ENUM = "io.debezium.data.Enum"
 # One thread: a Spark Python worker has one core; 1 MiB blocks parse fastest here.
 _READ_OPTIONS = pajson.ReadOptions(block_size=1 << 20, use_threads=False)
 _UNAVAILABLE_BYTES = UNAVAILABLE_VALUE.encode()
@@ -854,20 +823,23 @@ def _column(node: ConnectSchema, target: pa.DataType, optional: bool | None = No
     optional = node.optional if optional is None else optional
     name, kind = node.name, node.type
     if node.semantic is not None:
-        if name == _DECIMAL and pa.types.is_decimal(target):
+        way = node.semantic.columnar
+        if way is None:
+            raise _NotColumnar(f"{node.path}: semantic type {name}")
+        if way.kind == "decimal" and pa.types.is_decimal(target):
             return _Column(pa.string(), _decimal(target, optional))
-        if name == _DECIMAL and target == pa.string():  # no Spark decimal: the exact text
+        if way.kind == "decimal" and target == pa.string():  # no Spark decimal: the exact text
             scale = int(node.parameters["scale"])
             precision = int(node.parameters.get(_PRECISION, _DEFAULT_PRECISION))
             return _Column(pa.string(), _decimal_text(scale, precision, optional))
-        if name in _MICROS_PER and pa.types.is_timestamp(target):
-            return _Column(pa.int64(), _timestamp(_MICROS_PER[name], optional))
-        if name == _ENUM and target == pa.string():
+        if way.kind == "timestamp" and pa.types.is_timestamp(target):
+            return _Column(pa.int64(), _timestamp(way.micros_per_unit, optional))
+        if way.kind == "enum" and target == pa.string():
             return _Column(pa.string(), _enum(node.parameters.get("allowed"), optional))
-        if name == _UUID and target == pa.string():
+        if way.kind == "uuid" and target == pa.string():
             return _Column(pa.string(), _uuid(optional))
-        if name in _SAME_VALUE and kind in _JSON_TYPES:
-            return _Column(_JSON_TYPES[kind], _plain(kind, target, optional, _BOUNDS.get(name)))
+        if way.kind in ("count", "text") and kind in _JSON_TYPES:
+            return _Column(_JSON_TYPES[kind], _plain(kind, target, optional, way.bounds))
         raise _NotColumnar(f"{node.path}: semantic type {name}")
     if kind in _JSON_TYPES:
         return _Column(_JSON_TYPES[kind], _plain(kind, target, optional))
