@@ -336,6 +336,34 @@ class TypedDebeziumDecoder:
         errors.sort(key=lambda pair: pair[0])
         return self._merge(parts), errors
 
+    def decode_fast(
+        self, values: pa.Array, places: pa.Array | None = None
+    ) -> tuple[pa.RecordBatch, np.ndarray]:
+        """Only the rows the fast path takes exactly: their typed batch (``key`` left null)
+        and their indexes in ``values``. Every other row is the caller's to decode the
+        per-message way; no row is taken when the fast path is off for this decoder."""
+        count = len(values)
+        none = np.zeros(0, dtype=np.int64)
+        if values.type != pa.binary():
+            values = values.cast(pa.binary())
+        if self._plan is None or self.fmt.key_fields or not count:
+            return _empty(self.schema), none
+        rows = np.flatnonzero(_mask(pc.starts_with(values, self._prefix)))
+        if not len(rows):
+            return _empty(self.schema), none
+        places = _places(places, count)
+        if len(rows) < count:
+            taken = pa.array(rows)
+            values, places = values.take(taken), places.take(taken)
+        try:
+            batch, rejected = self._fast(values, None, places)
+        except (_NotColumnar, pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return _empty(self.schema), none
+        if rejected.any():
+            batch = batch.filter(pa.array(~rejected))
+            rows = rows[~rejected]
+        return batch, rows
+
     def _merge(self, parts: list[tuple[list[int], pa.RecordBatch]]) -> pa.RecordBatch:
         parts = [(owners, batch) for owners, batch in parts if batch.num_rows]
         if not parts:
@@ -901,12 +929,15 @@ def _decimal(target: pa.Decimal128Type, optional: bool) -> Convert:
 
     def convert(array: pa.Array) -> _Flagged:
         bad = _nulls_bad(array, optional)
-        unscaled: list[int | None] = []
+        numbers, done = _base64_int64(array)
+        if limit <= 2**63:
+            outside = done & ((numbers <= -limit) | (numbers >= limit))
+            bad |= outside
+            numbers[outside] = 0
+        wide: dict[int, int] = {}
+        rest = np.flatnonzero(~done & _mask(pc.is_valid(array)))
         b64decode, from_bytes = base64.b64decode, int.from_bytes
-        for n, text in enumerate(array.to_pylist()):
-            if text is None:
-                unscaled.append(None)
-                continue
+        for n, text in zip(rest, array.take(pa.array(rest)).to_pylist(), strict=True):
             try:
                 raw = b64decode(text, validate=True)
             except (binascii.Error, ValueError):
@@ -917,10 +948,62 @@ def _decimal(target: pa.Decimal128Type, optional: bool) -> Convert:
             if not -limit < number < limit:
                 bad[n] = True
                 number = 0
-            unscaled.append(number)
-        return _Flagged(_decimal_array(unscaled, target), bad)
+            wide[int(n)] = number
+        return _Flagged(_decimal_array(numbers, wide, array, target), bad)
 
     return convert
+
+
+# Base64 digits -> their 6-bit values; 64 for the padding '=', 255 for anything else.
+_BASE64_VALUES = np.full(256, 255, dtype=np.uint8)
+_BASE64_VALUES[
+    np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", np.uint8)
+] = np.arange(64, dtype=np.uint8)
+_BASE64_VALUES[ord("=")] = 64
+
+
+def _base64_int64(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Big-endian two's complement integers of 1 to 8 bytes written as padded base64 (what
+    Connect writes for a decimal's unscaled value): the numbers, and which rows were read
+    here. Any other row (null, longer, text of another shape) is left to the exact
+    per-value reading."""
+    count = len(texts)
+    numbers = np.zeros(count, dtype=np.int64)
+    done = np.zeros(count, dtype=bool)
+    if not count:
+        return numbers, done
+    binary = texts.cast(pa.binary())
+    offsets = np.frombuffer(binary.buffers()[1], dtype=np.int32)[
+        binary.offset : binary.offset + count + 1
+    ].astype(np.int64)
+    data = np.frombuffer(binary.buffers()[2] or b"", dtype=np.uint8)
+    sizes = np.diff(offsets)
+    present = _mask(pc.is_valid(binary))
+    for width in (4, 8, 12):
+        rows = np.flatnonzero(present & (sizes == width))
+        if not len(rows):
+            continue
+        codes = _BASE64_VALUES[data[offsets[rows][:, None] + np.arange(width)[None, :]]]
+        pads = (codes[:, -1] == 64).astype(np.int64) + (codes[:, -2] == 64)
+        shaped = (codes[:, :-2] < 64).all(axis=1) & (codes[:, -1] <= 64)
+        shaped &= (codes[:, -2] < 64) | (codes[:, -1] == 64)
+        length = width // 4 * 3 - pads
+        shaped &= length <= 8
+        digits = np.where(codes < 64, codes, 0).astype(np.uint64).reshape(len(rows), -1, 4)
+        groups = (digits[..., 0] << 18) | (digits[..., 1] << 12) | (digits[..., 2] << 6)
+        groups |= digits[..., 3]
+        raw = np.stack([(groups >> 16) & 255, (groups >> 8) & 255, groups & 255], axis=-1)
+        raw = raw.reshape(len(rows), -1)
+        value = np.zeros(len(rows), dtype=np.uint64)
+        for k in range(raw.shape[1]):
+            inside = k < length
+            value = np.where(inside, (value << np.uint64(8)) | raw[:, k], value)
+        negative = raw[:, 0] >= 128
+        short = negative & (length < 8)
+        value[short] -= np.left_shift(np.uint64(1), (8 * length[short]).astype(np.uint64))
+        numbers[rows[shaped]] = value[shaped].view(np.int64)
+        done[rows[shaped]] = True
+    return numbers, done
 
 
 def _decimal_text(scale: int, precision: int, optional: bool) -> Convert:
@@ -952,22 +1035,24 @@ def _decimal_text(scale: int, precision: int, optional: bool) -> Convert:
     return convert
 
 
-def _decimal_array(unscaled: list[int | None], type_: pa.Decimal128Type) -> pa.Array:
-    """A decimal128 column from unscaled integers, built from their 16-byte two's complement."""
-    count = len(unscaled)
-    valid = np.fromiter((u is not None for u in unscaled), dtype=bool, count=count)
-    if all(u is None or -(2**63) <= u < 2**63 for u in unscaled):
-        words = np.empty((count, 2), dtype=np.int64)
-        words[:, 0] = np.fromiter((u or 0 for u in unscaled), dtype=np.int64, count=count)
-        words[:, 1] = np.where(words[:, 0] < 0, -1, 0)
-        data = pa.py_buffer(words.tobytes())
-    else:
-        data = pa.py_buffer(
-            b"".join((u or 0).to_bytes(16, "little", signed=True) for u in unscaled)
-        )
-    nulls = int(count - valid.sum())
-    validity = None if not nulls else pa.array(valid).buffers()[1]
-    return pa.Array.from_buffers(type_, count, [validity, data], null_count=nulls)
+def _decimal_array(
+    numbers: np.ndarray, wide: Mapping[int, int], array: pa.Array, type_: pa.Decimal128Type
+) -> pa.Array:
+    """A decimal128 column of unscaled integers (``numbers``, and ``wide`` by row where
+    they may not fit 64 bits), null where ``array`` is, from their 16-byte two's
+    complement."""
+    count = len(numbers)
+    words = np.empty((count, 2), dtype=np.int64)
+    words[:, 0] = numbers
+    words[:, 1] = np.where(numbers < 0, -1, 0)
+    data = bytearray(words.tobytes())
+    for row, number in wide.items():
+        data[16 * row : 16 * row + 16] = number.to_bytes(16, "little", signed=True)
+    nulls = array.null_count
+    validity = None if not nulls else pa.array(_mask(pc.is_valid(array))).buffers()[1]
+    return pa.Array.from_buffers(
+        type_, count, [validity, pa.py_buffer(bytes(data))], null_count=nulls
+    )
 
 
 def _timestamp(micros_per_unit: int, optional: bool) -> Convert:
@@ -1113,6 +1198,10 @@ def _records_base(records: list[Record]) -> list[pa.Array]:
         pa.array([list(r.metadata.items()) for r in records], base.field("metadata").type),
         _data_array([r.key for r in records], "key"),
     ]
+
+
+def _empty(schema: pa.Schema) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist([], schema=schema)
 
 
 def _stack(pieces: list[pa.Array | None], type_: pa.StructType) -> pa.Array:
