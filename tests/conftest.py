@@ -1,24 +1,20 @@
-"""Shared fixtures: one local[2] Spark session for the suite, the CLI runner."""
+"""Shared fixtures: one local[2] Spark session for the suite, one Kafka broker; the CLI
+runners (``run_cli`` in this process, ``run_cli_process`` in a subprocess)."""
 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, settings
 
+import tests.hypothesis_profiles  # noqa: F401  (the profiles: ci, check)
+from tests.cli_runner import run_cli, run_cli_process
 from tests.kafka_broker import KafkaBroker
 
-# CI machines are slow and noisy: no per-example deadline there, the same examples every run.
-settings.register_profile(
-    "ci", deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
-)
-if os.environ.get("CI"):
-    settings.load_profile("ci")
+__all__ = ["ROOT", "run_cli", "run_cli_process"]
 
 ROOT = Path(__file__).resolve().parent.parent
 # Spark workers must run this interpreter, not whatever python is on PATH.
@@ -41,17 +37,6 @@ def spark() -> Iterator[object]:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
-
-
-def run_cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    """Run ``cdc-connectors`` as a user would, in a subprocess."""
-    return subprocess.run(
-        [sys.executable, "-m", "cdc_connectors.cli", *args],
-        input=stdin,
-        capture_output=True,
-        cwd=ROOT,
-        timeout=120,
-    )
 
 
 @pytest.fixture(scope="session")

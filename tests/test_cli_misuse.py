@@ -5,9 +5,11 @@ reaches the user. A usage error is exit 2, one error line and nothing on stdout.
 When the output cannot be written (stdout closed, /dev/full), the command says so
 in one error line and exits non-zero.
 
-The commands run as a user runs them, in subprocesses started through bash so
-that a standard stream can really be closed (``<&-``, ``>&-``), not merely empty.
-All cases run at once, in parallel; each is then checked by its own test.
+A case that closes or fills a standard stream runs as a user runs it, in a subprocess
+started through bash so that the stream can really be closed (``<&-``, ``>&-``), not merely
+empty; the others run in this process through click's ``CliRunner``, their exit status,
+stdout and stderr as the process gives them (a sample is run both ways and must agree).
+All cases run first; each is then checked by its own test.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import pytest
 
 from cdc_connectors import plugins
 from cdc_connectors.formats import load_format
+from tests.cli_runner import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "opencdc" / "orders.jsonl"
@@ -48,6 +51,11 @@ class Case:
     exits: tuple[int, ...] = (0,)  # allowed exit statuses when neither of the above
     unchanged: tuple[str, ...] = ()  # files (in the work dir) the run must leave as they were
     env: tuple[tuple[str, str], ...] = field(default=())
+
+    @property
+    def needs_a_process(self) -> bool:
+        """A standard stream closed or full: only a process of its own has that."""
+        return self.stdin is None or self.stdout != "pipe" or self.stderr_closed
 
 
 @dataclass
@@ -300,7 +308,12 @@ def _prepare(work: Path) -> None:
     (work / "existing.jsonl").write_bytes(b'{"kept": "this must survive a failed run"}\n')
 
 
+#: Credentials the command would take from the environment; no case inherits them.
+_CREDENTIALS = ("CDC_REGISTRY_BASIC_AUTH", "CDC_REGISTRY_TOKEN")
+
+
 def _run(case: Case, work: Path) -> Outcome:
+    """``case`` in a subprocess through bash, its streams closed or full as it says."""
     _prepare(work)
     before = {name: (work / name).read_bytes() for name in case.unchanged}
     redirects = []
@@ -312,11 +325,7 @@ def _run(case: Case, work: Path) -> Outcome:
         redirects.append(">/dev/full")
     if case.stderr_closed:
         redirects.append("2>&-")
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("CDC_REGISTRY_BASIC_AUTH", "CDC_REGISTRY_TOKEN")
-    }
+    env = {k: v for k, v in os.environ.items() if k not in _CREDENTIALS}
     result = subprocess.run(
         ["bash", "-c", f'"$@" {" ".join(redirects)}', "bash", *CLI, *case.args],
         input=case.stdin or b"",
@@ -331,10 +340,33 @@ def _run(case: Case, work: Path) -> Outcome:
     )
 
 
+def _run_here(case: Case, work: Path) -> Outcome:
+    """``case`` in this process (its streams are pipes: nothing needs a process)."""
+    assert not case.needs_a_process, case
+    _prepare(work)
+    before = {name: (work / name).read_bytes() for name in case.unchanged}
+    env: dict[str, str | None] = {name: None for name in _CREDENTIALS}
+    result = run_cli(*case.args, stdin=case.stdin, cwd=work, env={**env, **dict(case.env)})
+    changed = [name for name, data in before.items() if (work / name).read_bytes() != data]
+    return Outcome(
+        result.returncode, result.stdout, result.stderr.decode(errors="replace"), changed
+    )
+
+
 def _run_all(all_cases: dict[str, Case], root: Path) -> dict[str, Outcome]:
+    """Every case: those that need a process in parallel subprocesses, the others here."""
     with ThreadPoolExecutor(max_workers=max(4, 2 * (os.cpu_count() or 1))) as pool:
-        futures = {name: pool.submit(_run, case, root / name) for name, case in all_cases.items()}
-        return {name: future.result() for name, future in futures.items()}
+        futures = {
+            name: pool.submit(_run, case, root / name)
+            for name, case in all_cases.items()
+            if case.needs_a_process
+        }
+        here = {
+            name: _run_here(case, root / name)
+            for name, case in all_cases.items()
+            if not case.needs_a_process
+        }
+        return {**here, **{name: future.result() for name, future in futures.items()}}
 
 
 def check(case: Case, outcome: Outcome) -> None:
@@ -406,3 +438,35 @@ def test_port_in_use_is_a_usage_error(tmp_path: Path):
         port = str(taken.getsockname()[1])
         case = Case(("registry", "serve", "--store", "memory://", "--port", port), usage=True)
         check(case, _run(case, tmp_path))
+
+
+#: Cases run both ways by the next test: usage errors of every kind, junk input, fail-fast.
+BOTH_WAYS = (
+    "unknown-command",
+    "formats-unknown-format",
+    "run-not-yaml",
+    "serve-port-out-of-range",
+    "serve-store-not-a-database",
+    "convert-unknown-opt",
+    "convert-opt-twice",
+    "convert-output-is-the-input-by-another-name",
+    "convert-errors-is-a-directory",
+)
+BOTH_WAYS_JUNK = (
+    "opencdc-proto-to-debezium-json-random-100",
+    "debezium-json-to-avro-kv-deep-object",
+    "avro-fail-fast-random",
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", BOTH_WAYS + BOTH_WAYS_JUNK)
+def test_a_case_run_here_ends_as_in_a_process_of_its_own(name: str, tmp_path: Path):
+    """What the in-process runs show is what the command shows a user."""
+    case = {**CASES, **JUNK_CASES}[name]
+    here, there = _run_here(case, tmp_path / "here"), _run(case, tmp_path / "there")
+    assert (here.returncode, here.stdout, here.stderr) == (
+        there.returncode,
+        there.stdout,
+        there.stderr.replace(str(tmp_path / "there"), str(tmp_path / "here")),
+    )

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, run_cli, run_cli_process
 
 OPENCDC = (
     b'{"position":"cA==","operation":"create","metadata":{},"key":null,'
@@ -348,7 +348,10 @@ def test_a_read_only_store_is_read_and_refuses_changes_in_one_line(nobody_dir: P
     source = nobody_dir / "in.jsonl"
     source.write_bytes(OPENCDC)
     written = nobody_dir / "avro.jsonl"
-    made = run_cli("convert", *TO_AVRO[0], "--registry", registry, str(source), "-o", str(written))
+    # in a process of its own: the store is closed (no -wal, -shm files) when it ends
+    made = run_cli_process(
+        "convert", *TO_AVRO[0], "--registry", registry, str(source), "-o", str(written)
+    )
     assert made.returncode == 0, made.stderr.decode()
     out_dir = nobody_dir / "out"
     out_dir.mkdir(mode=0o777)

@@ -17,6 +17,7 @@ from cdc_connectors.opencdc import CodecError, Record
 from cdc_connectors.spark.arrow import decode_batch, records_from_batch, records_to_batch
 from cdc_connectors.spark.schema import OPENCDC_ARROW_SCHEMA
 from tests.formats import test_debezium_json as samples
+from tests.hypothesis_profiles import examples
 
 
 def per_message(
@@ -224,7 +225,7 @@ MESSAGES = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(MESSAGES)
 def test_generated_messages_give_the_same_records_and_errors_both_ways(
     messages: list[Message],

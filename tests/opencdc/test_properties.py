@@ -27,6 +27,7 @@ from cdc_connectors.opencdc import (
 from cdc_connectors.opencdc.data import Change
 from cdc_connectors.opencdc.metadata import Metadata
 from cdc_connectors.opencdc.proto.opencdc.v1 import opencdc_pb2
+from tests.hypothesis_profiles import examples
 
 from ..strategies import INT64_MIN, UINT64_MAX, nesting_paths, records
 
@@ -106,7 +107,7 @@ def _parses_without_our_check(field: str, value: dict[str, Any]) -> bool:
     return True
 
 
-@settings(max_examples=150)
+@settings(max_examples=examples(150))
 @given(nesting_paths(min_depth=25, max_depth=60), st.sampled_from(["key", "after"]))
 def test_protobuf_writes_exactly_the_nesting_the_runtime_parses_back(path, field):
     value = _nested(path)
@@ -121,7 +122,7 @@ def test_protobuf_writes_exactly_the_nesting_the_runtime_parses_back(path, field
     event("readable" if readable else "refused")
 
 
-@settings(max_examples=30)
+@settings(max_examples=examples(30))
 @given(st.lists(records(PROTO_SAFE), max_size=5))
 def test_streams_round_trip(st_records: list[Record]):
     lines = io.BytesIO()
@@ -134,7 +135,7 @@ def test_streams_round_trip(st_records: list[Record]):
     assert list(read_delimited_records(delimited)) == st_records
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(
     st.decimals(allow_nan=False, allow_infinity=False, min_value=-(10**30), max_value=10**30)
     | st.floats(allow_nan=False, allow_infinity=False).map(repr)

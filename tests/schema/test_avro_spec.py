@@ -22,7 +22,6 @@ import datetime as dt
 import json
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -41,6 +40,7 @@ from hypothesis.control import currently_in_test_context
 
 from cdc_connectors.registry import open_registry
 from tests.conftest import run_cli
+from tests.hypothesis_profiles import examples
 from tests.schema import avro_oracle as oracle
 
 # --- the registry and confluent-kafka's serializer -------------------------------------------
@@ -1310,7 +1310,7 @@ def batches(
 # Each example is a batch of cases through one convert call: no shrinking (each step
 # would cost subprocesses); a failure lists every case that went wrong instead.
 BATCH = settings(
-    max_examples=5,
+    max_examples=examples(5),
     deadline=None,
     phases=[Phase.explicit, Phase.reuse, Phase.generate],
     suppress_health_check=[
@@ -1354,7 +1354,7 @@ def test_the_oracle_reads_the_issues_examples_as_the_specification_says():
 
 
 @settings(
-    max_examples=50,
+    max_examples=examples(50),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -1441,14 +1441,12 @@ def _read_evolved(
     url: str, registry: Any, cases: list[Case]
 ) -> list[tuple[list[bytes], list[Outcome]]]:
     """Every case written with its version 1, read as its version 2 (``reader=latest``),
-    one ``convert`` call per case (a reader is found by topic), a few at a time."""
+    one ``convert`` call per case (a reader is found by topic)."""
     messages = [write_evolved(registry, c.topic, c.writer, c.reader, c.values) for c in cases]
-
-    def read(i: int) -> list[Outcome]:
-        return from_avro(url, messages[i], f"topic={cases[i].topic}", "reader=latest")
-
-    with ThreadPoolExecutor(3) as pool:
-        return list(zip(messages, pool.map(read, range(len(cases))), strict=True))
+    return [
+        (ms, from_avro(url, ms, f"topic={case.topic}", "reader=latest"))
+        for case, ms in zip(cases, messages, strict=True)
+    ]
 
 
 @BATCH

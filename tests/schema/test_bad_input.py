@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from cdc_connectors.schema import languages
 from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.schema.jsontext import MAX_DEPTH
+from tests.hypothesis_profiles import examples
 
 TYPES = ("AVRO", "JSON", "PROTOBUF")
 
@@ -191,13 +192,13 @@ avro_like = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(avro_like)
 def test_avro_shaped_junk_is_a_schema_error_or_a_schema(value: object) -> None:
     outcome("AVRO", orjson.dumps(value).decode())
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(json_values)
 def test_json_junk_is_a_schema_error_or_a_schema(value: object) -> None:
     outcome("JSON", orjson.dumps(value).decode())

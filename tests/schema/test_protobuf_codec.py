@@ -19,6 +19,7 @@ from cdc_connectors.schema.protobuf import (
     message_indexes,
     to_dict,
 )
+from tests.hypothesis_profiles import examples
 
 UTC = datetime.UTC
 INT64_MIN, INT64_MAX, UINT64_MAX = -(2**63), 2**63 - 1, 2**64 - 1
@@ -509,7 +510,7 @@ CUSTOMERS = st.fixed_dictionaries(
 ).filter(lambda d: not ("email" in d and "phone" in d))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(CUSTOMERS)
 def test_round_trip_property(data):
     cls = customer_class()

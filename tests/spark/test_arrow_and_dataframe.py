@@ -17,13 +17,14 @@ from cdc_connectors.spark import (
     records_from_batch,
     records_to_batch,
 )
+from tests.hypothesis_profiles import examples
 from tests.opencdc.canonical import CANONICAL
 from tests.strategies import records
 
 BIG = 9007199254740993  # 2**53 + 1: a double cannot hold it
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(records())
 def test_arrow_round_trip(record: Record):
     batch = records_to_batch([record])

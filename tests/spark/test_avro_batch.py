@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from cdc_connectors.spark import avro_batch
 from cdc_connectors.spark.avro_batch import AvroBatchDecoder, AvroBatchEncoder
 from cdc_connectors.spark.avro_types import arrow_type, avro_to_spark
+from tests.hypothesis_profiles import examples
 
 UTC = dt.UTC
 
@@ -629,7 +630,7 @@ ROWS = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(rows=st.lists(ROWS, max_size=8))
 def test_decode_of_encode_gives_the_rows_back(rows):
     encoder = AvroBatchEncoder(PROPERTY)
@@ -774,7 +775,7 @@ def fastavro_body(schema: dict[str, Any], row: dict[str, Any]) -> bytes:
     return body(schema, raw)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(
     rows=st.lists(columnar_row(), min_size=1, max_size=12),
     skip=st.integers(0, 2),

@@ -27,6 +27,7 @@ from cdc_connectors.schema.serde import RecordEncoder
 from cdc_connectors.schema.store import SchemaStore
 from cdc_connectors.spark.debezium_typed import TypedDebeziumDecoder
 from cdc_connectors.spark.expand import AvroColumnDecoder
+from tests.hypothesis_profiles import examples
 
 
 def unscaled(number: int) -> str:
@@ -411,7 +412,7 @@ def messages(draw: st.DrawFn) -> Message:
     return Message(event(op=op, before=image(), after=image(), schema=schema), key=key)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(messages(), max_size=10))
 def test_generated_batches_give_the_same_rows_and_errors_both_ways(batch: list[Message]) -> None:
     assert both_ways(batch)[0] == both_ways(batch)[1]

@@ -18,6 +18,7 @@ from cdc_connectors.schema.protobuf import from_dict, message_class, to_dict
 from cdc_connectors.spark.proto_types import message_struct
 from cdc_connectors.spark.protobuf_batch import ProtobufBatchDecoder, ProtobufBatchEncoder
 from cdc_connectors.spark.variant import from_variant
+from tests.hypothesis_profiles import examples
 from tests.schema.test_protobuf_codec import (
     CUSTOMER,
     CUSTOMERS,
@@ -196,7 +197,7 @@ def test_encoder_errors_name_the_row_field():
     assert third["points"] == UINT64_MAX and third["ship_to"]["zip"] == "z"
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.lists(CUSTOMERS, max_size=6))
 def test_batch_decode_then_encode_gives_back_every_message(rows):
     cls = customer_class()
@@ -282,7 +283,7 @@ def _both(cls: Any) -> tuple[ProtobufBatchDecoder, ProtobufBatchDecoder]:
     return fast, slow
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(CUSTOMERS)
 def test_the_fast_path_builds_what_the_message_by_message_path_builds(data):
     cls = message_class(NO_JSON, REFERENCES)

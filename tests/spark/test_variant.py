@@ -15,6 +15,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructField, StructType, VariantType
 
 from cdc_connectors.spark.variant import MAX_DEPTH, VariantError, from_variant, to_variant
+from tests.hypothesis_profiles import examples
 
 scalars = (
     st.none()
@@ -49,7 +50,7 @@ def expected(value: Any) -> Any:
     return value
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(values)
 def test_round_trip_through_pysparks_decoder(value):
     assert from_variant(*to_variant(value)) == expected(value)

@@ -34,6 +34,7 @@ from cdc_connectors.spark.avro_types import avro_to_spark, without_logical_types
 from cdc_connectors.spark.decimal_text import text_unscaled, unscaled_text
 from cdc_connectors.spark.expand import encode, expand
 from cdc_connectors.spark.variant import from_variant, to_variant
+from tests.hypothesis_profiles import examples
 
 EDGE = Path("examples/debezium/edge")
 DLQ_ERROR = "conduit.dlq.nack.error"
@@ -218,7 +219,7 @@ def test_the_encoder_writes_the_text_back_exactly_and_refuses_other_text() -> No
     assert "is not a decimal number" in str(errors[5])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.integers(-(10**70), 10**70), st.integers(-5, 45))
 def test_text_and_unscaled_values_round_trip_exactly(number: int, scale: int) -> None:
     text = unscaled_text(number, scale)
