@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import StorageLevel
@@ -35,12 +36,14 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
+    BooleanType,
     IntegerType,
     StringType,
     StructField,
     StructType,
 )
 
+from cdc_connectors.columnar.debezium_proto import Columnar, DebeziumToProto
 from cdc_connectors.connectors.errors import ConnectorError
 from cdc_connectors.connectors.messages import (
     DLQ_ERROR,
@@ -50,6 +53,7 @@ from cdc_connectors.connectors.messages import (
 )
 from cdc_connectors.convert.deadletter import dead_letter
 from cdc_connectors.formats.base import Format, Message, SkipMessage
+from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.opencdc import CodecError, Record
 from cdc_connectors.opencdc.json_codec import record_to_json
 from cdc_connectors.spark.arrow import records_from_batch, records_to_batch
@@ -63,6 +67,8 @@ MESSAGE, SOURCE_LETTER, ENCODE_LETTER = 0, 1, 2
 KIND = "_kind"
 _MESSAGE_KEY, _MESSAGE_VALUE, _MESSAGE_HEADERS = "_message_key", "_message_value", "_headers"
 _TOPIC = "_topic"
+#: Whether a stage row came the per-message way (every dead letter does), not from columns.
+_PER_MESSAGE = "_per_message"
 #: A record -> the topic of its message (a destination's topic template); ValueError if none.
 Route = Callable[[Record], str]
 HEADERS = ArrayType(
@@ -76,6 +82,7 @@ STAGE_SCHEMA = StructType(
         StructField(_MESSAGE_VALUE, BinaryType()),
         StructField(_MESSAGE_HEADERS, HEADERS),
         StructField(_TOPIC, StringType()),
+        StructField(_PER_MESSAGE, BooleanType(), False),
         *OPENCDC_SCHEMA.fields,
     ]
 )
@@ -93,6 +100,7 @@ STAGE_ARROW_SCHEMA = pa.schema(
         pa.field(_MESSAGE_VALUE, pa.binary()),
         pa.field(_MESSAGE_HEADERS, _HEADERS_ARROW),
         pa.field(_TOPIC, pa.string()),
+        pa.field(_PER_MESSAGE, pa.bool_(), False),
         *OPENCDC_ARROW_SCHEMA,
     ]
 )
@@ -111,7 +119,9 @@ def _placeholders(rows: int) -> list[pa.Array]:
     ]
 
 
-def _messages_batch(messages: list[Message], topics: list[str] | None) -> pa.RecordBatch:
+def _messages_batch(
+    messages: list[Message], topics: list[str] | None, per_message: bool = True
+) -> pa.RecordBatch:
     rows = len(messages)
     return pa.RecordBatch.from_arrays(
         [
@@ -123,6 +133,7 @@ def _messages_batch(messages: list[Message], topics: list[str] | None) -> pa.Rec
                 _HEADERS_ARROW,
             ),
             pa.array(topics, pa.string()) if topics is not None else pa.nulls(rows, pa.string()),
+            pa.array([per_message] * rows, pa.bool_()),
             *_placeholders(rows),
         ],
         schema=STAGE_ARROW_SCHEMA,
@@ -141,6 +152,7 @@ def _letters_batch(letters: pa.RecordBatch, kind: int) -> pa.RecordBatch:
             pa.nulls(rows, pa.binary()),
             pa.nulls(rows, _HEADERS_ARROW),
             pa.nulls(rows, pa.string()),
+            pa.array([True] * rows, pa.bool_()),
             *opencdc.columns,
         ],
         schema=STAGE_ARROW_SCHEMA,
@@ -201,7 +213,7 @@ def encoder(
             else:
                 messages, topics, failed = _routed(fmt, good, route, node_id)
             if messages:
-                yield _messages_batch(messages, topics)
+                yield _messages_batch(messages, topics, per_message=False)
             if failed:
                 yield _letters_batch(records_to_batch(failed), ENCODE_LETTER)
 
@@ -239,48 +251,142 @@ def _raw_messages(batch: pa.RecordBatch) -> list[Message]:
     ]
 
 
+def _places(batch: pa.RecordBatch) -> pa.Array:
+    """``topic/partition/offset`` of each message of a Kafka layout batch, as bytes."""
+    return pc.binary_join_element_wise(
+        batch.column("topic"),
+        batch.column("partition").cast(pa.string()),
+        batch.column("offset").cast(pa.string()),
+        "/",
+    ).cast(pa.binary())
+
+
+@dataclass
+class _Converted:
+    """What the per-message way made of some messages: messages (with the index of the
+    message each came from), their topics, and dead letters."""
+
+    out: list[Message]
+    owners: list[int]
+    topics: list[str] | None
+    source_letters: list[Record]
+    encode_letters: list[Record]
+
+
+def _per_message(
+    source: SourceFormat,
+    fmt: Format,
+    node_id: str,
+    route: Route | None,
+    messages: list[Message],
+) -> _Converted:
+    """Messages decoded with the source's format and encoded with the destination's one by
+    one; a message that does not decode and a record that does not encode are dead letters."""
+    done = _Converted([], [], [] if route is not None else None, [], [])
+    for index, found in source.fmt.decode_many(messages):
+        message = messages[index]
+        if isinstance(found, SkipMessage):
+            continue
+        if isinstance(found, CodecError):
+            if source.fail_fast:
+                raise FailFastError(f"{message.where}: {found.reason}")
+            done.source_letters.append(dead_letter(message, found.reason, source.node_id))
+            continue
+        where = message.where.encode("utf-8")
+        for record in found:
+            if not record.position:
+                record.position = where
+            encoded = _encode_one(fmt, record, route, node_id, message.where)
+            if isinstance(encoded, Record):
+                done.encode_letters.append(encoded)
+                continue
+            done.out.append(encoded[0])
+            done.owners.append(index)
+            if done.topics is not None and encoded[1] is not None:
+                done.topics.append(encoded[1])
+    return done
+
+
+def _merged_messages(columnar: Columnar, done: _Converted, slow: np.ndarray) -> pa.RecordBatch:
+    """The messages written from columns and those of the per-message way, in the order of
+    the messages they came from."""
+    fast = len(columnar.rows)
+    rows = fast + len(done.out)
+    owners = np.concatenate([columnar.rows, slow[np.asarray(done.owners, dtype=np.int64)]])
+    order = pa.array(np.argsort(owners, kind="stable"))
+    keys = pa.concat_arrays([columnar.keys, pa.array([m.key for m in done.out], pa.binary())])
+    values = pa.concat_arrays([columnar.values, pa.array([m.value for m in done.out], pa.binary())])
+    headers = pa.concat_arrays(
+        [
+            pa.ListArray.from_arrays(
+                pa.array(np.zeros(fast + 1, dtype=np.int32)),
+                pa.array([], _HEADERS_ARROW.value_type),
+                type=_HEADERS_ARROW,
+            ),
+            pa.array(
+                [[{"key": k, "value": v} for k, v in m.headers] for m in done.out],
+                _HEADERS_ARROW,
+            ),
+        ]
+    )
+    per_message = np.concatenate([np.zeros(fast, dtype=bool), np.ones(len(done.out), dtype=bool)])
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array(np.full(rows, MESSAGE, dtype=np.int32)),
+            keys.take(order),
+            values.take(order),
+            headers.take(order),
+            pa.nulls(rows, pa.string()),
+            pa.array(per_message).take(order),
+            *_placeholders(rows),
+        ],
+        schema=STAGE_ARROW_SCHEMA,
+    )
+
+
 def converter(
     source: SourceFormat, fmt: Format, node_id: str, route: Route | None = None
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The mapInArrow function of a fused stage: raw source messages decoded with the
     source's format and encoded with the destination's, in one pass; a message that does
-    not decode and a record that does not encode are dead letters, as in the two-step way."""
+    not decode and a record that does not encode are dead letters, as in the two-step way.
+
+    Debezium JSON to OpenCDC protobuf without a topic template is written from columns
+    (:class:`~cdc_connectors.columnar.debezium_proto.DebeziumToProto`): only the messages
+    the columns cannot take exactly go the per-message way, in the same output order."""
+    columns = None
+    if route is None and DebeziumToProto.serves(source.fmt, fmt):
+        assert isinstance(source.fmt, DebeziumJsonFormat)
+        columns = DebeziumToProto(source.fmt)
 
     def convert(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             if not batch.num_rows:
                 continue
-            messages = _raw_messages(batch)
-            out: list[Message] = []
-            topics: list[str] | None = [] if route is not None else None
-            source_letters: list[Record] = []
-            encode_letters: list[Record] = []
-            for index, found in source.fmt.decode_many(messages):
-                message = messages[index]
-                if isinstance(found, SkipMessage):
-                    continue
-                if isinstance(found, CodecError):
-                    if source.fail_fast:
-                        raise FailFastError(f"{message.where}: {found.reason}")
-                    source_letters.append(dead_letter(message, found.reason, source.node_id))
-                    continue
-                where = message.where.encode("utf-8")
-                for record in found:
-                    if not record.position:
-                        record.position = where
-                    done = _encode_one(fmt, record, route, node_id, message.where)
-                    if isinstance(done, Record):
-                        encode_letters.append(done)
-                        continue
-                    out.append(done[0])
-                    if topics is not None and done[1] is not None:
-                        topics.append(done[1])
-            if source_letters:
-                yield _letters_batch(records_to_batch(source_letters), SOURCE_LETTER)
-            if out:
-                yield _messages_batch(out, topics)
-            if encode_letters:
-                yield _letters_batch(records_to_batch(encode_letters), ENCODE_LETTER)
+            if columns is None:
+                done = _per_message(source, fmt, node_id, route, _raw_messages(batch))
+                messages = _messages_batch(done.out, done.topics) if done.out else None
+            else:
+                keys = batch.column("key")
+                found = columns.convert(
+                    batch.column("value"),
+                    keys if keys.null_count < len(keys) else None,
+                    _places(batch),
+                )
+                rest = np.ones(batch.num_rows, dtype=bool)
+                rest[found.rows] = False
+                slow = np.flatnonzero(rest)
+                messages_of_rest = _raw_messages(batch.take(pa.array(slow))) if len(slow) else []
+                done = _per_message(source, fmt, node_id, route, messages_of_rest)
+                messages = (
+                    _merged_messages(found, done, slow) if len(found.rows) or done.out else None
+                )
+            if done.source_letters:
+                yield _letters_batch(records_to_batch(done.source_letters), SOURCE_LETTER)
+            if messages is not None:
+                yield messages
+            if done.encode_letters:
+                yield _letters_batch(records_to_batch(done.encode_letters), ENCODE_LETTER)
 
     return convert
 
@@ -293,6 +399,9 @@ class Counts:
     written: int = 0  # messages to the destination
     source_letters: int = 0  # dead-letter rows of the source
     encode_letters: int = 0  # records the destination format could not encode
+    #: Stage rows (messages and dead letters) of a fused stage that came the per-message
+    #: way, not from columns; ``None`` for other stages.
+    per_message: int | None = None
 
     @property
     def letters(self) -> int:
@@ -303,6 +412,8 @@ class Counts:
         self.written += other.written
         self.source_letters += other.source_letters
         self.encode_letters += other.encode_letters
+        if other.per_message is not None:
+            self.per_message = (self.per_message or 0) + other.per_message
 
 
 class Stage:
@@ -319,6 +430,7 @@ class Stage:
     ):
         names = rows.schema.fieldNames()
         self.copy = names != _OPENCDC_COLUMNS and source is None
+        self.fused = source is not None
         if source is not None:  # raw messages, decoded and encoded in one pass
             self.frame = rows.mapInArrow(converter(source, fmt, node_id, route), STAGE_SCHEMA)
         elif self.copy:  # a message layout (Kafka raw): written as is
@@ -343,6 +455,7 @@ class Stage:
             F.count(F.when(kind == MESSAGE, 1)).alias("messages"),
             F.count(F.when(kind == SOURCE_LETTER, 1)).alias("source"),
             F.count(F.when(kind == ENCODE_LETTER, 1)).alias("encode"),
+            F.count(F.when(F.col(_PER_MESSAGE), 1)).alias("per_message"),
         ).first()
         assert row is not None
         return Counts(
@@ -350,6 +463,7 @@ class Stage:
             written=int(row["messages"]),
             source_letters=int(row["source"]),
             encode_letters=int(row["encode"]),
+            per_message=int(row["per_message"]) if self.fused else None,
         )
 
     def first_letter(self) -> tuple[str, str]:

@@ -325,7 +325,9 @@ class _Job:
         return (
             f"{self.pipeline.id}: {self.batches} batch{'es' if self.batches != 1 else ''}, "
             f"{t.records} records in, {t.written} out, {t.letters} to the dead-letter output"
-            f"{f' ({dlq})' if t.letters else ''}, {elapsed:.1f} s"
+            f"{f' ({dlq})' if t.letters else ''}"
+            f"{f', {t.per_message} the per-message way' if t.per_message is not None else ''}"
+            f", {elapsed:.1f} s"
         )
 
 

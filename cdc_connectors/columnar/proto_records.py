@@ -1,0 +1,410 @@
+"""Typed OpenCDC batches -> ``opencdc.v1.Record`` messages, column by column.
+
+:class:`ProtoRecordWriter` writes each row of a typed batch (the layout of
+:mod:`cdc_connectors.spark.debezium_typed`: position, operation, metadata, key, before,
+after) as the bytes :func:`cdc_connectors.opencdc.proto_codec.record_to_proto_bytes` gives
+for the record the per-message Debezium reading makes of the same message: map entries in
+key order (deterministic serialization), every number a ``Struct`` double, and each Kafka
+Connect semantic type as the per-message reading holds it:
+
+| typed column | per-message value | ``Struct`` value |
+|---|---|---|
+| integers, ``Year``, ``NanoTime``, ``NanoTimestamp`` | int | double; beyond +-2**53 refused |
+| ``double`` | float | double |
+| ``decimal(p, s)`` | Decimal | the double; more than 15 digits: refused here |
+| ``date`` (Date) | date | ``YYYY-MM-DD`` |
+| ``timestamp`` (Timestamp, MicroTimestamp) | datetime | ``YYYY-MM-DDTHH:MM:SS[.ffffff]+00:00`` |
+| ``int`` / ``bigint`` (Time, MicroTime) | time | ``HH:MM:SS[.ffffff]`` |
+| ``binary`` | bytes | base64 text |
+| ``string`` (also Uuid, Enum, Json, Zoned*) | str | text |
+| struct | dict | ``Struct`` |
+
+A row the columns cannot write exactly is flagged (:meth:`ProtoRecordWriter.write`) for
+the per-message way, which then writes it or refuses it with its own reason: an integer
+or decimal a double would change, a ``float`` column (its typed value has lost the digits
+the message had), ``-0.0`` (the message may have said ``-0``), a decimal held as text.
+"""
+
+from __future__ import annotations
+
+import binascii
+from collections.abc import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cdc_connectors.columnar import isotext, wire
+from cdc_connectors.schema.connect import ConnectSchema
+
+__all__ = ["NotColumnar", "ProtoRecordWriter"]
+
+_NULL_VALUE = b"\x08\x00"  # google.protobuf.Value{null_value: NULL_VALUE}
+_EXACT = 2**53
+_EXACT_DIGITS = 10**15  # a decimal of at most 15 digits reads back from its double
+_MAX_SCALE = 22  # 10**22 is the largest power of ten a double holds exactly
+_OPERATIONS = pa.array(["create", "update", "delete", "snapshot"], pa.string())
+_TIME_OF_DAY = {
+    "org.apache.kafka.connect.data.Time": 1000,
+    "io.debezium.time.Time": 1000,
+    "io.debezium.time.MicroTime": 1,
+}
+_DECIMAL = "org.apache.kafka.connect.data.Decimal"
+# Struct nesting the per-record writer accepts in a payload image: 3 per object level.
+_MAX_LEVELS = (101 - 3) // 3
+
+Flagged = tuple[pa.Array, np.ndarray]
+_NO_SEPARATOR = pa.scalar(b"", pa.binary())
+
+
+class NotColumnar(ValueError):
+    """A row schema the columnar writer does not write (its rows go the per-message way)."""
+
+
+class ProtoRecordWriter:
+    """Typed batches of one row schema -> ``opencdc.v1.Record`` bytes (module docstring)."""
+
+    def __init__(self, row: ConnectSchema, row_type: pa.StructType):
+        if _levels(row) > _MAX_LEVELS:
+            raise NotColumnar(f"{row.path}: nested deeper than a protobuf Struct is read back")
+        self._struct = _struct_writer(row, row_type)
+
+    def write(self, batch: pa.RecordBatch, key_fields: pa.Array) -> Flagged:
+        """The record bytes of each row of ``batch`` and the rows to write the per-message
+        way instead. ``key_fields`` holds each row's serialized ``key`` field (empty when
+        the record has no key)."""
+        count = batch.num_rows
+        bad = np.zeros(count, dtype=bool)
+        change = wire.Pieces.empty(count)
+        anything = np.zeros(count, dtype=bool)
+        for tag, name in ((b"\x0a", "before"), (b"\x12", "after")):
+            column = batch.column(name)
+            present = wire.valid(column)
+            if not present.any():
+                continue
+            body, refused = self._struct(column, present)
+            bad |= refused & present
+            anything |= present
+            change += wire.framed(tag, wire.framed(b"\x12", body, present), present)
+        position = batch.column("position")
+        sizes = wire.lengths(position)
+        record = (
+            wire.framed(b"\x0a", wire.Pieces([wire.masked(position, sizes > 0)], sizes), sizes > 0)
+            + _operation_field(batch.column("operation"))
+            + _metadata_fields(batch.column("metadata"))
+            + wire.Pieces.of(key_fields)
+            + wire.framed(b"\x2a", change, anything)
+        )
+        return record.joined(), bad
+
+
+def _levels(node: ConnectSchema) -> int:
+    if node.type != "struct":
+        return 0
+    return 1 + max((_levels(child) for _, child in node.fields), default=0)
+
+
+def _operation_field(operations: pa.Array) -> wire.Pieces:
+    numbers = np.asarray(pc.index_in(operations, _OPERATIONS).to_numpy(zero_copy_only=False))
+    matrix = np.empty((len(numbers), 2), dtype=np.uint8)
+    matrix[:, 0] = 0x10
+    matrix[:, 1] = numbers + 1
+    return wire.segments([(matrix, np.full(len(numbers), 2, dtype=np.int64))])
+
+
+def _metadata_fields(metadata: pa.MapArray) -> wire.Pieces:
+    """The ``metadata`` map entries of each row, in key order as deterministic
+    serialization writes them."""
+    count = len(metadata)
+    offsets = np.asarray(metadata.offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
+    start, end = int(offsets[0]), int(offsets[-1])
+    names = metadata.keys
+    items = metadata.items
+    if len(names) != end - start:  # not yet sliced to this array's rows
+        names, items = names.slice(start, end - start), items.slice(start, end - start)
+    offsets -= start
+    if not count or not end - start:
+        return wire.Pieces.empty(count)
+    encoded = pc.dictionary_encode(names)
+    codes = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    distinct = [name.encode("utf-8") for name in encoded.dictionary.to_pylist()]
+    width = int(offsets[1])
+    if len(codes) == count * width:
+        table = codes.reshape(count, width)
+        if (table == table[0]).all():
+            return _same_keys([distinct[c] for c in table[0]], items, count)
+    # Rows with keys of their own: entries sorted row by row, then joined per row.
+    rank = np.argsort(np.argsort(np.array(distinct, dtype=object)))[codes]
+    owner = np.repeat(np.arange(count), np.diff(offsets))
+    order = pa.array(np.lexsort((rank, owner)))
+    names, items = names.take(order), items.take(order)
+    name_sizes, item_sizes = wire.lengths(names), wire.lengths(items)
+    entry_sizes = (
+        2 + wire.varint_size(name_sizes) + name_sizes + wire.varint_size(item_sizes) + item_sizes
+    )
+    entries = len(names)
+    header = wire.segments(
+        [
+            wire.constant(b"\x1a", entries),
+            wire.varint(entry_sizes),
+            wire.constant(b"\x0a", entries),
+            wire.varint(name_sizes),
+        ]
+    )
+    middle = wire.segments([wire.constant(b"\x12", entries), wire.varint(item_sizes)])
+    joined = (header + wire.Pieces.of(names) + middle + wire.Pieces.of(items)).joined()
+    lists = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), joined)
+    return wire.Pieces.of(pc.binary_join(lists, _NO_SEPARATOR))
+
+
+def _same_keys(names: list[bytes], items: pa.Array, count: int) -> wire.Pieces:
+    """Map entries of rows that all have the same keys in the same order: one column of
+    values per key, in key order."""
+    width = len(names)
+    order = sorted(range(width), key=lambda j: names[j])
+    taken = items.take(
+        pa.array((np.arange(count)[None, :] * width + np.array(order)[:, None]).ravel())
+    )
+    pieces = wire.Pieces.empty(count)
+    for n, j in enumerate(order):
+        values = wire.Pieces.of(taken.slice(n * count, count))
+        key = _tagged(b"\x0a", names[j]) + b"\x12"
+        sizes = len(key) + wire.varint_size(values.sizes) + values.sizes
+        header = wire.segments(
+            [
+                wire.constant(b"\x1a", count),
+                wire.varint(sizes),
+                wire.constant(key, count),
+                wire.varint(values.sizes),
+            ]
+        )
+        pieces += header + values
+    return pieces
+
+
+def _tagged(tag: bytes, data: bytes) -> bytes:
+    """A length-delimited field of constant bytes."""
+    matrix, sizes = wire.varint(np.array([len(data)]))
+    return tag + bytes(matrix[0, : sizes[0]]) + data
+
+
+# --- images: a typed struct column -> google.protobuf.Struct bodies ---------------------------
+
+#: (a struct column, the rows to write) -> the Struct body of each row, and rows refused.
+StructWriter = Callable[[pa.Array, np.ndarray], tuple[wire.Pieces, np.ndarray]]
+#: (a column, the rows to write) -> each row's Value: its leading bytes, its body (no
+#: bytes where not written), and the rows refused.
+ValueWriter = Callable[[pa.Array, np.ndarray], tuple[wire.Segment, wire.Pieces, np.ndarray]]
+
+
+def _struct_writer(node: ConnectSchema, type_: pa.DataType) -> StructWriter:
+    """The ``Struct`` body of each written row of a struct column: its fields' map entries
+    in key order."""
+    if node.type != "struct" or not pa.types.is_struct(type_):
+        raise NotColumnar(f"{node.path}: {node.type} as {type_}")
+    children = sorted(node.fields, key=lambda pair: pair[0].encode("utf-8"))
+    writers = []
+    for name, child in children:
+        index = type_.get_field_index(name)
+        if index < 0:
+            raise NotColumnar(f"{child.path}: not a column of {type_}")
+        key = name.encode("utf-8")
+        writers.append(
+            (_tagged(b"\x0a", key), _value_writer(child, type_.field(index).type), index)
+        )
+
+    def write(array: pa.Array, present: np.ndarray) -> tuple[wire.Pieces, np.ndarray]:
+        count = len(array)
+        bad = np.zeros(count, dtype=bool)
+        body = wire.Pieces.empty(count)
+        for key, value_of, index in writers:
+            header, value, refused = value_of(array.field(index), present)
+            bad |= refused
+            body += _entry(key, header, value, present)
+        return body, bad
+
+    return write
+
+
+def _entry(
+    key: bytes, header: wire.Segment, value: wire.Pieces, present: np.ndarray
+) -> wire.Pieces:
+    """A ``Struct.fields`` map entry: the key, then the Value (``header`` and ``value``)."""
+    count = len(present)
+    value_sizes = header[1] + value.sizes
+    entry_sizes = len(key) + 1 + wire.varint_size(value_sizes) + value_sizes
+    leading = wire.segments(
+        [
+            wire.constant(b"\x0a", count),
+            wire.varint(entry_sizes),
+            wire.constant(key + b"\x12", count),
+            wire.varint(value_sizes),
+            header,
+        ],
+        present,
+    )
+    return leading + value
+
+
+def _value_writer(node: ConnectSchema, type_: pa.DataType) -> ValueWriter:
+    """How one column becomes ``google.protobuf.Value`` bytes (module docstring)."""
+    if node.type == "struct":
+        return _nested(_struct_writer(node, type_))
+    if node.name in _TIME_OF_DAY and pa.types.is_integer(type_):
+        per_unit = _TIME_OF_DAY[node.name]
+        return _short_texts(lambda counts: isotext.times(counts * per_unit))
+    if pa.types.is_date32(type_):
+        return _short_texts(isotext.dates)
+    if pa.types.is_timestamp(type_) and type_.unit == "us":
+        return _short_texts(isotext.timestamps)
+    if pa.types.is_decimal128(type_):
+        return _decimal_numbers(type_.scale)
+    if node.name == _DECIMAL or (pa.types.is_floating(type_) and type_ != pa.float64()):
+        return _refused
+    if type_ == pa.string():
+        return _texts(None)
+    if type_ == pa.binary():
+        return _texts(_base64)
+    if pa.types.is_integer(type_):
+        return _integers
+    if type_ == pa.float64():
+        return _doubles
+    if type_ == pa.bool_():
+        return _booleans
+    raise NotColumnar(f"{node.path}: {node.type} as {type_}")
+
+
+def _null_or(valid: np.ndarray, header: wire.Segment) -> wire.Segment:
+    return wire.choose(valid, header, wire.constant(_NULL_VALUE, len(valid)))
+
+
+def _nested(struct: StructWriter) -> ValueWriter:
+    def write(array: pa.Array, present: np.ndarray) -> tuple[wire.Segment, wire.Pieces, np.ndarray]:
+        valid = present & wire.valid(array)
+        body, bad = struct(array, valid)
+        count = len(array)
+        header = wire.choose(
+            valid,
+            _joined_segments(wire.constant(b"\x2a", count), wire.varint(body.sizes)),
+            wire.constant(_NULL_VALUE, count),
+        )
+        return header, body, bad & valid
+
+    return write
+
+
+def _joined_segments(first: wire.Segment, second: wire.Segment) -> wire.Segment:
+    """Two segments as one (``first``'s bytes then ``second``'s)."""
+    count = len(first[1])
+    width = first[0].shape[1] + second[0].shape[1]
+    matrix = np.zeros((count, width), dtype=np.uint8)
+    sizes = first[1] + second[1]
+    rows = np.arange(count)
+    matrix[:, : first[0].shape[1]] = first[0]
+    for k in range(second[0].shape[1]):
+        column = first[1] + k
+        inside = k < second[1]
+        matrix[rows[inside], column[inside]] = second[0][inside, k]
+    return matrix, sizes
+
+
+def _texts(text_of: Callable[[pa.Array], pa.Array] | None) -> ValueWriter:
+    def write(array: pa.Array, present: np.ndarray) -> tuple[wire.Segment, wire.Pieces, np.ndarray]:
+        valid = present & wire.valid(array)
+        count = len(array)
+        texts = array if text_of is None else text_of(array)
+        body = wire.masked(texts, valid)
+        sizes = wire.lengths(body)
+        header = _null_or(
+            valid, _joined_segments(wire.constant(b"\x1a", count), wire.varint(sizes))
+        )
+        return header, wire.Pieces([body], sizes), np.zeros(count, dtype=bool)
+
+    return write
+
+
+def _short_texts(text_of: Callable[[np.ndarray], wire.Segment]) -> ValueWriter:
+    """Text of fewer than 128 bytes computed from a column's integers (dates, times)."""
+
+    def write(array: pa.Array, present: np.ndarray) -> tuple[wire.Segment, wire.Pieces, np.ndarray]:
+        valid = present & wire.valid(array)
+        count = len(array)
+        integers = array.cast(pa.int32() if pa.types.is_date32(array.type) else pa.int64())
+        counts = np.asarray(pc.fill_null(integers, 0).to_numpy(), dtype=np.int64)
+        text, sizes = text_of(counts)
+        matrix = np.empty((count, text.shape[1] + 2), dtype=np.uint8)
+        matrix[:, 0] = 0x1A
+        matrix[:, 1] = sizes
+        matrix[:, 2:] = text
+        header = _null_or(valid, (matrix, sizes + 2))
+        return (*_fixed(header, count), np.zeros(count, dtype=bool))
+
+    return write
+
+
+def _fixed(header: wire.Segment, count: int) -> tuple[wire.Segment, wire.Pieces]:
+    return header, wire.Pieces.empty(count)
+
+
+def _refused(array: pa.Array, present: np.ndarray) -> tuple[wire.Segment, wire.Pieces, np.ndarray]:
+    count = len(array)
+    return wire.constant(_NULL_VALUE, count), wire.Pieces.empty(count), present & wire.valid(array)
+
+
+def _numbers(numbers: np.ndarray, valid: np.ndarray) -> wire.Segment:
+    count = len(numbers)
+    matrix = np.empty((count, 9), dtype=np.uint8)
+    matrix[:, 0] = 0x11
+    matrix[:, 1:] = np.ascontiguousarray(numbers, dtype="<f8").view(np.uint8).reshape(count, 8)
+    return _null_or(valid, (matrix, np.full(count, 9, dtype=np.int64)))
+
+
+def _integers(array: pa.Array, present: np.ndarray) -> tuple[wire.Segment, wire.Pieces, np.ndarray]:
+    valid = present & wire.valid(array)
+    found = np.asarray(pc.fill_null(array.cast(pa.int64()), 0).to_numpy(), dtype=np.int64)
+    bad = valid & ((found > _EXACT) | (found < -_EXACT))
+    return (*_fixed(_numbers(found.astype(np.float64), valid), len(array)), bad)
+
+
+def _doubles(array: pa.Array, present: np.ndarray) -> tuple[wire.Segment, wire.Pieces, np.ndarray]:
+    valid = present & wire.valid(array)
+    found = np.asarray(pc.fill_null(array, 0.0).to_numpy(), dtype=np.float64)
+    bad = valid & np.signbit(found) & (found == 0)
+    return (*_fixed(_numbers(found, valid), len(array)), bad)
+
+
+def _booleans(array: pa.Array, present: np.ndarray) -> tuple[wire.Segment, wire.Pieces, np.ndarray]:
+    valid = present & wire.valid(array)
+    count = len(array)
+    matrix = np.empty((count, 2), dtype=np.uint8)
+    matrix[:, 0] = 0x20
+    matrix[:, 1] = wire.mask(array)
+    header = _null_or(valid, (matrix, np.full(count, 2, dtype=np.int64)))
+    return (*_fixed(header, count), np.zeros(count, dtype=bool))
+
+
+def _decimal_numbers(scale: int) -> ValueWriter:
+    """Decimals as the doubles ``float(Decimal)`` gives: the unscaled integer (exact below
+    10**15) divided by 10**scale (exact up to 10**22), rounded once, as the division of two
+    exact doubles is."""
+    divisor = float(10**scale) if 0 <= scale <= _MAX_SCALE else None
+
+    def write(array: pa.Array, present: np.ndarray) -> tuple[wire.Segment, wire.Pieces, np.ndarray]:
+        valid = present & wire.valid(array)
+        words = np.frombuffer(array.buffers()[1], dtype=np.int64)
+        words = words[2 * array.offset : 2 * (array.offset + len(array))].reshape(-1, 2)
+        low, high = words[:, 0], words[:, 1]
+        small = (high == (low >> 63)) & (np.abs(low) < _EXACT_DIGITS)
+        if divisor is None:
+            small[:] = False
+        numbers = np.where(small, low, 0).astype(np.float64) / (divisor or 1.0)
+        return (*_fixed(_numbers(numbers, valid), len(array)), valid & ~small)
+
+    return write
+
+
+def _base64(array: pa.Array) -> pa.Array:
+    encode = binascii.b2a_base64
+    return pa.array(
+        [None if v is None else encode(v, newline=False) for v in array.to_pylist()], pa.binary()
+    )

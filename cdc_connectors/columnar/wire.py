@@ -1,0 +1,225 @@
+"""Protobuf's wire format over Arrow columns: serialized messages per row, no Python object
+per row.
+
+A message is built as :class:`Pieces`: binary columns whose row-wise concatenation is
+each row's bytes, and each row's size. Small variable parts (tags, varint lengths, fixed
+numbers) are :data:`Segment` matrices written by numpy, so a field's framing costs no
+copy of its body: every byte of a value is copied once, when the record is joined at the
+end (:meth:`Pieces.joined`). A row without a field has no bytes for it (proto3).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+__all__ = [
+    "Pieces",
+    "Segment",
+    "choose",
+    "constant",
+    "framed",
+    "lengths",
+    "mask",
+    "masked",
+    "segments",
+    "varint",
+    "varint_size",
+]
+
+#: Bytes of each row (a ``uint8`` matrix, one row per message row) and how many of each
+#: row's leading bytes count.
+Segment = tuple[np.ndarray, np.ndarray]
+
+_VARINT_BYTES = 5  # a varint of a size below 2**35
+_NO_SEPARATOR = pa.scalar(b"", pa.binary())
+
+
+def mask(array: pa.Array) -> np.ndarray:
+    """A boolean column as numpy, nulls false."""
+    if array.null_count == 0 and array.type == pa.bool_():
+        return np.asarray(array.to_numpy(zero_copy_only=False), dtype=bool)
+    return np.asarray(pc.fill_null(array, False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def valid(array: pa.Array) -> np.ndarray:
+    """Which rows of a column are not null."""
+    if array.null_count == 0:
+        return np.ones(len(array), dtype=bool)
+    return mask(pc.is_valid(array))
+
+
+def lengths(array: pa.Array) -> np.ndarray:
+    """The byte length of each value of a binary or string column (0 for nulls), from its
+    offsets."""
+    count = len(array)
+    offsets = np.frombuffer(array.buffers()[1], dtype=np.int32)[
+        array.offset : array.offset + count + 1
+    ]
+    found = np.diff(offsets).astype(np.int64)
+    if array.null_count:
+        found[~valid(array)] = 0
+    return found
+
+
+def masked(array: pa.Array, keep: np.ndarray) -> pa.Array:
+    """A binary column with the rows not in ``keep`` null (no bytes in :class:`Pieces`);
+    the values are not copied."""
+    if array.type != pa.binary():
+        array = array.cast(pa.binary())
+    keep = keep & valid(array) if array.null_count else keep
+    if keep.all():
+        return array
+    bits = np.zeros(array.offset + len(array), dtype=bool)
+    bits[array.offset :] = keep
+    validity = pa.py_buffer(np.packbits(bits, bitorder="little"))
+    return pa.Array.from_buffers(
+        pa.binary(), len(array), [validity, *array.buffers()[1:3]], offset=array.offset
+    )
+
+
+def varint_size(numbers: np.ndarray) -> np.ndarray:
+    """Bytes of each number (below 2**35) as a varint."""
+    sizes = np.ones(len(numbers), dtype=np.int64)
+    top = int(numbers.max(initial=0))
+    for shift in range(7, 7 * _VARINT_BYTES, 7):
+        if top < (1 << shift):
+            break
+        sizes += numbers >= (1 << shift)
+    return sizes
+
+
+def varint(numbers: np.ndarray) -> Segment:
+    """Each number (below 2**35) as a varint."""
+    values = numbers.astype(np.int64, copy=False)
+    sizes = varint_size(values)
+    width = int(sizes.max(initial=1))
+    if width == 1:
+        return values.astype(np.uint8)[:, None], sizes
+    matrix = np.zeros((len(values), width), dtype=np.uint8)
+    for k in range(width):
+        more = (sizes > k + 1).astype(np.int64) << 7
+        matrix[:, k] = ((values >> (7 * k)) & 0x7F) | more
+    return matrix, sizes
+
+
+def constant(data: bytes, count: int) -> Segment:
+    """The same bytes on every row."""
+    row = np.frombuffer(data, dtype=np.uint8)
+    return np.broadcast_to(row, (count, len(data))), np.full(count, len(data), dtype=np.int64)
+
+
+def choose(condition: np.ndarray, yes: Segment, no: Segment) -> Segment:
+    """``yes`` where ``condition``, else ``no``."""
+    width = max(yes[0].shape[1], no[0].shape[1])
+    matrix = np.where(condition[:, None], _widened(yes[0], width), _widened(no[0], width))
+    return matrix.astype(np.uint8, copy=False), np.where(condition, yes[1], no[1])
+
+
+def _widened(matrix: np.ndarray, width: int) -> np.ndarray:
+    if matrix.shape[1] == width:
+        return matrix
+    out = np.zeros((matrix.shape[0], width), dtype=np.uint8)
+    out[:, : matrix.shape[1]] = matrix
+    return out
+
+
+def segments(parts: list[Segment], present: np.ndarray | None = None) -> Pieces:
+    """Segments written one after the other on each row; nothing on rows not ``present``."""
+    if present is not None and not present.all():
+        parts = [(matrix, np.where(present, sizes, 0)) for matrix, sizes in parts]
+    sizes = np.zeros(len(parts[0][1]), dtype=np.int64)
+    for _, part_sizes in parts:
+        sizes += part_sizes
+    return Pieces(list(parts), sizes)
+
+
+def _column(parts: list[Segment]) -> pa.Array:
+    """Segments written one after the other on each row, as one binary column."""
+    count = len(parts[0][1])
+    uniform = [int(sizes[0]) if count and (sizes == sizes[0]).all() else -1 for _, sizes in parts]
+    if min(uniform, default=0) >= 0:
+        # Every row the same width: the matrices side by side are the column's bytes.
+        matrix = np.concatenate([m[:, :w] for (m, _), w in zip(parts, uniform, strict=True)], 1)
+        width = matrix.shape[1]
+        offsets = np.arange(0, (count + 1) * width, width, dtype=np.int32)
+        data = pa.py_buffer(np.ascontiguousarray(matrix, dtype=np.uint8))
+        return pa.Array.from_buffers(pa.binary(), count, [None, pa.py_buffer(offsets), data])
+    sizes = np.zeros(count, dtype=np.int64)
+    for _, part_sizes in parts:
+        sizes += part_sizes
+    offsets = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    data = np.empty(int(offsets[-1]), dtype=np.uint8)
+    position = offsets[:-1].copy()
+    for (matrix, part_sizes), width in zip(parts, uniform, strict=True):
+        for k in range(matrix.shape[1] if width < 0 else width):
+            if width < 0:
+                inside = part_sizes > k
+                data[position[inside] + k] = matrix[inside, k]
+            else:
+                data[position + k] = matrix[:, k]
+        position += part_sizes
+    return pa.Array.from_buffers(
+        pa.binary(),
+        count,
+        [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)],
+    )
+
+
+@dataclass
+class Pieces:
+    """The bytes of one message per row: ``parts`` (binary columns, a null being no
+    bytes, and segments) joined row-wise, and the byte count of each row."""
+
+    parts: list[pa.Array | Segment] = field(default_factory=list)
+    sizes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    @classmethod
+    def empty(cls, count: int) -> Pieces:
+        return cls([], np.zeros(count, dtype=np.int64))
+
+    @classmethod
+    def of(cls, column: pa.Array) -> Pieces:
+        """A binary (or string) column as is."""
+        if column.type != pa.binary():
+            column = column.cast(pa.binary())
+        return cls([column], lengths(column))
+
+    def __add__(self, other: Pieces) -> Pieces:
+        return Pieces([*self.parts, *other.parts], self.sizes + other.sizes)
+
+    def joined(self) -> pa.Array:
+        """One binary column of the whole messages; consecutive segments are written as
+        one column first."""
+        count = len(self.sizes)
+        columns: list[pa.Array] = []
+        run: list[Segment] = []
+        for part in self.parts:
+            if isinstance(part, tuple):
+                run.append(part)
+                continue
+            if run:
+                columns.append(_column(run))
+                run = []
+            columns.append(part)
+        if run:
+            columns.append(_column(run))
+        if not columns:
+            return pa.array([b""] * count, pa.binary())
+        if len(columns) == 1 and not columns[0].null_count:
+            return columns[0]
+        return pc.binary_join_element_wise(
+            *columns, _NO_SEPARATOR, null_handling="replace", null_replacement=""
+        )
+
+
+def framed(tag: bytes, body: Pieces, present: np.ndarray | None = None) -> Pieces:
+    """A length-delimited field around ``body``: ``tag``, the body's size, the body; no
+    bytes on rows not ``present`` (whose body must have none either)."""
+    count = len(body.sizes)
+    header = segments([constant(tag, count), varint(body.sizes)], present)
+    return header + body

@@ -1,0 +1,257 @@
+"""Hypothesis strategies: batches of Debezium JSON messages (schema blocks included) with
+columns of every Kafka Connect type the typed columns read, nulls, unicode, numbers a
+double would change, values their schema refuses, other schemas, and junk."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import orjson
+from hypothesis import strategies as st
+
+MIN_MICROS, MAX_MICROS = -62_135_596_800_000_000, 253_402_300_799_999_999
+_TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=12)
+
+
+def unscaled(number: int) -> str:
+    return base64.b64encode(
+        number.to_bytes((number.bit_length() + 8) // 8, "big", signed=True)
+    ).decode()
+
+
+def _mostly(good: st.SearchStrategy[Any], bad: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """``good`` values, and one time in eight ``bad`` ones."""
+    return st.integers(0, 7).flatmap(lambda n: bad if n == 0 else good)
+
+
+def _ints(bits: int) -> st.SearchStrategy[int]:
+    low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+    edges = (low, high, low - 1, high + 1, 2**53, 2**53 + 1, -(2**53) - 1)
+    return _mostly(
+        st.one_of(st.integers(-1000, 1000), st.integers(max(low, -(2**53)), min(high, 2**53))),
+        st.sampled_from([n for n in edges if n >= -(2**63)]) | st.integers(low, high),
+    )
+
+
+def _decimal(scale: int, precision: int) -> st.SearchStrategy[Any]:
+    """Unscaled values of every size up to the precision (a double keeps 15 digits, some of
+    16 and 17), and a few that are no decimal of the column."""
+    sizes = [k for k in (2, 9, 15, 16, 17, 18, 20) if k <= precision]
+    fitting = st.sampled_from(sizes).flatmap(lambda k: st.integers(-(10**k) + 1, 10**k - 1))
+    return _mostly(
+        fitting.map(unscaled),
+        st.one_of(
+            st.integers(-(10**40), 10**40).map(unscaled),
+            st.sampled_from(["", "AA==", "not base64", "////", "gAAAAAAAAAAA"]),
+        ),
+    )
+
+
+#: (Connect field block without its name, the JSON values it may meet)
+COLUMNS: list[tuple[dict[str, Any], st.SearchStrategy[Any]]] = [
+    ({"type": "int8"}, _ints(8)),
+    ({"type": "int16"}, _ints(16)),
+    ({"type": "int32"}, _ints(32)),
+    ({"type": "int64"}, _ints(64)),
+    (
+        {"type": "double"},
+        _mostly(
+            st.integers(-(10**6), 10**6).map(lambda n: n / 100) | st.integers(-5, 5),
+            st.floats(allow_nan=False, allow_infinity=False),
+        ),
+    ),
+    ({"type": "float"}, st.floats(width=32, allow_nan=False, allow_infinity=False)),
+    ({"type": "boolean"}, st.booleans()),
+    (
+        {"type": "string"},
+        _mostly(_TEXT, st.just("__debezium_unavailable_value") | st.integers(0, 3)),
+    ),
+    (
+        {"type": "bytes"},
+        _mostly(st.binary(max_size=9).map(lambda b: base64.b64encode(b).decode()), st.just("??")),
+    ),
+    (
+        {
+            "type": "bytes",
+            "name": "org.apache.kafka.connect.data.Decimal",
+            "parameters": {"scale": "2", "connect.decimal.precision": "10"},
+        },
+        _decimal(2, 10),
+    ),
+    (
+        {
+            "type": "bytes",
+            "name": "org.apache.kafka.connect.data.Decimal",
+            "parameters": {"scale": "0", "connect.decimal.precision": "30"},
+        },
+        _decimal(0, 30),
+    ),
+    (
+        {"type": "int64", "name": "io.debezium.time.MicroTimestamp"},
+        _mostly(
+            st.integers(0, 2 * 10**15) | st.sampled_from([0, MIN_MICROS, MAX_MICROS, 1_000_000]),
+            st.integers(MIN_MICROS - 2, MAX_MICROS + 2),
+        ),
+    ),
+    (
+        {"type": "int64", "name": "org.apache.kafka.connect.data.Timestamp"},
+        st.integers(MIN_MICROS // 1000 - 2, MAX_MICROS // 1000 + 2),
+    ),
+    ({"type": "int32", "name": "io.debezium.time.Date"}, st.integers(-719_164, 2_932_898)),
+    ({"type": "int32", "name": "io.debezium.time.Time"}, st.integers(-2, 86_400_001)),
+    ({"type": "int64", "name": "io.debezium.time.MicroTime"}, st.integers(-2, 86_400_000_001)),
+    (
+        {"type": "string", "name": "io.debezium.data.Enum", "parameters": {"allowed": "a,b,c"}},
+        st.sampled_from(["a", "b", "c", "d"]),
+    ),
+    (
+        {"type": "string", "name": "io.debezium.data.Uuid"},
+        _mostly(st.uuids().map(str), st.uuids().map(lambda u: str(u).upper())),
+    ),
+    ({"type": "string", "name": "io.debezium.time.ZonedTimestamp"}, _TEXT),
+    ({"type": "int64", "name": "io.debezium.time.NanoTimestamp"}, st.integers(0, 2**62)),
+    (
+        {
+            "type": "struct",
+            "name": "inner",
+            "fields": [
+                {"type": "int32", "optional": True, "field": "n"},
+                {"type": "string", "optional": True, "field": "s"},
+            ],
+        },
+        st.fixed_dictionaries({"n": st.none() | st.integers(-5, 5), "s": st.none() | _TEXT}),
+    ),
+]
+
+SOURCE = {
+    "type": "struct",
+    "optional": False,
+    "name": "io.debezium.connector.postgresql.Source",
+    "fields": [
+        {"type": "string", "optional": False, "field": "version"},
+        {"type": "string", "optional": False, "field": "connector"},
+        {"type": "int64", "optional": False, "field": "ts_ms"},
+        {"type": "string", "optional": True, "field": "snapshot"},
+        {"type": "string", "optional": False, "field": "db"},
+        {"type": "string", "optional": True, "field": "schema"},
+        {"type": "string", "optional": False, "field": "table"},
+        {"type": "int64", "optional": True, "field": "txId"},
+    ],
+}
+KEY_SCHEMA = {
+    "type": "struct",
+    "optional": False,
+    "name": "t.Key",
+    "fields": [{"type": "int64", "optional": False, "field": "id"}],
+}
+
+
+@st.composite
+def envelope(
+    draw: st.DrawFn, name: str = "t"
+) -> tuple[dict[str, Any], list[tuple[str, st.SearchStrategy[Any], bool]]]:
+    """An envelope schema block and, per row column, (name, values, optional)."""
+    picked = draw(st.lists(st.integers(0, len(COLUMNS) - 1), min_size=1, max_size=6))
+    fields = [{"type": "int64", "optional": False, "field": "id"}]
+    columns: list[tuple[str, st.SearchStrategy[Any], bool]] = [("id", st.integers(0, 10**6), False)]
+    for n, index in enumerate(picked):
+        block, values = COLUMNS[index]
+        optional = draw(st.booleans())
+        column = ("z", "a", "M", "_", "b_c")[n % 5] + str(n)
+        fields.append({**block, "optional": optional, "field": column})
+        columns.append((column, values, optional))
+    row = {"type": "struct", "optional": True, "name": f"{name}.Value", "fields": fields}
+    schema = {
+        "type": "struct",
+        "optional": False,
+        "name": f"{name}.Envelope",
+        "fields": [
+            {**row, "field": "before"},
+            {**row, "field": "after"},
+            {**SOURCE, "field": "source"},
+            {"type": "string", "optional": False, "field": "op"},
+            {"type": "int64", "optional": True, "field": "ts_ms"},
+        ],
+    }
+    return schema, columns
+
+
+@st.composite
+def _image(
+    draw: st.DrawFn, columns: list[tuple[str, st.SearchStrategy[Any], bool]]
+) -> dict[str, Any]:
+    image = {}
+    for name, values, optional in columns:
+        # null now and then, also where the column is required
+        image[name] = None if draw(st.integers(0, 4 if optional else 40)) == 0 else draw(values)
+    if draw(st.integers(0, 40)) == 0:
+        image["extra"] = 1  # a column the schema does not declare
+    return image
+
+
+@st.composite
+def change_event(
+    draw: st.DrawFn, schema: dict[str, Any], columns: list[tuple[str, st.SearchStrategy[Any], bool]]
+) -> bytes:
+    op = draw(st.sampled_from(["c", "u", "d", "r", "c", "u", "d", "r", "c", "u", "t", "x"]))
+    before = draw(_image(columns)) if op in ("u", "d") and draw(st.booleans()) else None
+    after = draw(_image(columns)) if op != "d" or not draw(st.booleans()) else None
+    source = {
+        "version": "2.5.0",
+        "connector": draw(st.sampled_from(["postgresql", "pg ✓"])),
+        "ts_ms": draw(st.integers(0, 2 * 10**12)),
+        "snapshot": draw(st.sampled_from([None, "false", "true"])),
+        "db": "shop",
+        "schema": draw(st.sampled_from(["public", None])),
+        "table": "t",
+        "txId": draw(st.none() | st.integers(0, 10**9)),
+    }
+    payload = {
+        "before": before,
+        "after": after,
+        "source": source,
+        "op": op,
+        "ts_ms": draw(st.integers(0, 2 * 10**12)),
+    }
+    return orjson.dumps({"schema": schema, "payload": payload})
+
+
+_JUNK = st.sampled_from(
+    [
+        b"not json",
+        b"[1, 2]",
+        b'{"schema": null, "payload": {"op": "c"}}',
+        b'{"payload": {"ts_ms": 5}}',
+        b"",
+        b'{"schema": {"type": "struct"}, "payload": null}',
+    ]
+)
+
+
+def _key(schema_key: bool) -> st.SearchStrategy[bytes | None]:
+    with_schema = st.integers(-(2**60), 2**60).map(
+        lambda n: orjson.dumps({"schema": KEY_SCHEMA, "payload": {"id": n}})
+    )
+    return st.one_of(
+        st.none(),
+        with_schema if schema_key else st.none(),
+        st.integers(0, 9).map(lambda n: orjson.dumps({"id": n})),
+        st.sampled_from([b"raw key", b"[1]", b"5", b'{"payload": 3}']),
+    )
+
+
+@st.composite
+def batches(draw: st.DrawFn, schema_key: bool = True) -> list[tuple[bytes | None, bytes | None]]:
+    """(key, value) of each message of a batch."""
+    schemas = [draw(envelope("t")), draw(envelope("u"))]
+    messages = []
+    for _ in range(draw(st.integers(1, 25))):
+        kind = draw(st.integers(0, 9))
+        if kind == 0:
+            value: bytes | None = draw(_JUNK | st.none())
+        else:
+            schema, columns = schemas[kind % 5 == 0]
+            value = draw(change_event(schema, columns))
+        messages.append((draw(_key(schema_key)), value))
+    return messages
