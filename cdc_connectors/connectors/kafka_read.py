@@ -26,6 +26,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from cdc_connectors.connectors.arrow_bytes import binary_array
 from cdc_connectors.connectors.errors import ConnectorError
 from cdc_connectors.connectors.kafka_offsets import TRANSIENT, KafkaRange, consumer_config
 from cdc_connectors.connectors.kafka_settings import CONNECTOR, SourceSettings
@@ -54,8 +55,12 @@ RAW_SCHEMA = StructType(
 RAW_ARROW_SCHEMA: pa.Schema = to_arrow_schema(RAW_SCHEMA, timezone="UTC")
 _HEADERS = RAW_ARROW_SCHEMA.field("headers").type
 
-#: Messages per Arrow batch handed to Spark.
+#: Messages per Arrow batch handed to Spark, at most; and bytes of values, about: a batch
+#: is cut once it holds this many.
 BATCH_MESSAGES = 10_000
+BATCH_BYTES = 64 * 2**20
+#: Messages asked of librdkafka at once (it hands over what its fetch queue holds).
+CONSUME_MESSAGES = 10_000
 NODE_ID = CONNECTOR
 #: librdkafka's timestamp types -> Kafka's (and Spark's) ids: none -1, create 0, append 1.
 _TIMESTAMP_TYPES = {0: -1, 1: 0, 2: 1}
@@ -66,45 +71,54 @@ def decode(fmt: Format, messages: list[Message], fail_fast: bool) -> pa.RecordBa
     return decode_messages(fmt, messages, node_id=NODE_ID, fail_fast=fail_fast).batch
 
 
-def raw_batch(messages: list[KafkaMessage]) -> pa.RecordBatch:
-    """Messages in Spark's Kafka layout, bytes unchanged."""
+def raw_batch(messages: list[KafkaMessage], topic: str, partition: int) -> pa.RecordBatch:
+    """Messages of one topic-partition in Spark's Kafka layout, bytes unchanged."""
+    count = len(messages)
     stamps = [m.timestamp() for m in messages]
-    headers: list[list[dict[str, object]] | None] = []
-    for m in messages:
-        found = _headers(m)
-        headers.append([{"key": k, "value": v} for k, v in found] if found else None)
+    found = [m.headers() for m in messages]
+    if any(found):
+        headers: pa.Array = pa.array(
+            [[{"key": k, "value": v} for k, v in _headers(m)] or None for m in messages],
+            _HEADERS,
+        )
+    else:
+        headers = pa.nulls(count, _HEADERS)
     columns = [
-        pa.array([m.key() for m in messages], pa.binary()),
-        pa.array([m.value() for m in messages], pa.binary()),
-        pa.array([m.topic() for m in messages], pa.string()),
-        pa.array([m.partition() for m in messages], pa.int32()),
+        binary_array([m.key() for m in messages]),
+        binary_array([m.value() for m in messages]),
+        pa.repeat(pa.scalar(topic, pa.string()), count),
+        pa.repeat(pa.scalar(partition, pa.int32()), count),
         pa.array([m.offset() for m in messages], pa.int64()),
         pa.array(
             [ms * 1000 if kind else None for kind, ms in stamps],
             RAW_ARROW_SCHEMA.field("timestamp").type,
         ),
         pa.array([_TIMESTAMP_TYPES.get(kind, -1) for kind, _ in stamps], pa.int32()),
-        pa.array(headers, _HEADERS),
+        headers,
     ]
     return pa.RecordBatch.from_arrays(columns, schema=RAW_ARROW_SCHEMA)
 
 
-def _in_range(consumer: Consumer, part: KafkaRange, idle_timeout: float) -> Iterator[KafkaMessage]:
-    """The messages of ``[part.start, part.end)``, each once, in offset order."""
+def _in_range(
+    consumer: Consumer, part: KafkaRange, idle_timeout: float
+) -> Iterator[list[KafkaMessage]]:
+    """The messages of ``[part.start, part.end)``, each once, in offset order, in the lists
+    librdkafka hands over."""
     where = part.where
     position = part.start
     last_seen = time.monotonic()
     while position < part.end:
-        wanted = min(BATCH_MESSAGES, part.end - position)
-        for message in consumer.consume(wanted, timeout=0.5):
+        fetched = consumer.consume(min(CONSUME_MESSAGES, part.end - position), timeout=0.5)
+        kept: list[KafkaMessage] = []
+        for message in fetched:
             error = message.error()
             if error is None:
                 offset = int(message.offset() or 0)
-                if offset >= part.end:
-                    return
-                last_seen = time.monotonic()
+                if offset >= part.end:  # past a gap (compaction, transaction markers)
+                    position = part.end
+                    break
                 position = offset + 1
-                yield message
+                kept.append(message)
             elif error.code() == KafkaError._PARTITION_EOF:
                 ends = int(message.offset() or 0)
                 if ends < part.end:
@@ -113,10 +127,14 @@ def _in_range(consumer: Consumer, part: KafkaRange, idle_timeout: float) -> Iter
                         "end this read was planned with: messages were deleted or are not "
                         "committed yet"
                     )
-                return
+                position = part.end
+                break
             elif error.code() not in TRANSIENT:  # librdkafka retries transient ones itself
                 raise ConnectorError(f"{CONNECTOR}: {where} at offset {position}: {error.str()}")
-        if time.monotonic() - last_seen > idle_timeout:
+        if kept:
+            last_seen = time.monotonic()
+            yield kept
+        elif time.monotonic() - last_seen > idle_timeout:
             raise ConnectorError(
                 f"{CONNECTOR}: {where}: nothing fetched for {idle_timeout:.0f}s at offset "
                 f"{position} (range ends at {part.end}); is the broker reachable? "
@@ -138,13 +156,19 @@ def read_range(
     try:
         consumer.assign([TopicPartition(part.topic, part.partition, part.start)])
         pending: list[KafkaMessage] = []
-        for message in _in_range(consumer, part, settings.poll_timeout_ms / 1000):
-            pending.append(message)
-            if len(pending) >= BATCH_MESSAGES:
-                yield from _batch(fmt, pending, settings.fail_fast, typed)
-                pending = []
+        size = 0
+        for fetched in _in_range(consumer, part, settings.poll_timeout_ms / 1000):
+            pending.extend(fetched)
+            size += sum(map(len, fetched))
+            while len(pending) >= BATCH_MESSAGES:
+                yield from _batch(fmt, pending[:BATCH_MESSAGES], part, settings.fail_fast, typed)
+                pending = pending[BATCH_MESSAGES:]
+                size = sum(map(len, pending))
+            if size >= BATCH_BYTES:
+                yield from _batch(fmt, pending, part, settings.fail_fast, typed)
+                pending, size = [], 0
         if pending:
-            yield from _batch(fmt, pending, settings.fail_fast, typed)
+            yield from _batch(fmt, pending, part, settings.fail_fast, typed)
     finally:
         consumer.close()
 
@@ -152,11 +176,12 @@ def read_range(
 def _batch(
     fmt: Format | None,
     messages: list[KafkaMessage],
+    part: KafkaRange,
     fail_fast: bool,
     typed: TypedDebeziumDecoder | None = None,
 ) -> Iterator[pa.RecordBatch]:
     if fmt is None:
-        yield raw_batch(messages)
+        yield raw_batch(messages, part.topic, part.partition)
         return
     found = [
         Message(m.value(), m.key(), _headers(m), where=f"{m.topic()}/{m.partition()}/{m.offset()}")

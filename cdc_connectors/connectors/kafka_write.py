@@ -17,12 +17,13 @@ import re
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import pyarrow as pa
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka import Message as KafkaMessage
 
+from cdc_connectors.connectors.arrow_bytes import binary_slices
 from cdc_connectors.connectors.errors import ConnectorError
 from cdc_connectors.connectors.kafka_settings import (
     CONNECTOR,
@@ -30,7 +31,7 @@ from cdc_connectors.connectors.kafka_settings import (
     kafka_config,
 )
 from cdc_connectors.connectors.messages import DLQ_ERROR, SettingError, encode_rows, open_format
-from cdc_connectors.formats.base import Format, Message
+from cdc_connectors.formats.base import Format
 from cdc_connectors.opencdc import keys
 
 OPENCDC = "opencdc"
@@ -39,6 +40,8 @@ _OPENCDC_COLUMNS = frozenset({"position", "operation", "metadata", "key", "paylo
 NODE_ID = CONNECTOR
 #: Delivery reports are served (and a failure noticed) at least every this many messages.
 POLL_EVERY = 1000
+#: librdkafka's ``queue.buffering.max.kbytes`` unless a ``kafka.*`` setting says otherwise.
+QUEUE_KBYTES = 64 * 1024
 #: How long past ``deliveryTimeoutMs`` a task waits for reports librdkafka owes it.
 REPORT_MARGIN_S = 5.0
 
@@ -100,25 +103,25 @@ def layout(names: Iterable[str]) -> str:
     )
 
 
-@dataclass
 class Deliveries:
-    """librdkafka's delivery reports for one task; the first failure is kept."""
+    """librdkafka's reports of failed deliveries for one task (the producer reports no
+    successes: a message neither queued nor failed was delivered); the first is kept."""
 
-    timeout_ms: int
-    delivered: int = 0
-    failed: int = 0
-    first: tuple[str, int, KafkaError] | None = None
+    def __init__(self, timeout_ms: int):
+        self.timeout_ms = timeout_ms
+        self.failed = 0
+        self.first: tuple[str, int, KafkaError] | None = None
 
     def __call__(self, error: KafkaError | None, message: KafkaMessage) -> None:
         if error is None:
-            self.delivered += 1
             return
         self.failed += 1
         if self.first is None:
             self.first = (str(message.topic()), int(message.partition() or 0), error)
 
-    def check(self, sent: int) -> None:
-        """:class:`ConnectorError` for the first failed delivery, if there is one."""
+    def check(self, sent: int, unreported: int) -> None:
+        """:class:`ConnectorError` for the first failed delivery, if there is one;
+        ``unreported``: messages still queued or in flight."""
         if self.first is None:
             return
         topic, partition, error = self.first
@@ -128,17 +131,27 @@ class Deliveries:
         why = f"{error.str()} ({error.name()})"
         if error.code() == KafkaError._MSG_TIMED_OUT:
             why += f", not acknowledged within deliveryTimeoutMs ({self.timeout_ms} ms)"
+        acknowledged = max(0, sent - unreported - self.failed)
         raise ConnectorError(
             f"{CONNECTOR}: message(s) not delivered to {where}: {why}; the task stopped "
-            f"with {self.delivered} of {sent} message(s) acknowledged"
+            f"with {acknowledged} of {sent} message(s) acknowledged"
         )
 
 
-def producer_config(settings: DestinationSettings) -> dict[str, Any]:
-    config: dict[str, Any] = {"linger.ms": 20}
+def producer_config(settings: DestinationSettings, reports: Deliveries) -> dict[str, Any]:
+    """librdkafka's settings for a task's producer: ``kafka.*`` settings win over the
+    defaults here, not over what the guarantees need (idempotence, the delivery timeout,
+    failure reports to ``reports``)."""
+    config: dict[str, Any] = {
+        "linger.ms": 20,
+        # What a task may have queued: bounded memory, and enough to keep a broker busy.
+        "queue.buffering.max.kbytes": QUEUE_KBYTES,
+    }
     config.update(kafka_config(settings.servers, settings.kafka))
     config["enable.idempotence"] = True
     config["message.timeout.ms"] = settings.delivery_timeout_ms
+    config["delivery.report.only.error"] = True
+    config["on_delivery"] = reports
     return config
 
 
@@ -150,32 +163,61 @@ def _text(value: Any) -> bytes | None:
     return bytes(value)
 
 
-def _message_rows(
-    batch: pa.RecordBatch, template: TopicTemplate | None
-) -> Iterator[tuple[str, int | None, Message]]:
+#: What ``produce`` takes as a key or a value: bytes, or a zero-copy Arrow slice.
+Payload: TypeAlias = "bytes | pa.Buffer | None"
+
+
+@dataclass
+class Outgoing:
+    """Messages to produce, by column: a topic for all (``str``) or one each; a partition
+    each or none chosen; headers each or none at all."""
+
+    topics: str | list[str]
+    values: list[Payload]
+    keys: list[Payload]
+    partitions: list[int | None] | None = None
+    headers: list[list[tuple[str, bytes | None]] | None] | None = None
+
+
+def _payloads(batch: pa.RecordBatch, name: str) -> list[Payload]:
+    rows = batch.num_rows
+    if name not in batch.schema.names:
+        return [None] * rows
+    column = batch.column(name)
+    try:
+        return list(binary_slices(column))
+    except TypeError:  # neither binary nor text: bytes of each value as Python sees it
+        return [_text(value) for value in column.to_pylist()]
+
+
+def _message_rows(batch: pa.RecordBatch, template: TopicTemplate | None) -> Outgoing:
     names = batch.schema.names
     rows = batch.num_rows
-
-    def column(name: str) -> list[Any]:
-        return batch.column(name).to_pylist() if name in names else [None] * rows
-
-    values, found_keys, headers = column("value"), column("key"), column("headers")
-    topics, partitions = column("topic"), column("partition")
-    for index in range(rows):
-        topic = template.text if template is not None else topics[index]
-        if not topic:
-            raise ConnectorError(
-                f"{CONNECTOR}: row {index} of a batch has no topic (set the setting 'topic' "
-                "or a 'topic' column)"
-            )
-        pairs = [(h["key"], _text(h["value"])) for h in headers[index] or []]
-        message = Message(_text(values[index]), _text(found_keys[index]), pairs)
-        yield topic, partitions[index], message
+    topics: str | list[str]
+    if template is not None:
+        topics = template.text
+    else:
+        topics = batch.column("topic").to_pylist() if "topic" in names else [""] * rows
+        for index, topic in enumerate(topics):
+            if not topic:
+                raise ConnectorError(
+                    f"{CONNECTOR}: row {index} of a batch has no topic (set the setting "
+                    "'topic' or a 'topic' column)"
+                )
+    out = Outgoing(topics, _payloads(batch, "value"), _payloads(batch, "key"))
+    if "partition" in names and batch.column("partition").null_count < rows:
+        out.partitions = batch.column("partition").to_pylist()
+    if "headers" in names and batch.column("headers").null_count < rows:
+        out.headers = [
+            [(h["key"], _text(h["value"])) for h in found] if found else None
+            for found in batch.column("headers").to_pylist()
+        ]
+    return out
 
 
 def _opencdc_rows(
     batch: pa.RecordBatch, settings: DestinationSettings, template: TopicTemplate, fmt: Format
-) -> Iterator[tuple[str, int | None, Message]]:
+) -> Outgoing:
     messages, letters = encode_rows(fmt, batch, node_id=NODE_ID)
     if letters:
         first = letters[0]
@@ -185,15 +227,18 @@ def _opencdc_rows(
             f"{settings.format_settings['format']}: {first.metadata.get(DLQ_ERROR)} "
             f"({len(letters)} of {batch.num_rows} rows of this batch failed)"
         )
-    if template.fixed:
-        for message in messages:
-            yield template.text, None, message
-        return
-    metadata = batch.column("metadata").to_pylist()
-    positions = batch.column("position").to_pylist()
-    for message, pairs, position in zip(messages, metadata, positions, strict=True):
-        where = bytes(position).decode("utf-8", "backslashreplace")
-        yield template.render(dict(pairs or []), where), None, message
+    topics: str | list[str] = template.text
+    if not template.fixed:
+        metadata = batch.column("metadata").to_pylist()
+        positions = batch.column("position").to_pylist()
+        topics = [
+            template.render(dict(pairs or []), bytes(position).decode("utf-8", "backslashreplace"))
+            for pairs, position in zip(metadata, positions, strict=True)
+        ]
+    out = Outgoing(topics, [m.value for m in messages], [m.key for m in messages])
+    if any(m.headers for m in messages):
+        out.headers = [list(m.headers) or None for m in messages]
+    return out
 
 
 def write_batches(
@@ -216,19 +261,19 @@ def write_batches(
     out = _Output(settings)
     try:
         for batch in batches:
+            if not batch.num_rows:
+                continue
             if fmt is not None:
                 assert template is not None
-                rows = _opencdc_rows(batch, settings, template, fmt)
+                out.produce(_opencdc_rows(batch, settings, template, fmt))
             else:
-                rows = _message_rows(batch, template)
-            for topic, partition, message in rows:
-                out.produce(topic, partition, message)
+                out.produce(_message_rows(batch, template))
             out.serve()
         out.finish()
     except BaseException:
         out.abandon()
         raise
-    return out.reports.delivered
+    return out.sent - out.reports.failed
 
 
 class _Output:
@@ -236,37 +281,72 @@ class _Output:
 
     def __init__(self, settings: DestinationSettings):
         self.settings = settings
-        self.producer = Producer(producer_config(settings))
         self.reports = Deliveries(settings.delivery_timeout_ms)
+        self.producer = Producer(producer_config(settings, self.reports))
         self.sent = 0
 
     def serve(self, timeout: float = 0) -> None:
         """Serve delivery reports; :class:`ConnectorError` once a delivery failed."""
         self.producer.poll(timeout)
-        self.reports.check(self.sent)
+        self.reports.check(self.sent, len(self.producer))
 
-    def produce(self, topic: str, partition: int | None, message: Message) -> None:
-        extra: dict[str, Any] = {} if partition is None else {"partition": partition}
-        while True:
-            try:
-                self.producer.produce(
-                    topic,
-                    value=message.value,
-                    key=message.key,
-                    headers=list(message.headers) or None,
-                    on_delivery=self.reports,
-                    **extra,
-                )
-                break
-            except BufferError:  # the local queue is full: serve delivery reports, then retry
-                self.serve(0.1)
-            except KafkaException as exc:  # refused before sending: too large, bad topic...
-                raise ConnectorError(
-                    f"{CONNECTOR}: cannot produce to topic {topic!r}: {exc}"
-                ) from None
-        self.sent += 1
-        if self.sent % POLL_EVERY == 0:
+    def produce(self, rows: Outgoing) -> None:
+        """Queue every message of ``rows``, serving reports every :data:`POLL_EVERY`."""
+        count = len(rows.values)
+        for start in range(0, count, POLL_EVERY):
+            end = min(start + POLL_EVERY, count)
+            if isinstance(rows.topics, str) and rows.partitions is None and rows.headers is None:
+                self._plain(rows.topics, rows.values, rows.keys, start, end)
+            else:
+                self._each(rows, start, end)
             self.serve()
+
+    def _plain(
+        self, topic: str, values: list[Payload], keys: list[Payload], start: int, end: int
+    ) -> None:
+        """Messages with nothing but a key and a value, to one topic: the common case."""
+        produce = self.producer.produce
+        for index in range(start, end):
+            try:
+                produce(topic, values[index], keys[index])
+            except BufferError:
+                self._when_room(topic, values[index], keys[index])
+            except KafkaException as exc:
+                raise self._refused(topic, exc) from None
+            self.sent += 1
+
+    def _each(self, rows: Outgoing, start: int, end: int) -> None:
+        for index in range(start, end):
+            topic = rows.topics if isinstance(rows.topics, str) else rows.topics[index]
+            extra: dict[str, Any] = {}
+            if rows.partitions is not None and rows.partitions[index] is not None:
+                extra["partition"] = rows.partitions[index]
+            if rows.headers is not None and rows.headers[index]:
+                extra["headers"] = rows.headers[index]
+            try:
+                self.producer.produce(topic, rows.values[index], rows.keys[index], **extra)
+            except BufferError:
+                self._when_room(topic, rows.values[index], rows.keys[index], **extra)
+            except KafkaException as exc:
+                raise self._refused(topic, exc) from None
+            self.sent += 1
+
+    def _when_room(self, topic: str, value: Payload, key: Payload, **extra: Any) -> None:
+        """The local queue is full: serve delivery reports until the message fits."""
+        while True:
+            self.serve(0.1)
+            try:
+                self.producer.produce(topic, value, key, **extra)
+                return
+            except BufferError:
+                continue
+            except KafkaException as exc:
+                raise self._refused(topic, exc) from None
+
+    @staticmethod
+    def _refused(topic: str, exc: KafkaException) -> ConnectorError:
+        """Refused before sending: too large, a bad topic name..."""
+        return ConnectorError(f"{CONNECTOR}: cannot produce to topic {topic!r}: {exc}")
 
     def finish(self) -> None:
         """Wait for the report of every message; the first failure ends the wait."""
@@ -275,13 +355,13 @@ class _Output:
         limit = self.settings.delivery_timeout_ms / 1000 + REPORT_MARGIN_S
         deadline = time.monotonic() + limit
         while self.producer.flush(0.1):
-            self.reports.check(self.sent)
+            self.reports.check(self.sent, len(self.producer))
             if time.monotonic() > deadline:
                 raise ConnectorError(
                     f"{CONNECTOR}: {len(self.producer)} of {self.sent} message(s) got no "
                     f"delivery report within {limit:.0f}s (setting deliveryTimeoutMs)"
                 )
-        self.reports.check(self.sent)
+        self.reports.check(self.sent, 0)
 
     def abandon(self) -> None:
         """The task failed: drop what is queued rather than keep sending it."""
