@@ -117,6 +117,11 @@ class FailFast(Exception):
         super().__init__(str(error))
 
 
+#: Messages converted together where the columns write them (Debezium JSON to OpenCDC
+#: protobuf).
+CHUNK = 4096
+
+
 def convert_stream(
     source: ByteReader,
     sink: ByteWriter,
@@ -133,7 +138,12 @@ def convert_stream(
     """Convert every message of ``source`` into ``sink``; bad ones go to ``dead_letters``.
 
     ``progress`` is given the counts every :data:`PROGRESS_EVERY` messages and cleared
-    when the run ends, however it ends, before anyone prints what happened."""
+    when the run ends, however it ends, before anyone prints what happened.
+
+    Debezium JSON to OpenCDC protobuf is converted :data:`CHUNK` messages at a time from
+    Arrow columns (:class:`~cdc_connectors.columnar.debezium_proto.DebeziumToProto`); the
+    messages the columns do not take go the per-message way, so the output, its order,
+    the counts and the dead letters are the same."""
     stats = ConvertStats()
     writer = MessageWriter(sink, type(encoder), kv=kv_out)
 
@@ -146,34 +156,69 @@ def convert_stream(
         if fail_fast:
             raise FailFast(error, stats)
 
+    def one(item: Message | CodecError) -> None:
+        if isinstance(item, CodecError):
+            fail(Message(item.data, where=item.where or source_name), item)
+            return
+        try:
+            records = decoder.decode(item)
+        except SkipMessage as skip:
+            stats.skipped[skip.reason] += 1
+            return
+        except CodecError as exc:
+            fail(item, exc.at(item.where))
+            return
+        stats.records += len(records)
+        # A record whose format gives it no position is found again by its message's place.
+        for record in records:
+            if not record.position:
+                record.position = item.where.encode("utf-8")
+        try:
+            writer.write_all([encoder.encode(record) for record in records])
+        except CodecError as exc:
+            fail(item, exc.at(item.where))
+            return
+        stats.written += len(records)
+
+    def counted(item: Message | CodecError) -> Message | CodecError:
+        stats.messages += 1
+        if progress is not None and not stats.messages % PROGRESS_EVERY:
+            progress(stats)
+        return item
+
+    items = read_messages(source, type(decoder), kv=kv_in, source=source_name)
     try:
-        for item in read_messages(source, type(decoder), kv=kv_in, source=source_name):
-            stats.messages += 1
-            if progress is not None and not stats.messages % PROGRESS_EVERY:
-                progress(stats)
-            if isinstance(item, CodecError):
-                fail(Message(item.data, where=item.where or source_name), item)
-                continue
-            try:
-                records = decoder.decode(item)
-            except SkipMessage as skip:
-                stats.skipped[skip.reason] += 1
-                continue
-            except CodecError as exc:
-                fail(item, exc.at(item.where))
-                continue
-            stats.records += len(records)
-            # A record whose format gives it no position is found again by its message's place.
-            for record in records:
-                if not record.position:
-                    record.position = item.where.encode("utf-8")
-            try:
-                writer.write_all([encoder.encode(record) for record in records])
-            except CodecError as exc:
-                fail(item, exc.at(item.where))
-                continue
-            stats.written += len(records)
+        if _columnar(decoder, encoder):
+            from cdc_connectors.convert import columnar_stream
+
+            columns = columnar_stream.ChunkWriter(decoder, writer)
+            for chunk in columnar_stream.chunks(items, CHUNK):
+                written = columns.convert(chunk)
+                for index, item in enumerate(chunk):
+                    counted(item)
+                    if written.has(index):
+                        written.write_through(index)
+                        stats.records += 1
+                        stats.written += 1
+                    else:
+                        written.flush()
+                        one(item)
+                written.flush()
+        else:
+            for item in items:
+                one(counted(item))
     finally:
         if progress is not None:
             progress.clear()
     return stats
+
+
+def _columnar(decoder: Format, encoder: Format) -> bool:
+    """Whether the columns write this conversion; the columnar machinery (numpy, Arrow,
+    pyspark's types) is loaded only then."""
+    names = (type(decoder).__name__, type(encoder).__name__)
+    if names != ("DebeziumJsonFormat", "OpenCDCProtoFormat"):
+        return False
+    from cdc_connectors.convert import columnar_stream
+
+    return columnar_stream.serves(decoder, encoder)

@@ -1,0 +1,137 @@
+"""``convert``'s columnar path: chunks of Debezium JSON messages written as OpenCDC protobuf
+from Arrow columns (:class:`~cdc_connectors.columnar.debezium_proto.DebeziumToProto`).
+
+The convert loop goes through a chunk in message order: a message the columns wrote is
+passed on (:meth:`WrittenChunk.write_through`, its bytes written in runs), any other goes
+the per-message way; so the stream gets the same bytes in the same order, and a failing
+message (``--fail-fast``) stops the run where it would anyway.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+
+from cdc_connectors.convert.streams import MessageWriter
+from cdc_connectors.formats.base import Format, Message
+from cdc_connectors.opencdc import CodecError
+
+if TYPE_CHECKING:
+    from cdc_connectors.columnar.debezium_proto import Columnar, DebeziumToProto
+
+__all__ = ["ChunkWriter", "WrittenChunk", "chunks", "serves"]
+
+Item = Message | CodecError
+
+
+def serves(decoder: Format, encoder: Format) -> bool:
+    """Whether the columns write what ``decoder`` then ``encoder`` write."""
+    from cdc_connectors.formats.debezium import DebeziumJsonFormat
+    from cdc_connectors.formats.opencdc import OpenCDCProtoFormat
+
+    if type(decoder) is not DebeziumJsonFormat or type(encoder) is not OpenCDCProtoFormat:
+        return False  # no need to load the columnar machinery (it brings pyspark's types)
+    from cdc_connectors.columnar.debezium_proto import DebeziumToProto
+
+    return DebeziumToProto.serves(decoder, encoder)
+
+
+def chunks(items: Iterable[Item], size: int) -> Iterator[list[Item]]:
+    """``items`` in lists of ``size`` (the last one shorter)."""
+    chunk: list[Item] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+class ChunkWriter:
+    """Writes the messages of chunks the columns take to ``writer``'s stream."""
+
+    def __init__(self, decoder: Format, writer: MessageWriter):
+        from cdc_connectors.columnar.debezium_proto import DebeziumToProto
+        from cdc_connectors.formats.debezium import DebeziumJsonFormat
+
+        assert isinstance(decoder, DebeziumJsonFormat)
+        self.columns: DebeziumToProto = DebeziumToProto(decoder)
+        self.writer = writer
+
+    def convert(self, chunk: list[Item]) -> WrittenChunk:
+        """The messages of ``chunk`` written from columns, ready to be passed on."""
+        values: list[bytes | None] = []
+        keys: list[bytes | None] = []
+        places: list[bytes] = []
+        for item in chunk:
+            value = key = None
+            place = b""
+            if isinstance(item, Message):
+                try:
+                    place = item.where.encode("utf-8")
+                    value, key = item.value, item.key
+                except UnicodeEncodeError:  # the per-message way says what becomes of it
+                    pass
+            values.append(value)
+            keys.append(key)
+            places.append(place)
+        found = self.columns.convert(
+            pa.array(values, pa.binary()),
+            None if all(k is None for k in keys) else pa.array(keys, pa.binary()),
+            pa.array(places, pa.binary()),
+        )
+        return WrittenChunk(self.writer, found.rows, len(chunk), self._rendered(found))
+
+    def _rendered(self, found: Columnar) -> pa.Array:
+        """Each written message as the stream's layout holds it."""
+        from cdc_connectors.columnar import wire
+
+        if self.writer.layout == "delimited":
+            values = wire.Pieces.of(found.values)
+            return (wire.segments([wire.varint(values.sizes)]) + values).joined()
+        lines = [
+            self.writer.render(Message(value, key))
+            for value, key in zip(found.values.to_pylist(), found.keys.to_pylist(), strict=True)
+        ]
+        return pa.array(lines, pa.binary())
+
+
+class WrittenChunk:
+    """The bytes of a chunk's messages written from columns, passed on in runs."""
+
+    def __init__(self, writer: MessageWriter, rows: np.ndarray, count: int, rendered: pa.Array):
+        self.stream = writer.stream
+        self.slot = np.full(count, -1, dtype=np.int64)
+        self.slot[rows] = np.arange(len(rows))
+        offsets = rendered.buffers()[1]
+        self.offsets = np.frombuffer(offsets, dtype=np.int32)[
+            rendered.offset : rendered.offset + len(rendered) + 1
+        ]
+        data = rendered.buffers()[2]
+        self.data = memoryview(data) if data is not None else memoryview(b"")
+        self.run: tuple[int, int] | None = None
+
+    def has(self, index: int) -> bool:
+        """Whether the chunk's message ``index`` was written from columns."""
+        return bool(self.slot[index] >= 0)
+
+    def write_through(self, index: int) -> None:
+        """Pass on the message ``index`` (written when the run it is part of ends)."""
+        slot = int(self.slot[index])
+        if self.run is not None and self.run[1] == slot:
+            self.run = (self.run[0], slot + 1)
+            return
+        self.flush()
+        self.run = (slot, slot + 1)
+
+    def flush(self) -> None:
+        """Write the messages passed on so far."""
+        if self.run is None:
+            return
+        start, end = self.run
+        self.run = None
+        self.stream.write(bytes(self.data[self.offsets[start] : self.offsets[end]]))

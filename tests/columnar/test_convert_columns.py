@@ -1,0 +1,96 @@
+"""``convert --from debezium-json --to opencdc-proto`` writes from columns: the same output
+bytes, counts and dead letters as the per-message way, on generated streams."""
+
+from __future__ import annotations
+
+import base64
+import io
+import time
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cdc_connectors.convert import engine
+from cdc_connectors.convert.deadletter import DeadLetterWriter
+from cdc_connectors.convert.engine import FailFast, convert_stream
+from cdc_connectors.formats.debezium import DebeziumJsonFormat
+from cdc_connectors.formats.opencdc import OpenCDCProtoFormat
+from tests.columnar.debezium_batches import batches
+
+
+class PerMessageDebezium(DebeziumJsonFormat):
+    """Debezium JSON as is, under a class the columns do not serve: the per-message way."""
+
+
+@pytest.fixture(autouse=True)
+def _fixed_clock_small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(time, "time_ns", lambda: 1_700_000_000_000_000_000)
+    monkeypatch.setattr(engine, "CHUNK", 7)  # several chunks per stream
+
+
+def _stream(messages: list[tuple[bytes | None, bytes | None]], kv: bool) -> bytes:
+    if not kv:
+        return b"".join(v + b"\n" for _, v in messages if v)
+    lines = []
+    for key, value in messages:
+        line = {
+            "key": orjson.Fragment(key) if key and _is_json(key) else None,
+            "value": orjson.Fragment(value) if value and _is_json(value) else None,
+        }
+        lines.append(orjson.dumps(line))
+    return b"\n".join(lines) + b"\n"
+
+
+def _is_json(data: bytes) -> bool:
+    try:
+        orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
+def _convert(
+    fmt: DebeziumJsonFormat, data: bytes, kv_in: bool, kv_out: bool, fail_fast: bool
+) -> tuple[bytes, bytes, str]:
+    out, letters = io.BytesIO(), io.BytesIO()
+    try:
+        stats = convert_stream(
+            io.BytesIO(data),
+            out,
+            fmt,
+            OpenCDCProtoFormat({}),
+            kv_in=kv_in,
+            kv_out=kv_out,
+            dead_letters=DeadLetterWriter(letters, "convert"),
+            fail_fast=fail_fast,
+            source_name="in.jsonl",
+        )
+    except FailFast as stop:
+        stats = stop.stats
+    return out.getvalue(), letters.getvalue(), f"{stats.summary()} {stats.first_errors}"
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batches(), st.booleans(), st.booleans(), st.sampled_from([False, False, True]))
+def test_columns_give_the_output_and_dead_letters_of_the_per_message_way(
+    messages: list[tuple[bytes | None, bytes | None]], kv_in: bool, kv_out: bool, fail_fast: bool
+) -> None:
+    data = _stream(messages, kv_in)
+    ours = _convert(DebeziumJsonFormat({}), data, kv_in, kv_out, fail_fast)
+    assert ours == _convert(PerMessageDebezium({}), data, kv_in, kv_out, fail_fast)
+
+
+def test_a_stream_of_good_messages_is_written_from_columns() -> None:
+    from bench.bench_debezium import lines
+
+    data = b"\n".join(lines(20)) + b"\n"
+    expected = _convert(PerMessageDebezium({}), data, False, True, False)
+    fmt = DebeziumJsonFormat({})
+    decoded: list[object] = []
+    fmt.decode = decoded.append  # type: ignore[assignment,method-assign]
+    assert _convert(fmt, data, False, True, False) == expected
+    assert not decoded
+    first = orjson.loads(expected[0].splitlines()[0])
+    assert base64.b64decode(first["value"]).startswith(b"\n\nin.jsonl:1\x10\x02")
