@@ -35,15 +35,13 @@ in that order.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from cdc_connectors.formats.base import Message
-from cdc_connectors.formats.debezium import DebeziumJsonFormat, _unwrap
-from cdc_connectors.opencdc import CodecError, Record
+from cdc_connectors.formats.debezium import DebeziumJsonFormat, Envelope
+from cdc_connectors.opencdc import CodecError, Operation, Record
 
 __all__ = ["ArcionJsonFormat"]
-
-_OPS = ("c", "u", "d", "r")
 
 
 class ArcionJsonFormat(DebeziumJsonFormat):
@@ -51,7 +49,18 @@ class ArcionJsonFormat(DebeziumJsonFormat):
 
     name = "arcion-json"
     writable = False
-    prefix: ClassVar[str] = "arcion"
+    envelope: ClassVar[Envelope] = Envelope(
+        prefix="arcion",
+        operations={
+            "c": Operation.CREATE,
+            "u": Operation.UPDATE,
+            "d": Operation.DELETE,
+            "r": Operation.SNAPSHOT,
+        },
+        no_operation={},
+        operations_said="Arcion's are c, u, d and r",
+        position_is_place=True,
+    )
     options: ClassVar[Mapping[str, str]] = {
         "tombstones": "skip (default): count and skip the tombstone after each delete; "
         "delete: a key-only delete",
@@ -61,29 +70,5 @@ class ArcionJsonFormat(DebeziumJsonFormat):
         "topic-record; the topic is the collection",
     }
 
-    def decode(self, message: Message) -> list[Record]:
-        records = super().decode(message)
-        position = message.where.encode("utf-8")
-        for record in records:
-            record.position = position
-        return records
-
-    def records_from_envelope(
-        self, envelope: Mapping[str, Any], key: Any, message: Message
-    ) -> list[Record]:
-        """Debezium's records, once ``op`` is one Arcion writes."""
-        _check_op(envelope, _OPS, "Arcion's are c, u, d and r")
-        return super().records_from_envelope(envelope, key, message)
-
     def encode(self, record: Record) -> Message:
         raise CodecError(f"format {self.name!r} is read-only: records cannot be written as Arcion")
-
-
-def _check_op(envelope: Any, allowed: tuple[str, ...], known: str) -> None:
-    """:class:`CodecError` for an ``op`` other than ``allowed``; a missing ``op`` and any
-    other shape are left to Debezium's checks."""
-    if not isinstance(envelope, Mapping):
-        return
-    _, payload = _unwrap(envelope, "value")
-    if isinstance(payload, Mapping) and "op" in payload and payload["op"] not in allowed:
-        raise CodecError(f"unknown op {payload['op']!r}: {known}")

@@ -62,7 +62,7 @@ from typing import Any, ClassVar
 import orjson
 
 from cdc_connectors.formats.base import Format, Message, SkipMessage
-from cdc_connectors.formats.debezium import DebeziumJsonFormat
+from cdc_connectors.formats.debezium import DebeziumJsonFormat, Envelope
 from cdc_connectors.opencdc import CodecError, Metadata, Operation, Record
 from cdc_connectors.opencdc.data import Data
 from cdc_connectors.opencdc.json_codec import json_error, load_exact
@@ -92,7 +92,7 @@ class _CdlDebeziumJson(DebeziumJsonFormat):
 
     name = "cdl-json"
     writable = False
-    prefix = PREFIX
+    envelope = Envelope(prefix=PREFIX)
 
     def extra_metadata(self, payload: Mapping[str, Any], metadata: Metadata) -> None:
         # ``unique`` is the record's key already (passed in as the key)

@@ -57,14 +57,19 @@ writes it), ``transaction`` from ``debezium.transaction.*``, ``ts_ms`` from
 ``opencdc.readAt``. ``schemas.enable=true`` adds the Connect ``schema`` block, built from
 the record's registered Avro schema when its metadata names one, else from the values.
 
-Other Debezium-shaped formats subclass :class:`DebeziumJsonFormat`: set ``prefix`` (the
-metadata prefix) and override the small hooks (:meth:`~DebeziumJsonFormat.collection_of`,
-:meth:`~DebeziumJsonFormat.key_of`, :meth:`~DebeziumJsonFormat.extra_metadata`).
+Other Debezium-shaped formats subclass :class:`DebeziumJsonFormat` and describe what they
+write as data, an :class:`Envelope` (metadata prefix, operations, how the collection is
+named, positions, renamed metadata): a dialect described by its envelope alone gets the lean
+and the columnar decoders. What data cannot say (Lindorm's HBase rows, YDB's changefeed
+modes, CDL's extra keys) overrides the small hooks
+(:meth:`~DebeziumJsonFormat.records_from_envelope`, :meth:`~DebeziumJsonFormat.key_of`,
+:meth:`~DebeziumJsonFormat.extra_metadata`), and those dialects take the per-message way.
 """
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import datetime as dt
 import re
 import time
@@ -99,7 +104,7 @@ from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.schema.store import SchemaStore
 from cdc_connectors.schema.subjects import Part, SubjectContext, strategy
 
-__all__ = ["UNAVAILABLE_VALUE", "DebeziumJsonFormat"]
+__all__ = ["UNAVAILABLE_VALUE", "DebeziumJsonFormat", "Envelope"]
 
 #: What Debezium's PostgreSQL connector writes for an unchanged TOASTed column.
 UNAVAILABLE_VALUE = "__debezium_unavailable_value"
@@ -131,6 +136,8 @@ _VERSION_KEY, _OPENCDC_VERSION = keys.VERSION, keys.OPENCDC_VERSION
 _COLLECTION_KEY, _CREATED_AT_KEY, _READ_AT_KEY = keys.COLLECTION, keys.CREATED_AT, keys.READ_AT
 # What decode does that decode_many's lean path does its own way (hooks it calls as is).
 _LEAN_STEPS = ("decode", "records_from_envelope", "_operation", "_tombstone", "_lean_records")
+# Every decoding hook: a dialect that overrides none is described by its envelope alone.
+_HOOKS = (*_LEAN_STEPS, "collection_of", "key_of", "extra_metadata")
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,14 +150,45 @@ class _RowSchema:
     problem: str | None  # why it has no Avro form (an unusable name), for the registry path
 
 
+@dataclass(frozen=True)
+class Envelope:
+    """What a Debezium-shaped dialect writes, as data. The per-message, lean and columnar
+    decoders all read it, so a dialect described by its envelope alone (no hook of
+    :class:`DebeziumJsonFormat` overridden: :meth:`DebeziumJsonFormat.described_by_envelope`)
+    gets every fast path."""
+
+    #: The metadata prefix: ``<prefix>.source.<field>``, ``<prefix>.transaction.<field>``.
+    prefix: str = "debezium"
+    #: ``op`` letter -> operation: the dialect's own set.
+    operations: Mapping[str, Operation] = dataclasses.field(
+        default_factory=lambda: dict(_OPERATIONS)
+    )
+    #: ``op`` letters that change no row: letter -> (the option that skips them, what it is).
+    no_operation: Mapping[str, tuple[str, str]] = dataclasses.field(
+        default_factory=lambda: dict(_NO_OPERATION)
+    )
+    #: How an unknown ``op`` is explained.
+    operations_said: str = "Debezium's are c, u, d, r (and t, m)"
+    #: ``source`` fields dot-joined before the table (those that are set), and the fields
+    #: that name the table (the first one set); without a table, ``source``'s own
+    #: ``opencdc.collection`` when ``collection_fallback`` (what Conduit writes).
+    collection_parts: tuple[str, ...] = ("db", "schema")
+    table_fields: tuple[str, ...] = ("table", "collection")
+    collection_fallback: bool = True
+    #: Every record's position is its message's place (``Message.where``).
+    position_is_place: bool = False
+    #: A create, update or snapshot needs its ``after`` image; a delete ``before`` or a key.
+    images_required: bool = True
+    #: Metadata names the dialect spells its own way: ``<prefix>.source.x`` -> another name.
+    renamed: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+
 class DebeziumJsonFormat(Format):
     """Debezium change events as JSON (module docstring)."""
 
     name = "debezium-json"
-    #: The metadata prefix: ``<prefix>.source.<field>``, ``<prefix>.transaction.<field>``.
-    prefix: ClassVar[str] = "debezium"
-    #: A create, update or snapshot needs its ``after`` image; a delete ``before`` or a key.
-    images_required: ClassVar[bool] = True
+    #: What the dialect writes (:class:`Envelope`); dialects set their own.
+    envelope: ClassVar[Envelope] = Envelope()
     options: ClassVar[Mapping[str, str]] = {
         "tombstones": "skip (default): count and skip null values; delete: a key-only delete",
         "truncate": "error (default) or skip: what a truncate event (op 't') becomes",
@@ -193,6 +231,17 @@ class DebeziumJsonFormat(Format):
             )
         return value
 
+    @property
+    def prefix(self) -> str:
+        """The metadata prefix of the dialect (its envelope's)."""
+        return self.envelope.prefix
+
+    @classmethod
+    def described_by_envelope(cls) -> bool:
+        """Whether the dialect is its :class:`Envelope` alone (no decoding hook overridden):
+        then the lean and the columnar decoders serve it."""
+        return all(getattr(cls, name) is getattr(DebeziumJsonFormat, name) for name in _HOOKS)
+
     def _reset_caches(self) -> None:
         self._store: SchemaStore | None = None
         # canonical JSON text of a schema block -> the parsed block
@@ -222,15 +271,19 @@ class DebeziumJsonFormat(Format):
     # --- hooks for Debezium-shaped formats ---------------------------------------------------
 
     def collection_of(self, source: Mapping[str, Any]) -> str | None:
-        """The collection a ``source`` block names: its ``db``, ``schema``, ``table`` joined."""
-        for part in ("db", "schema", "table", "collection"):
+        """The collection a ``source`` block names, as its envelope says
+        (:attr:`Envelope.collection_parts`, :attr:`Envelope.table_fields`)."""
+        envelope = self.envelope
+        for part in (*envelope.collection_parts, *envelope.table_fields):
             value = source.get(part)
             if value is not None and not isinstance(value, str):
                 raise CodecError(f"source.{part}: expected a string, got {json_kind(value)}")
-        table = source.get("table") or source.get("collection")
-        if isinstance(table, str) and table:
-            parts = [source.get("db"), source.get("schema"), table]
-            return ".".join(p for p in parts if isinstance(p, str) and p)
+        table = next((source[f] for f in envelope.table_fields if source.get(f)), None)
+        if table is not None:
+            parts = [source.get(part) for part in envelope.collection_parts]
+            return ".".join(p for p in (*parts, table) if p)
+        if not envelope.collection_fallback:
+            return None
         fallback = source.get("opencdc.collection")
         return fallback if isinstance(fallback, str) and fallback else None
 
@@ -273,11 +326,18 @@ class DebeziumJsonFormat(Format):
     def decode(self, message: Message) -> list[Record]:
         key = _parse_key(message.key)
         if message.value is None:
-            return self._tombstone(key)
-        envelope = _load_json(message.value, "value")
-        if envelope is None:
-            return self._tombstone(key)
-        return self.records_from_envelope(envelope, key, message)
+            records = self._tombstone(key)
+        else:
+            envelope = _load_json(message.value, "value")
+            if envelope is None:
+                records = self._tombstone(key)
+            else:
+                records = self.records_from_envelope(envelope, key, message)
+        if self.envelope.position_is_place:
+            position = message.where.encode("utf-8")
+            for record in records:
+                record.position = position
+        return records
 
     def records_from_envelope(
         self, envelope: Mapping[str, Any], key: Any, message: Message
@@ -305,12 +365,14 @@ class DebeziumJsonFormat(Format):
         rows = self._envelope_rows(schema)
         before = self._image(payload, "before", rows[0])
         after = self._image(payload, "after", rows[1])
-        if self.images_required:
+        if self.envelope.images_required:
             _check_images(operation, before, after, key)
 
         metadata = Metadata()
+        renamed = self.envelope.renamed
         for field, value in source.items():
-            _put(metadata, f"{self.prefix}.source.{field}", value)
+            name = f"{self.prefix}.source.{field}"
+            _put(metadata, renamed.get(name, name), value)
         transaction = payload.get("transaction")
         if isinstance(transaction, Mapping):
             for field, value in transaction.items():
@@ -379,7 +441,7 @@ class DebeziumJsonFormat(Format):
         if not isinstance(payload, dict):
             return None
         op = payload.get("op")
-        operation = _OPERATIONS.get(op) if isinstance(op, str) else None
+        operation = self.envelope.operations.get(op) if isinstance(op, str) else None
         source = payload.get("source")
         transaction = payload.get("transaction")
         if (
@@ -394,13 +456,14 @@ class DebeziumJsonFormat(Format):
         rows = self._envelope_rows(schema)
         before = self._image(payload, "before", rows[0])
         after = self._image(payload, "after", rows[1])
-        if self.images_required:
+        if self.envelope.images_required:
             _check_images(operation, before, after, key)
 
         pairs: dict[str, str] = {}
-        prefix = self.prefix
+        prefix, renamed = self.prefix, self.envelope.renamed
         for field, value in source.items():
-            _put_text(pairs, f"{prefix}.source.{field}", value)
+            name = f"{prefix}.source.{field}"
+            _put_text(pairs, renamed.get(name, name), value)
         for field, value in (transaction or {}).items():
             _put_text(pairs, f"{prefix}.transaction.{field}", value)
         extra = Metadata()
@@ -420,7 +483,8 @@ class DebeziumJsonFormat(Format):
             else:
                 pairs[name] = str(standard)
         pairs[_READ_AT_KEY] = str(read_at)
-        return [Record(b"", operation, Metadata(pairs), structured_key, Change(before, after))]
+        position = message.where.encode("utf-8") if self.envelope.position_is_place else b""
+        return [Record(position, operation, Metadata(pairs), structured_key, Change(before, after))]
 
     def _operation(self, payload: Mapping[str, Any], schema: Any) -> Operation:
         if "op" not in payload:
@@ -440,18 +504,19 @@ class DebeziumJsonFormat(Format):
             fields = ", ".join(sorted(map(str, payload))[:8]) or "none"
             raise CodecError(f"no 'op' field: not a Debezium change event (fields: {fields})")
         op = payload["op"]
-        found = _OPERATIONS.get(op) if isinstance(op, str) else None
+        envelope = self.envelope
+        found = envelope.operations.get(op) if isinstance(op, str) else None
         if found is not None:
             return found
-        if isinstance(op, str) and op in _NO_OPERATION:
-            option, what = _NO_OPERATION[op]
+        if isinstance(op, str) and op in envelope.no_operation:
+            option, what = envelope.no_operation[op]
             if getattr(self, option, "error") == "skip":
                 raise SkipMessage(option)
             hint = (
                 f" (option {option}=skip counts and skips them)" if option in self.options else ""
             )
             raise CodecError(f"op {op!r} is a {what}, which has no OpenCDC operation{hint}")
-        raise CodecError(f"unknown op {op!r}: Debezium's are c, u, d, r (and t, m)")
+        raise CodecError(f"unknown op {op!r}: {envelope.operations_said}")
 
     def _tombstone(self, key: Any) -> list[Record]:
         if self.tombstones != "delete" or key is None:

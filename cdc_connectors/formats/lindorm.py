@@ -42,12 +42,11 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from cdc_connectors.formats.base import FormatOptionError, Message
-from cdc_connectors.formats.debezium import DebeziumJsonFormat, _unwrap, json_kind
-from cdc_connectors.opencdc import CodecError, Record
+from cdc_connectors.formats.debezium import DebeziumJsonFormat, Envelope, _unwrap, json_kind
+from cdc_connectors.opencdc import CodecError, Operation, Record
 
 __all__ = ["LindormJsonFormat"]
 
-_OPS = ("c", "u", "d", "r")
 ROW = "ROW"  # the row key column of an HBase table
 
 
@@ -56,7 +55,21 @@ class LindormJsonFormat(DebeziumJsonFormat):
 
     name = "lindorm-json"
     writable = False
-    prefix: ClassVar[str] = "lindorm"
+    envelope: ClassVar[Envelope] = Envelope(
+        prefix="lindorm",
+        operations={
+            "c": Operation.CREATE,
+            "u": Operation.UPDATE,
+            "d": Operation.DELETE,
+            "r": Operation.SNAPSHOT,
+        },
+        no_operation={},
+        operations_said="Lindorm's are c, u, d and r",
+        collection_parts=("namespace",),
+        table_fields=("table",),
+        collection_fallback=False,
+        position_is_place=True,
+    )
     options: ClassVar[Mapping[str, str]] = {
         "hbase": "auto (default: told by the row's shape), true or false: values are base64 "
         "bytes and the key is ROW",
@@ -81,19 +94,6 @@ class LindormJsonFormat(DebeziumJsonFormat):
                     "one of auto, true, false"
                 ) from None
 
-    def collection_of(self, source: Mapping[str, Any]) -> str | None:
-        """``namespace.table`` (``table`` alone without a namespace)."""
-        parts = [source.get("namespace"), source.get("table")]
-        named = [p for p in parts if isinstance(p, str) and p]
-        return ".".join(named) if isinstance(parts[1], str) and parts[1] else None
-
-    def decode(self, message: Message) -> list[Record]:
-        records = super().decode(message)
-        position = message.where.encode("utf-8")
-        for record in records:
-            record.position = position
-        return records
-
     def records_from_envelope(
         self, envelope: Mapping[str, Any], key: Any, message: Message
     ) -> list[Record]:
@@ -105,8 +105,8 @@ class LindormJsonFormat(DebeziumJsonFormat):
         if not isinstance(payload, Mapping):
             return super().records_from_envelope(envelope, key, message)
         op = payload.get("op")
-        if "op" in payload and op not in _OPS:
-            raise CodecError(f"unknown op {op!r}: Lindorm's are c, u, d and r")
+        if "op" in payload and op not in self.envelope.operations:
+            raise CodecError(f"unknown op {op!r}: {self.envelope.operations_said}")
         if isinstance(schema, Mapping) and not schema:
             schema = None
         if self._is_hbase(payload):

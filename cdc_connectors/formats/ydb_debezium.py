@@ -38,16 +38,13 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from cdc_connectors.formats.base import FormatOptionError, Message
-from cdc_connectors.formats.debezium import DebeziumJsonFormat
+from cdc_connectors.formats.debezium import DebeziumJsonFormat, Envelope
 from cdc_connectors.formats.ydb import MODES
 from cdc_connectors.opencdc import CodecError, Record
-from cdc_connectors.opencdc.metadata import Metadata
 
 __all__ = ["YdbDebeziumJsonFormat"]
 
 _NS_PER_MS = 1_000_000
-# source field -> the metadata key ydb-json gives the same value
-_TIMESTAMP_KEYS = {"step": "ydb.step", "txId": "ydb.txId"}
 # images each mode carries
 _BEFORE_MODES = frozenset({"OLD_IMAGE", "NEW_AND_OLD_IMAGES"})
 _AFTER_MODES = frozenset({"NEW_IMAGE", "NEW_AND_OLD_IMAGES"})
@@ -58,9 +55,13 @@ class YdbDebeziumJsonFormat(DebeziumJsonFormat):
 
     name = "ydb-debezium-json"
     writable = False
-    prefix: ClassVar[str] = "ydb"
     # KEYS_ONLY and UPDATES changefeeds carry no images: the key says which row changed.
-    images_required: ClassVar[bool] = False
+    # ``ydb.step`` / ``ydb.txId``: the names ydb-json gives the same values.
+    envelope: ClassVar[Envelope] = Envelope(
+        prefix="ydb",
+        images_required=False,
+        renamed={"ydb.source.step": "ydb.step", "ydb.source.txId": "ydb.txId"},
+    )
     options: ClassVar[Mapping[str, str]] = {
         "collection": "opencdc.collection of every record (the table or changefeed name)",
         "mode": "the changefeed's mode, checked per message: " + ", ".join(MODES),
@@ -85,14 +86,6 @@ class YdbDebeziumJsonFormat(DebeziumJsonFormat):
     def collection_of(self, source: Mapping[str, Any]) -> str | None:
         """The ``collection`` option; else a table the source names (YDB names none yet)."""
         return self.collection or super().collection_of(source)
-
-    def extra_metadata(self, payload: Mapping[str, Any], metadata: Metadata) -> None:
-        """``ydb.step`` / ``ydb.txId`` in place of ``ydb.source.step`` / ``.txId``."""
-        for field, name in _TIMESTAMP_KEYS.items():
-            value = metadata.pop(f"{self.prefix}.source.{field}", None)
-            if value is not None:
-                metadata[name] = value
-        super().extra_metadata(payload, metadata)
 
     def records_from_envelope(
         self, envelope: Mapping[str, Any], key: Any, message: Message

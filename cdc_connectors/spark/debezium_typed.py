@@ -66,7 +66,12 @@ from fastavro.schema import SchemaParseException
 from pyspark.sql.types import StructField, StructType
 
 from cdc_connectors.formats.base import Message, SkipMessage
-from cdc_connectors.formats.debezium import UNAVAILABLE_VALUE, DebeziumJsonFormat, json_kind
+from cdc_connectors.formats.debezium import (
+    UNAVAILABLE_VALUE,
+    DebeziumJsonFormat,
+    Envelope,
+    json_kind,
+)
 from cdc_connectors.opencdc import CodecError, Record, keys
 from cdc_connectors.opencdc.json_codec import json_default
 from cdc_connectors.opencdc.metadata import Metadata
@@ -91,8 +96,6 @@ __all__ = [
     "typed_schema",
 ]
 
-_OPERATIONS = ("c", "u", "d", "r")
-_OPERATION_NAMES = pa.array(["create", "update", "delete", "snapshot"], pa.string())
 _TIME_FIELDS = (("ts_ns", 1), ("ts_us", 1_000), ("ts_ms", 1_000_000))
 _KNOWN_PAYLOAD = frozenset(("before", "after", "source", "op", "transaction", *dict(_TIME_FIELDS)))
 _JSON_TYPES = {
@@ -118,11 +121,15 @@ _OTHERS = ("error", "skip")
 _CANONICAL_UUID = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 _FLOAT32_MAX = 3.4028234663852886e38
 # Years 1-9999 (Python's and Spark's dates): what the per-message way refuses outside them.
-# A run of 16+ digits (a double holds 15-17), an exponent of 3 digits, NaN or Infinity.
-_INEXACT_NUMBER = r"[0-9][0-9.]{15,}|[eE][-+]?[0-9]{3}|NaN|Infinity"
+# A number with a point among 16+ digits (a double holds 15-17), an exponent of 3 digits,
+# NaN or Infinity: sixteen-character windows with the point at each place (RE2 has no
+# lookahead). Runs of digits alone are integers: Arrow reads them exactly into integer
+# columns, and into a double column only those below 2**53 are sure to stay the same
+# (:func:`_big_integral`), so a microsecond timestamp beside a double keeps the fast path.
+_POINT_AMONG_16 = [f"[0-9.]{{{k}}}\\.[0-9.]{{{15 - k}}}" for k in range(16)]
+_INEXACT_NUMBER = "|".join([*_POINT_AMONG_16, "[eE][-+]?[0-9]{3}", "NaN", "Infinity"])
+_EXACT_DOUBLE = float(2**53)
 _MIN_MICROS, _MAX_MICROS = -62_135_596_800_000_000, 253_402_300_799_999_999
-# Hooks a Debezium-shaped format may override; the fast path does what the base class does.
-_HOOKS = ("decode", "records_from_envelope", "collection_of", "key_of", "extra_metadata")
 # One thread: a Spark Python worker has one core; 1 MiB blocks parse fastest here.
 _READ_OPTIONS = pajson.ReadOptions(block_size=1 << 20, use_threads=False)
 _UNAVAILABLE_BYTES = UNAVAILABLE_VALUE.encode()
@@ -219,11 +226,9 @@ class TypedDebeziumDecoder:
         self._decoders: dict[str, AvroBatchDecoder] = {}
         self._prefix = b'{"schema":' + orjson.dumps(envelope) + b","
         self._plan: _Plan | None = None
-        if not inferred and all(
-            getattr(type(fmt), h) is getattr(DebeziumJsonFormat, h) for h in _HOOKS
-        ):
+        if not inferred and fmt.described_by_envelope():
             try:
-                self._plan = _Plan(envelope, row.connect, self.row_type, fmt.prefix)
+                self._plan = _Plan(envelope, row.connect, self.row_type, fmt.envelope)
             except _NotColumnar:
                 self._plan = None
 
@@ -410,6 +415,8 @@ class TypedDebeziumDecoder:
             # Numbers a double would change, and NaN / Infinity, which JSON has not: Arrow
             # reads them all; the per-message way refuses them.
             bad |= _mask(pc.match_substring_regex(rest.cast(pa.string()), _INEXACT_NUMBER))
+            for image in ("before", "after"):
+                bad |= _big_integral(payload.field(image))
         key_data, key_bad = self._keys(keys, count)
         bad |= key_bad
         if self.collection is not None:
@@ -740,16 +747,31 @@ class _Plan:
     """What the fast path reads and how it turns the parsed payload into columns."""
 
     def __init__(
-        self, envelope: Mapping[str, Any], row: ConnectSchema, target: pa.StructType, prefix: str
+        self,
+        envelope: Mapping[str, Any],
+        row: ConnectSchema,
+        target: pa.StructType,
+        dialect: Envelope,
     ):
         fields = envelope.get("fields")
         if not isinstance(fields, list):
             raise _NotColumnar("no fields")
-        self.prefix = prefix
+        self.dialect = dialect
+        self.prefix = dialect.prefix
+        self.operations = pa.array(list(dialect.operations), pa.string())
+        self.operation_names = pa.array(
+            [str(operation) for operation in dialect.operations.values()], pa.string()
+        )
+        self.deletes = [
+            n for n, op in enumerate(dialect.operations.values()) if op.name == "DELETE"
+        ]
         self.row = _column(row, target, optional=True)
         blocks = {f["field"]: f for f in fields if isinstance(f, dict) and "field" in f}
         self.source_fields = _scalar_fields(blocks.get("source"), "source")
-        if {"collection", "opencdc.collection"} & {n for n, _ in self.source_fields}:
+        named = {n for n, _ in self.source_fields}
+        if "table" not in dialect.table_fields[:1] or (
+            {*dialect.table_fields[1:], "opencdc.collection"} & named
+        ):
             raise _NotColumnar("a source that names its collection its own way")
         self.transaction_fields = _scalar_fields(blocks.get("transaction"), "transaction")
         self.extra_fields = [
@@ -780,21 +802,24 @@ class _Plan:
             raise _NotColumnar("a null payload")
         if payload.type != self.payload_type:
             raise _NotColumnar("fields the schema does not declare")
-        index = pc.index_in(payload.field("op"), pa.array(_OPERATIONS, pa.string()))
+        index = pc.index_in(payload.field("op"), self.operations)
         bad = _mask(pc.is_null(index))
-        operation = pc.take(_OPERATION_NAMES, pc.fill_null(index, 0))
+        operation = pc.take(self.operation_names, pc.fill_null(index, 0))
         images = {}
         for name in ("before", "after"):
             images[name] = self.row.convert(payload.field(name))
             bad |= images[name].bad
         # What a change needs (DebeziumJsonFormat's check): a row to write, a row to delete.
-        deletes = _mask(pc.equal(index, 2))
-        bad |= ~deletes & _mask(pc.is_null(payload.field("after")))
-        bad |= deletes & _mask(pc.is_null(payload.field("before")))
+        if self.dialect.images_required:
+            deletes = _mask(pc.is_in(index, pa.array(self.deletes, pa.int32())))
+            bad |= ~deletes & _mask(pc.is_null(payload.field("after")))
+            bad |= deletes & _mask(pc.is_null(payload.field("before")))
         metadata: list[tuple[str, pa.Array]] = []
         source = payload.field("source")
+        renamed = self.dialect.renamed
         for name, _ in self.source_fields:
-            metadata.append((f"{self.prefix}.source.{name}", _text(source.field(name), source)))
+            key = f"{self.prefix}.source.{name}"
+            metadata.append((renamed.get(key, key), _text(source.field(name), source)))
         transaction = payload.field("transaction")
         for name, _ in self.transaction_fields:
             metadata.append(
@@ -810,10 +835,26 @@ class _Plan:
             "before": images["before"].array,
             "after": images["after"].array,
             "metadata": metadata,
-            "collection": _collection(source),
+            "collection": _collection(source, self.dialect.collection_parts),
             "created_at": pc.cast(_nanos(source, _TIME_FIELDS), pa.string()),
             "read_at": _nanos(payload, self.times),
         }, bad
+
+
+def _big_integral(array: pa.Array) -> np.ndarray:
+    """Rows with a whole number of 2**53 or more in a double column: an integer Arrow may
+    have rounded on the way in (the per-message way refuses those; a double that is one
+    goes that way too, rarely)."""
+    found = np.zeros(len(array), dtype=bool)
+    if pa.types.is_struct(array.type):
+        for index in range(array.type.num_fields):
+            found |= _big_integral(array.field(index))
+    elif pa.types.is_floating(array.type):
+        big = pc.and_(
+            pc.greater_equal(pc.abs(array), _EXACT_DOUBLE), pc.equal(pc.floor(array), array)
+        )
+        found |= _mask(pc.fill_null(big, False))
+    return found
 
 
 def _has_doubles(type_: pa.DataType) -> bool:
@@ -1121,10 +1162,11 @@ def _text(column: pa.Array, parent: pa.Array | None) -> pa.Array:
     return column
 
 
-def _collection(source: pa.StructArray) -> pa.Array:
-    """``db.schema.table`` per row, of the parts that are set (as ``collection_of`` joins)."""
+def _collection(source: pa.StructArray, before_table: tuple[str, ...]) -> pa.Array:
+    """``db.schema.table`` (the envelope's parts) per row, of the parts that are set (as
+    ``collection_of`` joins)."""
     parts = []
-    for name in ("db", "schema", "table"):
+    for name in (*before_table, "table"):
         index = source.type.get_field_index(name)
         if index >= 0 and source.type.field(index).type == pa.string():
             part = source.field(index)

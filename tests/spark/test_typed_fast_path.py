@@ -1,0 +1,54 @@
+"""Which messages the columnar Debezium decoder takes itself: clean change events with
+microsecond timestamps beside doubles do; numbers a double would change do not."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from cdc_connectors.formats.base import Message
+from cdc_connectors.spark.debezium_typed import TypedDebeziumDecoder
+from tests.spark.test_debezium_typed_columnar import both_ways, decoder, event, row
+
+
+def slow_rows(typed: TypedDebeziumDecoder, messages: list[Message]) -> list[int]:
+    """The messages ``typed`` sends the per-message way."""
+    seen: list[int] = []
+    per_message = typed._slow
+
+    def watched(found: Any, indexes: list[int]) -> Any:
+        seen.extend(indexes)
+        return per_message(found, indexes)
+
+    typed._slow = watched  # type: ignore[method-assign]
+    typed.decode(messages)
+    return seen
+
+
+def test_microsecond_timestamps_beside_doubles_take_the_fast_path() -> None:
+    messages = [Message(event(after=row(score=n + 0.25, ratio=0.5))) for n in range(5)]
+    assert b"1700000000123456" in (messages[0].value or b"")  # a 16-digit count
+    assert slow_rows(decoder(), messages) == []
+
+
+def test_numbers_a_double_would_change_go_the_per_message_way() -> None:
+    cases = [
+        row(score=2**53 + 1),  # an integer a double rounds
+        row(score=9_007_199_254_740_993),
+        row(score=0.1),  # control: exact
+    ]
+    messages = [Message(event(after=after)) for after in cases]
+    texts = [orjson.loads(m.value or b"")["payload"]["after"]["score"] for m in messages]
+    assert texts[0] == 2**53 + 1
+    assert slow_rows(decoder(), messages) == [0, 1]
+    fast, slow = both_ways(messages)
+    assert fast == slow
+    assert [index for index, _ in fast[1]] == [0, 1]  # refused, never rounded
+
+
+def test_a_long_fraction_goes_the_per_message_way_and_is_kept_if_exact() -> None:
+    messages = [Message(event(after=row(score=0.30000000000000004)))]
+    assert slow_rows(decoder(), messages) == [0]
+    fast, slow = both_ways(messages)
+    assert fast == slow and fast[1] == []
