@@ -189,3 +189,24 @@ def cdc(*args: str, cwd: Path, timeout: float = 420) -> subprocess.CompletedProc
         text=True,
         timeout=timeout,
     )
+
+
+def run_here(
+    spark: Any, pipeline_file: Path, *, available_now: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """``cdc-connectors run [--available-now] PIPELINE`` in this process's Spark session: the
+    driver's code after Spark has started (the same runner, exit status and lines), one Spark
+    start fewer. Its lines are the stderr; what needs the process itself (its start, locks,
+    signals, Spark's own output) is tested with :func:`cdc`."""
+    from cdc_connectors.pipeline.config import load
+    from cdc_connectors.pipeline.runner import run
+
+    lines: list[str] = []
+    previous = os.getcwd()
+    os.chdir(pipeline_file.parent)
+    try:
+        status = run(load(str(pipeline_file)), spark, available_now=available_now, say=lines.append)
+    finally:
+        os.chdir(previous)
+    stderr = "".join(line + "\n" for line in lines)
+    return subprocess.CompletedProcess(["run", str(pipeline_file)], status, "", stderr)

@@ -1,6 +1,8 @@
 """``cdc-connectors run`` end to end with the files connector, on a local Spark.
 
-The runs are few (each starts Spark) and shared by the tests of this module:
+The runs are few and shared by the tests of this module; the first two run in the suite's
+Spark session (the driver's code, as ``run`` runs it after Spark has started), the third as a
+user runs it:
 
 1. one file, ``--available-now``: three batch pipelines over the same Debezium files (one
    without a dead-letter policy, one with ``fail-fast``, one with ``max-error-ratio``) and
@@ -26,11 +28,11 @@ import pytest
 from tests.pipeline.support import (
     CLI,
     Lines,
-    cdc,
     environment,
     files_pipeline,
     places,
     records,
+    run_here,
     write_config,
     write_debezium,
 )
@@ -57,7 +59,7 @@ def _stream_pipeline(root: Path) -> dict[str, object]:
 
 
 @pytest.fixture(scope="module")
-def work(tmp_path_factory: pytest.TempPathFactory) -> Work:
+def work(tmp_path_factory: pytest.TempPathFactory, spark: object) -> Work:
     root = tmp_path_factory.mktemp("run")
     (root / "in").mkdir()
     batch_input = Lines()
@@ -86,7 +88,7 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Work:
         ),
         _stream_pipeline(root),
     )
-    result = cdc("run", "--available-now", "pipeline.yaml", cwd=root)
+    result = run_here(spark, root / "pipeline.yaml", available_now=True)
     return Work(root, batch_input, stream_input, Run(result.returncode, result.stderr))
 
 
@@ -160,11 +162,11 @@ def test_one_line_per_batch_and_a_summary_per_pipeline(work: Work) -> None:
 
 
 @pytest.fixture(scope="module")
-def second(work: Work) -> Run:
+def second(work: Work, spark: object) -> Run:
     """The streaming pipeline again from its checkpoint, with one more file."""
     work.stream_input.add(write_debezium(work.root / "stream-in" / "b.jsonl", 11))
     write_config(work.root / "stream.yaml", _stream_pipeline(work.root))
-    result = cdc("run", "--available-now", "stream.yaml", cwd=work.root)
+    result = run_here(spark, work.root / "stream.yaml", available_now=True)
     return Run(result.returncode, result.stderr)
 
 
