@@ -17,6 +17,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from google.protobuf.json_format import MessageToDict
 
 from tests.kafka_broker import KafkaBroker
+from tests.pipeline.support import run_here
 from tests.protoc import compile_proto, message_class
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -148,8 +149,9 @@ def _all_values(broker: KafkaBroker, topic: str) -> list[bytes]:
 
 
 def test_a_batch_pipeline_over_an_empty_topic_moves_nothing_and_says_so(
-    kafka_broker: KafkaBroker, tmp_path: Path
+    kafka_broker: KafkaBroker, tmp_path: Path, spark: object
 ) -> None:
+    """In the suite's Spark session (the run above is the one a user starts)."""
     source = kafka_broker.create_topic(f"cdc-empty-{uuid.uuid4().hex[:8]}", 2)
     target = kafka_broker.create_topic(f"cdc-out-{uuid.uuid4().hex[:8]}", 1)
     pipeline = tmp_path / "pipeline.yaml"
@@ -172,7 +174,7 @@ pipelines:
         settings: {{servers: "{kafka_broker.bootstrap}", topic: {target}, format: opencdc-proto}}
 """
     )
-    result = run_pipeline(pipeline)
+    result = run_here(spark, pipeline)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "AssertionError" not in result.stderr
     assert "0 records in, 0 out, 0 to the dead-letter output" in result.stderr
