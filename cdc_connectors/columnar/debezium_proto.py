@@ -26,7 +26,6 @@ from cdc_connectors.columnar import wire
 from cdc_connectors.columnar.proto_records import NotColumnar, ProtoRecordWriter
 from cdc_connectors.formats.base import Format
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
-from cdc_connectors.formats.debezium import _parse_key as parse_kafka_key
 from cdc_connectors.formats.opencdc import OpenCDCProtoFormat
 from cdc_connectors.opencdc import CodecError, Record
 from cdc_connectors.opencdc.json_codec import data_to_bytes
@@ -209,8 +208,8 @@ class DebeziumToProto:
         named = bool(self.fmt.registry_url)
         for n, key in enumerate(keys.to_pylist()):
             try:
-                data, row = self.fmt._kafka_key(parse_kafka_key(key))
-                if row is not None and named:
+                data, key_schema = self.fmt.kafka_key(key)
+                if key_schema is not None and named:
                     raise CodecError("the key's schema is named per message")
                 fields.append(record_to_proto_bytes(Record(key=data)))
                 message_keys.append(data_to_bytes(data))

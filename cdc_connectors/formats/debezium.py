@@ -104,7 +104,7 @@ from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.schema.store import SchemaStore
 from cdc_connectors.schema.subjects import Part, SubjectContext, strategy
 
-__all__ = ["UNAVAILABLE_VALUE", "DebeziumJsonFormat", "Envelope"]
+__all__ = ["UNAVAILABLE_VALUE", "DebeziumJsonFormat", "Envelope", "parse_kafka_key"]
 
 #: What Debezium's PostgreSQL connector writes for an unchanged TOASTed column.
 UNAVAILABLE_VALUE = "__debezium_unavailable_value"
@@ -324,7 +324,7 @@ class DebeziumJsonFormat(Format):
     # --- reading -----------------------------------------------------------------------------
 
     def decode(self, message: Message) -> list[Record]:
-        key = _parse_key(message.key)
+        key = parse_kafka_key(message.key)
         if message.value is None:
             records = self._tombstone(key)
         else:
@@ -451,7 +451,7 @@ class DebeziumJsonFormat(Format):
         ):
             return None
         source = source or {}
-        key = _parse_key(message.key)
+        key = parse_kafka_key(message.key)
         collection = self.collection_of(source)
         rows = self._envelope_rows(schema)
         before = self._image(payload, "before", rows[0])
@@ -539,6 +539,13 @@ class DebeziumJsonFormat(Format):
         if row is None:
             return dict(value)
         return _typed(row.connect, value, name)
+
+    def kafka_key(self, key: bytes | None) -> tuple[Data, ConnectSchema | None]:
+        """The record key a Kafka key gives (structured, raw or none, as :meth:`decode`
+        makes it), and the Connect schema of its ``schema`` block if it has one (with a
+        registry, :meth:`decode` names that schema per message)."""
+        data, row = self._kafka_key(parse_kafka_key(key))
+        return data, None if row is None else row.connect
 
     def _kafka_key(self, key: Any) -> tuple[Data, _RowSchema | None]:
         """The structured (or raw) key of a Kafka key, and its row schema if it has one."""
@@ -786,7 +793,7 @@ def _load_json(data: bytes, what: str) -> Any:
         raise CodecError(f"{what} is not valid JSON: {json_error(exc, data)}") from None
 
 
-def _parse_key(key: bytes | None) -> Any:
+def parse_kafka_key(key: bytes | None) -> Any:
     """The Kafka key as JSON, or its raw bytes when it is no JSON object."""
     if key is None:
         return None

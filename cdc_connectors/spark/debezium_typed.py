@@ -127,7 +127,10 @@ _FLOAT32_MAX = 3.4028234663852886e38
 # columns, and into a double column only those below 2**53 are sure to stay the same
 # (:func:`_big_integral`), so a microsecond timestamp beside a double keeps the fast path.
 _POINT_AMONG_16 = [f"[0-9.]{{{k}}}\\.[0-9.]{{{15 - k}}}" for k in range(16)]
-_INEXACT_NUMBER = "|".join([*_POINT_AMONG_16, "[eE][-+]?[0-9]{3}", "NaN", "Infinity"])
+# An exponent counts where a number starts (after ':', ',' or '['), so that hex text in
+# strings (a UUID's "4e907") does not send its message the per-message way.
+_BIG_EXPONENT = "[:,\\[][ \\t\\n\\r]*-?[0-9]+(?:\\.[0-9]+)?[eE][-+]?[0-9]{3}"
+_INEXACT_NUMBER = "|".join([*_POINT_AMONG_16, _BIG_EXPONENT, "NaN", "Infinity"])
 _EXACT_DOUBLE = float(2**53)
 _MIN_MICROS, _MAX_MICROS = -62_135_596_800_000_000, 253_402_300_799_999_999
 # One thread: a Spark Python worker has one core; 1 MiB blocks parse fastest here.
@@ -446,11 +449,11 @@ class TypedDebeziumDecoder:
                 found.append(None)
                 continue
             try:
-                data, row = self.fmt._kafka_key(_parse_key(key))
+                data, key_schema = self.fmt.kafka_key(key)
             except CodecError:
                 bad[n] = True
-                data, row = None, None
-            if row is not None and self.fmt.registry_url:
+                data, key_schema = None, None
+            if key_schema is not None and self.fmt.registry_url:
                 bad[n] = True  # the key's schema is named per message: the per-message way
             found.append(data)
         try:
@@ -1270,10 +1273,3 @@ def _messages(
         row: Message(value, key, where=(place or b"").decode("utf-8", "backslashreplace"))
         for row, value, key, place in zip(rows, found, found_keys, found_places, strict=True)
     }
-
-
-def _parse_key(key: bytes) -> Any:
-    try:
-        return orjson.loads(key)
-    except orjson.JSONDecodeError:
-        return key

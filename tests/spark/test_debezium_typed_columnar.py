@@ -508,3 +508,29 @@ def test_debezium_names_that_are_no_avro_names_read_typed():
     batch, errors = decoder.decode([Message(body)])
     assert errors == []
     assert batch.column("after").to_pylist() == [{"id": 7}]
+
+
+def test_kafka_keys_that_are_no_json_object_stay_the_bytes_they_were() -> None:
+    key_schema = {
+        "type": "struct",
+        "optional": False,
+        "name": "shop.public.orders.Key",
+        "fields": [{"type": "int64", "optional": False, "field": "id"}],
+    }
+    keys = [
+        b" 7",
+        b"1.50",
+        b"[1, 2]",
+        b'"text"',
+        b"raw",
+        b"",
+        b'{"id": 7}',
+        b' {"id": 1.5}',
+        orjson.dumps({"schema": key_schema, "payload": {"id": 7}}),
+    ]
+    messages = [Message(event(), key=key) for key in keys]
+    fast, slow = both_ways(messages)
+    assert fast == slow
+    batch, _ = decoder().decode(messages)
+    raw = [k["raw_data"] for k in batch.column("key").to_pylist()]
+    assert raw[:6] == keys[:6]
