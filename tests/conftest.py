@@ -46,9 +46,14 @@ def kafka_broker() -> Iterator[KafkaBroker]:
         yield broker
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m selects by marker
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Modules with slow tests first: with two workers (``make test``) the long Spark runs
+    """A test that takes the ``spark`` session is marked ``spark`` (the fast tier starts no
+    Spark). Modules with slow tests first: with two workers (``make test``) the long Spark runs
     start at once and the quick tests fill the gaps, instead of one worker finishing a long
     module alone at the end."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.spark)
     slow_modules = {item.module.__name__ for item in items if item.get_closest_marker("slow")}  # type: ignore[attr-defined]
     items.sort(key=lambda item: item.module.__name__ not in slow_modules)  # type: ignore[attr-defined]

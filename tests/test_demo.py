@@ -9,18 +9,23 @@ from pathlib import Path
 
 import pytest
 
+from tests.pipeline.support import noise_in, user_environment
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.spark
 @pytest.mark.slow
-def test_demo_shows_the_examples_with_typed_payload_values():
+def test_demo_shows_the_examples_with_typed_payload_values_and_no_spark_noise():
+    """Run as a user runs it (neither ``PYSPARK_PYTHON`` nor ``SPARK_LOCAL_IP`` set): it
+    starts Spark with quiet_session, as ``shop.py`` and ``typed.py`` do, so that nothing but
+    its own lines shows (see tests/pipeline/test_quiet.py)."""
     result = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "demo.py")],
         capture_output=True,
         text=True,
-        timeout=300,
-        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+        timeout=420,
+        env=user_environment(),
     )
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
@@ -28,6 +33,9 @@ def test_demo_shows_the_examples_with_typed_payload_values():
     assert "structured_data: variant" in out
     assert "9007199254740993" in out  # a 64-bit id kept exact through VARIANT
     assert "42.50" in out  # decimal(10,2) out of the payload
+    assert not noise_in(out + result.stderr), out + result.stderr
+    assert result.stderr == ""
+    assert "OpenCDC records from" in out
 
 
 def test_tour_converts_the_examples_and_keeps_the_one_protobuf_refuses(tmp_path):

@@ -210,3 +210,31 @@ def run_here(
         os.chdir(previous)
     stderr = "".join(line + "\n" for line in lines)
     return subprocess.CompletedProcess(["run", str(pipeline_file)], status, "", stderr)
+
+
+#: What Spark or its JVM print on their own when not quiet.
+NOISE = (
+    "WARN",  # log4j warnings, and the JVM's "WARNING: Using incubator modules"
+    "log4j",  # "Using Spark's default log4j profile: ..."
+    "Using Spark's default",
+    "Setting default log level",
+    "sc.setLogLevel",
+    "NativeCodeLoader",
+    "loopback address",
+    "SPARK_LOCAL_IP",
+    "[Stage",
+    "Picked up",  # JAVA_TOOL_OPTIONS and the like
+)
+
+
+def noise_in(text: str) -> list[str]:
+    """The lines of ``text`` Spark or its JVM printed."""
+    return [line for line in text.splitlines() if any(word in line for word in NOISE)]
+
+
+def user_environment() -> dict[str, str]:
+    """This environment as a user's shell has it: no ``SPARK_LOCAL_IP``, no ``PYSPARK_PYTHON``."""
+    env = dict(os.environ)
+    for name in ("SPARK_LOCAL_IP", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):
+        env.pop(name, None)
+    return env

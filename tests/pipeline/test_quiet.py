@@ -4,11 +4,12 @@ No log4j banner, no "Setting default log level", no loopback-address or native-l
 warning, no JVM warning about incubator modules, no progress bars: the package ships its
 log4j2 configuration, and the runs default ``SPARK_LOCAL_IP`` to loopback on a local master.
 The environment here has neither ``SPARK_LOCAL_IP`` nor ``PYSPARK_PYTHON``, as a user's.
+An example run quiet is tested with the demo's own run (tests/test_demo.py), one Spark start
+fewer.
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from importlib import resources
@@ -22,33 +23,14 @@ from cdc_connectors.spark.session import (
     log_config,
     quiet_environment,
 )
-from tests.pipeline.support import CLI, files_pipeline, write_config, write_debezium
-
-ROOT = Path(__file__).resolve().parents[2]
-#: What Spark or its JVM print on their own when not quiet.
-NOISE = (
-    "WARN",  # log4j warnings, and the JVM's "WARNING: Using incubator modules"
-    "log4j",  # "Using Spark's default log4j profile: ..."
-    "Using Spark's default",
-    "Setting default log level",
-    "sc.setLogLevel",
-    "NativeCodeLoader",
-    "loopback address",
-    "SPARK_LOCAL_IP",
-    "[Stage",
-    "Picked up",  # JAVA_TOOL_OPTIONS and the like
+from tests.pipeline.support import (
+    CLI,
+    files_pipeline,
+    noise_in,
+    user_environment,
+    write_config,
+    write_debezium,
 )
-
-
-def noise_in(text: str) -> list[str]:
-    return [line for line in text.splitlines() if any(word in line for word in NOISE)]
-
-
-def _user_environment() -> dict[str, str]:
-    env = dict(os.environ)
-    for name in ("SPARK_LOCAL_IP", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):
-        env.pop(name, None)
-    return env
 
 
 def test_the_log4j2_configuration_is_a_file_of_the_package() -> None:
@@ -112,7 +94,7 @@ def test_a_pipeline_run_prints_no_spark_noise(tmp_path: Path) -> None:
     result = subprocess.run(
         [*CLI, "run", "--available-now", "pipeline.yaml"],
         cwd=tmp_path,
-        env=_user_environment(),
+        env=user_environment(),
         capture_output=True,
         text=True,
         timeout=420,
@@ -123,21 +105,3 @@ def test_a_pipeline_run_prints_no_spark_noise(tmp_path: Path) -> None:
     assert result.stdout == ""
     for line in result.stderr.splitlines():  # the run's own lines, nothing else
         assert line.startswith(("batch: ", "stream: ")), output
-
-
-@pytest.mark.spark
-@pytest.mark.slow
-def test_an_example_prints_no_spark_noise() -> None:
-    """``examples/demo.py`` (as ``shop.py`` and ``typed.py``) starts Spark with quiet_session."""
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "demo.py")],
-        env=_user_environment(),
-        capture_output=True,
-        text=True,
-        timeout=420,
-    )
-    assert result.returncode == 0, result.stderr
-    output = result.stdout + result.stderr
-    assert not noise_in(output), output
-    assert result.stderr == ""
-    assert "OpenCDC records from" in result.stdout
