@@ -35,7 +35,8 @@ Source settings (names are case-insensitive):
    being a dead-letter row (its bytes, the reason, position ``topic/partition/offset``).
    ``raw`` gives Spark's own Kafka layout, bytes unchanged: ``key binary, value binary,
    topic string, partition int, offset bigint, timestamp timestamp, timestampType int,
-   headers array<struct<key: string, value: binary>>``.
+   headers array<struct<key: string, value: binary>>`` (an empty array for a message
+   without headers).
 2. ``earliest`` in a batch read; ``latest`` for a new streaming query (a restart continues
    from its checkpoint).
 3. ``-2`` is earliest, ``-1`` latest, as in Spark's Kafka source. A partition the JSON
@@ -117,7 +118,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from cdc_connectors.connectors import kafka_offsets
+from cdc_connectors.connectors import kafka_offsets, task_heap
 from cdc_connectors.connectors.errors import ConnectorError, bare, guarded
 from cdc_connectors.connectors.kafka_offsets import Broker, KafkaRange, Offsets
 from cdc_connectors.connectors.kafka_read import RAW_SCHEMA, read_range
@@ -393,6 +394,7 @@ def _read(
         # Nothing to read (an empty topic, a pattern matching none): Spark plans one
         # placeholder partition, which is 0 rows.
         return iter(())
+    task_heap.settle()
     return guarded(read_range(settings, partition, typed))
 
 
@@ -411,6 +413,7 @@ class KafkaWriter(DataSourceArrowWriter):
         self.kind = kind
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaCommit:
+        task_heap.settle()
         try:
             return KafkaCommit(write_batches(self.settings, self.kind, iterator))
         except ConnectorError as failure:  # one frame and one line for the user
@@ -426,6 +429,7 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
         self.kind = kind
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaCommit:
+        task_heap.settle()
         try:
             return KafkaCommit(write_batches(self.settings, self.kind, iterator))
         except ConnectorError as failure:  # one frame and one line for the user

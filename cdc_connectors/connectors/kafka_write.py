@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka import Message as KafkaMessage
 
@@ -42,6 +43,8 @@ NODE_ID = CONNECTOR
 POLL_EVERY = 1000
 #: librdkafka's ``queue.buffering.max.kbytes`` unless a ``kafka.*`` setting says otherwise.
 QUEUE_KBYTES = 64 * 1024
+#: How long a task waits, at a time, for room in a full local queue.
+ROOM_WAIT_S = 0.005
 #: How long past ``deliveryTimeoutMs`` a task waits for reports librdkafka owes it.
 REPORT_MARGIN_S = 5.0
 
@@ -207,12 +210,19 @@ def _message_rows(batch: pa.RecordBatch, template: TopicTemplate | None) -> Outg
     out = Outgoing(topics, _payloads(batch, "value"), _payloads(batch, "key"))
     if "partition" in names and batch.column("partition").null_count < rows:
         out.partitions = batch.column("partition").to_pylist()
-    if "headers" in names and batch.column("headers").null_count < rows:
+    if "headers" in names and _any_headers(batch.column("headers")):
         out.headers = [
             [(h["key"], _text(h["value"])) for h in found] if found else None
             for found in batch.column("headers").to_pylist()
         ]
     return out
+
+
+def _any_headers(column: pa.Array) -> bool:
+    """Whether a headers column holds a header at all (not only nulls and empty lists)."""
+    if column.null_count == len(column) or not pa.types.is_list(column.type):
+        return bool(column.null_count < len(column))
+    return bool(pc.sum(pc.list_value_length(column)).as_py() or 0)
 
 
 def _opencdc_rows(
@@ -332,9 +342,10 @@ class _Output:
             self.sent += 1
 
     def _when_room(self, topic: str, value: Payload, key: Payload, **extra: Any) -> None:
-        """The local queue is full: serve delivery reports until the message fits."""
+        """The local queue is full: serve delivery reports until the message fits (briefly
+        each time: successful deliveries make no report that would end a longer wait)."""
         while True:
-            self.serve(0.1)
+            self.serve(ROOM_WAIT_S)
             try:
                 self.producer.produce(topic, value, key, **extra)
                 return
