@@ -1,15 +1,19 @@
-"""Debezium JSON messages -> OpenCDC protobuf messages, from Arrow columns.
+"""Debezium JSON messages -> OpenCDC protobuf or JSON messages, from Arrow columns.
 
-:class:`DebeziumToProto` takes a batch of raw Debezium JSON messages (values, keys and
-places as binary columns) and writes the ``opencdc-proto`` message of every one it can
-take exactly: those that start with a ``{"schema": ...,`` block it has a decoder for
+:class:`DebeziumToOpenCDC` takes a batch of raw Debezium JSON messages (values, keys and
+places as binary columns) of any dialect described by its envelope alone
+(:meth:`~cdc_connectors.formats.debezium.DebeziumJsonFormat.described_by_envelope`) and
+writes the ``opencdc-proto`` or ``opencdc-json`` message of every one it can take exactly:
+those that start with a ``{"schema": ...,`` block it has a decoder for
 (:class:`~cdc_connectors.spark.debezium_typed.TypedDebeziumDecoder`, one per envelope
-schema, built from the first message that carries it) and that the typed columns and
-:class:`~cdc_connectors.columnar.proto_records.ProtoRecordWriter` take exactly. Each
-message it writes is byte for byte what ``DebeziumJsonFormat.decode`` then
-``OpenCDCProtoFormat.encode`` give; every other message (bad ones, tombstones, other
-schemas, values a double would change) is left to the caller, for the per-message way,
-so its dead letter or skip stays what it is there.
+schema, built from the first message that carries it) and that the typed columns, the
+record writer (:class:`~cdc_connectors.columnar.proto_records.ProtoRecordWriter`,
+:class:`~cdc_connectors.columnar.json_records.JsonRecordWriter`) and the key columns
+(:class:`~cdc_connectors.columnar.debezium_keys.KeyColumns`) take exactly. Each message it
+writes is byte for byte what the format's ``decode`` then the destination's ``encode``
+give; every other message (bad ones, tombstones, other schemas, values a double would
+change) is left to the caller, for the per-message way, so its dead letter or skip stays
+what it is there.
 """
 
 from __future__ import annotations
@@ -23,16 +27,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc_connectors.columnar import wire
+from cdc_connectors.columnar.debezium_keys import KeyColumns, Layout
+from cdc_connectors.columnar.json_records import JsonRecordWriter
 from cdc_connectors.columnar.proto_records import NotColumnar, ProtoRecordWriter
 from cdc_connectors.formats.base import Format
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
-from cdc_connectors.formats.opencdc import OpenCDCProtoFormat
-from cdc_connectors.opencdc import CodecError, Record
-from cdc_connectors.opencdc.json_codec import data_to_bytes
-from cdc_connectors.opencdc.proto_codec import record_to_proto_bytes
+from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
+from cdc_connectors.opencdc import CodecError
 from cdc_connectors.spark.debezium_typed import TypedDebeziumDecoder
 
-__all__ = ["Columnar", "DebeziumToProto"]
+__all__ = ["Columnar", "DebeziumToOpenCDC", "layout_of"]
 
 #: Envelope schemas kept decoders for; the least recently used goes first.
 MAX_DECODERS = 32
@@ -44,34 +48,51 @@ _SCHEMA_START = b'{"schema":'
 @dataclass
 class Columnar:
     """The messages written from columns: their rows in the batch (ascending), their
-    values (``opencdc.v1.Record`` bytes) and keys (binary, null for none)."""
+    values (``opencdc.v1.Record`` bytes or OpenCDC JSON documents) and keys (binary, null
+    for none)."""
 
     rows: np.ndarray
     values: pa.Array
     keys: pa.Array
 
 
+def layout_of(destination: Format) -> Layout | None:
+    """What the columns write for ``destination``: OpenCDC protobuf, OpenCDC JSON (raw data
+    as base64), or nothing (``None``)."""
+    if type(destination) is OpenCDCProtoFormat:
+        return "proto"
+    if type(destination) is OpenCDCJsonFormat and not destination.raw_as_string:
+        return "json"
+    return None
+
+
 @dataclass
 class _Envelope:
     decoder: TypedDebeziumDecoder
-    writer: ProtoRecordWriter
+    writer: ProtoRecordWriter | JsonRecordWriter
 
 
-class DebeziumToProto:
-    """Debezium JSON -> OpenCDC protobuf, column by column (module docstring)."""
+class DebeziumToOpenCDC:
+    """Debezium JSON -> OpenCDC protobuf or JSON, column by column (module docstring)."""
 
-    def __init__(self, fmt: DebeziumJsonFormat):
+    def __init__(self, fmt: DebeziumJsonFormat, destination: Format):
+        layout = layout_of(destination)
+        assert layout is not None, "see serves()"
         self.fmt = fmt
+        self.layout: Layout = layout
+        self._keys = KeyColumns(fmt, layout)
         self._envelopes: OrderedDict[bytes, _Envelope | None] = OrderedDict()
 
     @staticmethod
     def serves(source: Format, destination: Format) -> bool:
         """Whether the columns write what ``source.decode`` and ``destination.encode`` do:
-        Debezium JSON itself (no dialect, no ``key.fields``) to OpenCDC protobuf."""
+        a Debezium JSON dialect described by its envelope alone, without ``key.fields``, to
+        OpenCDC protobuf or JSON (:func:`layout_of`)."""
         return (
-            type(source) is DebeziumJsonFormat
+            isinstance(source, DebeziumJsonFormat)
+            and type(source).described_by_envelope()
             and not source.key_fields
-            and type(destination) is OpenCDCProtoFormat
+            and layout_of(destination) is not None
         )
 
     def convert(self, values: pa.Array, keys: pa.Array | None, places: pa.Array) -> Columnar:
@@ -164,7 +185,11 @@ class DebeziumToProto:
     def _envelope(self, schema: dict[str, object]) -> _Envelope | None:
         try:
             decoder = TypedDebeziumDecoder(self.fmt, schema)
-            writer = ProtoRecordWriter(decoder.row.connect, decoder.row_type)
+            writer: ProtoRecordWriter | JsonRecordWriter = (
+                ProtoRecordWriter(decoder.row.connect, decoder.row_type)
+                if self.layout == "proto"
+                else JsonRecordWriter(decoder.row.connect, decoder.row_type)
+            )
         except (CodecError, NotColumnar):
             return None
         return _Envelope(decoder, writer)
@@ -186,35 +211,14 @@ class DebeziumToProto:
         if not len(local):
             return None
         rows = matched[local]
-        key_fields, message_keys, bad = self._keys(
+        keys_of_rows = self._keys.write(
             None if keys is None else keys.take(pa.array(rows)), len(rows)
         )
-        records, refused = envelope.writer.write(batch, key_fields)
-        keep = ~(bad | refused)
+        records, refused = envelope.writer.write(batch, keys_of_rows.fields)
+        keep = ~(keys_of_rows.refused | refused)
         if not keep.all():
             kept = pa.array(keep)
-            return Columnar(rows[keep], records.filter(kept), message_keys.filter(kept))
-        return Columnar(rows, records, message_keys)
-
-    def _keys(self, keys: pa.Array | None, count: int) -> tuple[pa.Array, pa.Array, np.ndarray]:
-        """Each row's serialized ``key`` field and message key, as the per-message way
-        makes them from the Kafka key, and the rows whose key it alone can write."""
-        bad = np.zeros(count, dtype=bool)
-        if keys is None or keys.null_count == count:
-            nothing = pa.nulls(count, pa.binary())
-            return pa.array([b""] * count, pa.binary()), nothing, bad
-        fields: list[bytes] = []
-        message_keys: list[bytes | None] = []
-        named = bool(self.fmt.registry_url)
-        for n, key in enumerate(keys.to_pylist()):
-            try:
-                data, key_schema = self.fmt.kafka_key(key)
-                if key_schema is not None and named:
-                    raise CodecError("the key's schema is named per message")
-                fields.append(record_to_proto_bytes(Record(key=data)))
-                message_keys.append(data_to_bytes(data))
-            except CodecError:
-                bad[n] = True
-                fields.append(b"")
-                message_keys.append(None)
-        return pa.array(fields, pa.binary()), pa.array(message_keys, pa.binary()), bad
+            return Columnar(
+                rows[keep], records.filter(kept), keys_of_rows.message_keys.filter(kept)
+            )
+        return Columnar(rows, records, keys_of_rows.message_keys)

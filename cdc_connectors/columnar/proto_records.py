@@ -34,10 +34,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdc_connectors.columnar import isotext, wire
+from cdc_connectors.columnar import isotext, maps, wire
 from cdc_connectors.schema.connect import ConnectSchema
 
-__all__ = ["NotColumnar", "ProtoRecordWriter"]
+__all__ = ["NotColumnar", "ProtoRecordWriter", "StructWriter", "struct_body"]
 
 _NULL_VALUE = b"\x08\x00"  # google.protobuf.Value{null_value: NULL_VALUE}
 _EXACT = 2**53
@@ -98,6 +98,14 @@ class ProtoRecordWriter:
         return record.joined(), bad
 
 
+def struct_body(node: ConnectSchema, type_: pa.DataType) -> StructWriter:
+    """How a struct column of Connect schema ``node`` becomes ``google.protobuf.Struct``
+    bodies (a record key's, an image's); :class:`NotColumnar` if it does not."""
+    if _levels(node) > _MAX_LEVELS:
+        raise NotColumnar(f"{node.path}: nested deeper than a protobuf Struct is read back")
+    return _struct_writer(node, type_)
+
+
 def _levels(node: ConnectSchema) -> int:
     if node.type != "struct":
         return 0
@@ -115,60 +123,39 @@ def _operation_field(operations: pa.Array) -> wire.Pieces:
 def _metadata_fields(metadata: pa.MapArray) -> wire.Pieces:
     """The ``metadata`` map entries of each row, in key order as deterministic
     serialization writes them."""
-    count = len(metadata)
-    offsets = np.asarray(metadata.offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
-    start, end = int(offsets[0]), int(offsets[-1])
-    names = metadata.keys
-    items = metadata.items
-    if len(names) != end - start:  # not yet sliced to this array's rows
-        names, items = names.slice(start, end - start), items.slice(start, end - start)
-    offsets -= start
-    if not count or not end - start:
-        return wire.Pieces.empty(count)
-    encoded = pc.dictionary_encode(names)
-    codes = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
-    distinct = [name.encode("utf-8") for name in encoded.dictionary.to_pylist()]
-    width = int(offsets[1])
-    if len(codes) == count * width:
-        table = codes.reshape(count, width)
-        if (table == table[0]).all():
-            return _same_keys([distinct[c] for c in table[0]], items, count)
-    # Rows with keys of their own: entries sorted row by row, then joined per row.
-    rank = np.argsort(np.argsort(np.array(distinct, dtype=object)))[codes]
-    owner = np.repeat(np.arange(count), np.diff(offsets))
-    order = pa.array(np.lexsort((rank, owner)))
-    names, items = names.take(order), items.take(order)
+    entries = maps.sorted_entries(metadata)
+    count = entries.count
+    if entries.uniform is not None:
+        return _same_keys(entries.uniform, count)
+    assert entries.names is not None and entries.items is not None
+    assert entries.offsets is not None
+    names, items = entries.names, entries.items
     name_sizes, item_sizes = wire.lengths(names), wire.lengths(items)
     entry_sizes = (
         2 + wire.varint_size(name_sizes) + name_sizes + wire.varint_size(item_sizes) + item_sizes
     )
-    entries = len(names)
+    total = len(names)
     header = wire.segments(
         [
-            wire.constant(b"\x1a", entries),
+            wire.constant(b"\x1a", total),
             wire.varint(entry_sizes),
-            wire.constant(b"\x0a", entries),
+            wire.constant(b"\x0a", total),
             wire.varint(name_sizes),
         ]
     )
-    middle = wire.segments([wire.constant(b"\x12", entries), wire.varint(item_sizes)])
+    middle = wire.segments([wire.constant(b"\x12", total), wire.varint(item_sizes)])
     joined = (header + wire.Pieces.of(names) + middle + wire.Pieces.of(items)).joined()
-    lists = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), joined)
+    lists = pa.ListArray.from_arrays(pa.array(entries.offsets.astype(np.int32)), joined)
     return wire.Pieces.of(pc.binary_join(lists, _NO_SEPARATOR))
 
 
-def _same_keys(names: list[bytes], items: pa.Array, count: int) -> wire.Pieces:
-    """Map entries of rows that all have the same keys in the same order: one column of
-    values per key, in key order."""
-    width = len(names)
-    order = sorted(range(width), key=lambda j: names[j])
-    taken = items.take(
-        pa.array((np.arange(count)[None, :] * width + np.array(order)[:, None]).ravel())
-    )
+def _same_keys(columns: list[tuple[bytes, pa.Array]], count: int) -> wire.Pieces:
+    """Map entries of rows that all have the same keys: one column of values per key, in
+    key order."""
     pieces = wire.Pieces.empty(count)
-    for n, j in enumerate(order):
-        values = wire.Pieces.of(taken.slice(n * count, count))
-        key = _tagged(b"\x0a", names[j]) + b"\x12"
+    for name, column in columns:
+        values = wire.Pieces.of(column)
+        key = _tagged(b"\x0a", name) + b"\x12"
         sizes = len(key) + wire.varint_size(values.sizes) + values.sizes
         header = wire.segments(
             [

@@ -145,6 +145,8 @@ def _column(parts: list[Segment]) -> pa.Array:
         # Every row the same width: the matrices side by side are the column's bytes.
         matrix = np.concatenate([m[:, :w] for (m, _), w in zip(parts, uniform, strict=True)], 1)
         width = matrix.shape[1]
+        if not width:
+            return pa.array([b""] * count, pa.binary())
         offsets = np.arange(0, (count + 1) * width, width, dtype=np.int32)
         data = pa.py_buffer(np.ascontiguousarray(matrix, dtype=np.uint8))
         return pa.Array.from_buffers(pa.binary(), count, [None, pa.py_buffer(offsets), data])

@@ -1,5 +1,6 @@
 """``convert``'s columnar path: chunks of Debezium JSON messages written as OpenCDC protobuf
-from Arrow columns (:class:`~cdc_connectors.columnar.debezium_proto.DebeziumToProto`).
+or JSON from Arrow columns
+(:class:`~cdc_connectors.columnar.debezium_opencdc.DebeziumToOpenCDC`).
 
 The convert loop goes through a chunk in message order: a message the columns wrote is
 passed on (:meth:`WrittenChunk.write_through`, its bytes written in runs), any other goes
@@ -14,13 +15,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from cdc_connectors.convert.streams import MessageWriter
 from cdc_connectors.formats.base import Format, Message
 from cdc_connectors.opencdc import CodecError
 
 if TYPE_CHECKING:
-    from cdc_connectors.columnar.debezium_proto import Columnar, DebeziumToProto
+    from cdc_connectors.columnar.debezium_opencdc import Columnar, DebeziumToOpenCDC
 
 __all__ = ["ChunkWriter", "WrittenChunk", "chunks", "serves"]
 
@@ -30,13 +32,16 @@ Item = Message | CodecError
 def serves(decoder: Format, encoder: Format) -> bool:
     """Whether the columns write what ``decoder`` then ``encoder`` write."""
     from cdc_connectors.formats.debezium import DebeziumJsonFormat
-    from cdc_connectors.formats.opencdc import OpenCDCProtoFormat
+    from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
 
-    if type(decoder) is not DebeziumJsonFormat or type(encoder) is not OpenCDCProtoFormat:
+    if not isinstance(decoder, DebeziumJsonFormat) or type(encoder) not in (
+        OpenCDCProtoFormat,
+        OpenCDCJsonFormat,
+    ):
         return False  # no need to load the columnar machinery (it brings pyspark's types)
-    from cdc_connectors.columnar.debezium_proto import DebeziumToProto
+    from cdc_connectors.columnar.debezium_opencdc import DebeziumToOpenCDC
 
-    return DebeziumToProto.serves(decoder, encoder)
+    return DebeziumToOpenCDC.serves(decoder, encoder)
 
 
 def chunks(items: Iterable[Item], size: int) -> Iterator[list[Item]]:
@@ -54,12 +59,12 @@ def chunks(items: Iterable[Item], size: int) -> Iterator[list[Item]]:
 class ChunkWriter:
     """Writes the messages of chunks the columns take to ``writer``'s stream."""
 
-    def __init__(self, decoder: Format, writer: MessageWriter):
-        from cdc_connectors.columnar.debezium_proto import DebeziumToProto
+    def __init__(self, decoder: Format, encoder: Format, writer: MessageWriter):
+        from cdc_connectors.columnar.debezium_opencdc import DebeziumToOpenCDC
         from cdc_connectors.formats.debezium import DebeziumJsonFormat
 
         assert isinstance(decoder, DebeziumJsonFormat)
-        self.columns: DebeziumToProto = DebeziumToProto(decoder)
+        self.columns: DebeziumToOpenCDC = DebeziumToOpenCDC(decoder, encoder)
         self.writer = writer
 
     def convert(self, chunk: list[Item]) -> WrittenChunk:
@@ -87,17 +92,37 @@ class ChunkWriter:
         return WrittenChunk(self.writer, found.rows, len(chunk), self._rendered(found))
 
     def _rendered(self, found: Columnar) -> pa.Array:
-        """Each written message as the stream's layout holds it."""
-        from cdc_connectors.columnar import wire
+        """Each written message as the stream's layout holds it (:meth:`MessageWriter.render`)."""
+        from cdc_connectors.columnar import base64text, wire
+        from cdc_connectors.columnar.json_text import joined
 
-        if self.writer.layout == "delimited":
+        layout = self.writer.layout
+        if layout == "delimited":
             values = wire.Pieces.of(found.values)
             return (wire.segments([wire.varint(values.sizes)]) + values).joined()
-        lines = [
-            self.writer.render(Message(value, key))
-            for value, key in zip(found.values.to_pylist(), found.keys.to_pylist(), strict=True)
-        ]
-        return pa.array(lines, pa.binary())
+        if layout == "lines":
+            return joined(found.values, b"\n")
+        null = pa.scalar(b"null", pa.binary())
+        if self.writer.fmt.binary:
+            keys = pc.fill_null(joined(b'"', base64text.encode(found.keys), b'"'), null)
+            keys = pc.if_else(found.keys.is_valid(), keys, null)
+            return joined(b'{"key":', keys, b',"value":"', base64text.encode(found.values), b'"}\n')
+        lines = joined(b'{"key":null,"value":', found.values, b"}\n")
+        keyed = np.flatnonzero(np.asarray(found.keys.is_valid().to_numpy(zero_copy_only=False)))
+        if len(keyed):  # a text format's keys are written as JSON where they are JSON
+            taken = pa.array(keyed)
+            one_by_one = [
+                self.writer.render(Message(value, key))
+                for value, key in zip(
+                    found.values.take(taken).to_pylist(),
+                    found.keys.take(taken).to_pylist(),
+                    strict=True,
+                )
+            ]
+            mask = np.zeros(len(lines), dtype=bool)
+            mask[keyed] = True
+            lines = pc.replace_with_mask(lines, pa.array(mask), pa.array(one_by_one, pa.binary()))
+        return lines
 
 
 class WrittenChunk:

@@ -118,7 +118,7 @@ class FailFast(Exception):
 
 
 #: Messages converted together where the columns write them (Debezium JSON to OpenCDC
-#: protobuf).
+#: protobuf or JSON).
 CHUNK = 4096
 
 
@@ -140,8 +140,8 @@ def convert_stream(
     ``progress`` is given the counts every :data:`PROGRESS_EVERY` messages and cleared
     when the run ends, however it ends, before anyone prints what happened.
 
-    Debezium JSON to OpenCDC protobuf is converted :data:`CHUNK` messages at a time from
-    Arrow columns (:class:`~cdc_connectors.columnar.debezium_proto.DebeziumToProto`); the
+    Debezium JSON to OpenCDC protobuf or JSON is converted :data:`CHUNK` messages at a time
+    from Arrow columns (:class:`~cdc_connectors.columnar.debezium_opencdc.DebeziumToOpenCDC`); the
     messages the columns do not take go the per-message way, so the output, its order,
     the counts and the dead letters are the same."""
     stats = ConvertStats()
@@ -191,7 +191,7 @@ def convert_stream(
         if _columnar(decoder, encoder):
             from cdc_connectors.convert import columnar_stream
 
-            columns = columnar_stream.ChunkWriter(decoder, writer)
+            columns = columnar_stream.ChunkWriter(decoder, encoder, writer)
             for chunk in columnar_stream.chunks(items, CHUNK):
                 written = columns.convert(chunk)
                 for index, item in enumerate(chunk):
@@ -216,8 +216,7 @@ def convert_stream(
 def _columnar(decoder: Format, encoder: Format) -> bool:
     """Whether the columns write this conversion; the columnar machinery (numpy, Arrow,
     pyspark's types) is loaded only then."""
-    names = (type(decoder).__name__, type(encoder).__name__)
-    if names != ("DebeziumJsonFormat", "OpenCDCProtoFormat"):
+    if type(encoder).__name__ not in ("OpenCDCProtoFormat", "OpenCDCJsonFormat"):
         return False
     from cdc_connectors.convert import columnar_stream
 

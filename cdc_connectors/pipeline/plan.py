@@ -43,7 +43,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from cdc_connectors.columnar.debezium_proto import Columnar, DebeziumToProto
+from cdc_connectors.columnar.debezium_opencdc import Columnar, DebeziumToOpenCDC
 from cdc_connectors.connectors.errors import ConnectorError
 from cdc_connectors.connectors.messages import (
     DLQ_ERROR,
@@ -351,13 +351,15 @@ def converter(
     source's format and encoded with the destination's, in one pass; a message that does
     not decode and a record that does not encode are dead letters, as in the two-step way.
 
-    Debezium JSON to OpenCDC protobuf without a topic template is written from columns
-    (:class:`~cdc_connectors.columnar.debezium_proto.DebeziumToProto`): only the messages
-    the columns cannot take exactly go the per-message way, in the same output order."""
+    Debezium JSON (a dialect described by its envelope) to OpenCDC protobuf or JSON without
+    a topic template is written from columns
+    (:class:`~cdc_connectors.columnar.debezium_opencdc.DebeziumToOpenCDC`): only the
+    messages the columns cannot take exactly go the per-message way, in the same output
+    order."""
     columns = None
-    if route is None and DebeziumToProto.serves(source.fmt, fmt):
+    if route is None and DebeziumToOpenCDC.serves(source.fmt, fmt):
         assert isinstance(source.fmt, DebeziumJsonFormat)
-        columns = DebeziumToProto(source.fmt)
+        columns = DebeziumToOpenCDC(source.fmt, fmt)
 
     def convert(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:

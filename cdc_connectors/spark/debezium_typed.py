@@ -76,7 +76,11 @@ from cdc_connectors.opencdc import CodecError, Record, keys
 from cdc_connectors.opencdc.json_codec import json_default
 from cdc_connectors.opencdc.metadata import Metadata
 from cdc_connectors.schema import avro_values, framing
-from cdc_connectors.schema.connect import DEFAULT_DECIMAL_PRECISION, ConnectSchema
+from cdc_connectors.schema.connect import (
+    DEFAULT_DECIMAL_PRECISION,
+    ConnectSchema,
+    connect_to_avro,
+)
 from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.spark.arrow import _data_array
 from cdc_connectors.spark.avro_batch import AvroBatchDecoder
@@ -90,6 +94,7 @@ from cdc_connectors.spark.schema import OPENCDC_ARROW_SCHEMA, OPENCDC_SCHEMA
 
 __all__ = [
     "TypedDebeziumDecoder",
+    "TypedKeyReader",
     "infer_envelope",
     "output_schema",
     "spark_schema",
@@ -606,6 +611,65 @@ class TypedDebeziumDecoder:
                 orjson.loads(writer), orjson.loads(self._reader_avro)
             )
         return found
+
+
+class TypedKeyReader:
+    """Kafka keys that start with one ``{"schema": ...,`` block (JsonConverter's, for a
+    struct key) -> a typed struct column of their payloads, column by column.
+
+    ``block`` is the keys' ``schema`` block and ``connect`` its parsed schema
+    (:meth:`DebeziumJsonFormat.kafka_key` of a sample key). The column has the Spark types
+    of the key's schema, as the row's images have theirs. :class:`ValueError` when the
+    schema has no such column."""
+
+    def __init__(self, block: Mapping[str, Any], connect: ConnectSchema):
+        #: The text every key of this reader starts with.
+        self.prefix = b'{"schema":' + orjson.dumps(block) + b","
+        self.connect = connect
+        try:
+            avro = connect_to_avro(connect)
+            if image_texts(connect) is not None:
+                avro = text_avro(avro)
+            if not isinstance(avro, dict):
+                raise TypeError("a key that is no struct")
+            self.row_type: pa.StructType = AvroBatchDecoder(avro).arrow_type
+            self._column = _column(connect, self.row_type, optional=False)
+        except (SchemaError, _NotColumnar, TypeError, KeyError, SchemaParseException) as exc:
+            raise ValueError(f"key schema: no typed columns: {exc}") from None
+        self._json_schema = pa.schema([pa.field("payload", self._column.json_type)])
+        self._has_doubles = _has_doubles(self._column.json_type)
+
+    def read(self, keys: pa.Array) -> tuple[pa.Array, np.ndarray]:
+        """The typed payload of each key (each starts with :attr:`prefix`) and the keys
+        the per-message way must read instead; :class:`ValueError` when Arrow cannot read
+        them together (then every one goes that way)."""
+        count = len(keys)
+        rest = pc.binary_slice(keys, len(self.prefix), 2**31 - 1)
+        joined = pc.binary_join(
+            pa.ListArray.from_arrays(pa.array([0, count], pa.int32()), rest), b"\n{"
+        )
+        try:
+            table = pajson.read_json(
+                pa.py_buffer(b"{" + joined[0].as_buffer().to_pybytes()),
+                read_options=_READ_OPTIONS,
+                parse_options=pajson.ParseOptions(
+                    explicit_schema=self._json_schema, unexpected_field_behavior="infer"
+                ),
+            )
+            if table.num_rows != count or table.schema.names != ["payload"]:
+                raise ValueError("keys Arrow reads otherwise")
+            payload = table.column("payload").combine_chunks()
+            payload.validate(full=True)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise ValueError(str(exc)) from None
+        if payload.type != self._column.json_type:
+            raise ValueError("key fields the schema does not declare")
+        flagged = self._column.convert(payload)
+        bad = flagged.bad  # a null payload too: the struct is required
+        if self._has_doubles:
+            bad |= _mask(pc.match_substring_regex(rest.cast(pa.string()), _INEXACT_NUMBER))
+            bad |= _big_integral(payload)
+        return flagged.array, bad
 
 
 def _rebuilt(

@@ -229,21 +229,81 @@ _JUNK = st.sampled_from(
 )
 
 
+OTHER_KEY_SCHEMA = {
+    "type": "struct",
+    "optional": False,
+    "name": "u.Key",
+    "fields": [
+        {"type": "string", "optional": False, "field": "code"},
+        {"type": "int32", "optional": True, "field": "n"},
+        {"type": "double", "optional": True, "field": "x"},
+    ],
+}
+
+
 def _key(schema_key: bool) -> st.SearchStrategy[bytes | None]:
-    with_schema = st.integers(-(2**60), 2**60).map(
-        lambda n: orjson.dumps({"schema": KEY_SCHEMA, "payload": {"id": n}})
+    with_schema = st.one_of(
+        st.integers(-(2**60), 2**60).map(
+            lambda n: orjson.dumps({"schema": KEY_SCHEMA, "payload": {"id": n}})
+        ),
+        st.fixed_dictionaries(
+            {
+                "code": _mostly(_TEXT, st.sampled_from(['a"b', "tab\t", "\\", "\x01", None])),
+                "n": st.none() | st.integers(-(2**31), 2**31 - 1),
+                "x": st.none() | st.floats(allow_nan=False, allow_infinity=False),
+            }
+        ).map(lambda p: orjson.dumps({"schema": OTHER_KEY_SCHEMA, "payload": p})),
+        st.sampled_from(
+            [
+                orjson.dumps({"schema": KEY_SCHEMA, "payload": None}),
+                orjson.dumps({"schema": KEY_SCHEMA, "payload": {"id": 1, "extra": 2}}),
+                orjson.dumps({"schema": KEY_SCHEMA, "payload": {"id": "one"}}),
+                orjson.dumps({"schema": KEY_SCHEMA, "payload": {"id": 1}, "more": 1}),
+                orjson.dumps({"schema": {"type": "int64"}, "payload": 5}),
+            ]
+        ),
     )
     return st.one_of(
         st.none(),
         with_schema if schema_key else st.none(),
         st.integers(0, 9).map(lambda n: orjson.dumps({"id": n})),
-        st.sampled_from([b"raw key", b"[1]", b"5", b'{"payload": 3}']),
+        st.binary(max_size=6),
+        st.sampled_from(
+            [
+                b"raw key",
+                b"[1]",
+                b"5",
+                b" 5",
+                b"1.50",
+                b'"text"',
+                b"123456789012345678901234",
+                b'{"payload": 3}',
+                b' {"id": 2}',
+                b'{"id": 1.5}',
+                b"{not json",
+            ]
+        ),
     )
 
 
+def arcion(value: bytes) -> bytes:
+    """A change event as Arcion writes it (``source`` with a query, no ``schema`` field)."""
+    document = orjson.loads(value)
+    source = document["payload"]["source"]
+    source.update(connector="MYSQL", query="UPDATE ...")
+    source.pop("schema", None)
+    for block in document["schema"]["fields"]:
+        if block["field"] == "source":
+            fields = [f for f in block["fields"] if f["field"] != "schema"]
+            block["fields"] = [*fields, {"type": "string", "optional": True, "field": "query"}]
+    return orjson.dumps(document)
+
+
 @st.composite
-def batches(draw: st.DrawFn, schema_key: bool = True) -> list[tuple[bytes | None, bytes | None]]:
-    """(key, value) of each message of a batch."""
+def batches(
+    draw: st.DrawFn, schema_key: bool = True, dialect: str = "debezium"
+) -> list[tuple[bytes | None, bytes | None]]:
+    """(key, value) of each message of a batch; ``dialect`` ``"arcion"``: Arcion's events."""
     schemas = [draw(envelope("t")), draw(envelope("u"))]
     messages = []
     for _ in range(draw(st.integers(1, 25))):
@@ -253,5 +313,7 @@ def batches(draw: st.DrawFn, schema_key: bool = True) -> list[tuple[bytes | None
         else:
             schema, columns = schemas[kind % 5 == 0]
             value = draw(change_event(schema, columns))
+            if dialect == "arcion":
+                value = arcion(value)
         messages.append((draw(_key(schema_key)), value))
     return messages

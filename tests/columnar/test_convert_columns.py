@@ -1,11 +1,14 @@
-"""``convert --from debezium-json --to opencdc-proto`` writes from columns: the same output
-bytes, counts and dead letters as the per-message way, on generated streams."""
+"""``convert --from debezium-json --to opencdc-proto`` (and ``--to opencdc-json``) writes
+from columns: the same output bytes, counts and dead letters as the per-message way, on
+generated streams."""
 
 from __future__ import annotations
 
 import base64
 import io
 import time
+from collections.abc import Mapping
+from typing import Any
 
 import orjson
 import pytest
@@ -15,13 +18,20 @@ from hypothesis import strategies as st
 from cdc_connectors.convert import engine
 from cdc_connectors.convert.deadletter import DeadLetterWriter
 from cdc_connectors.convert.engine import FailFast, convert_stream
+from cdc_connectors.formats.base import Format
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
-from cdc_connectors.formats.opencdc import OpenCDCProtoFormat
-from tests.columnar.debezium_batches import batches
+from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
+from cdc_connectors.opencdc.metadata import Metadata
+from tests.columnar.debezium_batches import KEY_SCHEMA, batches
+from tests.hypothesis_profiles import examples
 
 
 class PerMessageDebezium(DebeziumJsonFormat):
-    """Debezium JSON as is, under a class the columns do not serve: the per-message way."""
+    """Debezium JSON as is, with a hook of its own, which the columns do not serve: the
+    per-message way."""
+
+    def extra_metadata(self, payload: Mapping[str, Any], metadata: Metadata) -> None:
+        super().extra_metadata(payload, metadata)
 
 
 @pytest.fixture(autouse=True)
@@ -52,7 +62,12 @@ def _is_json(data: bytes) -> bool:
 
 
 def _convert(
-    fmt: DebeziumJsonFormat, data: bytes, kv_in: bool, kv_out: bool, fail_fast: bool
+    fmt: DebeziumJsonFormat,
+    data: bytes,
+    kv_in: bool,
+    kv_out: bool,
+    fail_fast: bool,
+    to: type[Format] = OpenCDCProtoFormat,
 ) -> tuple[bytes, bytes, str]:
     out, letters = io.BytesIO(), io.BytesIO()
     try:
@@ -60,7 +75,7 @@ def _convert(
             io.BytesIO(data),
             out,
             fmt,
-            OpenCDCProtoFormat({}),
+            to({}),
             kv_in=kv_in,
             kv_out=kv_out,
             dead_letters=DeadLetterWriter(letters, "convert"),
@@ -72,25 +87,46 @@ def _convert(
     return out.getvalue(), letters.getvalue(), f"{stats.summary()} {stats.first_errors}"
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(batches(), st.booleans(), st.booleans(), st.sampled_from([False, False, True]))
+@pytest.mark.parametrize("to", [OpenCDCProtoFormat, OpenCDCJsonFormat])
+@settings(max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    messages=batches(),
+    kv_in=st.booleans(),
+    kv_out=st.booleans(),
+    fail_fast=st.sampled_from([False, False, True]),
+)
 def test_columns_give_the_output_and_dead_letters_of_the_per_message_way(
-    messages: list[tuple[bytes | None, bytes | None]], kv_in: bool, kv_out: bool, fail_fast: bool
+    to: type[Format],
+    messages: list[tuple[bytes | None, bytes | None]],
+    kv_in: bool,
+    kv_out: bool,
+    fail_fast: bool,
 ) -> None:
     data = _stream(messages, kv_in)
-    ours = _convert(DebeziumJsonFormat({}), data, kv_in, kv_out, fail_fast)
-    assert ours == _convert(PerMessageDebezium({}), data, kv_in, kv_out, fail_fast)
+    ours = _convert(DebeziumJsonFormat({}), data, kv_in, kv_out, fail_fast, to)
+    assert ours == _convert(PerMessageDebezium({}), data, kv_in, kv_out, fail_fast, to)
 
 
-def test_a_stream_of_good_messages_is_written_from_columns() -> None:
+@pytest.mark.parametrize("to", [OpenCDCProtoFormat, OpenCDCJsonFormat])
+@pytest.mark.parametrize("kv", [False, True])
+def test_a_stream_of_good_messages_is_written_from_columns(to: type[Format], kv: bool) -> None:
     from bench.bench_debezium import lines
 
-    data = b"\n".join(lines(20)) + b"\n"
-    expected = _convert(PerMessageDebezium({}), data, False, True, False)
+    key_schema = {**KEY_SCHEMA, "name": "shop.public.orders.Key"}
+    messages = [
+        (orjson.dumps({"schema": key_schema, "payload": {"id": n}}), line)
+        for n, line in enumerate(lines(20))
+    ]
+    data = _stream(messages, kv)
+    expected = _convert(PerMessageDebezium({}), data, kv, True, False, to)
     fmt = DebeziumJsonFormat({})
     decoded: list[object] = []
     fmt.decode = decoded.append  # type: ignore[assignment,method-assign]
-    assert _convert(fmt, data, False, True, False) == expected
+    assert _convert(fmt, data, kv, True, False, to) == expected
     assert not decoded
     first = orjson.loads(expected[0].splitlines()[0])
-    assert base64.b64decode(first["value"]).startswith(b"\n\nin.jsonl:1\x10\x02")
+    assert (first["key"] is not None) is kv
+    if to is OpenCDCProtoFormat:
+        assert base64.b64decode(first["value"]).startswith(b"\n\nin.jsonl:1\x10\x02")
+    else:
+        assert first["value"]["position"] == base64.b64encode(b"in.jsonl:1").decode()

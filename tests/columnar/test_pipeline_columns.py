@@ -1,27 +1,36 @@
-"""A fused pipeline stage writes Debezium JSON as OpenCDC protobuf from columns: the same
-stage rows (messages, their order, dead letters) as the per-message way, on generated
-batches."""
+"""A fused pipeline stage writes Debezium JSON (and Arcion) as OpenCDC protobuf or JSON from
+columns: the same stage rows (messages, their order, dead letters) as the per-message way,
+on generated batches."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import orjson
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from cdc_connectors.columnar.debezium_proto import DebeziumToProto
+from cdc_connectors.columnar.debezium_opencdc import DebeziumToOpenCDC
 from cdc_connectors.connectors.kafka_read import RAW_ARROW_SCHEMA
+from cdc_connectors.formats.arcion import ArcionJsonFormat
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
+from cdc_connectors.formats.lindorm import LindormJsonFormat
 from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
+from cdc_connectors.opencdc.metadata import Metadata
 from cdc_connectors.pipeline.plan import SourceFormat, converter
-from tests.columnar.debezium_batches import SOURCE, batches, unscaled
+from tests.columnar.debezium_batches import KEY_SCHEMA, SOURCE, arcion, batches, unscaled
+from tests.hypothesis_profiles import examples
 
 
 class PerMessageDebezium(DebeziumJsonFormat):
-    """Debezium JSON as is, under a class the columns do not serve: the per-message way."""
+    """Debezium JSON as is, with a hook of its own, which the columns do not serve: the
+    per-message way."""
+
+    def extra_metadata(self, payload: Mapping[str, Any], metadata: Metadata) -> None:
+        super().extra_metadata(payload, metadata)
 
 
 @pytest.fixture(autouse=True)
@@ -56,39 +65,97 @@ def _rows(batches: Iterator[pa.RecordBatch]) -> list[dict[str, object]]:
     return rows
 
 
-def _stage(fmt: DebeziumJsonFormat, raw: pa.RecordBatch) -> list[dict[str, object]]:
+class PerMessageArcion(ArcionJsonFormat):
+    """Arcion with a hook of its own: the per-message way."""
+
+    def extra_metadata(self, payload: Mapping[str, Any], metadata: Metadata) -> None:
+        super().extra_metadata(payload, metadata)
+
+
+DESTINATIONS = {"proto": OpenCDCProtoFormat, "json": OpenCDCJsonFormat}
+
+
+def _stage(
+    fmt: DebeziumJsonFormat, raw: pa.RecordBatch, to: str = "proto"
+) -> list[dict[str, object]]:
     source = SourceFormat(fmt, "cdc-kafka", fail_fast=False)
-    return _rows(converter(source, OpenCDCProtoFormat({}), "p:out")(iter([raw])))
+    return _rows(converter(source, DESTINATIONS[to]({}), "p:out")(iter([raw])))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(batches())
+@pytest.mark.parametrize("to", ["proto", "json"])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(messages=batches())
 def test_columns_give_the_stage_rows_of_the_per_message_way(
-    messages: list[tuple[bytes | None, bytes | None]],
+    to: str, messages: list[tuple[bytes | None, bytes | None]]
 ) -> None:
     raw = _raw(messages)
-    assert _stage(DebeziumJsonFormat({}), raw) == _stage(PerMessageDebezium({}), raw)
+    assert _stage(DebeziumJsonFormat({}), raw, to) == _stage(PerMessageDebezium({}), raw, to)
 
 
-def test_most_messages_of_a_plain_batch_come_from_columns() -> None:
+@pytest.mark.parametrize("to", ["proto", "json"])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(messages=batches(dialect="arcion"))
+def test_arcion_messages_from_columns_are_those_of_the_per_message_way(
+    to: str, messages: list[tuple[bytes | None, bytes | None]]
+) -> None:
+    raw = _raw(messages)
+    assert _stage(ArcionJsonFormat({}), raw, to) == _stage(PerMessageArcion({}), raw, to)
+
+
+@pytest.mark.parametrize("to", ["proto", "json"])
+@pytest.mark.parametrize("keyed", [False, True])
+def test_most_messages_of_a_plain_batch_come_from_columns(to: str, keyed: bool) -> None:
     from bench.bench_debezium import lines
 
-    raw = _raw([(None, line) for line in lines(50)])
+    key_schema = {**KEY_SCHEMA, "name": "shop.public.orders.Key"}
+    raw = _raw(
+        [
+            (orjson.dumps({"schema": key_schema, "payload": {"id": n}}) if keyed else None, line)
+            for n, line in enumerate(lines(50))
+        ]
+    )
     source = SourceFormat(DebeziumJsonFormat({}), "cdc-kafka", fail_fast=False)
-    out = list(converter(source, OpenCDCProtoFormat({}), "p:out")(iter([raw])))
+    out = list(converter(source, DESTINATIONS[to]({}), "p:out")(iter([raw])))
     assert sum(b.num_rows for b in out) == 50
     assert not any(any(b.column("_per_message").to_pylist()) for b in out)
-    assert _rows(iter(out)) == _stage(PerMessageDebezium({}), raw)
+    assert _rows(iter(out)) == _stage(PerMessageDebezium({}), raw, to)
 
 
-def test_only_debezium_json_itself_to_opencdc_proto_is_written_from_columns() -> None:
+def test_arcion_messages_come_from_columns() -> None:
+    from bench.bench_debezium import lines
+
+    raw = _raw([(None, arcion(line)) for line in lines(20)])
+    source = SourceFormat(ArcionJsonFormat({}), "cdc-kafka", fail_fast=False)
+    out = list(converter(source, OpenCDCJsonFormat({}), "p:out")(iter([raw])))
+    assert sum(b.num_rows for b in out) == 20
+    assert not any(any(b.column("_per_message").to_pylist()) for b in out)
+    assert _rows(iter(out)) == _stage(PerMessageArcion({}), raw, "json")
+
+
+def test_dialects_described_by_their_envelope_to_opencdc_are_written_from_columns() -> None:
     fmt = DebeziumJsonFormat({})
-    assert DebeziumToProto.serves(fmt, OpenCDCProtoFormat({}))
-    assert not DebeziumToProto.serves(PerMessageDebezium({}), OpenCDCProtoFormat({}))
-    assert not DebeziumToProto.serves(fmt, OpenCDCJsonFormat({}))
-    assert not DebeziumToProto.serves(
+    assert DebeziumToOpenCDC.serves(fmt, OpenCDCProtoFormat({}))
+    assert DebeziumToOpenCDC.serves(fmt, OpenCDCJsonFormat({}))
+    assert DebeziumToOpenCDC.serves(ArcionJsonFormat({}), OpenCDCProtoFormat({}))
+    assert not DebeziumToOpenCDC.serves(PerMessageDebezium({}), OpenCDCProtoFormat({}))
+    assert not DebeziumToOpenCDC.serves(LindormJsonFormat({}), OpenCDCProtoFormat({}))
+    assert not DebeziumToOpenCDC.serves(fmt, OpenCDCJsonFormat({"raw.as.string": "true"}))
+    assert not DebeziumToOpenCDC.serves(fmt, DebeziumJsonFormat({}))
+    assert not DebeziumToOpenCDC.serves(
         DebeziumJsonFormat({"key.fields": "id"}), OpenCDCProtoFormat({})
     )
+
+
+def test_a_uuid_whose_hex_looks_like_an_exponent_keeps_its_message_on_columns() -> None:
+    from bench.bench_debezium import lines
+
+    uuid = b'"note":"0b7a1c52-4e90-4a43-9d61-3f3c2d5e6a70"'
+    line = lines(1)[0].replace(b'"note":"leave at the door"', uuid)
+    assert b"4e90" in line
+    raw = _raw([(None, line)])
+    source = SourceFormat(DebeziumJsonFormat({}), "cdc-kafka", fail_fast=False)
+    out = list(converter(source, OpenCDCProtoFormat({}), "p:out")(iter([raw])))
+    assert out[0].column("_per_message").to_pylist() == [False]
 
 
 def test_numbers_a_double_would_change_are_dead_letters_as_in_the_per_message_way() -> None:

@@ -1,0 +1,275 @@
+"""Kafka keys of Debezium JSON messages -> the record keys OpenCDC writers write, column by
+column.
+
+What ``DebeziumJsonFormat.decode`` makes of a Kafka key (:meth:`~cdc_connectors.formats.
+debezium.DebeziumJsonFormat.kafka_key`), written for an OpenCDC destination
+(:class:`Keys`: the record's ``key`` as the destination writes it, and the message key,
+``data_to_bytes`` of it):
+
+| Kafka key | record key | written |
+|---|---|---|
+| none | none | a constant |
+| not starting with ``{`` or JSON whitespace (``abc``, ``5``) | raw: the bytes | as is |
+| ``{"schema": <block>, "payload": {...}}``, a block met | structured, typed | from columns |
+| anything else (schemaless objects, other blocks) | per key | one by one |
+
+Keys of a schema block are read by
+:class:`~cdc_connectors.spark.debezium_typed.TypedKeyReader` (Arrow's JSON reader).
+A key whose text has a run of 19 digits goes one by one too (the per-message way refuses an
+integer beyond 64 bits even in a raw key); so does a structured key with a schema when a
+registry names schemas per message. A key the per-message way refuses is flagged: its
+message is the caller's to send that way.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cdc_connectors.columnar import base64text, wire
+from cdc_connectors.columnar.json_text import joined, struct_text
+from cdc_connectors.columnar.proto_records import NotColumnar, struct_body
+from cdc_connectors.formats.debezium import DebeziumJsonFormat
+from cdc_connectors.opencdc import CodecError, Record
+from cdc_connectors.opencdc.json_codec import data_to_bytes
+from cdc_connectors.opencdc.proto_codec import record_to_proto_bytes
+from cdc_connectors.schema.connect import ConnectSchema
+from cdc_connectors.spark.debezium_typed import TypedKeyReader
+
+__all__ = ["KeyColumns", "Keys"]
+
+#: How the record's ``key`` is written: a ``opencdc.v1.Record`` key field, or JSON text.
+Layout = Literal["proto", "json"]
+#: Key schemas kept readers for; the least recently used goes first.
+MAX_SCHEMAS = 32
+_LOOKS_PER_BATCH = 8
+_SCHEMA_START = b'{"schema":'
+# First bytes of a key that may be a JSON object: '{' and JSON whitespace.
+_MAYBE_OBJECT = np.zeros(256, dtype=bool)
+_MAYBE_OBJECT[list(b"{ \t\n\r")] = True
+_LONG_INTEGER = "[0-9]{19}"
+
+
+@dataclass
+class Keys:
+    """Each row's record key as the destination writes it (``fields``: the serialized
+    ``key`` field of a ``Record``, or the key's JSON text), its message key (binary, null
+    for none) and the rows only the per-message way writes."""
+
+    fields: pa.Array
+    message_keys: pa.Array
+    refused: np.ndarray
+
+
+@dataclass
+class _Schema:
+    reader: TypedKeyReader
+    proto: object | None  # a StructWriter for the proto layout
+    text: object  # a StructText
+
+
+class KeyColumns:
+    """Kafka keys -> :class:`Keys` for one destination layout (module docstring)."""
+
+    def __init__(self, fmt: DebeziumJsonFormat, layout: Layout):
+        self.fmt = fmt
+        self.layout: Layout = layout
+        self._schemas: OrderedDict[bytes, _Schema | None] = OrderedDict()
+
+    def write(self, keys: pa.Array | None, count: int) -> Keys:
+        """The :class:`Keys` of ``keys`` (binary, one per message; ``None``: no keys)."""
+        if keys is None or keys.null_count == count:
+            none = b"" if self.layout == "proto" else b"null"
+            return Keys(
+                pa.array([none] * count, pa.binary()),
+                pa.nulls(count, pa.binary()),
+                np.zeros(count, dtype=bool),
+            )
+        if keys.type != pa.binary():
+            keys = keys.cast(pa.binary())
+        valid = wire.valid(keys)
+        sizes = wire.lengths(keys)
+        first = np.zeros(count, dtype=np.uint8)
+        offsets = np.frombuffer(keys.buffers()[1], dtype=np.int32)[keys.offset :][:count]
+        data = keys.buffers()[2]
+        if data is not None and len(data):
+            present = sizes > 0
+            first[present] = np.frombuffer(data, dtype=np.uint8)[offsets[present]]
+        long_integer = wire.mask(pc.match_substring_regex(keys, _LONG_INTEGER))
+        raw = valid & ((sizes == 0) | ~_MAYBE_OBJECT[first]) & ~long_integer
+        structured = valid & ~raw & ~long_integer & (first == ord("{"))
+        structured &= wire.mask(pc.starts_with(keys, _SCHEMA_START))
+        fields: list[tuple[np.ndarray, pa.Array, pa.Array]] = []
+        refused = np.zeros(count, dtype=bool)
+        if raw.any():
+            rows = np.flatnonzero(raw)
+            fields.append((rows, *self._raw(keys.take(pa.array(rows)))))
+        rest = valid & ~raw
+        if structured.any() and not self.fmt.registry_url:
+            for schema, rows in self._schemas_of(keys, np.flatnonzero(structured)):
+                found = self._structured(schema, keys.take(pa.array(rows)))
+                if found is None:
+                    continue
+                written, field_texts, message_keys = found
+                fields.append((rows[written], field_texts, message_keys))
+                rest[rows[written]] = False
+        if rest.any():
+            rows = np.flatnonzero(rest)
+            field_texts, message_keys, bad = self._one_by_one(keys.take(pa.array(rows)))
+            refused[rows] = bad
+            fields.append((rows, field_texts, message_keys))
+        return self._merged(fields, count, refused)
+
+    def _merged(
+        self, parts: list[tuple[np.ndarray, pa.Array, pa.Array]], count: int, refused: np.ndarray
+    ) -> Keys:
+        none = b"" if self.layout == "proto" else b"null"
+        rows = np.concatenate([np.flatnonzero(~_covered(parts, count)), *[p[0] for p in parts]])
+        missing = count - sum(len(p[0]) for p in parts)
+        field_texts = pa.concat_arrays(
+            [pa.array([none] * missing, pa.binary()), *[p[1] for p in parts]]
+        )
+        message_keys = pa.concat_arrays([pa.nulls(missing, pa.binary()), *[p[2] for p in parts]])
+        order = np.empty(count, dtype=np.int64)
+        order[rows] = np.arange(count)
+        take = pa.array(order)
+        return Keys(field_texts.take(take), message_keys.take(take), refused)
+
+    # --- raw keys ---------------------------------------------------------------------------
+
+    def _raw(self, keys: pa.Array) -> tuple[pa.Array, pa.Array]:
+        if self.layout == "json":
+            return joined(b'"', base64text.encode(keys), b'"'), keys
+        data = wire.Pieces.of(keys)
+        inner = wire.segments([wire.constant(b"\x0a", len(keys)), wire.varint(data.sizes)]) + data
+        return wire.framed(b"\x22", inner).joined(), keys
+
+    # --- keys with a schema block -----------------------------------------------------------
+
+    def _schemas_of(self, keys: pa.Array, rows: np.ndarray) -> list[tuple[_Schema, np.ndarray]]:
+        """Each known key schema with the rows (of ``rows``) that start with its block."""
+        unmatched = np.zeros(len(keys), dtype=bool)
+        unmatched[rows] = True
+        found: list[tuple[_Schema, np.ndarray]] = []
+
+        def match(prefix: bytes) -> None:
+            hits = unmatched & wire.mask(pc.starts_with(keys, prefix))
+            if hits.any():
+                self._schemas.move_to_end(prefix)
+                schema = self._schemas[prefix]
+                if schema is not None:
+                    found.append((schema, np.flatnonzero(hits)))
+                unmatched[hits] = False
+
+        for prefix in list(self._schemas):
+            if not unmatched.any():
+                break
+            match(prefix)
+        for _ in range(_LOOKS_PER_BATCH):
+            if not unmatched.any():
+                break
+            row = int(np.argmax(unmatched))
+            unmatched[row] = False
+            prefix = self._learn(keys[row].as_py())
+            if prefix is not None:
+                match(prefix)
+        return found
+
+    def _learn(self, key: bytes | None) -> bytes | None:
+        """The schema block prefix of a sample key, its reader now known (``None`` stands
+        for a schema the columns do not take); ``None`` for a key that does not start with
+        its own schema block as the readers spell it."""
+        try:
+            document = orjson.loads(key or b"")
+            _, connect = self.fmt.kafka_key(key)
+        except (orjson.JSONDecodeError, CodecError):
+            return None
+        block = document.get("schema") if isinstance(document, dict) else None
+        if not isinstance(block, dict) or connect is None:
+            return None
+        prefix = _SCHEMA_START + orjson.dumps(block) + b","
+        if not (key or b"").startswith(prefix):
+            return None
+        if prefix not in self._schemas:
+            self._schemas[prefix] = self._schema(block, connect)
+            while len(self._schemas) > MAX_SCHEMAS:
+                self._schemas.popitem(last=False)
+        return prefix
+
+    def _schema(self, block: dict[str, object], connect: ConnectSchema) -> _Schema | None:
+        try:
+            reader = TypedKeyReader(block, connect)
+            proto = struct_body(connect, reader.row_type) if self.layout == "proto" else None
+            text = struct_text(connect, reader.row_type)
+        except (ValueError, NotColumnar):
+            return None
+        return _Schema(reader, proto, text)
+
+    def _structured(
+        self, schema: _Schema, keys: pa.Array
+    ) -> tuple[np.ndarray, pa.Array, pa.Array] | None:
+        """The keys of one schema written from columns: which of them (indexes into
+        ``keys``), their fields and message keys; ``None`` when Arrow cannot read them."""
+        try:
+            typed, bad = schema.reader.read(keys)
+        except ValueError:
+            return None
+        text, refused = schema.text(typed)  # type: ignore[operator]
+        bad |= refused
+        if schema.proto is not None:
+            body, refused = schema.proto(typed, ~bad)  # type: ignore[operator]
+            bad |= refused
+            struct = wire.framed(b"\x12", body, ~bad)
+            field_texts = wire.framed(b"\x22", struct, ~bad).joined()
+        else:
+            field_texts = text
+        written = np.flatnonzero(~bad)
+        if not len(written):
+            return None
+        if len(written) < len(keys):
+            take = pa.array(written)
+            return written, field_texts.take(take), text.take(take)
+        return written, field_texts, text
+
+    # --- the rest, one by one ---------------------------------------------------------------
+
+    def _one_by_one(self, keys: pa.Array) -> tuple[pa.Array, pa.Array, np.ndarray]:
+        """Keys as :meth:`DebeziumJsonFormat.kafka_key` reads them, one by one."""
+        bad = np.zeros(len(keys), dtype=bool)
+        field_texts: list[bytes] = []
+        message_keys: list[bytes | None] = []
+        named = bool(self.fmt.registry_url)
+        for n, key in enumerate(keys.to_pylist()):
+            try:
+                data, key_schema = self.fmt.kafka_key(key)
+                if key_schema is not None and named:
+                    raise CodecError("the key's schema is named per message")
+                message_key = data_to_bytes(data)
+                if self.layout == "proto":
+                    field_texts.append(record_to_proto_bytes(Record(key=data)))
+                elif isinstance(data, dict):
+                    field_texts.append(message_key or b"")
+                elif data is None:
+                    field_texts.append(b"null")
+                else:
+                    field_texts.append(b'"' + base64.b64encode(data) + b'"')
+                message_keys.append(message_key)
+            except CodecError:
+                bad[n] = True
+                field_texts.append(b"")
+                message_keys.append(None)
+        return pa.array(field_texts, pa.binary()), pa.array(message_keys, pa.binary()), bad
+
+
+def _covered(parts: list[tuple[np.ndarray, pa.Array, pa.Array]], count: int) -> np.ndarray:
+    covered = np.zeros(count, dtype=bool)
+    for rows, _, _ in parts:
+        covered[rows] = True
+    return covered

@@ -1,0 +1,218 @@
+"""JSON text of typed Arrow columns: for each row, the bytes orjson writes for the value the
+per-message Debezium reading makes of it (``DebeziumJsonFormat.decode``, then
+``record_to_json`` / ``data_to_bytes``: sorted keys, compact).
+
+:func:`struct_text` writes a struct column as JSON objects, each typed column as the
+per-message value is written:
+
+| typed column | per-message value | JSON |
+|---|---|---|
+| integers | int | the number |
+| ``double`` | float | orjson's shortest text (``1.0``, ``1e-7``), from the whole column at once |
+| ``decimal(p, s)`` | Decimal | its exact text (``12.30``, ``1E-10``), Arrow's as Python's |
+| ``date`` / ``time`` / ``timestamp`` | date / time / datetime | ISO 8601 text |
+| ``binary`` | bytes | base64 text |
+| ``string`` | str | the string, escaped as orjson escapes it |
+| struct | dict | an object |
+
+A row the columns cannot write exactly is flagged for the per-message way: ``-0.0`` (the
+message may have said ``-0``), a ``float`` column, a decimal held as text, an integer
+decimal beyond 64 bits (written with an exponent there).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cdc_connectors.columnar import base64text, isotext, wire
+from cdc_connectors.schema.connect import ConnectSchema
+
+__all__ = ["StructText", "TextColumn", "joined", "quoted", "struct_text"]
+
+#: A column -> the JSON text of each row (``null`` for nulls) and the rows refused.
+TextColumn = Callable[[pa.Array], tuple[pa.Array, np.ndarray]]
+#: A struct column -> each row's JSON object (null where the struct is null) and the rows
+#: refused.
+StructText = TextColumn
+
+_NULL = pa.scalar(b"null", pa.binary())
+_QUOTE = pa.scalar(b'"', pa.binary())
+_NOTHING = pa.scalar(b"", pa.binary())
+# What orjson escapes in a string: quotes, backslashes and control characters.
+_ESCAPED = '[\\x00-\\x1f"\\\\]'
+_TIME_OF_DAY = {
+    "org.apache.kafka.connect.data.Time": 1000,
+    "io.debezium.time.Time": 1000,
+    "io.debezium.time.MicroTime": 1,
+}
+_DECIMAL = "org.apache.kafka.connect.data.Decimal"
+
+
+def joined(*parts: pa.Array | bytes) -> pa.Array:
+    """Binary columns and constant bytes concatenated row by row (a null is no bytes)."""
+    return pc.binary_join_element_wise(
+        *[pa.scalar(p, pa.binary()) if isinstance(p, bytes) else p for p in parts],
+        _NOTHING,
+        null_handling="replace",
+        null_replacement="",
+    )
+
+
+def quoted(texts: pa.Array) -> pa.Array:
+    """Each value of a string column as a JSON string (orjson's escapes); nulls stay null."""
+    if texts.type != pa.string():
+        texts = texts.cast(pa.string())
+    out = pc.binary_join_element_wise(_QUOTE, texts.cast(pa.binary()), _QUOTE, _NOTHING)
+    escaped = wire.mask(pc.match_substring_regex(texts, _ESCAPED))
+    if escaped.any():  # rare: those strings are written one by one
+        rows = np.flatnonzero(escaped)
+        fixed = pa.array([orjson.dumps(t) for t in texts.take(pa.array(rows)).to_pylist()])
+        out = pc.replace_with_mask(out, pa.array(escaped), fixed)
+    return out
+
+
+def _or_null(text: pa.Array, valid: np.ndarray) -> pa.Array:
+    if valid.all():
+        return text
+    return pc.if_else(pa.array(valid), text, _NULL)
+
+
+def struct_text(node: ConnectSchema, type_: pa.DataType) -> StructText:
+    """How a struct column of Connect schema ``node`` becomes JSON objects (module
+    docstring); :class:`ValueError` for a schema the columns do not write."""
+    if node.type != "struct" or not pa.types.is_struct(type_):
+        raise ValueError(f"{node.path}: {node.type} as {type_}")
+    children = sorted(node.fields, key=lambda pair: pair[0])
+    writers: list[tuple[bytes, TextColumn, int]] = []
+    for n, (name, child) in enumerate(children):
+        index = type_.get_field_index(name)
+        if index < 0:
+            raise ValueError(f"{child.path}: not a column of {type_}")
+        label = (b"{" if n == 0 else b",") + orjson.dumps(name) + b":"
+        writers.append((label, _value_text(child, type_.field(index).type), index))
+
+    def write(array: pa.Array) -> tuple[pa.Array, np.ndarray]:
+        valid = wire.valid(array)
+        bad = np.zeros(len(array), dtype=bool)
+        if not writers:
+            text = pa.array([b"{}"] * len(array), pa.binary())
+        else:
+            parts: list[pa.Array | bytes] = []
+            for label, value_of, index in writers:
+                value, refused = value_of(array.field(index))
+                bad |= refused
+                parts += [label, value]
+            text = joined(*parts, b"}")
+        if not valid.all():
+            text = pc.if_else(pa.array(valid), text, pa.scalar(None, pa.binary()))
+        return text, bad & valid
+
+    return write
+
+
+def _value_text(node: ConnectSchema, type_: pa.DataType) -> TextColumn:
+    """How one column becomes JSON text (module docstring)."""
+    if node.type == "struct":
+        inner = struct_text(node, type_)
+
+        def nested(array: pa.Array) -> tuple[pa.Array, np.ndarray]:
+            text, bad = inner(array)
+            return pc.fill_null(text, _NULL), bad
+
+        return nested
+    if node.name in _TIME_OF_DAY and pa.types.is_integer(type_):
+        per_unit = _TIME_OF_DAY[node.name]
+        return _iso(lambda counts: isotext.times(counts * per_unit))
+    if pa.types.is_date32(type_):
+        return _iso(isotext.dates)
+    if pa.types.is_timestamp(type_) and type_.unit == "us":
+        return _iso(isotext.timestamps)
+    if pa.types.is_decimal128(type_):
+        return _decimals(type_.scale)
+    if node.name == _DECIMAL or (pa.types.is_floating(type_) and type_ != pa.float64()):
+        return _refused
+    if type_ == pa.string():
+        return _strings
+    if type_ == pa.binary():
+        return _base64
+    if pa.types.is_integer(type_):
+        return _integers
+    if type_ == pa.float64():
+        return _doubles
+    if type_ == pa.bool_():
+        return _booleans
+    raise ValueError(f"{node.path}: {node.type} as {type_}")
+
+
+def _refused(array: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    return pa.array([b"null"] * len(array), pa.binary()), wire.valid(array)
+
+
+def _strings(array: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    return pc.fill_null(quoted(array), _NULL), np.zeros(len(array), dtype=bool)
+
+
+def _base64(array: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    text = joined(b'"', base64text.encode(array), b'"')
+    return _or_null(text, wire.valid(array)), np.zeros(len(array), dtype=bool)
+
+
+def _integers(array: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    text = pc.cast(array, pa.string()).cast(pa.binary())
+    return pc.fill_null(text, _NULL), np.zeros(len(array), dtype=bool)
+
+
+def _booleans(array: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    text = pc.if_else(array, pa.scalar(b"true"), pa.scalar(b"false"))
+    return pc.fill_null(text, _NULL), np.zeros(len(array), dtype=bool)
+
+
+def _doubles(array: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    count = len(array)
+    valid = wire.valid(array)
+    numbers = np.asarray(pc.fill_null(array, 0.0).to_numpy(), dtype=np.float64)
+    bad = valid & np.signbit(numbers) & (numbers == 0)
+    if not count:
+        return pa.array([], pa.binary()), bad
+    # One call writes the whole column as a JSON array; its items are the texts.
+    listed = orjson.dumps(numbers, option=orjson.OPT_SERIALIZE_NUMPY)
+    text = pc.split_pattern(pa.array([listed[1:-1]], pa.binary()), b",").values
+    return _or_null(text, valid), bad
+
+
+def _decimals(scale: int) -> TextColumn:
+    """Arrow's text of a decimal is Python's (``str``), but for integers beyond 64 bits,
+    which the per-message way writes with an exponent."""
+
+    def write(array: pa.Array) -> tuple[pa.Array, np.ndarray]:
+        valid = wire.valid(array)
+        bad = np.zeros(len(array), dtype=bool)
+        if scale <= 0:
+            words = np.frombuffer(array.buffers()[1], dtype=np.int64)
+            words = words[2 * array.offset : 2 * (array.offset + len(array))].reshape(-1, 2)
+            bad = valid & ((words[:, 1] != (words[:, 0] >> 63)) | (scale < 0))
+        text = pc.cast(array, pa.string()).cast(pa.binary())
+        return pc.fill_null(text, _NULL), bad
+
+    return write
+
+
+def _iso(text_of: Callable[[np.ndarray], wire.Segment]) -> TextColumn:
+    def write(array: pa.Array) -> tuple[pa.Array, np.ndarray]:
+        valid = wire.valid(array)
+        integers = array.cast(pa.int32() if pa.types.is_date32(array.type) else pa.int64())
+        counts = np.asarray(pc.fill_null(integers, 0).to_numpy(), dtype=np.int64)
+        matrix, sizes = text_of(counts)
+        framed = np.empty((len(array), matrix.shape[1] + 2), dtype=np.uint8)
+        framed[:, 0] = ord('"')
+        framed[:, 1:-1] = matrix
+        framed[np.arange(len(array)), sizes + 1] = ord('"')
+        text = wire.segments([(framed, sizes + 2)]).joined()
+        return _or_null(text, valid), np.zeros(len(array), dtype=bool)
+
+    return write

@@ -1,0 +1,61 @@
+"""The entries of a ``map<string, string>`` column (OpenCDC metadata) in key order, as both
+OpenCDC writers put them (protobuf's deterministic serialization, JSON's sorted keys: UTF-8
+byte order, which is code point order)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+__all__ = ["SortedEntries", "sorted_entries"]
+
+
+@dataclass
+class SortedEntries:
+    """Either ``uniform``: every row has the same keys, as (key, column of the rows' values)
+    in key order; or ``names`` and ``items``: every entry, row by row and in key order
+    within a row, with ``offsets`` (row ``n``'s entries are ``offsets[n]:offsets[n + 1]``)."""
+
+    count: int
+    uniform: list[tuple[bytes, pa.Array]] | None = None
+    names: pa.Array | None = None
+    items: pa.Array | None = None
+    offsets: np.ndarray | None = None
+
+
+def sorted_entries(metadata: pa.MapArray) -> SortedEntries:
+    """The entries of each row of ``metadata`` in key order (:class:`SortedEntries`)."""
+    count = len(metadata)
+    offsets = np.asarray(metadata.offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
+    start, end = int(offsets[0]), int(offsets[-1])
+    names, items = metadata.keys, metadata.items
+    if len(names) != end - start:  # not yet sliced to this array's rows
+        names, items = names.slice(start, end - start), items.slice(start, end - start)
+    offsets -= start
+    if not count or not end - start:
+        return SortedEntries(count, uniform=[])
+    encoded = pc.dictionary_encode(names)
+    codes = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    distinct = [name.encode("utf-8") for name in encoded.dictionary.to_pylist()]
+    width = int(offsets[1])
+    if len(codes) == count * width:
+        table = codes.reshape(count, width)
+        if (table == table[0]).all():
+            order = sorted(range(width), key=lambda j: distinct[table[0][j]])
+            taken = items.take(
+                pa.array((np.arange(count)[None, :] * width + np.array(order)[:, None]).ravel())
+            )
+            return SortedEntries(
+                count,
+                uniform=[
+                    (distinct[table[0][j]], taken.slice(n * count, count))
+                    for n, j in enumerate(order)
+                ],
+            )
+    rank = np.argsort(np.argsort(np.array(distinct, dtype=object)))[codes]
+    owner = np.repeat(np.arange(count), np.diff(offsets))
+    order = pa.array(np.lexsort((rank, owner)))
+    return SortedEntries(count, names=names.take(order), items=items.take(order), offsets=offsets)
