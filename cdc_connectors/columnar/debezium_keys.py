@@ -176,10 +176,10 @@ class KeyColumns:
             if not unmatched.any():
                 break
             row = int(np.argmax(unmatched))
-            unmatched[row] = False
             prefix = self._learn(keys[row].as_py())
             if prefix is not None:
                 match(prefix)
+            unmatched[row] = False
         return found
 
     def _learn(self, key: bytes | None) -> bytes | None:
