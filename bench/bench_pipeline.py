@@ -1,45 +1,77 @@
-"""A pipeline end to end: Kafka Debezium JSON -> Kafka OpenCDC protobuf, on a Tansu broker.
+"""Kafka pipelines against a bare copy of the same messages on the same Tansu broker.
 
-``pipeline_vs_copy``: the pipeline (``cdc-connectors run``'s job: read, convert, split the
-dead letters, encode, write) on ``local[2]`` against the same connectors copying the bytes
-unchanged (``format: raw`` in, message rows out). ``scaling_2_vs_1_cores``: the pipeline on
-``local[2]`` against ``local[1]``. Both measured in one run, each side taken in turn.
+The messages are PostgreSQL change events in Debezium JSON with schema blocks
+(:mod:`bench.postgres_events`, about 3.5 KB), ``BENCH_MESSAGES`` of them over 4 partitions.
+The anchor, :func:`bench.bare_copy.kafka_copy`, consumes and produces them unchanged in one
+Python process. Each side is measured ``BENCH_ROUNDS`` times, in turn, best taken; a pipeline
+by its own clock (first batch start to last batch end: not Spark's start), run as
+``cdc-connectors run`` runs it (in this process, on one session).
 
-Also reported: the peak resident memory of the Python workers over a run of the pipeline with
-``MESSAGES`` messages and with ``LONG_FACTOR`` times as many (it must not grow with the number
-of records).
+- ``pipeline_vs_bare_copy``: Kafka Debezium JSON -> Kafka OpenCDC protobuf, ``local[2]``.
+- ``raw_connectors_vs_bare_copy``: the same connectors with ``format: raw``, bytes unchanged.
+- ``scaling_2_vs_1_cores``: the pipeline on ``local[2]`` against ``local[1]``.
+- ``pipeline_worker_memory_1x_vs_3x``: the peak resident memory of the Python workers over a
+  run of the pipeline on the messages and on three times as many (each in a fresh session:
+  a worker's peak lasts as long as the worker); 1.0 is flat.
 """
 
 from __future__ import annotations
 
-import os
 import sys
-import threading
+import tempfile
 import time
 from collections.abc import Callable
+from itertools import count
 from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Producer
 
-from bench.bench_debezium import lines
+from bench.bare_copy import kafka_copy
 from bench.common import entry
+from bench.pipeline_runs import (
+    MESSAGES,
+    ROUNDS,
+    WorkerMemory,
+    dead_letters,
+    run_pipeline,
+    spark_session,
+    stop_spark,
+)
+from bench.postgres_events import events
 from tests.kafka_broker import KafkaBroker
 
-MESSAGES = 40_000
-LONG_FACTOR = 3  # the memory run reads this many times MESSAGES
 PARTITIONS = 4
-ROUNDS = 3
+LONG_FACTOR = 3  # the memory run reads this many times MESSAGES
+WARM_MESSAGES = 4_000
+#: Distinct events generated; the topic repeats them.
+DISTINCT = 20_000
 
 
-def _pipeline(servers: str, source: str, target: str, copy: bool, master: str) -> str:
-    fmt_in = "raw" if copy else "debezium-json"
-    fmt_out = "" if copy else ", format: opencdc-proto"
+def fill(servers: str, topic: str, messages: int) -> None:
+    """``messages`` events produced to ``topic``, spread evenly over its partitions."""
+    data = events(min(messages, DISTINCT))
+    producer = Producer({"bootstrap.servers": servers, "linger.ms": 20})
+    for n in range(messages):
+        key, value = data[n % len(data)]
+        while True:
+            try:
+                producer.produce(topic, value, key, partition=n % PARTITIONS)
+                break
+            except BufferError:  # the local queue is full: let deliveries drain it
+                producer.poll(0.2)
+        if n % 10_000 == 0:
+            producer.poll(0)
+    assert producer.flush(120) == 0
+
+
+def _pipeline(servers: str, source: str, target: str, raw: bool, master: str, dlq: str) -> str:
+    fmt_in = "raw" if raw else "debezium-json"
+    fmt_out = "" if raw else ", format: opencdc-proto"
     return f"""
 version: "2.2"
 spark:
   master: "{master}"
-  conf: {{spark.sql.shuffle.partitions: "2", spark.ui.enabled: "false"}}
 pipelines:
   - id: bench
     connectors:
@@ -52,137 +84,101 @@ pipelines:
         type: destination
         plugin: kafka
         settings: {{servers: "{servers}", topic: {target}{fmt_out}}}
-    dead-letter-queue:
-      plugin: files
-      settings: {{path: "{Path(os.environ.get("TMPDIR", "/tmp")) / "bench-dlq"}"}}
-"""
+{dlq}"""
 
 
-def _produce(servers: str, topic: str, count: int) -> None:
-    producer = Producer({"bootstrap.servers": servers, "linger.ms": 20})
-    data = lines(min(count, 5_000))
-    for n in range(count):
-        while True:
-            try:
-                producer.produce(topic, data[n % len(data)], key=str(n).encode())
-                break
-            except BufferError:  # the local queue is full: let deliveries drain it
-                producer.poll(0.5)
-        if n % 10_000 == 0:
-            producer.poll(0)
-    assert producer.flush(120) == 0
+class _Bench:
+    """One broker, its topics, and the best time of each side."""
 
+    def __init__(self, broker: KafkaBroker, folder: Path):
+        self.broker = broker
+        self.servers = broker.bootstrap
+        self.folder = folder
+        self.numbers = count()
+        self.best: dict[str, float] = {}
 
-class _WorkerMemory:
-    """The peak resident set (VmHWM) of Spark's Python worker processes, sampled."""
+    def topic(self, name: str, messages: int) -> str:
+        self.broker.create_topic(name, PARTITIONS)
+        fill(self.servers, name, messages)
+        return name
 
-    def __init__(self) -> None:
-        self.peak_kib = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
+    def _target(self) -> str:
+        return self.broker.create_topic(f"bench-out-{next(self.numbers)}", PARTITIONS)
 
-    def __enter__(self) -> _WorkerMemory:
-        self._thread.start()
-        return self
+    def drop(self, topic: str) -> None:
+        # Tansu keeps topics in memory: each copy would add its size.
+        for future in self.broker.admin().delete_topics([topic]).values():
+            future.result(timeout=60)
 
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
+    def pipeline(self, source: str, messages: int, raw: bool, master: str) -> float:
+        target = self._target()
+        dlq = dead_letters(self.folder, f"dlq-{next(self.numbers)}")
+        try:
+            return run_pipeline(_pipeline(self.servers, source, target, raw, master, dlq), messages)
+        finally:
+            self.drop(target)
 
-    def _sample(self) -> None:
-        while not self._stop.wait(0.2):
-            for proc in Path("/proc").iterdir():
-                if not proc.name.isdigit():
-                    continue
-                try:
-                    cmdline = (proc / "cmdline").read_bytes()
-                    if b"pyspark.daemon" not in cmdline and b"pyspark/daemon" not in cmdline:
-                        continue
-                    for line in (proc / "status").read_text().splitlines():
-                        if line.startswith("VmHWM:"):
-                            self.peak_kib = max(self.peak_kib, int(line.split()[1]))
-                except OSError:
-                    continue
+    def bare(self, source: str, messages: int) -> float:
+        target = self._target()
+        try:
+            start = time.perf_counter()
+            kafka_copy(self.servers, source, PARTITIONS, target, messages)
+            return time.perf_counter() - start
+        finally:
+            self.drop(target)
+
+    def measure(self, sides: dict[str, Callable[[], float]], rounds: int) -> None:
+        for _ in range(rounds):
+            for name, side in sides.items():
+                seconds = side()
+                self.best[name] = min(self.best.get(name, float("inf")), seconds)
+                print(f"  {name}: {MESSAGES / seconds:,.0f} msg/s", file=sys.stderr, flush=True)
 
 
 def run() -> dict[str, dict[str, Any]]:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
+    with tempfile.TemporaryDirectory() as tmp, KafkaBroker() as broker:
+        bench = _Bench(broker, Path(tmp))
+        source = bench.topic("bench-in", MESSAGES)
+        warm = bench.topic("bench-warm", WARM_MESSAGES)
 
-    from cdc_connectors.pipeline.config import parse
-    from cdc_connectors.pipeline.runner import run as run_pipeline
+        spark_session("local[2]")
+        for raw in (True, False):  # Python workers started, modules imported, topics known
+            bench.pipeline(warm, WARM_MESSAGES, raw, "local[2]")
+        bench.measure(
+            {
+                "bare copy": lambda: bench.bare(source, MESSAGES),
+                "raw": lambda: bench.pipeline(source, MESSAGES, True, "local[2]"),
+                "pipeline": lambda: bench.pipeline(source, MESSAGES, False, "local[2]"),
+            },
+            ROUNDS,
+        )
 
-    with KafkaBroker() as broker:
-        servers = broker.bootstrap
-        broker.create_topic("bench-in", PARTITIONS)
-        broker.create_topic("bench-long", PARTITIONS)
-        _produce(servers, "bench-in", MESSAGES)
-        counter = iter(range(10**6))
+        spark_session("local[1]")
+        bench.pipeline(warm, WARM_MESSAGES, False, "local[1]")
+        bench.measure(
+            {"one core": lambda: bench.pipeline(source, MESSAGES, False, "local[1]")}, ROUNDS
+        )
 
-        def job(copy: bool, master: str, topic: str = "bench-in") -> Callable[[], None]:
-            def go() -> None:
-                config = parse(
-                    _pipeline(servers, topic, f"bench-out-{next(counter)}", copy, master)
-                )
-                spark = SparkSession.getActiveSession()
-                assert spark is not None
-                status = run_pipeline(config, spark, say=lambda line: None)
-                assert status == 0, status
+        spark_session("local[2]")
+        with WorkerMemory() as short:
+            bench.pipeline(source, MESSAGES, False, "local[2]")
+        bench.drop(source)
+        long = bench.topic("bench-long", MESSAGES * LONG_FACTOR)
+        spark_session("local[2]")
+        with WorkerMemory() as longer:
+            bench.pipeline(long, MESSAGES * LONG_FACTOR, False, "local[2]")
+        stop_spark()
 
-            return go
-
-        def session(master: str) -> None:
-            active = SparkSession.getActiveSession()
-            if active is not None:
-                active.stop()
-            spark = (
-                SparkSession.builder.master(master)
-                .appName("bench-pipeline")
-                .config("spark.ui.enabled", "false")
-                .config("spark.ui.showConsoleProgress", "false")
-                .config("spark.sql.shuffle.partitions", "2")
-                .getOrCreate()
-            )
-            spark.sparkContext.setLogLevel("ERROR")
-
-        best: dict[str, float] = {}
-
-        def timed(name: str, fn: Callable[[], None]) -> None:
-            start = time.perf_counter()
-            fn()
-            best[name] = min(best.get(name, float("inf")), time.perf_counter() - start)
-
-        session("local[2]")
-        job(False, "local[2]")()  # warm up: workers, registry, topics
-        job(True, "local[2]")()
-        for _ in range(ROUNDS):
-            timed("pipeline", job(False, "local[2]"))
-            timed("copy", job(True, "local[2]"))
-        # Fresh sessions: a Python worker's peak (VmHWM) lasts as long as the worker.
-        session("local[2]")
-        with _WorkerMemory() as short:
-            job(False, "local[2]")()
-        _produce(servers, "bench-long", MESSAGES * LONG_FACTOR)
-        session("local[2]")
-        with _WorkerMemory() as long:
-            job(False, "local[2]", "bench-long")()
-        session("local[1]")
-        job(False, "local[1]")()
-        for _ in range(ROUNDS):
-            timed("one core", job(False, "local[1]"))
-        SparkSession.getActiveSession().stop()  # type: ignore[union-attr]
-
-    rate = {name: MESSAGES / seconds for name, seconds in best.items()}
+    rate = {name: MESSAGES / seconds for name, seconds in bench.best.items()}
     print(
         f"peak Python worker memory: {short.peak_kib / 1024:.0f} MiB over {MESSAGES:,} "
-        f"messages, {long.peak_kib / 1024:.0f} MiB over {MESSAGES * LONG_FACTOR:,}",
+        f"messages, {longer.peak_kib / 1024:.0f} MiB over {MESSAGES * LONG_FACTOR:,}",
         file=sys.stderr,
     )
+    copy = f"bare confluent-kafka consume -> produce, one process, {MESSAGES:,} messages"
     return {
-        "pipeline_vs_copy": entry(
-            rate["pipeline"], "msg/s", "the same connectors copying bytes, local[2]", rate["copy"]
-        ),
+        "pipeline_vs_bare_copy": entry(rate["pipeline"], "msg/s", copy, rate["bare copy"]),
+        "raw_connectors_vs_bare_copy": entry(rate["raw"], "msg/s", copy, rate["bare copy"]),
         "scaling_2_vs_1_cores": entry(
             rate["pipeline"], "msg/s", "the pipeline on local[1]", rate["one core"]
         ),
@@ -191,7 +187,7 @@ def run() -> dict[str, dict[str, Any]]:
             short.peak_kib / 1024,
             "MiB",
             f"peak Python worker memory over 3x the messages ({MESSAGES * LONG_FACTOR:,})",
-            long.peak_kib / 1024,
+            longer.peak_kib / 1024,
         ),
     }
 

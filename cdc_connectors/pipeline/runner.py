@@ -40,7 +40,7 @@ from cdc_connectors.pipeline.connectors import missing_input
 from cdc_connectors.pipeline.outputs import StagedOutput
 from cdc_connectors.pipeline.plan import Counts, SourceFormat, Stage
 
-__all__ = ["Stopper", "refusal", "run"]
+__all__ = ["Stopper", "Timing", "refusal", "run"]
 
 EXIT_OK, EXIT_LETTERS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 _SETTING_ERROR = re.compile(r"SettingError: (.+)")
@@ -111,6 +111,17 @@ class Stopper:
         _say(f"{name}: stopping once the current batch is written (again to stop now)")
 
 
+@dataclass(frozen=True)
+class Timing:
+    """What a pipeline did in its own time: batches, records read, and the seconds from
+    the start of its first batch to the end of its last."""
+
+    pipeline: str
+    batches: int
+    records: int
+    seconds: float
+
+
 @dataclass
 class _Job:
     """One pipeline being run, and what it did so far."""
@@ -129,6 +140,8 @@ class _Job:
     last_batch: int | None = None
     stopping: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
+    first_began: float = 0.0  # time.monotonic() at the start of the first batch
+    last_ended: float = 0.0  # and at the end of the last one
 
     def __post_init__(self) -> None:
         destination = self.pipeline.destination
@@ -176,27 +189,28 @@ class _Job:
             self.fused,
         )
         staged: list[StagedOutput] = []
+        self.first_began = self.first_began or began
         try:
-            counts = stage.count()
-            self._check_policy(stage, counts, batch_id)
-            # Dead letters first: when their output fails, nothing of the batch is written.
-            # A batch pipeline stages its file outputs and publishes them once all went through.
-            if counts.letters or self._replaces(dlq.plugin.spark_name):
-                self._write(
-                    stage.letters(),
-                    dlq.plugin.spark_name,
-                    self._output(dlq.plugin.spark_name, self.dlq_settings, batch_id, staged),
-                    dlq.place_of,
-                )
-            if counts.written or self._replaces(destination.plugin.spark_name):
-                self._write(
-                    stage.messages(),
-                    destination.plugin.spark_name,
-                    self._output(
-                        destination.plugin.spark_name, self.writer_settings, batch_id, staged
-                    ),
-                    destination.place_of,
-                )
+            if stage.copy:
+                # Rows copied as they are have no dead letters to split off or to stop for:
+                # written first, and counted after (the stage may count them as they go).
+                self._write_messages(stage, batch_id, staged)
+                counts = stage.count()
+            else:
+                counts = stage.count()
+                self._check_policy(stage, counts, batch_id)
+                # Dead letters first: when their output fails, nothing of the batch is
+                # written. A batch pipeline stages its file outputs and publishes them once
+                # all went through.
+                if counts.letters or self._replaces(dlq.plugin.spark_name):
+                    self._write(
+                        stage.letters(),
+                        dlq.plugin.spark_name,
+                        self._output(dlq.plugin.spark_name, self.dlq_settings, batch_id, staged),
+                        dlq.place_of,
+                    )
+                if counts.written or self._replaces(destination.plugin.spark_name):
+                    self._write_messages(stage, batch_id, staged)
             for output in reversed(staged):  # the destination first
                 outputs.check_publishable(output)
             for output in reversed(staged):
@@ -207,12 +221,29 @@ class _Job:
             stage.release()
         self.totals.add(counts)
         self.batches += 1
+        self.last_ended = time.monotonic()
         rate = counts.records / max(time.monotonic() - began, 1e-6)
         self.say(
             f"{pipeline.id}: batch {batch_id}: {counts.records} in, {counts.written} out, "
             f"{counts.letters} to the dead-letter output, "
             f"{rate:,.{0 if rate >= 10 else 1}f} records/s"
         )
+
+    def _write_messages(self, stage: Stage, batch_id: int, staged: list[StagedOutput]) -> None:
+        destination = self.pipeline.destination
+        name = destination.plugin.spark_name
+        self._write(
+            stage.messages(),
+            name,
+            self._output(name, self.writer_settings, batch_id, staged),
+            destination.place_of,
+        )
+
+    def timing(self) -> Timing:
+        """How long the pipeline's batches took, from the start of the first to the end of
+        the last: its own time, without Spark's start."""
+        seconds = max(self.last_ended - self.first_began, 0.0) if self.first_began else 0.0
+        return Timing(self.pipeline.id, self.batches, self.totals.records, seconds)
 
     def _replaces(self, name: str) -> bool:
         """Whether a batch pipeline overwrites a file output through data source ``name``:
@@ -483,8 +514,10 @@ def run(
     available_now: bool = False,
     stopper: Stopper | None = None,
     say: Callable[[str], None] = _say,
+    timings: list[Timing] | None = None,
 ) -> int:
-    """Run every pipeline of ``config``; the exit status (module docstring)."""
+    """Run every pipeline of ``config``; the exit status (module docstring). ``timings``
+    gets each pipeline's :class:`Timing` once the pipelines ended."""
     stopper = stopper or Stopper()
     _register(spark, config)
     # What cannot run at all is said before any pipeline of the file writes anything.
@@ -525,6 +558,8 @@ def run(
     except SettingRefused as exc:
         say(f"Error: {exc}")
         return EXIT_USAGE
+    if timings is not None:
+        timings.extend(job.timing() for job in jobs)
     for job in jobs:
         say(job.summary())
     for job in jobs:

@@ -1,0 +1,120 @@
+"""What the pipeline benchmarks share: the message count, Spark sessions, running a pipeline
+file as ``cdc-connectors run`` does (in this process) and timing it by its own clock, and the
+peak memory of Spark's Python workers.
+
+``BENCH_MESSAGES`` sets the number of messages (200,000 by default; fewer for a quick run),
+``BENCH_ROUNDS`` how many times each side is measured (best taken; 3 by default).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+MESSAGES = int(os.environ.get("BENCH_MESSAGES", "200000"))
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
+
+
+def spark_session(master: str) -> Any:
+    """A fresh session on ``master`` (the active one is stopped first)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
+    spark = (
+        SparkSession.builder.master(master)
+        .appName("bench-pipeline")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def stop_spark() -> None:
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
+
+
+def run_pipeline(text: str, expected: int) -> float:
+    """Run the pipeline file ``text`` on the active session as ``cdc-connectors run`` does;
+    the seconds from its first batch's start to its last batch's end. It must read
+    ``expected`` records and end with status 0 (no dead letters)."""
+    from pyspark.sql import SparkSession
+
+    from cdc_connectors.pipeline.config import parse
+    from cdc_connectors.pipeline.runner import Timing, run
+
+    spark = SparkSession.getActiveSession()
+    assert spark is not None
+    timings: list[Timing] = []
+    lines: list[str] = []
+    status = run(parse(text), spark, say=lines.append, timings=timings)
+    assert status == 0, "\n".join(lines)
+    (timing,) = timings
+    assert timing.records == expected, (timing, lines)
+    return timing.seconds
+
+
+def dead_letters(folder: Path, name: str) -> str:
+    """A dead-letter output of files, in a directory of its own."""
+    return f"""
+    dead-letter-queue:
+      plugin: files
+      settings: {{path: "{folder / name}", format: opencdc-json}}
+"""
+
+
+class WorkerMemory:
+    """The peak resident set (VmHWM) of Spark's Python worker processes, sampled."""
+
+    def __init__(self) -> None:
+        self.peak_kib = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> WorkerMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _sample(self) -> None:
+        mine = str(os.getpid())
+        while not self._stop.wait(0.2):
+            for proc in Path("/proc").iterdir():
+                if not proc.name.isdigit():
+                    continue
+                try:
+                    cmdline = (proc / "cmdline").read_bytes()
+                    if b"pyspark.daemon" not in cmdline and b"pyspark/daemon" not in cmdline:
+                        continue
+                    if not _descends(proc.name, mine):
+                        continue  # another Spark's workers on the same machine
+                    for line in (proc / "status").read_text().splitlines():
+                        if line.startswith("VmHWM:"):
+                            self.peak_kib = max(self.peak_kib, int(line.split()[1]))
+                except OSError:
+                    continue
+
+
+def _descends(pid: str, ancestor: str) -> bool:
+    while pid not in ("0", "1", ""):
+        if pid == ancestor:
+            return True
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        pid = stat.rsplit(")", 1)[1].split()[1]
+    return False
