@@ -15,10 +15,10 @@ import pytest
 from tests.pipeline.support import (
     CLI,
     Lines,
-    cdc,
     environment,
     files_pipeline,
     places,
+    run_here,
     write_config,
     write_debezium,
 )
@@ -40,7 +40,9 @@ def staging_appeared(root: Path) -> bool:
     )
 
 
-def test_killed_rerun_and_raced_batch_runs_write_each_record_once(tmp_path: Path) -> None:
+def test_killed_rerun_and_raced_batch_runs_write_each_record_once(
+    tmp_path: Path, spark: object
+) -> None:
     (tmp_path / "in").mkdir()
     expected = Lines()
     for seed in (1, 2):
@@ -65,8 +67,9 @@ def test_killed_rerun_and_raced_batch_runs_write_each_record_once(tmp_path: Path
     driver.wait()
     assert places(out) == [] and places(dead) == []  # nothing published
 
-    # run again: everything once (the killed run's staging is cleared)
-    again = cdc("run", "p.yaml", cwd=tmp_path)
+    # run again, in the suite's Spark session: everything once (the killed run's staging is
+    # cleared)
+    again = run_here(spark, tmp_path / "p.yaml")
     assert again.returncode == 1, again.stderr  # 1: there were dead letters
     assert_once(expected, out, dead)
     assert not staging_appeared(tmp_path)
