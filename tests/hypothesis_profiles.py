@@ -34,4 +34,6 @@ if os.environ.get("CI"):
 def examples(count: int) -> int:
     """``count`` examples under the full profiles, the same fraction of it as the loaded
     profile's count is of Hypothesis' 100 otherwise (at least one)."""
-    return max(1, count * settings.default.max_examples // FULL)
+    loaded = settings.default
+    assert loaded is not None
+    return max(1, count * loaded.max_examples // FULL)
