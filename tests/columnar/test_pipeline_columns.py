@@ -203,3 +203,85 @@ def test_numbers_a_double_would_change_are_dead_letters_as_in_the_per_message_wa
     rows = _stage(DebeziumJsonFormat({}), raw)
     assert rows == _stage(PerMessageDebezium({}), raw)
     assert [r["_kind"] for r in rows] == [0, 0, 2, 2]
+
+
+KEYS = [
+    None,
+    b"",
+    b"raw key",
+    b"5",
+    b" 5",
+    b"[1, 2]",
+    b'"text"',
+    b"\xff\xfe",
+    b"123456789012345678901234",  # the per-message way refuses integers beyond 64 bits
+    b'{"id": 2}',
+    b' {"id": 2}',
+    b'{"id": 1.5, "s": "a\\"b"}',
+    b"{not json",
+    orjson.dumps({"schema": KEY_SCHEMA, "payload": {"id": 7}}),
+    orjson.dumps({"schema": KEY_SCHEMA, "payload": None}),
+    orjson.dumps({"schema": KEY_SCHEMA, "payload": {"id": "seven"}}),
+    orjson.dumps({"schema": KEY_SCHEMA, "payload": {"id": 7, "more": 1}}),
+]
+
+
+@pytest.mark.parametrize("to", ["proto", "json"])
+def test_every_kind_of_kafka_key_gives_what_the_per_message_way_gives(to: str) -> None:
+    from bench.bench_debezium import lines
+
+    line = lines(1)[0]
+    for key in KEYS:  # alone (the key a schema is learnt from) and in a batch
+        raw = _raw([(key, line)])
+        assert _stage(DebeziumJsonFormat({}), raw, to) == _stage(PerMessageDebezium({}), raw, to)
+    raw = _raw([(key, line) for key in KEYS * 2])
+    rows = _stage(DebeziumJsonFormat({}), raw, to)
+    assert rows == _stage(PerMessageDebezium({}), raw, to)
+    written = [r["_message_key"] for r in rows if r["_kind"] == 0]
+    assert written[:3] == [None, b"", b"raw key"]
+
+
+def test_decimals_are_written_as_the_per_message_way_writes_them() -> None:
+    def decimal(scale: int, precision: int) -> dict[str, object]:
+        return {
+            "type": "bytes",
+            "optional": True,
+            "name": "org.apache.kafka.connect.data.Decimal",
+            "parameters": {"scale": str(scale), "connect.decimal.precision": str(precision)},
+        }
+
+    row = {
+        "type": "struct",
+        "optional": True,
+        "name": "t.Value",
+        "fields": [
+            {"type": "int64", "optional": False, "field": "id"},
+            {**decimal(0, 30), "field": "whole"},
+            {**decimal(10, 20), "field": "small"},
+        ],
+    }
+    schema = {
+        "type": "struct",
+        "optional": False,
+        "name": "t.Envelope",
+        "fields": [
+            {**row, "field": "before"},
+            {**row, "field": "after"},
+            {**SOURCE, "field": "source"},
+            {"type": "string", "optional": False, "field": "op"},
+        ],
+    }
+    source = {"version": "1", "connector": "c", "ts_ms": 1, "db": "shop", "table": "t"}
+    wholes = [0, 1, -1, 2**63 - 1, 2**63, -(2**63), -(2**63) - 1, 10**25]
+    smalls = [0, 1, -1, 12_345, 10**4, 10**5, 10**19 - 1]
+    messages = []
+    for n, (whole, small) in enumerate(zip(wholes, smalls * 2, strict=False)):
+        after = {"id": n, "whole": unscaled(whole), "small": unscaled(small)}
+        payload = {"before": None, "after": after, "source": source, "op": "c"}
+        messages.append((None, orjson.dumps({"schema": schema, "payload": payload})))
+    raw = _raw(messages)
+    rows = _stage(DebeziumJsonFormat({}), raw, "json")
+    assert rows == _stage(PerMessageDebezium({}), raw, "json")
+    first = orjson.loads(rows[1]["_message_value"])
+    assert first["payload"]["after"] == {"id": 1, "small": 1e-10, "whole": 1}
+    assert b'"small":1E-10' in rows[1]["_message_value"]
