@@ -150,21 +150,18 @@ def _column(parts: list[Segment]) -> pa.Array:
         offsets = np.arange(0, (count + 1) * width, width, dtype=np.int32)
         data = pa.py_buffer(np.ascontiguousarray(matrix, dtype=np.uint8))
         return pa.Array.from_buffers(pa.binary(), count, [None, pa.py_buffer(offsets), data])
+    # Rows of different widths: the matrices side by side, and a mask of the bytes that
+    # count; boolean indexing keeps them in row order, which is the column's bytes.
     sizes = np.zeros(count, dtype=np.int64)
     for _, part_sizes in parts:
         sizes += part_sizes
     offsets = np.zeros(count + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
-    data = np.empty(int(offsets[-1]), dtype=np.uint8)
-    position = offsets[:-1].copy()
-    for (matrix, part_sizes), width in zip(parts, uniform, strict=True):
-        for k in range(matrix.shape[1] if width < 0 else width):
-            if width < 0:
-                inside = part_sizes > k
-                data[position[inside] + k] = matrix[inside, k]
-            else:
-                data[position + k] = matrix[:, k]
-        position += part_sizes
+    matrix = np.concatenate([m for m, _ in parts], axis=1)
+    counted = np.concatenate(
+        [np.arange(m.shape[1])[None, :] < part_sizes[:, None] for m, part_sizes in parts], axis=1
+    )
+    data = np.ascontiguousarray(matrix[counted], dtype=np.uint8)
     return pa.Array.from_buffers(
         pa.binary(),
         count,
