@@ -2,9 +2,9 @@
 or JSON from Arrow columns
 (:class:`~cdc_connectors.columnar.debezium_opencdc.DebeziumToOpenCDC`).
 
-The convert loop goes through a chunk in message order: a message the columns wrote is
-passed on (:meth:`WrittenChunk.write_through`, its bytes written in runs), any other goes
-the per-message way; so the stream gets the same bytes in the same order, and a failing
+The convert loop goes through a chunk in message order: each run of messages the columns
+wrote is passed on at once (:meth:`WrittenChunk.write_run`), any other message goes the
+per-message way; so the stream gets the same bytes in the same order, and a failing
 message (``--fail-fast``) stops the run where it would anyway.
 """
 
@@ -132,31 +132,21 @@ class WrittenChunk:
         self.stream = writer.stream
         self.slot = np.full(count, -1, dtype=np.int64)
         self.slot[rows] = np.arange(len(rows))
+        self.missing = np.flatnonzero(self.slot < 0)
         offsets = rendered.buffers()[1]
         self.offsets = np.frombuffer(offsets, dtype=np.int32)[
             rendered.offset : rendered.offset + len(rendered) + 1
         ]
         data = rendered.buffers()[2]
         self.data = memoryview(data) if data is not None else memoryview(b"")
-        self.run: tuple[int, int] | None = None
 
-    def has(self, index: int) -> bool:
-        """Whether the chunk's message ``index`` was written from columns."""
-        return bool(self.slot[index] >= 0)
+    def run_end(self, index: int) -> int:
+        """The end of the run of messages written from columns that starts at ``index``
+        (``index`` itself when that message was not)."""
+        at = int(np.searchsorted(self.missing, index))
+        return int(self.missing[at]) if at < len(self.missing) else len(self.slot)
 
-    def write_through(self, index: int) -> None:
-        """Pass on the message ``index`` (written when the run it is part of ends)."""
-        slot = int(self.slot[index])
-        if self.run is not None and self.run[1] == slot:
-            self.run = (self.run[0], slot + 1)
-            return
-        self.flush()
-        self.run = (slot, slot + 1)
-
-    def flush(self) -> None:
-        """Write the messages passed on so far."""
-        if self.run is None:
-            return
-        start, end = self.run
-        self.run = None
-        self.stream.write(bytes(self.data[self.offsets[start] : self.offsets[end]]))
+    def write_run(self, start: int, end: int) -> None:
+        """Pass on the messages ``start`` to ``end`` (a run of :meth:`run_end`)."""
+        first, last = int(self.slot[start]), int(self.slot[end - 1])
+        self.stream.write(bytes(self.data[self.offsets[first] : self.offsets[last + 1]]))

@@ -194,16 +194,24 @@ def convert_stream(
             columns = columnar_stream.ChunkWriter(decoder, encoder, writer)
             for chunk in columnar_stream.chunks(items, CHUNK):
                 written = columns.convert(chunk)
-                for index, item in enumerate(chunk):
-                    counted(item)
-                    if written.has(index):
-                        written.write_through(index)
-                        stats.records += 1
-                        stats.written += 1
-                    else:
-                        written.flush()
-                        one(item)
-                written.flush()
+                index = 0
+                while index < len(chunk):
+                    end = written.run_end(index)
+                    if end == index:  # the per-message way
+                        one(counted(chunk[index]))
+                        index += 1
+                        continue
+                    # A run of messages written from columns: passed on together.
+                    before = stats.messages
+                    stats.messages += end - index
+                    stats.records += end - index
+                    stats.written += end - index
+                    written.write_run(index, end)
+                    if progress is not None and before // PROGRESS_EVERY < (
+                        stats.messages // PROGRESS_EVERY
+                    ):
+                        progress(stats)
+                    index = end
         else:
             for item in items:
                 one(counted(item))
