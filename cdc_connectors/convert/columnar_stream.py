@@ -27,6 +27,14 @@ if TYPE_CHECKING:
 __all__ = ["ChunkWriter", "WrittenChunk", "chunks", "serves"]
 
 Item = Message | CodecError
+_NO_MESSAGE = Message(None)  # stands for a broken item: nothing to write from columns
+
+
+def _place(message: Message) -> bytes | None:
+    try:
+        return message.where.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
 
 
 def serves(decoder: Format, encoder: Format) -> bool:
@@ -69,25 +77,21 @@ class ChunkWriter:
 
     def convert(self, chunk: list[Item]) -> WrittenChunk:
         """The messages of ``chunk`` written from columns, ready to be passed on."""
-        values: list[bytes | None] = []
-        keys: list[bytes | None] = []
-        places: list[bytes] = []
-        for item in chunk:
-            value = key = None
-            place = b""
-            if isinstance(item, Message):
-                try:
-                    place = item.where.encode("utf-8")
-                    value, key = item.value, item.key
-                except UnicodeEncodeError:  # the per-message way says what becomes of it
-                    pass
-            values.append(value)
-            keys.append(key)
-            places.append(place)
+        messages = [item if isinstance(item, Message) else _NO_MESSAGE for item in chunk]
+        values = [m.value for m in messages]
+        keys = [m.key for m in messages]
+        try:
+            places = pa.array([m.where for m in messages], pa.string()).cast(pa.binary())
+        except (UnicodeEncodeError, pa.ArrowInvalid):
+            # A place that is no text: its message goes the per-message way, which says
+            # what becomes of it.
+            encoded = [_place(m) for m in messages]
+            values = [None if p is None else v for v, p in zip(values, encoded, strict=True)]
+            places = pa.array([p or b"" for p in encoded], pa.binary())
         found = self.columns.convert(
             pa.array(values, pa.binary()),
             None if all(k is None for k in keys) else pa.array(keys, pa.binary()),
-            pa.array(places, pa.binary()),
+            places,
         )
         return WrittenChunk(self.writer, found.rows, len(chunk), self._rendered(found))
 
