@@ -15,9 +15,10 @@ per-message value is written:
 | ``string`` | str | the string, escaped as orjson escapes it |
 | struct | dict | an object |
 
-A row the columns cannot write exactly is flagged for the per-message way: ``-0.0`` (the
-message may have said ``-0``), a ``float`` column, a decimal held as text, an integer
-decimal beyond 64 bits (written with an exponent there).
+A row the columns cannot write exactly is flagged for the per-message way: a ``float``
+column, a decimal held as text, an integer decimal beyond 64 bits (written with an
+exponent there). A ``-0.0`` is the message's own: the decoder sends a message that says
+``-0`` (the integer, 0 the per-message way) that way.
 """
 
 from __future__ import annotations
@@ -176,7 +177,7 @@ def _doubles(array: pa.Array) -> tuple[pa.Array, np.ndarray]:
     count = len(array)
     valid = wire.valid(array)
     numbers = np.asarray(pc.fill_null(array, 0.0).to_numpy(), dtype=np.float64)
-    bad = valid & np.signbit(numbers) & (numbers == 0)
+    bad = np.zeros(len(valid), dtype=bool)  # -0.0 is the message's (see the decoder)
     if not count:
         return pa.array([], pa.binary()), bad
     # One call writes the whole column as a JSON array; its items are the texts.

@@ -22,7 +22,8 @@ Connect semantic type as the per-message reading holds it:
 A row the columns cannot write exactly is flagged (:meth:`ProtoRecordWriter.write`) for
 the per-message way, which then writes it or refuses it with its own reason: an integer
 or decimal a double would change, a ``float`` column (its typed value has lost the digits
-the message had), ``-0.0`` (the message may have said ``-0``), a decimal held as text.
+the message had), a decimal held as text. A ``-0.0`` is the message's own: the decoder
+sends a message that says ``-0`` (the integer, 0 the per-message way) that way.
 """
 
 from __future__ import annotations
@@ -356,7 +357,7 @@ def _integers(array: pa.Array, present: np.ndarray) -> tuple[wire.Segment, wire.
 def _doubles(array: pa.Array, present: np.ndarray) -> tuple[wire.Segment, wire.Pieces, np.ndarray]:
     valid = present & wire.valid(array)
     found = np.asarray(pc.fill_null(array, 0.0).to_numpy(), dtype=np.float64)
-    bad = valid & np.signbit(found) & (found == 0)
+    bad = np.zeros(len(valid), dtype=bool)  # -0.0 is the message's (see the decoder)
     return (*_fixed(_numbers(found, valid), len(array)), bad)
 
 

@@ -135,7 +135,11 @@ _POINT_AMONG_16 = [f"[0-9.]{{{k}}}\\.[0-9.]{{{15 - k}}}" for k in range(16)]
 # An exponent counts where a number starts (after ':', ',' or '['), so that hex text in
 # strings (a UUID's "4e907") does not send its message the per-message way.
 _BIG_EXPONENT = "[:,\\[][ \\t\\n\\r]*-?[0-9]+(?:\\.[0-9]+)?[eE][-+]?[0-9]{3}"
-_INEXACT_NUMBER = "|".join([*_POINT_AMONG_16, _BIG_EXPONENT, "NaN", "Infinity"])
+# The integer -0: Arrow reads it into a double column as -0.0, the per-message way as 0.
+_INTEGER_MINUS_ZERO = "[:,\\[][ \\t\\n\\r]*-0[,}\\] \\t\\n\\r]"
+_INEXACT_NUMBER = "|".join(
+    [*_POINT_AMONG_16, _BIG_EXPONENT, _INTEGER_MINUS_ZERO, "NaN", "Infinity"]
+)
 _EXACT_DOUBLE = float(2**53)
 _MIN_MICROS, _MAX_MICROS = -62_135_596_800_000_000, 253_402_300_799_999_999
 # One thread: a Spark Python worker has one core; 1 MiB blocks parse fastest here.

@@ -285,3 +285,41 @@ def test_decimals_are_written_as_the_per_message_way_writes_them() -> None:
     first = orjson.loads(rows[1]["_message_value"])
     assert first["payload"]["after"] == {"id": 1, "small": 1e-10, "whole": 1}
     assert b'"small":1E-10' in rows[1]["_message_value"]
+
+
+@pytest.mark.parametrize("to", ["proto", "json"])
+def test_minus_zero_doubles_are_written_as_the_per_message_way_reads_them(to: str) -> None:
+    row = {
+        "type": "struct",
+        "optional": True,
+        "name": "t.Value",
+        "fields": [
+            {"type": "int64", "optional": False, "field": "id"},
+            {"type": "double", "optional": True, "field": "x"},
+        ],
+    }
+    schema = {
+        "type": "struct",
+        "optional": False,
+        "name": "t.Envelope",
+        "fields": [
+            {**row, "field": "before"},
+            {**row, "field": "after"},
+            {**SOURCE, "field": "source"},
+            {"type": "string", "optional": False, "field": "op"},
+        ],
+    }
+    source = {"version": "1", "connector": "c", "ts_ms": 1, "db": "shop", "table": "t"}
+    texts = [b"-0.0", b"-0", b"0", b"-0e0", b"-0.5", b" -0 "]
+    messages = []
+    for n, text in enumerate(texts):
+        after = {"id": n, "x": 12345.0}
+        payload = {"before": None, "after": after, "source": source, "op": "c"}
+        value = orjson.dumps({"schema": schema, "payload": payload})
+        messages.append((None, value.replace(b"12345.0", text)))
+    raw = _raw(messages)
+    source_format = SourceFormat(DebeziumJsonFormat({}), "cdc-kafka", fail_fast=False)
+    out = list(converter(source_format, DESTINATIONS[to]({}), "p:out")(iter([raw])))
+    assert _rows(iter(out)) == _stage(PerMessageDebezium({}), raw, to)
+    per_message = [flag for b in out for flag in b.column("_per_message").to_pylist()]
+    assert per_message == [False, True, False, False, False, True]

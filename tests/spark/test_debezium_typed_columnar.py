@@ -534,3 +534,17 @@ def test_kafka_keys_that_are_no_json_object_stay_the_bytes_they_were() -> None:
     batch, _ = decoder().decode(messages)
     raw = [k["raw_data"] for k in batch.column("key").to_pylist()]
     assert raw[:6] == keys[:6]
+
+
+def test_the_integer_minus_zero_in_a_double_column_is_read_the_per_message_way() -> None:
+    plain = event()
+    assert b'"score":1.25' in plain
+    values = pa.array(
+        [plain, plain.replace(b'"score":1.25', b'"score":-0'), plain.replace(b"1.25", b"-0.0")],
+        pa.binary(),
+    )
+    batch, rows = decoder().decode_fast(values)
+    assert rows.tolist() == [0, 2]
+    batch, errors = decoder().decode([Message(v) for v in values.to_pylist()])
+    scores = batch.column("after").field("score").to_pylist()
+    assert errors == [] and [str(s) for s in scores] == ["1.25", "0.0", "-0.0"]
