@@ -203,7 +203,7 @@ def change_event(
     after = draw(_image(columns)) if op != "d" or not draw(st.booleans()) else None
     source = {
         "version": "2.5.0",
-        "connector": draw(st.sampled_from(["postgresql", "pg ✓", "pg \"q\"\\"])),
+        "connector": draw(st.sampled_from(["postgresql", "pg ✓", 'pg "q"\\'])),
         "ts_ms": draw(st.integers(0, 2 * 10**12)),
         "snapshot": draw(st.sampled_from([None, "false", "true"])),
         "db": "shop",
