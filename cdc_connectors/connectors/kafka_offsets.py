@@ -42,6 +42,8 @@ FETCH_WAIT_MS = 10
 TP = tuple[str, int]
 Offsets = dict[TP, int]
 # Errors that librdkafka retries by itself: a read keeps waiting (bounded by its timeout).
+#: librdkafka's ``queued.max.messages.kbytes`` unless a ``kafka.*`` setting says otherwise.
+PREFETCH_KBYTES = 16 * 1024
 TRANSIENT = frozenset({KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE})
 
 
@@ -68,6 +70,9 @@ def consumer_config(settings: SourceSettings) -> dict[str, Any]:
         "enable.auto.commit": False,
         "auto.offset.reset": "error",
         "fetch.wait.max.ms": 100,
+        # What librdkafka fetches ahead of the reader: 64 MiB by default, which a long range
+        # fills and a short one does not (a worker's memory then grows with the range).
+        "queued.max.messages.kbytes": PREFETCH_KBYTES,
     }
     config.update(kafka_config(settings.servers, settings.kafka))
     config["enable.partition.eof"] = True

@@ -42,7 +42,7 @@ NODE_ID = CONNECTOR
 #: Delivery reports are served (and a failure noticed) at least every this many messages.
 POLL_EVERY = 1000
 #: librdkafka's ``queue.buffering.max.kbytes`` unless a ``kafka.*`` setting says otherwise.
-QUEUE_KBYTES = 64 * 1024
+QUEUE_KBYTES = 16 * 1024
 #: How long a task waits, at a time, for room in a full local queue.
 ROOM_WAIT_S = 0.005
 #: How long past ``deliveryTimeoutMs`` a task waits for reports librdkafka owes it.
