@@ -42,10 +42,10 @@ from cdc_connectors.convert.files import (
     StreamError,
     check_places,
     close_quietly,
-    printable,
     settle_stdout,
 )
 from cdc_connectors.formats import Format, FormatOptionError, available_formats, load_format
+from cdc_connectors.text import printable
 
 _NoArgsIsHelp = getattr(click.exceptions, "NoArgsIsHelpError", ())
 

@@ -20,6 +20,7 @@ from typing import TextIO
 
 from cdc_connectors.convert.deadletter import DeadLetterWriter
 from cdc_connectors.convert.streams import ByteReader, ByteWriter, MessageWriter, read_messages
+from cdc_connectors.errors import FailFastError
 from cdc_connectors.formats.base import Format, Message, SkipMessage
 from cdc_connectors.opencdc import CodecError
 
@@ -105,16 +106,15 @@ class ProgressLine:
             pass
 
 
-class FailFast(Exception):
+class FailFast(FailFastError):
     """Raised on the first bad message when the caller chose fail-fast.
 
     The message is already in the dead letters; ``stats`` counts it.
     """
 
     def __init__(self, error: CodecError, stats: ConvertStats):
-        self.error = error
         self.stats = stats
-        super().__init__(str(error))
+        super().__init__(str(error), error=error)
 
 
 #: Messages converted together where the columns write them (Debezium JSON to OpenCDC

@@ -231,7 +231,7 @@ def _open(url: str) -> _Opened:
     parsed = urlparse(url)
     names = sorted({unquote(item.partition("=")[0]) for item in parsed.query.split("&") if item})
     if names and parsed.scheme in ("memory", "sqlite"):
-        raise ValueError(
+        raise errors.RegistryURLError(
             f"registry URL {redact_url(url)!r}: unknown query parameter"
             f"{'s' if len(names) > 1 else ''} {', '.join(names)} (the embedded store takes none)"
         )
@@ -244,16 +244,16 @@ def _open(url: str) -> _Opened:
         named = _attach(key)
         return _Opened(named.db, named.lock, key, label)
     if parsed.scheme != "sqlite":
-        raise ValueError(f"not an embedded registry URL: {redact_url(url)!r}")
+        raise errors.RegistryURLError(f"not an embedded registry URL: {redact_url(url)!r}")
     if parsed.netloc:
-        raise ValueError(
+        raise errors.RegistryURLError(
             f"registry URL {redact_url(url)!r} has a host: use sqlite:///relative/path.db "
             "or sqlite:////absolute/path.db"
         )
     # As SQLAlchemy reads it: sqlite:///rel.db is relative, sqlite:////abs.db absolute.
     path = Path(unquote(parsed.path)[1:])
     if not str(path) or str(path) == ".":
-        raise ValueError(
+        raise errors.RegistryURLError(
             f"registry URL {redact_url(url)!r} names no file: use sqlite:///path/to.db"
         )
     label = f"registry store {path}"

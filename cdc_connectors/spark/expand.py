@@ -38,10 +38,10 @@ from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
 from cdc_connectors.opencdc import CodecError
 from cdc_connectors.registry import registry_for
+from cdc_connectors.registry.serde import resolution_problem
+from cdc_connectors.registry.store import Resolved, SchemaStore
 from cdc_connectors.schema import avro_values, framing
 from cdc_connectors.schema.errors import SchemaError
-from cdc_connectors.schema.serde import resolution_problem
-from cdc_connectors.schema.store import Resolved, SchemaStore
 from cdc_connectors.schema.subjects import Part
 from cdc_connectors.spark.avro_batch import AvroBatchDecoder, AvroBatchEncoder
 from cdc_connectors.spark.avro_types import arrow_type, avro_to_spark
