@@ -83,7 +83,7 @@ from cdc_connectors.schema.connect import (
 )
 from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.spark.arrow import data_array
-from cdc_connectors.spark.avro_batch import AvroBatchDecoder
+from cdc_connectors.spark.avro_decode import AvroBatchDecoder
 from cdc_connectors.spark.decimal_text import (
     MAX_TEXT_DIGITS,
     image_texts,
