@@ -374,9 +374,12 @@ def _open_streams(stack: ExitStack, places: _Places) -> _Streams:
     exit 2 naming the place that cannot be opened."""
     try:
         where, action = places.source, "cannot open"
-        raw_in: IO[bytes] = sys.stdin.buffer
-        if places.input_path:
-            raw_in = stack.enter_context(open(places.input_path, "rb"))  # noqa: SIM115
+        # standard input only when it is read: a process may run without one
+        raw_in: IO[bytes] = (
+            stack.enter_context(open(places.input_path, "rb"))  # noqa: SIM115
+            if places.input_path
+            else sys.stdin.buffer
+        )
         where, action = places.outputs[0], "cannot be written there"
         output = Output(places.output_path) if places.output_path else None
         if output is not None:
