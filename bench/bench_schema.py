@@ -26,10 +26,10 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from bench.common import entry, rates
 from cdc_connectors.registry import open_registry
+from cdc_connectors.registry.store import SchemaStore
 from cdc_connectors.schema.framing import read_frame
 from cdc_connectors.schema.protobuf import message_class
-from cdc_connectors.schema.store import SchemaStore
-from cdc_connectors.spark.avro_batch import AvroBatchEncoder
+from cdc_connectors.spark.avro_encode import AvroBatchEncoder
 from cdc_connectors.spark.expand import AvroColumnDecoder
 from cdc_connectors.spark.protobuf_batch import ProtobufBatchDecoder
 

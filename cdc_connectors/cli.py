@@ -24,6 +24,7 @@ import textwrap
 import threading
 from collections.abc import Callable
 from contextlib import ExitStack
+from dataclasses import dataclass
 from typing import IO, Any, NoReturn
 
 import click
@@ -32,7 +33,7 @@ from confluent_kafka.schema_registry.error import SchemaRegistryError
 
 from cdc_connectors import plugins as plugin_groups
 from cdc_connectors.convert import DeadLetterWriter, FailFast, convert_stream, layout_of
-from cdc_connectors.convert.engine import ProgressLine
+from cdc_connectors.convert.engine import ConvertStats, ProgressLine
 from cdc_connectors.convert.files import (
     ClosedStdout,
     Guarded,
@@ -42,10 +43,10 @@ from cdc_connectors.convert.files import (
     StreamError,
     check_places,
     close_quietly,
-    printable,
     settle_stdout,
 )
 from cdc_connectors.formats import Format, FormatOptionError, available_formats, load_format
+from cdc_connectors.text import printable
 
 _NoArgsIsHelp = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
@@ -126,7 +127,7 @@ def _check_registry(url: str | None) -> None:
         )
 
 
-def _open_registry(url: str, stop: Callable[[str, int], NoReturn]) -> None:
+def _open_registry(url: str) -> None:
     """Open the registry of ``url`` and ask it one question, before any file is touched:
     the formats then use this one (it is shared by URL). Whatever keeps it from being
     used ends the run in one line without credentials, exit 2."""
@@ -135,7 +136,7 @@ def _open_registry(url: str, stop: Callable[[str, int], NoReturn]) -> None:
     try:
         checked_registry(url)
     except ValueError as exc:
-        stop(f"--registry: {exc}", 2)
+        _stop(f"--registry: {exc}", 2)
 
 
 def _progress_line(writes_stdout: bool) -> ProgressLine | None:
@@ -269,6 +270,49 @@ def convert(
     _check_registry(registry)
     input_path = None if input_path == "-" else input_path  # "-": standard input
     output_path = None if output_path == "-" else output_path  # "-": standard output
+    decoder, encoder = _formats(from_, to, opts, registry)
+    places = _places(input_path, output_path, errors_path)
+    if registry is not None:
+        _open_registry(registry)
+    progress = _progress_line(writes_stdout=output_path is None or places.errors_to_stdout)
+    with ExitStack() as stack:
+        _stop_on_signals(stack)
+        streams = _open_streams(stack, places)
+        try:
+            stats, stopped = _convert_streams(
+                streams,
+                places,
+                decoder,
+                encoder,
+                kv=kv,
+                fail_fast=fail_fast,
+                node_id=f"convert:{from_}->{to}",
+                registry=registry,
+                progress=progress,
+            )
+        except StreamError as exc:
+            if streams.output is None:
+                settle_stdout()
+                if exc.closed_pipe:
+                    # The reader has what it wanted (``| head``): end as a Unix tool killed
+                    # by SIGPIPE does, without a word.
+                    sys.exit(128 + signal.SIGPIPE)
+            _stop(str(exc), 1)
+    _report(stats, stopped, output_path)
+    sys.exit(1 if stats.errors else 0)
+
+
+def _stop(message: str, code: int) -> NoReturn:
+    """End the command with one error line and exit status ``code``."""
+    click.echo(f"Error: {message}", err=True)
+    sys.exit(code)
+
+
+def _formats(
+    from_: str, to: str, opts: tuple[str, ...], registry: str | None
+) -> tuple[Format, Format]:
+    """The ``--from`` and ``--to`` formats with their ``--opt`` options; a usage error for
+    an option or format that cannot be used."""
     try:
         in_opts, out_opts = _split_opts(_parse_opts(opts), (from_, to))
         decoder = load_format(from_)(in_opts, registry=registry)
@@ -277,92 +321,133 @@ def convert(
             raise FormatOptionError(f"format {to!r} is read-only: it cannot be a --to format")
     except FormatOptionError as exc:
         raise click.UsageError(str(exc)) from None
+    return decoder, encoder
 
-    def stop(message: str, code: int) -> NoReturn:
-        click.echo(f"Error: {message}", err=True)
-        sys.exit(code)
 
+@dataclass(frozen=True)
+class _Places:
+    """Where ``convert`` reads and writes: IN, -o and --errors (``errors_path`` ``None``
+    when the dead letters go to standard output, ``errors_to_stdout``, or nowhere)."""
+
+    source: Place
+    outputs: list[Place]
+    errors: Place | None
+    input_path: str | None
+    output_path: str | None
+    errors_path: str | None
+    errors_to_stdout: bool
+
+
+def _places(input_path: str | None, output_path: str | None, errors_path: str | None) -> _Places:
+    """The places of a run, each checked before any file is touched (exit 2 naming it)."""
     errors_to_stdout = errors_path == "-"  # "-": standard output, when -o names a file
     if errors_to_stdout:
         if output_path is None:
-            stop("--errors -: standard output already holds the output; give -o FILE", 2)
+            _stop("--errors -: standard output already holds the output; give -o FILE", 2)
         errors_path = None
-    source_place = Place("IN", input_path, 0)
-    errors_place = (
+    source = Place("IN", input_path, 0)
+    errors = (
         Place("--errors", errors_path, 1 if errors_to_stdout else -1)
         if errors_path is not None or errors_to_stdout
         else None
     )
-    outputs = [Place("-o", output_path, 1), *([errors_place] if errors_place else [])]
+    outputs = [Place("-o", output_path, 1), *([errors] if errors else [])]
     try:
-        check_places(source_place, outputs)
+        check_places(source, outputs)
     except PlaceError as exc:
-        stop(str(exc), 2)
-    if registry is not None:
-        _open_registry(registry, stop)
-    progress = _progress_line(writes_stdout=output_path is None or errors_to_stdout)
+        _stop(str(exc), 2)
+    return _Places(source, outputs, errors, input_path, output_path, errors_path, errors_to_stdout)
 
-    output: Output | None = None
-    with ExitStack() as stack:
-        _stop_on_signals(stack)
-        try:
-            where, action = source_place, "cannot open"
-            raw_in = stack.enter_context(open(input_path, "rb")) if input_path else sys.stdin.buffer
-            where, action = outputs[0], "cannot be written there"
-            output = Output(output_path) if output_path else None
-            if output is not None:
-                stack.callback(output.discard)  # a no-op once committed
-            raw_errors: IO[bytes] | None = sys.stdout.buffer if errors_to_stdout else None
-            if errors_place is not None and errors_path is not None:
-                where = errors_place
-                raw_errors = open(errors_path, "ab")  # noqa: SIM115
-                stack.callback(close_quietly, raw_errors)
-        except OSError as exc:
-            stop(f"{where}: {action}: {exc.strerror or exc}", 2)
-        sink = Guarded(output.stream if output else sys.stdout.buffer, str(outputs[0]))
-        dead_letters = None
-        if raw_errors is not None:
-            dead_letters = DeadLetterWriter(
-                Guarded(raw_errors, str(errors_place)),
-                node_id=f"convert:{from_}->{to}",
-            )
-        stopped = False
-        try:
-            try:
-                stats = convert_stream(
-                    Guarded(raw_in, str(source_place)),
-                    sink,
-                    decoder,
-                    encoder,
-                    kv_in=kv,
-                    kv_out=kv,
-                    dead_letters=dead_letters,
-                    fail_fast=fail_fast,
-                    source_name=printable(input_path) if input_path else "<stdin>",
-                    progress=progress,
-                )
-            except FailFast as failed:
-                stats, stopped = failed.stats, True
-            except SchemaRegistryError as exc:
-                # Not one bad message (a schema it does not have is one): the registry
-                # itself failed (unreachable, refused, read-only, not a registry).
-                from cdc_connectors.registry import describe_error
 
-                stop(describe_error(exc, registry or ""), 2)
-            if dead_letters is not None:
-                dead_letters.stream.flush()
-            if output is None:
-                sink.flush()
-            elif not stopped:
-                output.commit()
-        except StreamError as exc:
-            if output is None:
-                settle_stdout()
-                if exc.closed_pipe:
-                    # The reader has what it wanted (``| head``): end as a Unix tool killed
-                    # by SIGPIPE does, without a word.
-                    sys.exit(128 + signal.SIGPIPE)
-            stop(str(exc), 1)
+@dataclass(frozen=True)
+class _Streams:
+    """The open streams of a run: input, the staged -o file (``None``: standard output),
+    and the dead letters' stream (``None``: no --errors)."""
+
+    raw_in: IO[bytes]
+    output: Output | None
+    raw_errors: IO[bytes] | None
+
+
+def _open_streams(stack: ExitStack, places: _Places) -> _Streams:
+    """Open every place of the run, closed (and a staged -o discarded) with ``stack``;
+    exit 2 naming the place that cannot be opened."""
+    try:
+        where, action = places.source, "cannot open"
+        # standard input only when it is read: a process may run without one
+        raw_in: IO[bytes] = (
+            stack.enter_context(open(places.input_path, "rb"))  # noqa: SIM115
+            if places.input_path
+            else sys.stdin.buffer
+        )
+        where, action = places.outputs[0], "cannot be written there"
+        output = Output(places.output_path) if places.output_path else None
+        if output is not None:
+            stack.callback(output.discard)  # a no-op once committed
+        raw_errors: IO[bytes] | None = sys.stdout.buffer if places.errors_to_stdout else None
+        if places.errors is not None and places.errors_path is not None:
+            where = places.errors
+            raw_errors = open(places.errors_path, "ab")  # noqa: SIM115
+            stack.callback(close_quietly, raw_errors)
+    except OSError as exc:
+        _stop(f"{where}: {action}: {exc.strerror or exc}", 2)
+    return _Streams(raw_in, output, raw_errors)
+
+
+def _convert_streams(
+    streams: _Streams,
+    places: _Places,
+    decoder: Format,
+    encoder: Format,
+    *,
+    kv: bool,
+    fail_fast: bool,
+    node_id: str,
+    registry: str | None,
+    progress: ProgressLine | None,
+) -> tuple[ConvertStats, bool]:
+    """Convert the input to the output (committed unless a fail-fast stop came first):
+    the counts, and whether a fail-fast stop ended the run."""
+    output = streams.output
+    sink = Guarded(output.stream if output else sys.stdout.buffer, str(places.outputs[0]))
+    dead_letters = None
+    if streams.raw_errors is not None:
+        dead_letters = DeadLetterWriter(
+            Guarded(streams.raw_errors, str(places.errors)), node_id=node_id
+        )
+    stopped = False
+    try:
+        stats = convert_stream(
+            Guarded(streams.raw_in, str(places.source)),
+            sink,
+            decoder,
+            encoder,
+            kv_in=kv,
+            kv_out=kv,
+            dead_letters=dead_letters,
+            fail_fast=fail_fast,
+            source_name=printable(places.input_path) if places.input_path else "<stdin>",
+            progress=progress,
+        )
+    except FailFast as failed:
+        stats, stopped = failed.stats, True
+    except SchemaRegistryError as exc:
+        # Not one bad message (a schema it does not have is one): the registry
+        # itself failed (unreachable, refused, read-only, not a registry).
+        from cdc_connectors.registry import describe_error
+
+        _stop(describe_error(exc, registry or ""), 2)
+    if dead_letters is not None:
+        dead_letters.stream.flush()
+    if output is None:
+        sink.flush()
+    elif not stopped:
+        output.commit()
+    return stats, stopped
+
+
+def _report(stats: ConvertStats, stopped: bool, output_path: str | None) -> None:
+    """The first errors, the fail-fast stop and the counts, on standard error."""
     for line in stats.first_errors:
         click.echo(f"error: {line}", err=True)
     if stats.errors > len(stats.first_errors):
@@ -373,7 +458,6 @@ def convert(
             err=True,
         )
     click.echo(stats.summary(), err=True)
-    sys.exit(1 if stats.errors else 0)
 
 
 @main.group()

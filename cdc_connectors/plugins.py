@@ -15,6 +15,8 @@ from __future__ import annotations
 from importlib.metadata import entry_points
 from typing import Any
 
+from cdc_connectors.errors import ConfigError
+
 CONNECTORS = "cdc_connectors.connectors"
 FORMATS = "cdc_connectors.formats"
 REGISTRIES = "cdc_connectors.registries"
@@ -23,7 +25,7 @@ GROUPS = {"connectors": CONNECTORS, "formats": FORMATS, "registries": REGISTRIES
 _KINDS = {CONNECTORS: "connector", FORMATS: "format", REGISTRIES: "registry"}
 
 
-class PluginError(LookupError):
+class PluginError(ConfigError, LookupError):
     """No plugin of that name, or the entry point does not name the expected kind of object."""
 
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from cdc_connectors.opencdc import Record, read_json_lines
 from cdc_connectors.registry import open_registry
+from cdc_connectors.registry.serde import RecordEncoder
+from cdc_connectors.registry.store import SchemaStore
 from cdc_connectors.schema import framing
-from cdc_connectors.schema.serde import RecordEncoder
-from cdc_connectors.schema.store import SchemaStore
 from cdc_connectors.spark import expand, records_dataframe
 from cdc_connectors.spark.session import quiet_session
 

@@ -168,10 +168,10 @@ class KeyColumns:
                     found.append((schema, np.flatnonzero(hits)))
                 unmatched[hits] = False
 
-        for prefix in list(self._schemas):
+        for known in list(self._schemas):
             if not unmatched.any():
                 break
-            match(prefix)
+            match(known)
         for _ in range(_LOOKS_PER_BATCH):
             if not unmatched.any():
                 break

@@ -16,13 +16,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TypeVar
 
+from cdc_connectors.errors import CdcError
+
 __all__ = ["ConnectorError", "bare", "guarded"]
 
 _T = TypeVar("_T")
 _E = TypeVar("_E", bound=Exception)
 
 
-class ConnectorError(RuntimeError):
+class ConnectorError(CdcError, RuntimeError):
     """A connector cannot go on; the message is one line naming the connector, what failed
     and where (line breaks in it become spaces)."""
 

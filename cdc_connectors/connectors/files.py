@@ -118,7 +118,6 @@ from cdc_connectors.connectors.messages import (
 from cdc_connectors.connectors.refused import stream_reader
 from cdc_connectors.connectors.typed_read import bounded_samples, typed_read_decoder
 from cdc_connectors.convert.deadletter import dead_letter
-from cdc_connectors.convert.files import printable
 from cdc_connectors.convert.streams import read_messages
 from cdc_connectors.formats.base import Format, Message
 from cdc_connectors.opencdc import CodecError
@@ -126,6 +125,7 @@ from cdc_connectors.options import parse_bool
 from cdc_connectors.spark.arrow import records_to_batch
 from cdc_connectors.spark.debezium_typed import TypedDebeziumDecoder
 from cdc_connectors.spark.schema import OPENCDC_SCHEMA
+from cdc_connectors.text import printable
 
 __all__ = ["FilesDataSource", "FilesWriteError", "Settings", "list_files"]
 
@@ -149,7 +149,6 @@ _KNOWN = {**_COMMON, **_READ_ONLY, **_WRITE_ONLY}
 #: Options Spark itself passes to a sink; not ours to check.
 _SPARK_OWN = frozenset({"checkpointlocation"})
 _COMPRESSIONS = ("none", "gzip")
-_OPENCDC_COLUMNS = [f.name for f in OPENCDC_SCHEMA.fields]
 
 
 #: Errors of ours that reach the user as one frame and one line.

@@ -27,7 +27,6 @@ from pyspark.sql.types import BinaryType, StringType, StructType
 
 from cdc_connectors.connectors.errors import ConnectorError, bare
 from cdc_connectors.connectors.files import (
-    _OPENCDC_COLUMNS,
     NAME,
     NODE_ID,
     STAGING,
@@ -39,6 +38,7 @@ from cdc_connectors.connectors.messages import DLQ_ERROR, SettingError, encode_r
 from cdc_connectors.convert.streams import MessageWriter, layout_of
 from cdc_connectors.formats.base import Format, Message
 from cdc_connectors.opencdc import CodecError
+from cdc_connectors.spark.schema import OPENCDC_COLUMNS
 
 __all__ = ["FilesCommitMessage", "FilesStreamWriter", "FilesWriter", "commit_batch"]
 
@@ -76,9 +76,9 @@ def _message_layout(schema: StructType) -> bool:
                     f"not {field.dataType.simpleString()}"
                 )
         return True
-    if names != _OPENCDC_COLUMNS:
+    if tuple(names) != OPENCDC_COLUMNS:
         raise SettingError(
-            f"{NAME} writes OpenCDC rows ({', '.join(_OPENCDC_COLUMNS)}) or a 'value' column "
+            f"{NAME} writes OpenCDC rows ({', '.join(OPENCDC_COLUMNS)}) or a 'value' column "
             f"with optional 'key'; found columns {', '.join(names)}"
         )
     return False

@@ -36,9 +36,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.types import BinaryType, StructField, StructType
 
-from cdc_connectors import plugins
+from cdc_connectors import errors, plugins
 from cdc_connectors.connectors.errors import ConnectorError
 from cdc_connectors.convert.deadletter import dead_letter
+from cdc_connectors.errors import ConfigError
 from cdc_connectors.formats.base import Format, FormatOptionError, Message, SkipMessage
 from cdc_connectors.opencdc import CodecError, Record, keys
 from cdc_connectors.opencdc.json_codec import record_to_json
@@ -48,6 +49,7 @@ from cdc_connectors.spark.arrow import (
     records_to_batch,
 )
 from cdc_connectors.spark.debezium_typed import TypedDebeziumDecoder
+from cdc_connectors.text import printable_bytes
 
 __all__ = [
     "DEAD_LETTER",
@@ -69,12 +71,13 @@ DLQ_ERROR = keys.CONDUIT_DLQ_NACK_ERROR
 FORMAT_PREFIX = "format."
 
 
-class SettingError(ValueError):
+class SettingError(ConfigError):
     """A connector setting is missing, unknown or has a bad value; the message names it."""
 
 
-class FailFastError(ConnectorError):
-    """A bad message when the user chose fail-fast: names its place and the reason."""
+class FailFastError(ConnectorError, errors.FailFastError):
+    """A bad message when the user chose fail-fast: names its place and the reason (one
+    line out of a Spark task, as every :class:`ConnectorError`)."""
 
 
 @dataclass
@@ -255,7 +258,7 @@ def _refuse_dead_letters(batch: pa.RecordBatch, connector: str) -> None:
     if not pc.any(marked).as_py():
         return
     letters = batch.filter(marked)
-    position = _printable(bytes(letters.column("position")[0].as_py() or b""))
+    position = printable_bytes(bytes(letters.column("position")[0].as_py() or b""))
     metadata = dict(letters.column("metadata")[0].as_py() or [])
     reason = metadata.get(DLQ_ERROR) or "no reason given"
     raise ConnectorError(
@@ -285,17 +288,13 @@ def encode_rows(
     except CodecError as exc:  # a row that is no OpenCDC record: the DataFrame's, not a message's
         position = batch.column("position")[len(records)].as_py() or b""
         raise ConnectorError(
-            f"{node_id}: the row at position {_printable(position)!r} is no OpenCDC record: "
+            f"{node_id}: the row at position {printable_bytes(position)!r} is no OpenCDC record: "
             f"{exc.reason}"
         ) from None
     for record in records:
         try:
             messages.append(fmt.encode(record))
         except CodecError as exc:
-            original = Message(record_to_json(record), where=_printable(record.position))
+            original = Message(record_to_json(record), where=printable_bytes(record.position))
             letters.append(dead_letter(original, exc.reason, node_id))
     return messages, letters
-
-
-def _printable(position: bytes) -> str:
-    return position.decode("utf-8", "backslashreplace")

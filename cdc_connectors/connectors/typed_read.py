@@ -176,7 +176,7 @@ def _no_row_schema(fmt: DebeziumJsonFormat, message: Message) -> bool:
     if schema is None:
         return True
     try:
-        return fmt._envelope_rows(schema) == (None, None)
+        return fmt.envelope_rows(schema) == (None, None)
     except CodecError:
         return False
 

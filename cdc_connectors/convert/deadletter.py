@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import time
 
-from cdc_connectors.convert.files import printable
 from cdc_connectors.convert.streams import ByteWriter
 from cdc_connectors.formats.base import Message
 from cdc_connectors.opencdc import Operation, Record, keys
 from cdc_connectors.opencdc.json_codec import record_to_json
+from cdc_connectors.text import printable
 
 
 def dead_letter(message: Message, reason: str, node_id: str) -> Record:

@@ -14,12 +14,13 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TextIO
 
 from cdc_connectors.convert.deadletter import DeadLetterWriter
 from cdc_connectors.convert.streams import ByteReader, ByteWriter, MessageWriter, read_messages
+from cdc_connectors.errors import FailFastError
 from cdc_connectors.formats.base import Format, Message, SkipMessage
 from cdc_connectors.opencdc import CodecError
 
@@ -105,16 +106,15 @@ class ProgressLine:
             pass
 
 
-class FailFast(Exception):
+class FailFast(FailFastError):
     """Raised on the first bad message when the caller chose fail-fast.
 
     The message is already in the dead letters; ``stats`` counts it.
     """
 
     def __init__(self, error: CodecError, stats: ConvertStats):
-        self.error = error
         self.stats = stats
-        super().__init__(str(error))
+        super().__init__(str(error), error=error)
 
 
 #: Messages converted together where the columns write them (Debezium JSON to OpenCDC
@@ -144,81 +144,119 @@ def convert_stream(
     from Arrow columns (:class:`~cdc_connectors.columnar.debezium_opencdc.DebeziumToOpenCDC`); the
     messages the columns do not take go the per-message way, so the output, its order,
     the counts and the dead letters are the same."""
-    stats = ConvertStats()
-    writer = MessageWriter(sink, type(encoder), kv=kv_out)
+    run = _Conversion(
+        decoder,
+        encoder,
+        MessageWriter(sink, type(encoder), kv=kv_out),
+        dead_letters=dead_letters,
+        fail_fast=fail_fast,
+        source_name=source_name,
+        progress=progress,
+    )
+    items = read_messages(source, type(decoder), kv=kv_in, source=source_name)
+    try:
+        if _columnar(decoder, encoder):
+            run.by_chunks(items)
+        else:
+            for item in items:
+                run.one(run.counted(item))
+    finally:
+        if progress is not None:
+            progress.clear()
+    return run.stats
 
-    def fail(message: Message, error: CodecError) -> None:
+
+class _Conversion:
+    """One run of :func:`convert_stream`: its counts, and each message converted."""
+
+    def __init__(
+        self,
+        decoder: Format,
+        encoder: Format,
+        writer: MessageWriter,
+        *,
+        dead_letters: DeadLetterWriter | None,
+        fail_fast: bool,
+        source_name: str,
+        progress: ProgressLine | None,
+    ):
+        self.stats = ConvertStats()
+        self.decoder, self.encoder, self.writer = decoder, encoder, writer
+        self.dead_letters = dead_letters
+        self.fail_fast = fail_fast
+        self.source_name = source_name
+        self.progress = progress
+
+    def fail(self, message: Message, error: CodecError) -> None:
+        """Count a bad message and write its dead letter; stop here when failing fast."""
+        stats = self.stats
         stats.errors += 1
         if len(stats.first_errors) < 5:
             stats.first_errors.append(str(error))
-        if dead_letters is not None:
-            dead_letters.write(message, error.reason)
-        if fail_fast:
+        if self.dead_letters is not None:
+            self.dead_letters.write(message, error.reason)
+        if self.fail_fast:
             raise FailFast(error, stats)
 
-    def one(item: Message | CodecError) -> None:
+    def one(self, item: Message | CodecError) -> None:
+        """Convert one message the per-message way (or fail an unreadable one)."""
         if isinstance(item, CodecError):
-            fail(Message(item.data, where=item.where or source_name), item)
+            self.fail(Message(item.data, where=item.where or self.source_name), item)
             return
         try:
-            records = decoder.decode(item)
+            records = self.decoder.decode(item)
         except SkipMessage as skip:
-            stats.skipped[skip.reason] += 1
+            self.stats.skipped[skip.reason] += 1
             return
         except CodecError as exc:
-            fail(item, exc.at(item.where))
+            self.fail(item, exc.at(item.where))
             return
-        stats.records += len(records)
+        self.stats.records += len(records)
         # A record whose format gives it no position is found again by its message's place.
         for record in records:
             if not record.position:
                 record.position = item.where.encode("utf-8")
         try:
-            writer.write_all([encoder.encode(record) for record in records])
+            self.writer.write_all([self.encoder.encode(record) for record in records])
         except CodecError as exc:
-            fail(item, exc.at(item.where))
+            self.fail(item, exc.at(item.where))
             return
-        stats.written += len(records)
+        self.stats.written += len(records)
 
-    def counted(item: Message | CodecError) -> Message | CodecError:
-        stats.messages += 1
-        if progress is not None and not stats.messages % PROGRESS_EVERY:
-            progress(stats)
+    def counted(self, item: Message | CodecError) -> Message | CodecError:
+        """``item``, counted (and the progress shown every :data:`PROGRESS_EVERY`)."""
+        self.stats.messages += 1
+        if self.progress is not None and not self.stats.messages % PROGRESS_EVERY:
+            self.progress(self.stats)
         return item
 
-    items = read_messages(source, type(decoder), kv=kv_in, source=source_name)
-    try:
-        if _columnar(decoder, encoder):
-            from cdc_connectors.convert import columnar_stream
+    def by_chunks(self, items: Iterable[Message | CodecError]) -> None:
+        """Convert :data:`CHUNK` messages at a time from Arrow columns; the ones the
+        columns do not take go the per-message way, in their place."""
+        from cdc_connectors.convert import columnar_stream
 
-            columns = columnar_stream.ChunkWriter(decoder, encoder, writer)
-            for chunk in columnar_stream.chunks(items, CHUNK):
-                written = columns.convert(chunk)
-                index = 0
-                while index < len(chunk):
-                    end = written.run_end(index)
-                    if end == index:  # the per-message way
-                        one(counted(chunk[index]))
-                        index += 1
-                        continue
-                    # A run of messages written from columns: passed on together.
-                    before = stats.messages
-                    stats.messages += end - index
-                    stats.records += end - index
-                    stats.written += end - index
-                    written.write_run(index, end)
-                    if progress is not None and before // PROGRESS_EVERY < (
-                        stats.messages // PROGRESS_EVERY
-                    ):
-                        progress(stats)
-                    index = end
-        else:
-            for item in items:
-                one(counted(item))
-    finally:
-        if progress is not None:
-            progress.clear()
-    return stats
+        columns = columnar_stream.ChunkWriter(self.decoder, self.encoder, self.writer)
+        stats, progress = self.stats, self.progress
+        for chunk in columnar_stream.chunks(items, CHUNK):
+            written = columns.convert(chunk)
+            index = 0
+            while index < len(chunk):
+                end = written.run_end(index)
+                if end == index:  # the per-message way
+                    self.one(self.counted(chunk[index]))
+                    index += 1
+                    continue
+                # A run of messages written from columns: passed on together.
+                before = stats.messages
+                stats.messages += end - index
+                stats.records += end - index
+                stats.written += end - index
+                written.write_run(index, end)
+                if progress is not None and before // PROGRESS_EVERY < (
+                    stats.messages // PROGRESS_EVERY
+                ):
+                    progress(stats)
+                index = end
 
 
 def _columnar(decoder: Format, encoder: Format) -> bool:

@@ -21,7 +21,6 @@ import contextlib
 import errno
 import io
 import os
-import re
 import stat
 import sys
 import tempfile
@@ -29,8 +28,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO
 
+from cdc_connectors.errors import ConfigError
+from cdc_connectors.text import printable
 
-class PlaceError(ValueError):
+
+class PlaceError(ConfigError):
     """A path or standard stream cannot be used as asked; the message names it."""
 
 
@@ -41,25 +43,6 @@ class StreamError(OSError):
     quietly."""
 
     closed_pipe = False
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
-
-
-def printable(text: str) -> str:
-    """``text`` as valid UTF-8 text: a file name that is not UTF-8 (which Python holds with
-    surrogate escapes) shows those bytes as ``\\xff``, any other lone surrogate as
-    ``\\ud800``."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return _SURROGATE.sub(_escape, text)
-    return text
 
 
 @dataclass(frozen=True)

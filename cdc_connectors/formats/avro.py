@@ -32,11 +32,11 @@ from typing import Any, ClassVar
 from cdc_connectors.formats.base import Format, FormatOptionError, Message, SkipMessage
 from cdc_connectors.opencdc import CodecError, Record
 from cdc_connectors.opencdc.operation import Operation
+from cdc_connectors.registry.serde import ReaderChoice, RecordDecoder, prepared
+from cdc_connectors.registry.store import Resolved, SchemaStore, UnknownSchema
 from cdc_connectors.schema import avro_values, framing, jsontext
 from cdc_connectors.schema.avro import parse as parse_avro
 from cdc_connectors.schema.errors import SchemaError
-from cdc_connectors.schema.serde import ReaderChoice, RecordDecoder, prepared
-from cdc_connectors.schema.store import Resolved, SchemaStore, UnknownSchema
 from cdc_connectors.schema.subjects import Part, SubjectContext, strategy
 
 _STRATEGIES = ("topic", "record", "topic-record")

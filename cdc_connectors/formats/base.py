@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from cdc_connectors.errors import ConfigError
 from cdc_connectors.opencdc import CodecError, Record
 from cdc_connectors.options import parse_bool
 from cdc_connectors.registry import SchemaRegistry, registry_for
@@ -41,7 +42,7 @@ class SkipMessage(Exception):
         super().__init__(reason)
 
 
-class FormatOptionError(ValueError):
+class FormatOptionError(ConfigError):
     """A format option is unknown or has a bad value; the message names the option."""
 
 

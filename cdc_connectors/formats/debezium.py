@@ -92,6 +92,7 @@ from cdc_connectors.opencdc.json_codec import (
 )
 from cdc_connectors.opencdc.metadata import Metadata
 from cdc_connectors.opencdc.operation import Operation
+from cdc_connectors.registry.store import SchemaStore
 from cdc_connectors.schema import avro_values, framing
 from cdc_connectors.schema.connect import (
     AVRO_LOGICAL_CONNECT,
@@ -101,10 +102,16 @@ from cdc_connectors.schema.connect import (
     parse_connect_schema,
 )
 from cdc_connectors.schema.errors import SchemaError
-from cdc_connectors.schema.store import SchemaStore
 from cdc_connectors.schema.subjects import Part, SubjectContext, strategy
 
-__all__ = ["UNAVAILABLE_VALUE", "DebeziumJsonFormat", "Envelope", "parse_kafka_key"]
+__all__ = [
+    "UNAVAILABLE_VALUE",
+    "DebeziumJsonFormat",
+    "Envelope",
+    "json_kind",
+    "parse_kafka_key",
+    "unwrap",
+]
 
 #: What Debezium's PostgreSQL connector writes for an unchanged TOASTed column.
 UNAVAILABLE_VALUE = "__debezium_unavailable_value"
@@ -301,7 +308,7 @@ class DebeziumJsonFormat(Format):
         if not isinstance(envelope, Mapping):
             return False, None
         try:
-            _, payload = _unwrap(envelope, "value")
+            _, payload = unwrap(envelope, "value")
             source = payload.get("source") if isinstance(payload, Mapping) else None
             if not isinstance(source, Mapping):
                 return False, None
@@ -350,7 +357,7 @@ class DebeziumJsonFormat(Format):
         """
         if not isinstance(envelope, Mapping):
             raise CodecError(f"value: a change event is a JSON object, not {json_kind(envelope)}")
-        schema, payload = _unwrap(envelope, "value")
+        schema, payload = unwrap(envelope, "value")
         if payload is None:
             return self._tombstone(key)
         if not isinstance(payload, Mapping):
@@ -362,7 +369,7 @@ class DebeziumJsonFormat(Format):
         elif not isinstance(source, Mapping):
             raise CodecError(f"source: expected an object, got {json_kind(source)}")
         collection = self.collection_of(source)
-        rows = self._envelope_rows(schema)
+        rows = self.envelope_rows(schema)
         before = self._image(payload, "before", rows[0])
         after = self._image(payload, "after", rows[1])
         if self.envelope.images_required:
@@ -389,9 +396,9 @@ class DebeziumJsonFormat(Format):
         if self.registry_url:
             row = rows[1] or rows[0]
             if row is not None and (before is not None or after is not None):
-                self._name_schema(metadata, "payload", row, collection)
+                self.name_schema(metadata, "payload", row, collection)
             if structured_key[1] is not None:
-                self._name_schema(metadata, "key", structured_key[1], collection)
+                self.name_schema(metadata, "key", structured_key[1], collection)
         return [
             Record.new(
                 operation,
@@ -437,7 +444,7 @@ class DebeziumJsonFormat(Format):
         envelope = _load_json(message.value, "value")
         if not isinstance(envelope, dict):
             return None
-        schema, payload = _unwrap(envelope, "value")
+        schema, payload = unwrap(envelope, "value")
         if not isinstance(payload, dict):
             return None
         op = payload.get("op")
@@ -453,7 +460,7 @@ class DebeziumJsonFormat(Format):
         source = source or {}
         key = parse_kafka_key(message.key)
         collection = self.collection_of(source)
-        rows = self._envelope_rows(schema)
+        rows = self.envelope_rows(schema)
         before = self._image(payload, "before", rows[0])
         after = self._image(payload, "after", rows[1])
         if self.envelope.images_required:
@@ -553,7 +560,7 @@ class DebeziumJsonFormat(Format):
             return key, None
         if not isinstance(key, Mapping):
             return orjson.dumps(key, default=json_default), None
-        schema, payload = _unwrap(key, "key")
+        schema, payload = unwrap(key, "key")
         if payload is None:
             return None, None
         if not isinstance(payload, Mapping):
@@ -585,7 +592,9 @@ class DebeziumJsonFormat(Format):
 
     # --- schemas -----------------------------------------------------------------------------
 
-    def _envelope_rows(self, schema: Any) -> tuple[_RowSchema | None, _RowSchema | None]:
+    def envelope_rows(self, schema: Any) -> tuple[_RowSchema | None, _RowSchema | None]:
+        """The row schemas of the before and after images of an envelope's schema block
+        (``None`` for an image without one), cached by the block's text."""
         if schema is None:
             return None, None
         text = orjson.dumps(schema, option=_SORTED)
@@ -657,9 +666,10 @@ class DebeziumJsonFormat(Format):
         except ValueError as exc:
             raise CodecError(f"no {part} subject ({self.strategy_name} strategy): {exc}") from None
 
-    def _name_schema(
+    def name_schema(
         self, metadata: Metadata, part: Part, row: _RowSchema, collection: str | None
     ) -> None:
+        """Register ``row``'s Avro form and name it in ``metadata`` as the ``part``'s schema."""
         if row.avro_text is None:
             raise CodecError(row.problem or f"the {part} schema has no Avro form")
         subject = self._subject(part, collection, row.record_name)
@@ -805,7 +815,7 @@ def parse_kafka_key(key: bytes | None) -> Any:
     return parsed if isinstance(parsed, Mapping) else key
 
 
-def _unwrap(document: Mapping[str, Any], what: str) -> tuple[Any, Any]:
+def unwrap(document: Mapping[str, Any], what: str) -> tuple[Any, Any]:
     """(schema block, payload) of JsonConverter's wrapper, or (None, the document)."""
     if "payload" in document and ("schema" in document or len(document) == 1):
         return document.get("schema"), document["payload"]

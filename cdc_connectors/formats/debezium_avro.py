@@ -60,11 +60,11 @@ import orjson
 from cdc_connectors.formats.base import FormatOptionError, Message
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.opencdc import CodecError, Operation, Record
+from cdc_connectors.registry.store import Resolved
 from cdc_connectors.schema import avro_values, framing
 from cdc_connectors.schema.avro import named_once
 from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.schema.infer import infer_schema, prepare
-from cdc_connectors.schema.store import Resolved
 from cdc_connectors.schema.subjects import Part, SubjectContext, strategy
 
 __all__ = ["DebeziumAvroFormat"]

@@ -42,7 +42,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from cdc_connectors.formats.base import FormatOptionError, Message
-from cdc_connectors.formats.debezium import DebeziumJsonFormat, Envelope, _unwrap, json_kind
+from cdc_connectors.formats.debezium import DebeziumJsonFormat, Envelope, json_kind, unwrap
 from cdc_connectors.opencdc import CodecError, Operation, Record
 
 __all__ = ["LindormJsonFormat"]
@@ -101,7 +101,7 @@ class LindormJsonFormat(DebeziumJsonFormat):
         column deletions made explicit."""
         if not isinstance(envelope, Mapping):
             return super().records_from_envelope(envelope, key, message)
-        schema, payload = _unwrap(envelope, "value")
+        schema, payload = unwrap(envelope, "value")
         if not isinstance(payload, Mapping):
             return super().records_from_envelope(envelope, key, message)
         op = payload.get("op")

@@ -27,11 +27,11 @@ from google.protobuf.message import Message as ProtoMessage
 from cdc_connectors.formats.avro import SchemaRowFormat
 from cdc_connectors.formats.base import FormatOptionError
 from cdc_connectors.opencdc import CodecError, Record
+from cdc_connectors.registry.serde import RecordDecoder
+from cdc_connectors.registry.store import Resolved, UnknownSchema
 from cdc_connectors.schema import avro_values, framing
 from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.schema.protobuf import from_dict, message_class, message_indexes
-from cdc_connectors.schema.serde import RecordDecoder
-from cdc_connectors.schema.store import Resolved, UnknownSchema
 from cdc_connectors.schema.subjects import Part
 
 _OPTIONS = {

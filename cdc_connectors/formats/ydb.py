@@ -49,7 +49,6 @@ from typing import Any, ClassVar
 
 import orjson
 
-from cdc_connectors.convert.files import printable
 from cdc_connectors.formats.base import Format, FormatOptionError, Message, SkipMessage
 from cdc_connectors.opencdc import CodecError, Operation, Record
 
@@ -57,6 +56,7 @@ from cdc_connectors.opencdc import CodecError, Operation, Record
 # exact (Decimal), an integer beyond 64 bits or a number beyond a double's range refused.
 from cdc_connectors.opencdc.json_codec import json_error, load_exact
 from cdc_connectors.opencdc.structured import MAX_INT
+from cdc_connectors.text import printable
 
 __all__ = ["MODES", "YdbJsonFormat"]
 

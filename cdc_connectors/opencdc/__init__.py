@@ -7,9 +7,9 @@ One small module per concept: ``operation``, ``data``, ``metadata``,
 (length-delimited) are read and written by :mod:`cdc_connectors.convert`.
 """
 
+from cdc_connectors.errors import CodecError
 from cdc_connectors.opencdc import keys
 from cdc_connectors.opencdc.data import Change, Data, RawData, StructuredData
-from cdc_connectors.opencdc.errors import CodecError
 from cdc_connectors.opencdc.json_codec import (
     read_json_lines,
     record_from_json,

@@ -31,9 +31,9 @@ from typing import IO, Any
 
 import orjson
 
+from cdc_connectors.errors import CodecError
 from cdc_connectors.opencdc import structured
 from cdc_connectors.opencdc.data import Change, Data
-from cdc_connectors.opencdc.errors import CodecError
 from cdc_connectors.opencdc.metadata import Metadata, checked_metadata
 from cdc_connectors.opencdc.operation import Operation
 from cdc_connectors.opencdc.record import Record, checked_position

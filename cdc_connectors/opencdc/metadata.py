@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Generic, TypeVar, overload
 
+from cdc_connectors.errors import CodecError
 from cdc_connectors.opencdc import keys
-from cdc_connectors.opencdc.errors import CodecError
+from cdc_connectors.text import encodes
 
 T = TypeVar("T", str, int)
 
@@ -57,7 +58,7 @@ def _check(pairs: dict[Any, Any]) -> None:
                 raise TypeError(
                     f"metadata key {key!r} must be a string, not {type(key).__name__}"
                 ) from None
-            if not _encodes(key):
+            if not encodes(key):
                 raise TypeError(
                     f"metadata key {key!r} holds a lone surrogate, which UTF-8 cannot encode"
                 ) from None
@@ -65,20 +66,12 @@ def _check(pairs: dict[Any, Any]) -> None:
                 raise TypeError(
                     f"metadata {key!r} must be a string, not {type(value).__name__} ({value!r})"
                 ) from None
-            if not _encodes(value):
+            if not encodes(value):
                 raise TypeError(
                     f"metadata {key!r} holds a lone surrogate, which UTF-8 cannot encode "
                     f"({value!r})"
                 ) from None
         raise
-
-
-def _encodes(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 class Metadata(dict[str, str]):

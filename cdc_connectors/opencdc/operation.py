@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-from cdc_connectors.opencdc.errors import CodecError
+from cdc_connectors.errors import CodecError
 from cdc_connectors.opencdc.proto.opencdc.v1 import opencdc_pb2
 
 _PREFIX = "OPERATION_"

@@ -20,9 +20,9 @@ from typing import Any
 from google.protobuf import struct_pb2
 from google.protobuf.message import DecodeError
 
+from cdc_connectors.errors import CodecError
 from cdc_connectors.opencdc import structured
 from cdc_connectors.opencdc.data import Change, Data
-from cdc_connectors.opencdc.errors import CodecError
 from cdc_connectors.opencdc.metadata import Metadata, checked_metadata
 from cdc_connectors.opencdc.operation import Operation
 from cdc_connectors.opencdc.proto.opencdc.v1 import opencdc_pb2

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from cdc_connectors.errors import CodecError
 from cdc_connectors.opencdc import keys
 from cdc_connectors.opencdc.data import Change, Data
-from cdc_connectors.opencdc.errors import CodecError
 from cdc_connectors.opencdc.metadata import Metadata, StandardKey
 from cdc_connectors.opencdc.operation import Operation
 

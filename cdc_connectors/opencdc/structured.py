@@ -30,7 +30,8 @@ import math
 from decimal import Decimal
 from typing import Any
 
-from cdc_connectors.opencdc.errors import CodecError
+from cdc_connectors.errors import CodecError
+from cdc_connectors.text import encodes
 
 #: The range of integers structured data may hold.
 MIN_INT = -(2**63)
@@ -60,13 +61,13 @@ def check_text(data: dict[str, Any], what: str) -> None:
         value, path = stack.pop()
         items: Any = value.items() if isinstance(value, dict) else enumerate(value)
         for key, item in items:
-            if isinstance(key, str) and not _encodes(key):
+            if isinstance(key, str) and not encodes(key):
                 raise CodecError(
                     f"{what}{_path(path)}: object key {key!r} holds a lone surrogate, "
                     "which UTF-8 cannot encode"
                 )
             if isinstance(item, str):
-                if not _encodes(item):
+                if not encodes(item):
                     shown = item if len(item) <= 40 else f"{item[:37]}..."
                     raise CodecError(
                         f"{what}{_path([*path, key])}: string {shown!r} holds a lone surrogate, "
@@ -74,14 +75,6 @@ def check_text(data: dict[str, Any], what: str) -> None:
                     )
             elif isinstance(item, dict | list | tuple):
                 stack.append((item, [*path, key]))
-
-
-def _encodes(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def check(

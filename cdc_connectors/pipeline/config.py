@@ -43,8 +43,9 @@ from dataclasses import dataclass, field
 import yaml
 
 from cdc_connectors import plugins
+from cdc_connectors.errors import ConfigError
 from cdc_connectors.pipeline.connectors import Plugin, check_settings, resolve, setting_named
-from cdc_connectors.pipeline.nodes import ConfigError, Keys, Node, compose
+from cdc_connectors.pipeline.nodes import Keys, Node, compose
 from cdc_connectors.pipeline.outputs import MODES
 
 __all__ = [

@@ -19,8 +19,8 @@ from typing import Any
 
 from cdc_connectors import plugins
 from cdc_connectors.connectors.messages import SettingError, open_format
+from cdc_connectors.errors import ConfigError
 from cdc_connectors.opencdc import Record
-from cdc_connectors.pipeline.nodes import ConfigError
 
 __all__ = ["Plugin", "check_settings", "resolve"]
 

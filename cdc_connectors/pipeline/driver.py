@@ -88,7 +88,12 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         try:
             # spark-submit leaves the address of its JVM here: its master and conf stand
-            spark = session(config, submitted="PYSPARK_GATEWAY_PORT" in os.environ)
+            spark = session(
+                config.master,
+                "cdc-connectors " + ",".join(p.id for p in config.pipelines),
+                config.spark_conf,
+                submitted="PYSPARK_GATEWAY_PORT" in os.environ,
+            )
         except Exception as exc:
             print(f"Error: Spark did not start: {one_line(exc)}", file=sys.stderr)
             return 1

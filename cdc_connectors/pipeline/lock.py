@@ -22,6 +22,7 @@ import os
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from cdc_connectors.errors import CdcError
 from cdc_connectors.pipeline.config import Pipeline
 
 __all__ = ["LOCK_FILE", "CheckpointBusy", "CheckpointLocks", "lock_checkpoints"]
@@ -29,7 +30,7 @@ __all__ = ["LOCK_FILE", "CheckpointBusy", "CheckpointLocks", "lock_checkpoints"]
 LOCK_FILE = "cdc-connectors.lock"
 
 
-class CheckpointBusy(Exception):
+class CheckpointBusy(CdcError):
     """A checkpoint locked by another process (or not lockable); the message says which."""
 
 

@@ -2,7 +2,8 @@
 
 PyYAML's ``compose`` keeps each node's place in the file; :class:`Node` wraps one with
 its path (``pipelines[0].connectors[1].settings``) and reads typed values out of it.
-Every problem is a :class:`ConfigError` that reads ``file:line: path: problem``.
+Every problem is a :class:`~cdc_connectors.errors.ConfigError` that reads
+``file:line: path: problem``.
 """
 
 from __future__ import annotations
@@ -12,9 +13,7 @@ from typing import Any
 
 import yaml
 
-
-class ConfigError(ValueError):
-    """A pipeline file that cannot be run: ``file:line: key: problem``, one line."""
+from cdc_connectors.errors import ConfigError
 
 
 def compose(text: str, file: str) -> yaml.Node | None:

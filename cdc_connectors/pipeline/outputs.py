@@ -27,6 +27,7 @@ import shutil
 import uuid
 from dataclasses import dataclass
 
+from cdc_connectors.errors import CdcError
 from cdc_connectors.pipeline.lifeline import alive
 
 __all__ = [
@@ -47,7 +48,7 @@ _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 
 
-class OutputChanged(Exception):
+class OutputChanged(CdcError):
     """An output another run filled while this one wrote (mode ``error``)."""
 
 

@@ -33,6 +33,7 @@ from pyspark.sql import DataFrame, SparkSession
 from cdc_connectors.connectors.files import FilesWriteError
 from cdc_connectors.connectors.files_owner import check, owner_of, refuse_owned
 from cdc_connectors.connectors.messages import open_format
+from cdc_connectors.errors import ConfigError, FailFastError
 from cdc_connectors.options import TRUE
 from cdc_connectors.pipeline import outputs
 from cdc_connectors.pipeline.config import Config, Connector, Pipeline
@@ -55,7 +56,7 @@ def _say(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-class PipelineStopped(Exception):
+class PipelineStopped(FailFastError):
     """A pipeline stopped by its dead-letter policy (fail-fast, max-error-ratio)."""
 
 
@@ -63,7 +64,7 @@ class _Gated(Exception):
     """A micro-batch that began after a stop was asked for: refused before it wrote."""
 
 
-class SettingRefused(Exception):
+class SettingRefused(ConfigError):
     """A connector refused its settings when Spark planned the job; names the connector."""
 
 

@@ -14,6 +14,11 @@ scheme, so another package can add one (a ``SchemaRegistry`` subclass).
 :func:`checked_registry` opens a registry and asks it one question before anything depends
 on it; whatever keeps it from being used is one ``ValueError`` line without credentials, and
 :func:`describe_error` is the same line for a registry error met later.
+
+Beside the client, as confluent-kafka keeps its serializers in ``schema_registry/``:
+:mod:`~cdc_connectors.registry.store` (registered schemas with their references, cached
+for a process) and :mod:`~cdc_connectors.registry.serde` (OpenCDC records' keys and
+payloads encoded and decoded through a registry).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from cdc_connectors import plugins
+from cdc_connectors.errors import ConfigError
 from cdc_connectors.registry.base import (
     RegisteredSchema,
     Schema,
@@ -30,7 +36,11 @@ from cdc_connectors.registry.base import (
     SchemaRegistry,
     SchemaVersion,
 )
-from cdc_connectors.registry.errors import RegistryUnavailableError, SchemaRegistryError
+from cdc_connectors.registry.errors import (
+    RegistryUnavailableError,
+    RegistryURLError,
+    SchemaRegistryError,
+)
 from cdc_connectors.registry.redact import redact_line, redact_url
 
 GROUP = plugins.REGISTRIES
@@ -40,6 +50,7 @@ __all__ = [
     "DEFAULT_URL",
     "GROUP",
     "RegisteredSchema",
+    "RegistryURLError",
     "RegistryUnavailableError",
     "Schema",
     "SchemaReference",
@@ -58,13 +69,13 @@ def open_registry(url: str, **conf: Any) -> SchemaRegistry:
     """A new registry client for ``url``; ``conf`` goes to the implementation."""
     scheme = url_scheme(url)
     if not scheme:
-        raise ValueError(
+        raise RegistryURLError(
             f"registry URL {redact_url(url)!r} has no scheme (sqlite:///..., memory://, http://)"
         )
     try:
         cls = plugins.load(GROUP, scheme, SchemaRegistry)
     except plugins.PluginError as exc:
-        raise ValueError(
+        raise RegistryURLError(
             f"no registry for URL scheme {scheme!r} in {redact_url(url)!r}: {exc}"
         ) from None
     registry: SchemaRegistry = cls(url, **conf)
@@ -108,13 +119,16 @@ def checked_registry(url: str) -> SchemaRegistry:
     anything depends on it.
 
     ``ValueError`` with one line naming the registry without its credentials for whatever
-    keeps it from being used: a URL that is not one, a store that cannot be opened (a
-    directory, not SQLite, unreadable), a registry that does not answer, refuses the
-    credentials or answers as no schema registry does. A registry that answers the
-    question with Confluent's "not found" is one (older than the question) and passes.
+    keeps it from being used: a URL that is not one (a :class:`RegistryURLError`, bad
+    configuration), a store that cannot be opened (a directory, not SQLite, unreadable), a
+    registry that does not answer, refuses the credentials or answers as no schema
+    registry does. A registry that answers the question with Confluent's "not found" is
+    one (older than the question) and passes.
     """
     try:
         registry = registry_for(url)
+    except ConfigError as exc:  # the URL's own problem: bad configuration
+        raise RegistryURLError(_opening_failure(url, exc)) from None
     except Exception as exc:  # an implementation's failure, whatever it is: one line
         raise ValueError(_opening_failure(url, exc)) from None
     try:

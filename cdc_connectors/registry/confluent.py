@@ -69,7 +69,7 @@ def check_url(url: str) -> None:
     """
 
     def refuse(problem: str) -> NoReturn:
-        raise ValueError(f"registry URL {redact_url(url)}: {problem}")
+        raise errors.RegistryURLError(f"registry URL {redact_url(url)}: {problem}")
 
     for raw in url.split(","):
         part = raw.strip()
@@ -145,7 +145,7 @@ def client_config(url: str, **settings: Any) -> dict[str, Any]:
             try:
                 conf[key] = float(value) if "." in value else int(value)
             except ValueError:
-                raise ValueError(
+                raise errors.RegistryURLError(
                     f"registry URL {redact_url(url)}: {key} must be a number, not {value!r}"
                 ) from None
     conf.update(settings)
@@ -247,7 +247,7 @@ def _check_files(url: str, conf: dict[str, Any]) -> None:
                 with open(path, "rb"):
                     pass
         except OSError as exc:
-            raise ValueError(
+            raise errors.RegistryURLError(
                 f"registry URL {redact_url(url)}: {key} {path}: cannot be read "
                 f"({exc.strerror or type(exc).__name__})"
             ) from None
@@ -266,10 +266,10 @@ class ConfluentRegistry(SchemaRegistry):
             SchemaRegistryClient.__init__(self, conf)
         except (TypeError, ValueError) as exc:
             detail = redact_line(str(exc), urls=[url], secrets=_secrets(conf))
-            raise ValueError(f"registry URL {redact_url(url)}: {detail}") from None
+            raise errors.RegistryURLError(f"registry URL {redact_url(url)}: {detail}") from None
         except OSError as exc:  # ssl.SSLError: a certificate or key that does not load
             detail = redact_line(str(exc), urls=[url], secrets=_secrets(conf))
-            raise ValueError(
+            raise errors.RegistryURLError(
                 f"registry URL {redact_url(url)}: its TLS settings cannot be loaded ({detail})"
             ) from None
         _answering(self._rest_client)

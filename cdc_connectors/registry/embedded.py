@@ -231,7 +231,7 @@ def _open(url: str) -> _Opened:
     parsed = urlparse(url)
     names = sorted({unquote(item.partition("=")[0]) for item in parsed.query.split("&") if item})
     if names and parsed.scheme in ("memory", "sqlite"):
-        raise ValueError(
+        raise errors.RegistryURLError(
             f"registry URL {redact_url(url)!r}: unknown query parameter"
             f"{'s' if len(names) > 1 else ''} {', '.join(names)} (the embedded store takes none)"
         )
@@ -244,16 +244,16 @@ def _open(url: str) -> _Opened:
         named = _attach(key)
         return _Opened(named.db, named.lock, key, label)
     if parsed.scheme != "sqlite":
-        raise ValueError(f"not an embedded registry URL: {redact_url(url)!r}")
+        raise errors.RegistryURLError(f"not an embedded registry URL: {redact_url(url)!r}")
     if parsed.netloc:
-        raise ValueError(
+        raise errors.RegistryURLError(
             f"registry URL {redact_url(url)!r} has a host: use sqlite:///relative/path.db "
             "or sqlite:////absolute/path.db"
         )
     # As SQLAlchemy reads it: sqlite:///rel.db is relative, sqlite:////abs.db absolute.
     path = Path(unquote(parsed.path)[1:])
     if not str(path) or str(path) == ".":
-        raise ValueError(
+        raise errors.RegistryURLError(
             f"registry URL {redact_url(url)!r} names no file: use sqlite:///path/to.db"
         )
     label = f"registry store {path}"
@@ -780,17 +780,7 @@ class EmbeddedRegistry(SchemaRegistry):
             ).fetchone()
             found = None if row is None else int(row[0])
             if schema_id is not None:
-                taken = db.execute(
-                    "SELECT fingerprint FROM schemas WHERE id = ?", (schema_id,)
-                ).fetchone()
-                if taken is not None and taken[0] != fingerprint:
-                    raise errors.not_permitted(
-                        f"Overwrite new schema with id {schema_id} is not permitted."
-                    )
-                if found is not None and found != schema_id:
-                    raise errors.not_permitted(
-                        f"The schema is registered with id {found}; it cannot take id {schema_id}"
-                    )
+                self._check_imported_id(db, schema_id, fingerprint, found)
             if found is not None and version is None:
                 same = db.execute(
                     f"{_ROW} WHERE v.subject = ? AND v.schema_id = ? AND v.deleted = 0 "
@@ -807,48 +797,90 @@ class EmbeddedRegistry(SchemaRegistry):
             if version is not None and version != top + 1:
                 if mode != "IMPORT":
                     raise errors.invalid_schema("Version is not one more than previous version")
-                existing = db.execute(
-                    f"{_ROW} WHERE v.subject = ? AND v.version = ?", (subject, version)
-                ).fetchone()
+                existing = self._imported_version(db, subject, version, found)
                 if existing is not None:
-                    if found is not None and int(existing[1]) == found:
-                        return self._registered(existing)
-                    raise errors.not_permitted(
-                        f"Version {version} of subject {subject} exists with another schema"
-                    )
+                    return existing
             if mode != "IMPORT":
-                earlier = db.execute(
-                    f"{_ROW} WHERE v.subject = ? AND v.deleted = 0 ORDER BY v.version", (subject,)
-                ).fetchall()
-                level = self._level(db, subject)
-                if level != "NONE" and earlier:
-                    old = [self._parse_row(db, tuple(r)) for r in earlier]
-                    problems = self._check(level, parsed, old)
-                    if problems:
-                        raise errors.incompatible(subject, problems)
+                self._check_compatible(db, subject, parsed)
             if found is None:
-                for ref in schema.references or []:
-                    # still there: it may have been removed since it was resolved
-                    self._reference_row(db, ref, pin=False)
-                cursor = db.execute(
-                    "INSERT INTO schemas (id, fingerprint, schema_type, schema, refs, guid) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    (
-                        schema_id,
-                        fingerprint,
-                        schema_type,
-                        schema.schema_str,
-                        _refs_json(schema.references),
-                        str(uuid.uuid5(uuid.NAMESPACE_OID, fingerprint)),
-                    ),
-                )
-                found = int(cursor.lastrowid or 0)
+                found = self._insert_schema(db, schema, schema_id, fingerprint, schema_type)
             number = top + 1 if version is None else version
             db.execute(
                 "INSERT INTO versions (subject, version, schema_id) VALUES (?, ?, ?)",
                 (subject, number, found),
             )
             return self._registered(self._row(db, subject, number, deleted=False))
+
+    def _check_imported_id(
+        self, db: sqlite3.Connection, schema_id: int, fingerprint: str, found: int | None
+    ) -> None:
+        """Refuse an imported schema id that another schema has, or a schema registered
+        under another id already."""
+        taken = db.execute("SELECT fingerprint FROM schemas WHERE id = ?", (schema_id,)).fetchone()
+        if taken is not None and taken[0] != fingerprint:
+            raise errors.not_permitted(
+                f"Overwrite new schema with id {schema_id} is not permitted."
+            )
+        if found is not None and found != schema_id:
+            raise errors.not_permitted(
+                f"The schema is registered with id {found}; it cannot take id {schema_id}"
+            )
+
+    def _imported_version(
+        self, db: sqlite3.Connection, subject: str, version: int, found: int | None
+    ) -> RegisteredSchema | None:
+        """An imported version that exists: itself when it holds the schema (``found``),
+        refused when it holds another; ``None`` when it does not exist yet."""
+        existing = db.execute(
+            f"{_ROW} WHERE v.subject = ? AND v.version = ?", (subject, version)
+        ).fetchone()
+        if existing is None:
+            return None
+        if found is not None and int(existing[1]) == found:
+            return self._registered(existing)
+        raise errors.not_permitted(
+            f"Version {version} of subject {subject} exists with another schema"
+        )
+
+    def _check_compatible(
+        self, db: sqlite3.Connection, subject: str, parsed: languages.ParsedSchema
+    ) -> None:
+        """Refuse (409) a schema incompatible with the subject's versions at its level."""
+        earlier = db.execute(
+            f"{_ROW} WHERE v.subject = ? AND v.deleted = 0 ORDER BY v.version", (subject,)
+        ).fetchall()
+        level = self._level(db, subject)
+        if level != "NONE" and earlier:
+            old = [self._parse_row(db, tuple(r)) for r in earlier]
+            problems = self._check(level, parsed, old)
+            if problems:
+                raise errors.incompatible(subject, problems)
+
+    def _insert_schema(
+        self,
+        db: sqlite3.Connection,
+        schema: Schema,
+        schema_id: int | None,
+        fingerprint: str,
+        schema_type: str,
+    ) -> int:
+        """Store a new schema (its references still there: they may have been removed
+        since they were resolved); its id."""
+        for ref in schema.references or []:
+            self._reference_row(db, ref, pin=False)
+        cursor = db.execute(
+            "INSERT INTO schemas (id, fingerprint, schema_type, schema, refs, guid) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                schema_id,
+                fingerprint,
+                schema_type,
+                schema.schema_str,
+                _refs_json(schema.references),
+                str(uuid.uuid5(uuid.NAMESPACE_OID, fingerprint)),
+            ),
+        )
+        return int(cursor.lastrowid or 0)
 
     # --- reading -------------------------------------------------------------------------
 

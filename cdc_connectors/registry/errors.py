@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
-__all__ = ["RegistryUnavailableError", "SchemaRegistryError"]
+from cdc_connectors.errors import ConfigError
+
+__all__ = ["RegistryURLError", "RegistryUnavailableError", "SchemaRegistryError"]
+
+
+class RegistryURLError(ConfigError):
+    """A registry URL that names no registry we can open: no or an unknown scheme, a form,
+    option or file it cannot have. The message names the URL without its credentials."""
 
 
 class RegistryUnavailableError(SchemaRegistryError):

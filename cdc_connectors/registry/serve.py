@@ -21,6 +21,7 @@ from types import FrameType
 from typing import Any
 from urllib.parse import urlparse
 
+from cdc_connectors.errors import ConfigError
 from cdc_connectors.registry import guards
 from cdc_connectors.registry.redact import redact_text, redact_url
 from cdc_connectors.registry.server import create_app
@@ -32,7 +33,7 @@ DEFAULT_MAX_BODY = guards.DEFAULT_MAX_BODY
 EMBEDDED_SCHEMES = ("sqlite", "memory")
 
 
-class ServeError(ValueError):
+class ServeError(ConfigError):
     """The registry cannot be served as asked; the message is one line, without secrets."""
 
 

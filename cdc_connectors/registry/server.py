@@ -272,109 +272,123 @@ def create_app(
 ) -> Starlette:
     """The ASGI app serving ``registry``: optional basic auth (``user:password``) or token,
     request bodies up to ``max_body`` bytes."""
+    return Starlette(
+        routes=_routes(_Api(registry)),
+        middleware=[
+            Middleware(EncodedSlashes),
+            *guards.middleware(basic_auth=basic_auth, bearer_token=bearer_token, max_body=max_body),
+        ],
+        exception_handlers={HTTPException: _http_error},
+    )
 
-    def endpoint(fn: Callable[[Request, bytes], Any]) -> Callable[[Request], Awaitable[Response]]:
-        """An ASGI endpoint running ``fn(request, body)`` off the event loop (the store blocks)."""
 
-        async def handle(request: Request) -> Response:
-            if request.scope.get(_ESCAPED):
-                request.scope["path_params"] = {
-                    k: unquote(v) if isinstance(v, str) else v
-                    for k, v in request.path_params.items()
-                }
-            body = await request.body()
-            try:
-                result = await run_in_threadpool(fn, request, body)
-            except errors.SchemaRegistryError as exc:
-                return _error(exc)
-            except RecursionError:
-                return _error(errors.invalid_schema("the request nests too deeply to be processed"))
-            except Exception as exc:
-                # Confluent's answer to a server fault; the traceback goes to the log.
-                log.exception("%s %s failed", request.method, request.url.path)
-                return _error(
-                    errors.SchemaRegistryError(500, 50001, f"Error in the backend: {exc}")
-                )
-            return result if isinstance(result, Response) else RegistryResponse(result)
+def _endpoint(fn: Callable[[Request, bytes], Any]) -> Callable[[Request], Awaitable[Response]]:
+    """An ASGI endpoint running ``fn(request, body)`` off the event loop (the store blocks)."""
 
-        return handle
+    async def handle(request: Request) -> Response:
+        if request.scope.get(_ESCAPED):
+            request.scope["path_params"] = {
+                k: unquote(v) if isinstance(v, str) else v for k, v in request.path_params.items()
+            }
+        body = await request.body()
+        try:
+            result = await run_in_threadpool(fn, request, body)
+        except errors.SchemaRegistryError as exc:
+            return _error(exc)
+        except RecursionError:
+            return _error(errors.invalid_schema("the request nests too deeply to be processed"))
+        except Exception as exc:
+            # Confluent's answer to a server fault; the traceback goes to the log.
+            log.exception("%s %s failed", request.method, request.url.path)
+            return _error(errors.SchemaRegistryError(500, 50001, f"Error in the backend: {exc}"))
+        return result if isinstance(result, Response) else RegistryResponse(result)
 
-    r = registry
+    return handle
 
-    def page(request: Request) -> dict[str, int]:
-        return {"offset": _number(request, "offset", 0), "limit": _number(request, "limit", -1)}
 
-    def root(request: Request, body: bytes) -> Any:
+def _page(request: Request) -> dict[str, int]:
+    """The ``offset`` and ``limit`` query parameters of a listing."""
+    return {"offset": _number(request, "offset", 0), "limit": _number(request, "limit", -1)}
+
+
+class _Api:
+    """The REST API's operations on one registry: each takes the request and its body and
+    returns the JSON answer (or a :class:`Response`); :func:`_endpoint` runs them."""
+
+    def __init__(self, registry: SchemaRegistry):
+        self.registry = registry
+
+    def root(self, request: Request, body: bytes) -> Any:
         return {}
 
-    def schemas(request: Request, body: bytes) -> Any:
-        found = r.get_schemas(
+    def schemas(self, request: Request, body: bytes) -> Any:
+        found = self.registry.get_schemas(
             request.query_params.get("subjectPrefix", ""),
             deleted=_flag(request, "deleted"),
             latest_only=_flag(request, "latestOnly"),
-            **page(request),
+            **_page(request),
         )
         return [_registered_dict(s) for s in found]
 
-    def schema_types(request: Request, body: bytes) -> Any:
-        return r.get_schema_types()
+    def schema_types(self, request: Request, body: bytes) -> Any:
+        return self.registry.get_schema_types()
 
-    def schema_by_id(request: Request, body: bytes) -> Any:
+    def schema_by_id(self, request: Request, body: bytes) -> Any:
         schema_id = _id(request)
-        schema = r.get_schema(schema_id, fmt=request.query_params.get("format"))
+        schema = self.registry.get_schema(schema_id, fmt=request.query_params.get("format"))
         out = _schema_dict(schema)
-        guid = getattr(r, "get_schema_guid", None)
+        guid = getattr(self.registry, "get_schema_guid", None)
         if guid is not None:
             out["guid"] = guid(schema_id)
         if _flag(request, "fetchMaxId"):
-            out["maxId"] = r.get_max_schema_id()
+            out["maxId"] = self.registry.get_max_schema_id()
         return out
 
-    def schema_by_guid(request: Request, body: bytes) -> Any:
-        schema = r.get_schema_by_guid(
+    def schema_by_guid(self, request: Request, body: bytes) -> Any:
+        schema = self.registry.get_schema_by_guid(
             request.path_params["guid"], fmt=request.query_params.get("format")
         )
         return _schema_dict(schema)
 
-    def schema_text_by_id(request: Request, body: bytes) -> Any:
-        schema = r.get_schema(_id(request), fmt=request.query_params.get("format"))
+    def schema_text_by_id(self, request: Request, body: bytes) -> Any:
+        schema = self.registry.get_schema(_id(request), fmt=request.query_params.get("format"))
         return Response(schema.schema_str, media_type=CONTENT_TYPE)
 
-    def id_versions(request: Request, body: bytes) -> Any:
-        found = r.get_schema_versions(
+    def id_versions(self, request: Request, body: bytes) -> Any:
+        found = self.registry.get_schema_versions(
             _id(request),
             request.query_params.get("subject"),
             deleted=_flag(request, "deleted"),
-            **page(request),
+            **_page(request),
         )
         return [{"subject": v.subject, "version": v.version} for v in found]
 
-    def id_subjects(request: Request, body: bytes) -> Any:
-        return r.get_subjects_by_schema_id(
+    def id_subjects(self, request: Request, body: bytes) -> Any:
+        return self.registry.get_subjects_by_schema_id(
             _id(request),
             request.query_params.get("subject"),
             deleted=_flag(request, "deleted"),
-            **page(request),
+            **_page(request),
         )
 
-    def subjects(request: Request, body: bytes) -> Any:
-        return r.get_subjects(
+    def subjects(self, request: Request, body: bytes) -> Any:
+        return self.registry.get_subjects(
             request.query_params.get("subjectPrefix"),
             deleted=_flag(request, "deleted"),
             deleted_only=_flag(request, "deletedOnly"),
-            **page(request),
+            **_page(request),
         )
 
-    def subject_versions(request: Request, body: bytes) -> Any:
-        return r.get_versions(
+    def subject_versions(self, request: Request, body: bytes) -> Any:
+        return self.registry.get_versions(
             request.path_params["subject"],
             deleted=_flag(request, "deleted"),
             deleted_only=_flag(request, "deletedOnly"),
-            **page(request),
+            **_page(request),
         )
 
-    def subject_version(request: Request, body: bytes) -> Any:
-        registered = r.get_version(
+    def subject_version(self, request: Request, body: bytes) -> Any:
+        registered = self.registry.get_version(
             request.path_params["subject"],
             _version(request),
             deleted=_flag(request, "deleted"),
@@ -382,8 +396,8 @@ def create_app(
         )
         return _registered_dict(registered)
 
-    def subject_version_schema(request: Request, body: bytes) -> Any:
-        registered = r.get_version(
+    def subject_version_schema(self, request: Request, body: bytes) -> Any:
+        registered = self.registry.get_version(
             request.path_params["subject"],
             _version(request),
             deleted=_flag(request, "deleted"),
@@ -391,17 +405,17 @@ def create_app(
         )
         return Response(registered.schema.schema_str, media_type=CONTENT_TYPE)
 
-    def referenced_by(request: Request, body: bytes) -> Any:
-        return r.get_referenced_by(
+    def referenced_by(self, request: Request, body: bytes) -> Any:
+        return self.registry.get_referenced_by(
             request.path_params["subject"],
             _version(request),
             deleted=_flag(request, "deleted"),
-            **page(request),
+            **_page(request),
         )
 
-    def register(request: Request, body: bytes) -> Any:
+    def register(self, request: Request, body: bytes) -> Any:
         schema, schema_id, version = _schema_body(body)
-        registered = r.register_schema_full_response(
+        registered = self.registry.register_schema_full_response(
             request.path_params["subject"],
             schema,
             normalize_schemas=_flag(request, "normalize"),
@@ -410,9 +424,9 @@ def create_app(
         )
         return _registered_dict(registered)
 
-    def lookup(request: Request, body: bytes) -> Any:
+    def lookup(self, request: Request, body: bytes) -> Any:
         schema, _, _ = _schema_body(body)
-        registered = r.lookup_schema(
+        registered = self.registry.lookup_schema(
             request.path_params["subject"],
             schema,
             normalize_schemas=_flag(request, "normalize"),
@@ -421,47 +435,55 @@ def create_app(
         )
         return _registered_dict(registered)
 
-    def delete_subject(request: Request, body: bytes) -> Any:
-        return r.delete_subject(
+    def delete_subject(self, request: Request, body: bytes) -> Any:
+        return self.registry.delete_subject(
             request.path_params["subject"], permanent=_flag(request, "permanent")
         )
 
-    def delete_version(request: Request, body: bytes) -> Any:
-        return r.delete_version(
+    def delete_version(self, request: Request, body: bytes) -> Any:
+        return self.registry.delete_version(
             request.path_params["subject"],
             _version(request),
             permanent=_flag(request, "permanent"),
         )
 
-    def config(request: Request, body: bytes) -> Any:
+    def config(self, request: Request, body: bytes) -> Any:
         subject = request.path_params.get("subject")
         if request.method == "PUT":
             # without a level, nothing changes, but it is refused as a change would be
             # (read-only mode); Confluent answers the scope's config as it now is
-            return {"compatibility": _level(r.set_config(subject, _config_body(body)))}
+            return {"compatibility": _level(self.registry.set_config(subject, _config_body(body)))}
         if request.method == "DELETE":
-            return {"compatibilityLevel": _level(r.delete_config(subject))}
-        level = r.get_compatibility(subject, default_to_global=_flag(request, "defaultToGlobal"))
+            return {"compatibilityLevel": _level(self.registry.delete_config(subject))}
+        level = self.registry.get_compatibility(
+            subject, default_to_global=_flag(request, "defaultToGlobal")
+        )
         return {"compatibilityLevel": level}
 
-    def mode(request: Request, body: bytes) -> Any:
+    def mode(self, request: Request, body: bytes) -> Any:
         subject = request.path_params.get("subject")
         if request.method == "PUT":
             parsed = _json_body(body)
             wanted = parsed.get("mode") if isinstance(parsed, dict) else None
             if not isinstance(wanted, str):
                 raise errors.invalid_mode(wanted)
-            return {"mode": r.update_mode(subject, wanted, force=_flag(request, "force"))}
+            return {
+                "mode": self.registry.update_mode(subject, wanted, force=_flag(request, "force"))
+            }
         if request.method == "DELETE":
-            return {"mode": r.delete_mode(subject)}
-        return {"mode": r.get_mode(subject, default_to_global=_flag(request, "defaultToGlobal"))}
+            return {"mode": self.registry.delete_mode(subject)}
+        return {
+            "mode": self.registry.get_mode(
+                subject, default_to_global=_flag(request, "defaultToGlobal")
+            )
+        }
 
-    def compatibility(request: Request, body: bytes) -> Any:
+    def compatibility(self, request: Request, body: bytes) -> Any:
         schema, _, _ = _schema_body(body)
         version = _version(request) if "version" in request.path_params else None
         verbose = _flag(request, "verbose")
         try:
-            problems = r.compatibility_problems(
+            problems = self.registry.compatibility_problems(
                 request.path_params["subject"], schema, version, _flag(request, "normalize")
             )
         except errors.SchemaRegistryError as exc:
@@ -473,59 +495,58 @@ def create_app(
             result["messages"] = problems
         return result
 
-    def contexts(request: Request, body: bytes) -> Any:
-        return r.get_contexts(**page(request))
+    def contexts(self, request: Request, body: bytes) -> Any:
+        return self.registry.get_contexts(**_page(request))
 
-    def metadata_id(request: Request, body: bytes) -> Any:
+    def metadata_id(self, request: Request, body: bytes) -> Any:
         clusters = {"kafka-cluster": "", "schema-registry-cluster": "schema-registry"}
         return {"id": "", "scope": {"path": [], "clusters": clusters}}
 
-    def metadata_version(request: Request, body: bytes) -> Any:
+    def metadata_version(self, request: Request, body: bytes) -> Any:
         return {"version": _server_version(), "commitId": ""}
 
+
+def _routes(api: _Api) -> list[Route]:
+    """Confluent's REST paths, each to its operation."""
+    endpoint = _endpoint
     versions = "/subjects/{subject}/versions"
     routes = [
-        Route("/", endpoint(root)),
-        Route("/schemas", endpoint(schemas)),
-        Route("/schemas/types", endpoint(schema_types)),
-        Route("/schemas/ids/{id}", endpoint(schema_by_id)),
-        Route("/schemas/ids/{id}/schema", endpoint(schema_text_by_id)),
-        Route("/schemas/ids/{id}/versions", endpoint(id_versions)),
-        Route("/schemas/ids/{id}/subjects", endpoint(id_subjects)),
-        Route("/schemas/guids/{guid}", endpoint(schema_by_guid)),
-        Route("/subjects", endpoint(subjects)),
-        Route("/subjects/{subject}", endpoint(lookup), methods=["POST"]),
-        Route("/subjects/{subject}", endpoint(delete_subject), methods=["DELETE"]),
-        Route(versions, endpoint(subject_versions), methods=["GET"]),
-        Route(versions, endpoint(register), methods=["POST"]),
-        Route(versions + "/{version}", endpoint(subject_version), methods=["GET"]),
-        Route(versions + "/{version}", endpoint(delete_version), methods=["DELETE"]),
-        Route(versions + "/{version}/schema", endpoint(subject_version_schema)),
-        Route(versions + "/{version}/referencedby", endpoint(referenced_by)),
-        Route("/config", endpoint(config), methods=["GET", "PUT", "DELETE"]),
-        Route("/config/{subject}", endpoint(config), methods=["GET", "PUT", "DELETE"]),
-        Route("/mode", endpoint(mode), methods=["GET", "PUT", "DELETE"]),
-        Route("/mode/{subject}", endpoint(mode), methods=["GET", "PUT", "DELETE"]),
+        Route("/", endpoint(api.root)),
+        Route("/schemas", endpoint(api.schemas)),
+        Route("/schemas/types", endpoint(api.schema_types)),
+        Route("/schemas/ids/{id}", endpoint(api.schema_by_id)),
+        Route("/schemas/ids/{id}/schema", endpoint(api.schema_text_by_id)),
+        Route("/schemas/ids/{id}/versions", endpoint(api.id_versions)),
+        Route("/schemas/ids/{id}/subjects", endpoint(api.id_subjects)),
+        Route("/schemas/guids/{guid}", endpoint(api.schema_by_guid)),
+        Route("/subjects", endpoint(api.subjects)),
+        Route("/subjects/{subject}", endpoint(api.lookup), methods=["POST"]),
+        Route("/subjects/{subject}", endpoint(api.delete_subject), methods=["DELETE"]),
+        Route(versions, endpoint(api.subject_versions), methods=["GET"]),
+        Route(versions, endpoint(api.register), methods=["POST"]),
+        Route(versions + "/{version}", endpoint(api.subject_version), methods=["GET"]),
+        Route(versions + "/{version}", endpoint(api.delete_version), methods=["DELETE"]),
+        Route(versions + "/{version}/schema", endpoint(api.subject_version_schema)),
+        Route(versions + "/{version}/referencedby", endpoint(api.referenced_by)),
+        Route("/config", endpoint(api.config), methods=["GET", "PUT", "DELETE"]),
+        Route("/config/{subject}", endpoint(api.config), methods=["GET", "PUT", "DELETE"]),
+        Route("/mode", endpoint(api.mode), methods=["GET", "PUT", "DELETE"]),
+        Route("/mode/{subject}", endpoint(api.mode), methods=["GET", "PUT", "DELETE"]),
         Route(
             "/compatibility/subjects/{subject}/versions/{version}",
-            endpoint(compatibility),
+            endpoint(api.compatibility),
             methods=["POST"],
         ),
         Route(
-            "/compatibility/subjects/{subject}/versions", endpoint(compatibility), methods=["POST"]
+            "/compatibility/subjects/{subject}/versions",
+            endpoint(api.compatibility),
+            methods=["POST"],
         ),
-        Route("/contexts", endpoint(contexts)),
-        Route("/v1/metadata/id", endpoint(metadata_id)),
-        Route("/v1/metadata/version", endpoint(metadata_version)),
+        Route("/contexts", endpoint(api.contexts)),
+        Route("/v1/metadata/id", endpoint(api.metadata_id)),
+        Route("/v1/metadata/version", endpoint(api.metadata_version)),
     ]
-    return Starlette(
-        routes=routes,
-        middleware=[
-            Middleware(EncodedSlashes),
-            *guards.middleware(basic_auth=basic_auth, bearer_token=bearer_token, max_body=max_body),
-        ],
-        exception_handlers={HTTPException: _http_error},
-    )
+    return routes
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

@@ -33,7 +33,7 @@ import threading
 from decimal import Decimal
 from typing import Any, NamedTuple
 
-import fastavro._read
+import fastavro.read
 
 __all__ = [
     "PROMOTIONS",
@@ -95,9 +95,9 @@ def _as_written(data: Any, writer_schema: Any = None, reader_schema: Any = None)
 
 
 for _base in ("int", "long"):
-    fastavro._read.LOGICAL_READERS[f"{_base}-{_FLOAT32}"] = _promote_to_float32  # type: ignore[attr-defined]
+    fastavro.read.LOGICAL_READERS[f"{_base}-{_FLOAT32}"] = _promote_to_float32
 for _base in PROMOTIONS:
-    fastavro._read.LOGICAL_READERS[f"{_base}-{_EXACT}"] = _as_written  # type: ignore[attr-defined]
+    fastavro.read.LOGICAL_READERS[f"{_base}-{_EXACT}"] = _as_written
 
 
 # --- defaults ----------------------------------------------------------------------------
@@ -238,14 +238,15 @@ def _logical(schema: dict[str, Any], raw: Any, where: str) -> Any:
     if not isinstance(logical, str) or raw is None:
         return raw
     base = schema["type"] if isinstance(schema["type"], str) else None
-    reader = fastavro._read.LOGICAL_READERS.get(f"{base}-{logical}")  # type: ignore[attr-defined]
+    reader = fastavro.read.LOGICAL_READERS.get(f"{base}-{logical}")
     if reader is None:
         return raw
     try:
         return reader(raw, schema, schema)
     except (ValueError, TypeError, KeyError, OverflowError, ArithmeticError) as exc:
-        # (``cdc-decimal`` is a decimal of any scale: ``avro_values``)
-        raise ValueError(f"{where}: not a valid {logical.removeprefix('cdc-')}: {exc}") from None
+        # (``cdc-decimal``, ``cdc-exact-decimal``: decimals read exactly, ``avro_values``)
+        shown = "decimal" if logical.endswith("decimal") else logical.removeprefix("cdc-")
+        raise ValueError(f"{where}: not a valid {shown}: {exc}") from None
 
 
 def _shown(value: Any) -> str:

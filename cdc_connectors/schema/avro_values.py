@@ -14,6 +14,11 @@ registry takes such schemas and fastavro refuses them, so :func:`parse_schema` (
 :func:`parsed` / :func:`standalone` for a registered schema) parse them with a logical type
 of our own for those decimals, read and written exactly as any other decimal.
 
+Every decimal of a schema parsed here is read by our own reader, through fastavro's
+custom logical types (:data:`_EXACT`, :data:`_SCALED` in the parsed schema): fastavro's
+``decimal`` reader, which other users of fastavro and confluent-kafka in the process rely
+on, is left as it is.
+
 Numbers never change on the way. fastavro writes what it is given as the first type
 that takes it, so values are checked against the schema first: an ``int`` or ``long``
 takes integers only (an integral float such as ``2.0`` too), a ``double`` integers
@@ -31,6 +36,7 @@ is a :class:`CodecError`.
 from __future__ import annotations
 
 import binascii
+import copy
 import datetime as dt
 import io
 import math
@@ -40,12 +46,12 @@ import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from decimal import Decimal, InvalidOperation
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 from uuid import UUID
 
 import fastavro
-import fastavro._read
-import fastavro._write
+import fastavro.read
+import fastavro.write
 import orjson
 from fastavro.read import SchemaResolutionError
 from fastavro.schema import SchemaParseException
@@ -54,11 +60,9 @@ from cdc_connectors.opencdc import CodecError
 from cdc_connectors.schema import avro_resolution
 from cdc_connectors.schema.errors import SchemaError
 
-if TYPE_CHECKING:
-    from cdc_connectors.schema.store import Resolved
-
 __all__ = [
     "Branches",
+    "Registered",
     "branches_in",
     "branches_key",
     "decode",
@@ -137,20 +141,28 @@ def _scaled_bytes(data: Any, schema: Any) -> Any:
     return unscaled.to_bytes(size, "big", signed=True)
 
 
-# fastavro reads decimals in a context of the schema's precision, rounding what does not
-# fit; this reader is exact and refuses such values instead.
-fastavro._read.LOGICAL_READERS["bytes-decimal"] = _exact_decimal  # type: ignore[attr-defined]
-fastavro._read.LOGICAL_READERS["fixed-decimal"] = _exact_decimal  # type: ignore[attr-defined]
-
 #: The logical type fastavro parses a decimal as whose scale it refuses: below zero
 #: (Oracle's ``NUMBER(5,-2)``) or above the precision (PostgreSQL's ``numeric(3,5)``).
 #: Read and written exactly as a decimal; :func:`standalone` gives it back as ``decimal``.
 _SCALED = "cdc-decimal"
+#: The logical type of every other decimal of a schema parsed here (after fastavro checked
+#: it as a ``decimal``): fastavro reads decimals in a context of the schema's precision,
+#: rounding what does not fit; our reader is exact and refuses such values instead. Written
+#: by fastavro's own decimal writer, so the bytes are those of any fastavro user.
+_EXACT = "cdc-exact-decimal"
+#: The logical types of a decimal, in a plain or a parsed schema.
+_DECIMALS = frozenset({"decimal", _SCALED, _EXACT})
 #: Where a decimal is in its schema (``a.b[]``), for errors of values fastavro reads.
 _FIELD = "cdc-field"
+# fastavro's custom logical types (``fastavro.read.LOGICAL_READERS``, documented): the
+# names are ours, so no schema of anyone else reads or writes differently.
 for _base in ("bytes", "fixed"):
-    fastavro._read.LOGICAL_READERS[f"{_base}-{_SCALED}"] = _exact_decimal  # type: ignore[attr-defined]
-    fastavro._write.LOGICAL_WRITERS[f"{_base}-{_SCALED}"] = _scaled_bytes  # type: ignore[attr-defined]
+    fastavro.read.LOGICAL_READERS[f"{_base}-{_SCALED}"] = _exact_decimal
+    fastavro.write.LOGICAL_WRITERS[f"{_base}-{_SCALED}"] = _scaled_bytes
+    fastavro.read.LOGICAL_READERS[f"{_base}-{_EXACT}"] = _exact_decimal
+    fastavro.write.LOGICAL_WRITERS[f"{_base}-{_EXACT}"] = fastavro.write.LOGICAL_WRITERS[
+        f"{_base}-decimal"
+    ]
 
 
 def _beyond(scale: int) -> str:
@@ -225,11 +237,36 @@ def parse_schema(text: str, references: Sequence[str] = (), *, expand: bool = Fa
         data = orjson.loads(text)
         _mark(data, "", not expand)
         parsed = fastavro.parse_schema(data, named, expand=expand)
-        return _plain(parsed) if expand else parsed
+        if expand:
+            return _plain(parsed)
+        _read_exactly(parsed)
+        return parsed
     except RecursionError:
         raise SchemaError("not an Avro schema fastavro reads: it nests too deeply") from None
     except (SchemaParseException, ValueError, TypeError, KeyError, AttributeError) as exc:
         raise SchemaError(f"not an Avro schema fastavro reads: {_reason(exc)}") from None
+
+
+def _read_exactly(parsed: Any, *, check: bool = False) -> bool:
+    """Give, in place, every ``decimal`` of a fastavro-parsed schema (its named types
+    included) our exact reader (:data:`_EXACT`); with ``check``, only say whether it has
+    such a decimal."""
+    stack = [parsed]
+    seen: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, dict):
+            if node.get("logicalType") == "decimal" and node.get("type") in ("bytes", "fixed"):
+                if check:
+                    return True
+                node["logicalType"] = _EXACT
+            stack.extend(v for v in node.values() if isinstance(v, dict | list))
+    return False
 
 
 def _plain(schema: Any) -> Any:
@@ -247,6 +284,19 @@ def _plain(schema: Any) -> Any:
     return schema
 
 
+class Registered(Protocol):
+    """A registered schema with the texts of the schemas it references, as
+    :class:`cdc_connectors.registry.store.Resolved` holds it."""
+
+    @property
+    def schema_type(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def references(self) -> tuple[tuple[str, str], ...]: ...
+    def label(self) -> str: ...
+
+
 _PARSED: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 _STANDALONE: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 _CACHE_LOCK = threading.Lock()
@@ -258,21 +308,21 @@ class _Refused(NamedTuple):
     reason: str
 
 
-def parsed(schema: Resolved) -> Any:
+def parsed(schema: Registered) -> Any:
     """A registered Avro schema parsed by fastavro, as :func:`encode` and :func:`decode`
     take it (cached per schema); a :class:`CodecError` naming it when fastavro does not
     read it (for a decoder, one bad message)."""
     return _cached(_PARSED, schema, expand=False)
 
 
-def standalone(schema: Resolved) -> Any:
+def standalone(schema: Registered) -> Any:
     """A registered Avro schema as plain JSON, every named type spelled out where used
     (what values are checked against, :func:`encode`'s ``shape``); cached per schema; a
     :class:`CodecError` naming it when fastavro does not read it."""
     return _cached(_STANDALONE, schema, expand=True)
 
 
-def _cached(cache: weakref.WeakKeyDictionary[Any, Any], schema: Resolved, *, expand: bool) -> Any:
+def _cached(cache: weakref.WeakKeyDictionary[Any, Any], schema: Registered, *, expand: bool) -> Any:
     found = cache.get(schema)
     if found is None:
         if schema.schema_type != "AVRO":
@@ -325,6 +375,7 @@ def decode(
     With ``named_types``, a value of a named type in a union is a ``(name, value)`` tuple
     (for :func:`union_branches`)."""
     shape = _shape(writer)
+    writer = shape.exact
     if shape.empty_items:
         raise CodecError(
             "is not read: its schema has arrays or maps of items that take no bytes, so a "
@@ -368,13 +419,17 @@ _DEEP_STACK = 256 * 1024 * 1024
 class _Shape(NamedTuple):
     recursive: bool
     empty_items: bool
+    #: The schema with every decimal read exactly (itself when parsed here).
+    exact: Any
 
 
 _SHAPES: dict[int, tuple[Any, _Shape]] = {}
 
 
 def _shape(schema: Any) -> _Shape:
-    """Whether a parsed schema is recursive, and has arrays or maps of zero-byte items."""
+    """Whether a parsed schema is recursive, and has arrays or maps of zero-byte items; and
+    the schema to read it with: a copy whose decimals our reader reads when it was parsed
+    by fastavro itself (``decimal``, :func:`_read_exactly`)."""
     cached = _SHAPES.get(id(schema))
     if cached is not None and cached[0] is schema:
         return cached[1]
@@ -404,7 +459,11 @@ def _shape(schema: Any) -> _Shape:
             stack.append((node["values"], enclosing))
         elif isinstance(kind, dict | list):
             stack.append((kind, enclosing))
-    shape = _Shape(recursive, empty)
+    exact = schema
+    if _read_exactly(schema, check=True):
+        exact = copy.deepcopy(schema)
+        _read_exactly(exact)
+    shape = _Shape(recursive, empty, exact)
     if len(_SHAPES) > 1024:
         _SHAPES.clear()
     _SHAPES[id(schema)] = (schema, shape)
@@ -742,7 +801,7 @@ def _logical(logical: str, schema: Any, value: Any, where: str) -> Any:
             return parse(value)
         except ValueError:
             raise CodecError(f"{_at(where)}: {value!r:.60} is not an ISO 8601 {logical}") from None
-    if logical == "decimal" and not isinstance(value, bytes | Decimal | bool):
+    if logical in _DECIMALS and not isinstance(value, bytes | Decimal | bool):
         if isinstance(value, str | int):
             text = value if isinstance(value, str) else str(value)
         elif isinstance(value, float):
@@ -756,7 +815,7 @@ def _logical(logical: str, schema: Any, value: Any, where: str) -> Any:
         if not number.is_finite():
             raise CodecError(f"{_at(where)}: {value!r:.60} is not a finite decimal")
         value = number
-    if logical == "decimal" and isinstance(value, Decimal):
+    if logical in _DECIMALS and isinstance(value, Decimal):
         return _at_scale(value, schema, where)
     return _NOT_LOGICAL
 
@@ -904,7 +963,7 @@ def _family(member: Any) -> str:
     if isinstance(member, str):
         return member
     logical = member.get("logicalType")
-    if logical == "decimal":
+    if logical in _DECIMALS:
         return "decimal"
     if logical in _TEMPORAL:
         return "temporal"

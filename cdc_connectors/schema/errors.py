@@ -1,5 +1,7 @@
 """The error of the schema modules."""
 
+from cdc_connectors.errors import CdcError
 
-class SchemaError(ValueError):
+
+class SchemaError(CdcError, ValueError):
     """A schema does not parse or compile; the message says what and where."""

@@ -275,35 +275,9 @@ class _Diff:
         old_file = self._file(self.old, old_full)
         new_file = self._file(self.new, new_full)
 
-        # A oneof gone by name with no member left anywhere was deleted whole.
-        deleted = {
-            name
-            for name, numbers in old_groups.items()
-            if name not in new_groups and not any(n in new_fields for n in numbers)
-        }
-        # Members of a new or changed oneof must all come from one earlier group.
-        for name, numbers in new_groups.items():
-            origins = set()
-            moved_in = 0
-            for number in numbers:
-                if number in old_oneof:
-                    origins.add(f"oneof {old_oneof[number]}")
-                elif number in old_fields:
-                    origins.add(f"field {number}")
-                    moved_in += 1
-            if len(origins) > 1:
-                kind = (
-                    "MULTIPLE_FIELDS_MOVED_TO_ONEOF"
-                    if moved_in > 1
-                    else "FIELD_MOVED_TO_EXISTING_ONEOF"
-                )
-                detail = f"oneof {name} joins fields that were independent: {sorted(origins)}"
-                self.add(kind, [*path, name], detail)
-        for name in sorted(old_groups.keys() | new_groups.keys()):
-            if name not in new_groups:
-                self.add("ONEOF_REMOVED", [*path, name], f"oneof {name} removed")
-            elif name not in old_groups:
-                self.add("ONEOF_ADDED", [*path, name], f"oneof {name} added")
+        deleted = self._compare_oneofs(
+            path, (old_fields, old_oneof, old_groups), (new_fields, new_oneof, new_groups)
+        )
 
         for number in sorted(old_fields.keys() | new_fields.keys()):
             before, after = old_fields.get(number), new_fields.get(number)
@@ -347,6 +321,47 @@ class _Diff:
                     _label(before, old_file),
                     _label(after, new_file),
                 )
+
+    def _compare_oneofs(
+        self,
+        path: list[str | int],
+        old: tuple[dict[int, _FDP], dict[int, str], dict[str, list[int]]],
+        new: tuple[dict[int, _FDP], dict[int, str], dict[str, list[int]]],
+    ) -> set[str]:
+        """Oneofs added, removed, or joining fields that were independent; the names of
+        the oneofs deleted whole (no member left anywhere)."""
+        old_fields, old_oneof, old_groups = old
+        new_fields, _, new_groups = new
+        # A oneof gone by name with no member left anywhere was deleted whole.
+        deleted = {
+            name
+            for name, numbers in old_groups.items()
+            if name not in new_groups and not any(n in new_fields for n in numbers)
+        }
+        # Members of a new or changed oneof must all come from one earlier group.
+        for name, numbers in new_groups.items():
+            origins = set()
+            moved_in = 0
+            for number in numbers:
+                if number in old_oneof:
+                    origins.add(f"oneof {old_oneof[number]}")
+                elif number in old_fields:
+                    origins.add(f"field {number}")
+                    moved_in += 1
+            if len(origins) > 1:
+                kind = (
+                    "MULTIPLE_FIELDS_MOVED_TO_ONEOF"
+                    if moved_in > 1
+                    else "FIELD_MOVED_TO_EXISTING_ONEOF"
+                )
+                detail = f"oneof {name} joins fields that were independent: {sorted(origins)}"
+                self.add(kind, [*path, name], detail)
+        for name in sorted(old_groups.keys() | new_groups.keys()):
+            if name not in new_groups:
+                self.add("ONEOF_REMOVED", [*path, name], f"oneof {name} removed")
+            elif name not in old_groups:
+                self.add("ONEOF_ADDED", [*path, name], f"oneof {name} added")
+        return deleted
 
     @staticmethod
     def _file(types: _Types, full: str) -> descriptor_pb2.FileDescriptorProto | None:

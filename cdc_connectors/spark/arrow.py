@@ -51,7 +51,7 @@ def operation_name(record: Record) -> str:
     return str(record.operation)
 
 
-def _data_array(items: list[Data], what: str) -> pa.StructArray:
+def data_array(items: list[Data], what: str) -> pa.StructArray:
     """One ``struct<raw_data, structured_data: variant>`` column, null where data is absent."""
     raw: list[bytes | None] = []
     values: list[bytes] = []
@@ -112,8 +112,8 @@ def records_to_batch(records: Iterable[Record]) -> pa.RecordBatch:
     )
     payload = pa.StructArray.from_arrays(
         [
-            _data_array([r.payload.before for r in records], "payload.before"),
-            _data_array([r.payload.after for r in records], "payload.after"),
+            data_array([r.payload.before for r in records], "payload.before"),
+            data_array([r.payload.after for r in records], "payload.after"),
         ],
         fields=list(_PAYLOAD),
     )
@@ -127,7 +127,7 @@ def records_to_batch(records: Iterable[Record]) -> pa.RecordBatch:
             pa.string(),
         ),
         metadata,
-        _data_array([r.key for r in records], "key"),
+        data_array([r.key for r in records], "key"),
         payload,
     ]
     return pa.RecordBatch.from_arrays(columns, schema=OPENCDC_ARROW_SCHEMA)

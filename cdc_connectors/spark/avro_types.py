@@ -74,6 +74,8 @@ from pyspark.sql.types import (
 from cdc_connectors.schema.avro import named_once
 from cdc_connectors.spark.decimal_text import check_text_scale, spark_holds
 
+#: Microseconds (Spark's timestamp unit) per unit of an Avro ``*-millis`` / ``*-micros`` type.
+MICROS_PER_UNIT = {"millis": 1000, "micros": 1}
 PRIMITIVES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
 
 #: Logical types Avro's Java parser accepts, and the types they may annotate.

@@ -82,8 +82,8 @@ from cdc_connectors.schema.connect import (
     connect_to_avro,
 )
 from cdc_connectors.schema.errors import SchemaError
-from cdc_connectors.spark.arrow import _data_array
-from cdc_connectors.spark.avro_batch import AvroBatchDecoder
+from cdc_connectors.spark.arrow import data_array
+from cdc_connectors.spark.avro_decode import AvroBatchDecoder
 from cdc_connectors.spark.decimal_text import (
     MAX_TEXT_DIGITS,
     image_texts,
@@ -216,7 +216,7 @@ class TypedDebeziumDecoder:
         #: The row schema was inferred from sample images (:func:`infer_envelope`): images
         #: are fitted to it before they are written.
         self.inferred = inferred
-        rows = fmt._envelope_rows(envelope)
+        rows = fmt.envelope_rows(envelope)
         row = rows[1] or rows[0]
         if row is None or row.avro_text is None:
             raise CodecError(
@@ -466,7 +466,7 @@ class TypedDebeziumDecoder:
                 bad[n] = True  # the key's schema is named per message: the per-message way
             found.append(data)
         try:
-            return _data_array(found, "key"), bad
+            return data_array(found, "key"), bad
         except CodecError as exc:
             raise _NotColumnar(str(exc)) from None
 
@@ -487,7 +487,7 @@ class TypedDebeziumDecoder:
         names: dict[str | None, tuple[str, str]] = {}
         for value in pc.unique(collection).to_pylist():
             metadata = Metadata()
-            self.fmt._name_schema(metadata, "payload", self.row, value)
+            self.fmt.name_schema(metadata, "payload", self.row, value)
             named = framing.conduit_schema(metadata, "payload")
             assert named is not None  # just set
             names[value] = (named[0], str(named[1]))
@@ -577,7 +577,7 @@ class TypedDebeziumDecoder:
         schema = document.get("schema") if isinstance(document, dict) else None
         if schema is None:
             return self._writer(self.row.avro_text or "", self.row.connect)  # schemaless
-        rows = self.fmt._envelope_rows(schema)
+        rows = self.fmt.envelope_rows(schema)
         row = rows[1] or rows[0]
         if row is None and rows == (None, None) and self.inferred:
             # No row struct (MongoDB's JSON text images): the inferred row is theirs.
@@ -1309,7 +1309,7 @@ def _records_base(records: list[Record]) -> list[pa.Array]:
         pa.array([r.position for r in records], base.field("position").type),
         pa.array([str(r.operation) for r in records], pa.string()),
         pa.array([list(r.metadata.items()) for r in records], base.field("metadata").type),
-        _data_array([r.key for r in records], "key"),
+        data_array([r.key for r in records], "key"),
     ]
 
 

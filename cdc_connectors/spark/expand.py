@@ -9,7 +9,8 @@ stream written by versions 1, 2 and 3 is one typed DataFrame. :func:`encode` wri
 typed columns back as schema-encoded bytes.
 
 Both run in ``mapInArrow``: each Arrow batch is grouped by writer schema and decoded
-column by column (:mod:`cdc_connectors.spark.avro_batch`), with no Python object per
+column by column (:mod:`cdc_connectors.spark.avro_decode`,
+:mod:`~cdc_connectors.spark.avro_encode`), with no Python object per
 row between the decoder and Arrow. Executors open the registry from its URL and cache
 schemas by id.
 
@@ -38,12 +39,13 @@ from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
 from cdc_connectors.opencdc import CodecError
 from cdc_connectors.registry import registry_for
+from cdc_connectors.registry.serde import resolution_problem
+from cdc_connectors.registry.store import Resolved, SchemaStore
 from cdc_connectors.schema import avro_values, framing
 from cdc_connectors.schema.errors import SchemaError
-from cdc_connectors.schema.serde import resolution_problem
-from cdc_connectors.schema.store import Resolved, SchemaStore
 from cdc_connectors.schema.subjects import Part
-from cdc_connectors.spark.avro_batch import AvroBatchDecoder, AvroBatchEncoder
+from cdc_connectors.spark.avro_decode import AvroBatchDecoder
+from cdc_connectors.spark.avro_encode import AvroBatchEncoder
 from cdc_connectors.spark.avro_types import arrow_type, avro_to_spark
 
 __all__ = ["AvroColumnDecoder", "ProtobufColumnDecoder", "encode", "expand"]

@@ -25,5 +25,8 @@ from cdc_connectors.spark.proto_types import message_struct
 #: The Spark schema of an OpenCDC record.
 OPENCDC_SCHEMA: StructType = message_struct(opencdc_pb2.Record.DESCRIPTOR)
 
+#: Its column names, in order.
+OPENCDC_COLUMNS: tuple[str, ...] = tuple(OPENCDC_SCHEMA.fieldNames())
+
 #: The same as an explicit Arrow schema, for data sources that yield Arrow batches.
 OPENCDC_ARROW_SCHEMA: pa.Schema = to_arrow_schema(OPENCDC_SCHEMA)

@@ -26,14 +26,11 @@ import threading
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 from urllib.parse import urlsplit
 
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
-
-if TYPE_CHECKING:
-    from cdc_connectors.pipeline.config import Config
 
 __all__ = [
     "java_options",
@@ -182,11 +179,13 @@ def quiet_session(
     return spark
 
 
-def session(config: Config, *, submitted: bool) -> SparkSession:
-    """The Spark session of ``config``: its master and conf, unless spark-submit set them."""
-    name = "cdc-connectors " + ",".join(p.id for p in config.pipelines)
+def session(
+    master: str | None, name: str, conf: Mapping[str, str], *, submitted: bool
+) -> SparkSession:
+    """The Spark session of a pipeline file: its master and conf, unless spark-submit set
+    them (``submitted``)."""
     if submitted:
         spark = SparkSession.builder.appName(name).getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")
         return spark
-    return quiet_session(config.master, name, config.spark_conf)
+    return quiet_session(master, name, conf)

@@ -20,8 +20,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from cdc_connectors.registry import registry_for
+from cdc_connectors.registry.store import SchemaStore
 from cdc_connectors.schema import avro_values, framing
-from cdc_connectors.schema.store import SchemaStore
 from cdc_connectors.schema.subjects import Part
 from cdc_connectors.spark.avro_types import avro_to_spark
 from cdc_connectors.spark.decimal_text import text_avro

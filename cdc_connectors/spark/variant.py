@@ -65,7 +65,9 @@ from typing import Any, NoReturn
 
 from pyspark.sql.types import VariantVal
 
+from cdc_connectors.errors import CdcError
 from cdc_connectors.spark.decimal_text import MAX_PRECISION, decimal_text
+from cdc_connectors.text import encodes
 
 #: Spark refuses variant values (and metadata) larger than this.
 SIZE_LIMIT = 16 * 1024 * 1024
@@ -79,7 +81,7 @@ _EXACT_DECIMALS = Context(
 )
 
 
-class VariantError(ValueError):
+class VariantError(CdcError, ValueError):
     """A value has no faithful VARIANT form here; the message says why, ``path`` where
     (the keys and indexes from the top, ``[]`` for the value itself)."""
 
@@ -148,7 +150,7 @@ def to_variant(value: Any) -> tuple[bytes, bytes]:
     try:
         keys = [name.encode("utf-8") for name in names]
     except UnicodeEncodeError:
-        bad = next(name for name in names if not _encodes(name))
+        bad = next(name for name in names if not encodes(name))
         raise VariantError(
             f"object key {bad!r} holds a lone surrogate, which UTF-8 cannot encode",
             _path_to_key(value, bad),
@@ -310,14 +312,6 @@ def _string_keys(value: dict[Any, Any]) -> dict[str, Any]:
                 f"object key {key!r} is a {type(key).__name__}, keys must be strings"
             )
     return {str(k): v for k, v in value.items()}
-
-
-def _encodes(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _path_to_key(value: Any, key: str) -> list[str | int]:

@@ -154,8 +154,8 @@ def test_reader_latest_reads_every_version_as_the_newest(tmp_path: Path):
 
 def test_conduit_framed_raw_data_is_reframed(tmp_path: Path):
     url = f"sqlite:///{tmp_path}/registry.db"
-    from cdc_connectors.schema.serde import RecordEncoder
-    from cdc_connectors.schema.store import SchemaStore
+    from cdc_connectors.registry.serde import RecordEncoder
+    from cdc_connectors.registry.store import SchemaStore
 
     store = SchemaStore(open_registry(url))
     conduit = RecordEncoder(store, context="pipeline:source").encode(

@@ -446,8 +446,8 @@ def test_framing_header_carries_the_schema_id(url: str) -> None:
 
 @pytest.mark.parametrize("encoded", [False, True])
 def test_records_with_conduit_schema_metadata_are_written_with_it(url: str, encoded: bool) -> None:
-    from cdc_connectors.schema.serde import RecordEncoder
-    from cdc_connectors.schema.store import SchemaStore
+    from cdc_connectors.registry.serde import RecordEncoder
+    from cdc_connectors.registry.store import SchemaStore
 
     record = Record.new(
         "update",

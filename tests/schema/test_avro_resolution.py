@@ -19,7 +19,7 @@ import pytest
 from cdc_connectors.opencdc import CodecError
 from cdc_connectors.schema import avro_values
 from cdc_connectors.schema.avro_resolution import for_reading
-from cdc_connectors.spark.avro_batch import AvroBatchDecoder
+from cdc_connectors.spark.avro_decode import AvroBatchDecoder
 
 WRITER = {"type": "record", "name": "R", "fields": [{"name": "id", "type": "int"}]}
 

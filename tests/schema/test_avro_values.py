@@ -189,3 +189,88 @@ def test_decimal_text_is_refused_by_its_bounds_before_any_scaling(text: str, rea
 )
 def test_decimals_are_written_at_the_schemas_scale(value, expected):
     assert _round_trip({**GOOD, "d": value})["d"] == expected
+
+
+_PROBE = """
+import io, json, pkgutil, importlib
+import fastavro, fastavro.read, fastavro.write
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+client = SchemaRegistryClient.new_client({"url": "mock://"})
+decimal = {"type": "bytes", "logicalType": "decimal", "precision": 3, "scale": 2}
+schema = {"type": "record", "name": "R", "fields": [{"name": "a", "type": decimal}]}
+schema_id = client.register_schema("t-value", Schema(json.dumps(schema), "AVRO"))
+raw = {"type": "record", "name": "R", "fields": [{"name": "a", "type": "bytes"}]}
+body = io.BytesIO()
+# six digits where the schema's precision is three: fastavro rounds them, we refuse them
+unscaled = (123456).to_bytes(3, "big", signed=True)
+fastavro.schemaless_writer(body, fastavro.parse_schema(raw), {"a": unscaled})
+message = b"\\0" + schema_id.to_bytes(4, "big") + body.getvalue()
+context = SerializationContext("t", MessageField.VALUE)
+
+def state():
+    return (
+        dict(fastavro.read.LOGICAL_READERS),
+        dict(fastavro.write.LOGICAL_WRITERS),
+        repr(AvroDeserializer(client)(message, context)),
+    )
+
+before = state()
+import cdc_connectors
+for module in pkgutil.walk_packages(cdc_connectors.__path__, "cdc_connectors."):
+    if module.name != "cdc_connectors.cli" and ".proto." not in module.name:
+        importlib.import_module(module.name)
+after = state()
+changed = [
+    key
+    for table_before, table_after in zip(before[:2], after[:2])
+    for key in table_before
+    if table_after.get(key) is not table_before[key]
+]
+added = sorted(set(after[0]) - set(before[0]) | set(after[1]) - set(before[1]))
+print(json.dumps({"changed": changed, "added": added, "before": before[2], "after": after[2]}))
+"""
+
+
+def test_importing_the_package_leaves_fastavro_and_confluent_decimals_alone():
+    """Our exact decimal reading is a logical type of our own: fastavro's table keeps its
+    readers and writers, and confluent-kafka's AvroDeserializer reads as it did."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE], capture_output=True, text=True, timeout=120, check=True
+    )
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["changed"] == []
+    assert all(key.split("-", 1)[1].startswith("cdc-") for key in found["added"])
+    assert found["after"] == found["before"] == "{'a': Decimal('1.23E+3')}"
+
+
+def test_a_schema_parsed_by_fastavro_itself_reads_decimals_exactly():
+    """``decode`` reads a schema fastavro parsed (not :func:`avro_values.parse_schema`)
+    with our exact decimals too, without changing the caller's schema."""
+    schema = fastavro.parse_schema(
+        {
+            "type": "record",
+            "name": "R",
+            "fields": [
+                {
+                    "name": "a",
+                    "type": {"type": "bytes", "logicalType": "decimal", "precision": 3},
+                }
+            ],
+        }
+    )
+    raw = fastavro.parse_schema(
+        {"type": "record", "name": "R", "fields": [{"name": "a", "type": "bytes"}]}
+    )
+    body = io.BytesIO()
+    unscaled = (123456).to_bytes(3, "big", signed=True)
+    fastavro.schemaless_writer(body, fastavro.parse_schema(raw), {"a": unscaled})
+    with pytest.raises(CodecError, match="more digits than decimal"):
+        avro_values.decode(body.getvalue(), schema)
+    assert schema["fields"][0]["type"]["logicalType"] == "decimal"

@@ -30,9 +30,9 @@ from cdc_connectors.formats import Message
 from cdc_connectors.formats.debezium_avro import DebeziumAvroFormat
 from cdc_connectors.opencdc import CodecError, Record
 from cdc_connectors.registry import SchemaRegistry, open_registry
+from cdc_connectors.registry.serde import RecordDecoder, RecordEncoder
+from cdc_connectors.registry.store import SchemaStore
 from cdc_connectors.schema import framing
-from cdc_connectors.schema.serde import RecordDecoder, RecordEncoder
-from cdc_connectors.schema.store import SchemaStore
 from tests.conftest import run_cli
 
 

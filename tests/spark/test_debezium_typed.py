@@ -11,8 +11,8 @@ from pyspark.sql.types import DateType, DecimalType, IntegerType, TimestampType
 
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.registry import open_registry
-from cdc_connectors.schema.serde import RecordEncoder
-from cdc_connectors.schema.store import SchemaStore
+from cdc_connectors.registry.serde import RecordEncoder
+from cdc_connectors.registry.store import SchemaStore
 from cdc_connectors.spark import expand, records_dataframe
 from tests.formats.test_debezium_json import decode_one, message, pg_event
 

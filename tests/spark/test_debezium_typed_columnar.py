@@ -23,8 +23,8 @@ from cdc_connectors.formats.base import Message
 from cdc_connectors.formats.debezium import UNAVAILABLE_VALUE, DebeziumJsonFormat
 from cdc_connectors.opencdc import CodecError
 from cdc_connectors.registry import open_registry
-from cdc_connectors.schema.serde import RecordEncoder
-from cdc_connectors.schema.store import SchemaStore
+from cdc_connectors.registry.serde import RecordEncoder
+from cdc_connectors.registry.store import SchemaStore
 from cdc_connectors.spark.debezium_typed import TypedDebeziumDecoder
 from cdc_connectors.spark.expand import AvroColumnDecoder
 from tests.hypothesis_profiles import examples

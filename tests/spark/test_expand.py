@@ -12,9 +12,9 @@ from pyspark.sql.types import DecimalType, LongType, StringType, TimestampType
 
 from cdc_connectors.opencdc import Record
 from cdc_connectors.registry import open_registry
+from cdc_connectors.registry.serde import RecordEncoder
+from cdc_connectors.registry.store import SchemaStore
 from cdc_connectors.schema import framing
-from cdc_connectors.schema.serde import RecordEncoder
-from cdc_connectors.schema.store import SchemaStore
 from cdc_connectors.spark import records_dataframe
 from cdc_connectors.spark.expand import encode, expand
 

@@ -25,11 +25,12 @@ from pyspark.sql.types import DecimalType, StringType
 
 from cdc_connectors.opencdc import Record
 from cdc_connectors.registry import open_registry
+from cdc_connectors.registry.serde import RecordEncoder
+from cdc_connectors.registry.store import SchemaStore
 from cdc_connectors.schema import framing
-from cdc_connectors.schema.serde import RecordEncoder
-from cdc_connectors.schema.store import SchemaStore
 from cdc_connectors.spark import records_dataframe, records_from_batch, records_to_batch, register
-from cdc_connectors.spark.avro_batch import AvroBatchDecoder, AvroBatchEncoder
+from cdc_connectors.spark.avro_decode import AvroBatchDecoder
+from cdc_connectors.spark.avro_encode import AvroBatchEncoder
 from cdc_connectors.spark.avro_types import avro_to_spark, without_logical_types
 from cdc_connectors.spark.decimal_text import text_unscaled, unscaled_text
 from cdc_connectors.spark.expand import encode, expand

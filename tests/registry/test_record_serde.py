@@ -18,10 +18,11 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from cdc_connectors.opencdc import CodecError, Record
 from cdc_connectors.registry import SchemaRegistry, open_registry
+from cdc_connectors.registry.serde import RecordDecoder, RecordEncoder
+from cdc_connectors.registry.store import SchemaStore, UnknownSchema
 from cdc_connectors.schema import framing
-from cdc_connectors.schema.serde import RecordDecoder, RecordEncoder
-from cdc_connectors.schema.store import SchemaStore, UnknownSchema
-from tests.registry.conftest import InProcessServer
+
+from .conftest import InProcessServer
 
 VALUE = SerializationContext("orders", MessageField.VALUE)
 KEY = SerializationContext("orders", MessageField.KEY)

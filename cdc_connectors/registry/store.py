@@ -27,7 +27,7 @@ from confluent_kafka.schema_registry import (
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
 from cdc_connectors.opencdc import CodecError
-from cdc_connectors.registry import SchemaRegistry
+from cdc_connectors.registry.base import SchemaRegistry
 from cdc_connectors.schema.errors import SchemaError
 
 __all__ = ["Resolved", "SchemaRejected", "SchemaStore", "UnknownSchema"]

@@ -25,9 +25,9 @@ from typing import Any, Literal
 
 from cdc_connectors.opencdc import CodecError, Record
 from cdc_connectors.opencdc.data import Change
+from cdc_connectors.registry.store import Resolved, SchemaStore
 from cdc_connectors.schema import avro_values, framing, jsontext
 from cdc_connectors.schema.errors import SchemaError
-from cdc_connectors.schema.store import Resolved, SchemaStore
 from cdc_connectors.schema.subjects import Part, SubjectContext, strategy
 
 __all__ = ["Framing", "ReaderChoice", "RecordDecoder", "RecordEncoder"]
