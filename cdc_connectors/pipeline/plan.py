@@ -15,7 +15,8 @@ A dead-letter row's ``operation`` is ``dead-letter`` in the stage as in the sour
 :meth:`Stage.letters` gives it as Conduit's DLQ writes it (``create``), which the
 dead-letter output's writer takes.
 
-A source that yields a message layout (Kafka with ``format: raw``) is copied as is. A Kafka
+A source that yields a message layout (Kafka with ``format: raw``) is copied as is, read once
+and counted in passing as it is written (an ``Observation``), never persisted. A Kafka
 source with a format is read as raw messages and the stage decodes and encodes them in one
 pass (:func:`converter`): the records never take the OpenCDC Arrow layout in between, whose
 ``VARIANT`` images cost most of the time of a conversion. Each batch is read from the source
@@ -31,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
@@ -441,15 +442,22 @@ class Stage:
                     f"the source gives columns {', '.join(names)}: neither the OpenCDC "
                     "layout nor a message layout with a 'value' column"
                 )
-            self.frame = rows.select(*[c for c in columns if c in names])
+            # Counted in passing as the rows are written: read once, never persisted.
+            self._copied = Observation()
+            self.frame = rows.select(*[c for c in columns if c in names]).observe(
+                self._copied, F.count(F.lit(1)).alias("rows")
+            )
         else:
             self.frame = rows.mapInArrow(encoder(fmt, node_id, route), STAGE_SCHEMA)
         self.columns = (*columns, "topic") if route is not None else columns
-        self.frame = self.frame.persist(StorageLevel.MEMORY_AND_DISK)
+        if not self.copy:
+            self.frame = self.frame.persist(StorageLevel.MEMORY_AND_DISK)
 
     def count(self) -> Counts:
+        """What the batch holds; a copy's rows are counted as they are written, so a copy
+        is counted after :meth:`messages` was written (the runner's order)."""
         if self.copy:
-            total = self.frame.count()
+            total = int(self._copied.get["rows"])
             return Counts(records=total, written=total)
         kind = F.col(KIND)
         row = self.frame.agg(
@@ -506,4 +514,5 @@ class Stage:
         return self.frame.where(F.col(KIND) != MESSAGE).select(*columns)
 
     def release(self) -> None:
-        self.frame.unpersist()
+        if not self.copy:
+            self.frame.unpersist()

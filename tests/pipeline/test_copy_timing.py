@@ -65,3 +65,34 @@ pipelines:
     finally:
         consumer.close()
     assert sorted(found) == sorted(sent)
+
+
+@pytest.mark.timeout(300)
+def test_a_raw_copy_of_an_empty_topic_counts_nothing_and_ends(
+    spark: Any, kafka_broker: KafkaBroker, tmp_path: Path
+) -> None:
+    """The copy is counted as it is written: a batch with no rows still ends, counted 0."""
+    source = kafka_broker.create_topic(f"copy-empty-{uuid.uuid4().hex[:8]}", 2)
+    target = kafka_broker.create_topic(f"copy-none-{uuid.uuid4().hex[:8]}", 1)
+    servers = kafka_broker.bootstrap
+    config = parse(f"""
+version: "2.2"
+pipelines:
+  - id: nothing
+    connectors:
+      - id: in
+        type: source
+        plugin: kafka
+        settings: {{servers: "{servers}", topics: {source}, format: raw,
+                   startingOffsets: earliest, endingOffsets: latest}}
+      - id: out
+        type: destination
+        plugin: kafka
+        settings: {{servers: "{servers}", topic: {target}}}
+    dead-letter-queue:
+      plugin: files
+      settings: {{path: "{tmp_path / "dlq"}"}}
+""")
+    lines: list[str] = []
+    assert run(config, spark, say=lines.append) == 0, lines
+    assert "0 records in, 0 out, 0 to the dead-letter output" in "\n".join(lines)
