@@ -841,9 +841,9 @@ class _Plan:
         self.source_fields = _scalar_fields(blocks.get("source"), "source")
         named = {n for n, _ in self.source_fields}
         if "table" not in dialect.table_fields[:1] or (
-            {*dialect.table_fields[1:], "opencdc.collection"} & named
+            {*dialect.table_fields[1:], "opencdc.collection", "opencdc.createdAt"} & named
         ):
-            raise _NotColumnar("a source that names its collection its own way")
+            raise _NotColumnar("a source that names its collection or its time its own way")
         self.transaction_fields = _scalar_fields(blocks.get("transaction"), "transaction")
         self.extra_fields = [
             (name, _scalar_type(block))

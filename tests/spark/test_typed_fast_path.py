@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 
 from cdc_connectors.formats.base import Message
+from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.spark.debezium_typed import TypedDebeziumDecoder
 from tests.spark.test_debezium_typed_columnar import both_ways, decoder, event, row
 
@@ -52,3 +53,23 @@ def test_a_long_fraction_goes_the_per_message_way_and_is_kept_if_exact() -> None
     assert slow_rows(decoder(), messages) == [0]
     fast, slow = both_ways(messages)
     assert fast == slow and fast[1] == []
+
+
+def test_a_source_carrying_conduits_created_at_gives_it_as_the_per_message_way() -> None:
+    """Conduit's own Debezium output keeps the record's times in ``source``."""
+    document = orjson.loads(event())
+    document["payload"]["source"].pop("ts_ms")
+    document["payload"]["source"]["opencdc.createdAt"] = "1700000000000000123"
+    for block in document["schema"]["fields"]:
+        if block["field"] == "source":
+            block["fields"] = [f for f in block["fields"] if f["field"] != "ts_ms"]
+            block["fields"].append(
+                {"type": "string", "optional": True, "field": "opencdc.createdAt"}
+            )
+    envelope = document["schema"]
+    messages = [Message(orjson.dumps(document))]
+    fast = TypedDebeziumDecoder(DebeziumJsonFormat(), envelope)
+    batch, errors = fast.decode(messages)
+    assert errors == []
+    metadata = dict(batch.column("metadata")[0].as_py())
+    assert metadata["opencdc.createdAt"] == "1700000000000000123"
