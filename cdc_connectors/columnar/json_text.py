@@ -46,12 +46,6 @@ _QUOTE = pa.scalar(b'"', pa.binary())
 _NOTHING = pa.scalar(b"", pa.binary())
 # What orjson escapes in a string: quotes, backslashes and control characters.
 _ESCAPED = '[\\x00-\\x1f"\\\\]'
-_TIME_OF_DAY = {
-    "org.apache.kafka.connect.data.Time": 1000,
-    "io.debezium.time.Time": 1000,
-    "io.debezium.time.MicroTime": 1,
-}
-_DECIMAL = "org.apache.kafka.connect.data.Decimal"
 
 
 def joined(*parts: pa.Array | bytes) -> pa.Array:
@@ -126,8 +120,9 @@ def _value_text(node: ConnectSchema, type_: pa.DataType) -> TextColumn:
             return pc.fill_null(text, _NULL), bad
 
         return nested
-    if node.name in _TIME_OF_DAY and pa.types.is_integer(type_):
-        per_unit = _TIME_OF_DAY[node.name]
+    way = node.semantic.columnar if node.semantic is not None else None
+    if way is not None and way.kind == "time_of_day" and pa.types.is_integer(type_):
+        per_unit = way.micros_per_unit
         return _iso(lambda counts: isotext.times(counts * per_unit))
     if pa.types.is_date32(type_):
         return _iso(isotext.dates)
@@ -135,7 +130,9 @@ def _value_text(node: ConnectSchema, type_: pa.DataType) -> TextColumn:
         return _iso(isotext.timestamps)
     if pa.types.is_decimal128(type_):
         return _decimals(type_.scale)
-    if node.name == _DECIMAL or (pa.types.is_floating(type_) and type_ != pa.float64()):
+    if (way is not None and way.kind == "decimal") or (
+        pa.types.is_floating(type_) and type_ != pa.float64()
+    ):
         return _refused
     if type_ == pa.string():
         return _strings

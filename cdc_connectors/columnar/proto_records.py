@@ -45,12 +45,6 @@ _EXACT = 2**53
 _EXACT_DIGITS = 10**15  # a decimal of at most 15 digits reads back from its double
 _MAX_SCALE = 22  # 10**22 is the largest power of ten a double holds exactly
 _OPERATIONS = pa.array(["create", "update", "delete", "snapshot"], pa.string())
-_TIME_OF_DAY = {
-    "org.apache.kafka.connect.data.Time": 1000,
-    "io.debezium.time.Time": 1000,
-    "io.debezium.time.MicroTime": 1,
-}
-_DECIMAL = "org.apache.kafka.connect.data.Decimal"
 # Struct nesting the per-record writer accepts in a payload image: 3 per object level.
 _MAX_LEVELS = (101 - 3) // 3
 
@@ -238,8 +232,9 @@ def _value_writer(node: ConnectSchema, type_: pa.DataType) -> ValueWriter:
     """How one column becomes ``google.protobuf.Value`` bytes (module docstring)."""
     if node.type == "struct":
         return _nested(_struct_writer(node, type_))
-    if node.name in _TIME_OF_DAY and pa.types.is_integer(type_):
-        per_unit = _TIME_OF_DAY[node.name]
+    way = node.semantic.columnar if node.semantic is not None else None
+    if way is not None and way.kind == "time_of_day" and pa.types.is_integer(type_):
+        per_unit = way.micros_per_unit
         return _short_texts(lambda counts: isotext.times(counts * per_unit))
     if pa.types.is_date32(type_):
         return _short_texts(isotext.dates)
@@ -247,7 +242,9 @@ def _value_writer(node: ConnectSchema, type_: pa.DataType) -> ValueWriter:
         return _short_texts(isotext.timestamps)
     if pa.types.is_decimal128(type_):
         return _decimal_numbers(type_.scale)
-    if node.name == _DECIMAL or (pa.types.is_floating(type_) and type_ != pa.float64()):
+    if (way is not None and way.kind == "decimal") or (
+        pa.types.is_floating(type_) and type_ != pa.float64()
+    ):
         return _refused
     if type_ == pa.string():
         return _texts(None)

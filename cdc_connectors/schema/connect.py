@@ -443,7 +443,8 @@ class Columnar:
     """How the columnar Debezium JSON path reads a semantic type's JSON values.
 
     ``kind`` is ``count`` (the JSON number is the value, within ``bounds`` if given),
-    ``text`` (the JSON string is the value), ``timestamp`` (a count of
+    ``time_of_day`` (a count of ``micros_per_unit`` microseconds past midnight, within
+    ``bounds``), ``text`` (the JSON string is the value), ``timestamp`` (a count of
     ``micros_per_unit`` microseconds since the epoch), ``decimal`` (base64 two's
     complement), ``enum`` (one of the ``allowed`` parameter) or ``uuid`` (canonical text).
     """
@@ -508,7 +509,7 @@ SEMANTIC_TYPES: Mapping[str, SemanticType] = {
         _time_of_day(1000, 32),
         "time (ms)",
         _write_time_of_day(1000),
-        Columnar("count", _MILLIS_OF_DAY),
+        Columnar("time_of_day", _MILLIS_OF_DAY, 1000),
         ("time-millis",),
     ),
     "org.apache.kafka.connect.data.Timestamp": SemanticType(
@@ -529,7 +530,7 @@ SEMANTIC_TYPES: Mapping[str, SemanticType] = {
         _time_of_day(1000, 32),
         "time (ms)",
         _write_time_of_day(1000),
-        Columnar("count", _MILLIS_OF_DAY),
+        Columnar("time_of_day", _MILLIS_OF_DAY, 1000),
     ),
     "io.debezium.time.MicroTime": SemanticType(
         "int64",
@@ -537,7 +538,7 @@ SEMANTIC_TYPES: Mapping[str, SemanticType] = {
         _time_of_day(1_000_000, 64),
         "time (us)",
         _write_time_of_day(1_000_000),
-        Columnar("count", _MICROS_OF_DAY),
+        Columnar("time_of_day", _MICROS_OF_DAY),
         ("time-micros",),
     ),
     "io.debezium.time.NanoTime": SemanticType(

@@ -978,7 +978,7 @@ def _column(node: ConnectSchema, target: pa.DataType, optional: bool | None = No
             return _Column(pa.string(), _enum(node.parameters.get("allowed"), optional))
         if way.kind == "uuid" and target == pa.string():
             return _Column(pa.string(), _uuid(optional))
-        if way.kind in ("count", "text") and kind in _JSON_TYPES:
+        if way.kind in ("count", "time_of_day", "text") and kind in _JSON_TYPES:
             return _Column(_JSON_TYPES[kind], _plain(kind, target, optional, way.bounds))
         raise _NotColumnar(f"{node.path}: semantic type {name}")
     if kind in _JSON_TYPES:

@@ -58,6 +58,7 @@ def test_columnar_reading_matches_the_connect_type(name: str) -> None:
     numbers = {"int32", "int64"}
     expected = {
         "count": numbers,
+        "time_of_day": numbers,
         "timestamp": {"int64"},
         "decimal": {"bytes"},
         "text": {"string"},
