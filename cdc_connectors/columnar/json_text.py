@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc_connectors.columnar import base64text, isotext, wire
+from cdc_connectors.columnar.kinds import column_kind
 from cdc_connectors.schema.connect import ConnectSchema
 
 __all__ = ["StructText", "TextColumn", "joined", "quoted", "struct_text"]
@@ -112,7 +113,10 @@ def struct_text(node: ConnectSchema, type_: pa.DataType) -> StructText:
 
 def _value_text(node: ConnectSchema, type_: pa.DataType) -> TextColumn:
     """How one column becomes JSON text (module docstring)."""
-    if node.type == "struct":
+    kind = column_kind(node, type_)
+    if kind is None:
+        raise ValueError(f"{node.path}: {node.type} as {type_}")
+    if kind.name == "struct":
         inner = struct_text(node, type_)
 
         def nested(array: pa.Array) -> tuple[pa.Array, np.ndarray]:
@@ -120,31 +124,21 @@ def _value_text(node: ConnectSchema, type_: pa.DataType) -> TextColumn:
             return pc.fill_null(text, _NULL), bad
 
         return nested
-    way = node.semantic.columnar if node.semantic is not None else None
-    if way is not None and way.kind == "time_of_day" and pa.types.is_integer(type_):
-        per_unit = way.micros_per_unit
+    if kind.name == "time_of_day":
+        per_unit = kind.unit
         return _iso(lambda counts: isotext.times(counts * per_unit))
-    if pa.types.is_date32(type_):
-        return _iso(isotext.dates)
-    if pa.types.is_timestamp(type_) and type_.unit == "us":
-        return _iso(isotext.timestamps)
-    if pa.types.is_decimal128(type_):
-        return _decimals(type_.scale)
-    if (way is not None and way.kind == "decimal") or (
-        pa.types.is_floating(type_) and type_ != pa.float64()
-    ):
-        return _refused
-    if type_ == pa.string():
-        return _strings
-    if type_ == pa.binary():
-        return _base64
-    if pa.types.is_integer(type_):
-        return _integers
-    if type_ == pa.float64():
-        return _doubles
-    if type_ == pa.bool_():
-        return _booleans
-    raise ValueError(f"{node.path}: {node.type} as {type_}")
+    if kind.name == "decimal":
+        return _decimals(kind.unit)
+    return {
+        "date": _iso(isotext.dates),
+        "timestamp": _iso(isotext.timestamps),
+        "refused": _refused,
+        "string": _strings,
+        "binary": _base64,
+        "integer": _integers,
+        "double": _doubles,
+        "boolean": _booleans,
+    }[kind.name]
 
 
 def _refused(array: pa.Array) -> tuple[pa.Array, np.ndarray]:

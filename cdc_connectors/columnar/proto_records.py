@@ -36,6 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc_connectors.columnar import isotext, maps, wire
+from cdc_connectors.columnar.kinds import column_kind
 from cdc_connectors.schema.connect import ConnectSchema
 
 __all__ = ["NotColumnar", "ProtoRecordWriter", "StructWriter", "struct_body"]
@@ -230,33 +231,26 @@ def _entry(
 
 def _value_writer(node: ConnectSchema, type_: pa.DataType) -> ValueWriter:
     """How one column becomes ``google.protobuf.Value`` bytes (module docstring)."""
-    if node.type == "struct":
+    kind = column_kind(node, type_)
+    if kind is None:
+        raise NotColumnar(f"{node.path}: {node.type} as {type_}")
+    if kind.name == "struct":
         return _nested(_struct_writer(node, type_))
-    way = node.semantic.columnar if node.semantic is not None else None
-    if way is not None and way.kind == "time_of_day" and pa.types.is_integer(type_):
-        per_unit = way.micros_per_unit
+    if kind.name == "time_of_day":
+        per_unit = kind.unit
         return _short_texts(lambda counts: isotext.times(counts * per_unit))
-    if pa.types.is_date32(type_):
-        return _short_texts(isotext.dates)
-    if pa.types.is_timestamp(type_) and type_.unit == "us":
-        return _short_texts(isotext.timestamps)
-    if pa.types.is_decimal128(type_):
-        return _decimal_numbers(type_.scale)
-    if (way is not None and way.kind == "decimal") or (
-        pa.types.is_floating(type_) and type_ != pa.float64()
-    ):
-        return _refused
-    if type_ == pa.string():
-        return _texts(None)
-    if type_ == pa.binary():
-        return _texts(_base64)
-    if pa.types.is_integer(type_):
-        return _integers
-    if type_ == pa.float64():
-        return _doubles
-    if type_ == pa.bool_():
-        return _booleans
-    raise NotColumnar(f"{node.path}: {node.type} as {type_}")
+    if kind.name == "decimal":
+        return _decimal_numbers(kind.unit)
+    return {
+        "date": _short_texts(isotext.dates),
+        "timestamp": _short_texts(isotext.timestamps),
+        "refused": _refused,
+        "string": _texts(None),
+        "binary": _texts(_base64),
+        "integer": _integers,
+        "double": _doubles,
+        "boolean": _booleans,
+    }[kind.name]
 
 
 def _null_or(valid: np.ndarray, header: wire.Segment) -> wire.Segment:

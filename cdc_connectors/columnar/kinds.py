@@ -1,0 +1,53 @@
+"""What kind of value a typed column holds, for the columnar writers: one reading of a column's
+Connect node and Arrow type, which each writer (protobuf, JSON) maps to its own encoding."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from cdc_connectors.schema.connect import ConnectSchema
+
+__all__ = ["ColumnKind", "column_kind"]
+
+
+@dataclass(frozen=True)
+class ColumnKind:
+    """``name`` is one of ``struct``, ``time_of_day`` (``unit``: microseconds per count),
+    ``date``, ``timestamp``, ``decimal`` (``unit``: the scale), ``refused`` (a column the
+    writers leave to the per-message way: decimals held as text, ``float32``), ``string``,
+    ``binary``, ``integer``, ``double``, ``boolean``."""
+
+    name: str
+    unit: int = 0
+
+
+def column_kind(node: ConnectSchema, type_: pa.DataType) -> ColumnKind | None:
+    """The kind of the column of ``node`` typed ``type_``; None when no writer takes it."""
+    if node.type == "struct":
+        return ColumnKind("struct")
+    way = node.semantic.columnar if node.semantic is not None else None
+    if way is not None and way.kind == "time_of_day" and pa.types.is_integer(type_):
+        return ColumnKind("time_of_day", way.micros_per_unit)
+    if pa.types.is_date32(type_):
+        return ColumnKind("date")
+    if pa.types.is_timestamp(type_) and type_.unit == "us":
+        return ColumnKind("timestamp")
+    if pa.types.is_decimal128(type_):
+        return ColumnKind("decimal", type_.scale)
+    if (way is not None and way.kind == "decimal") or (
+        pa.types.is_floating(type_) and type_ != pa.float64()
+    ):
+        return ColumnKind("refused")
+    for name, plain in (
+        ("string", pa.string()),
+        ("binary", pa.binary()),
+        ("double", pa.float64()),
+        ("boolean", pa.bool_()),
+    ):
+        if type_ == plain:
+            return ColumnKind(name)
+    if pa.types.is_integer(type_):
+        return ColumnKind("integer")
+    return None
