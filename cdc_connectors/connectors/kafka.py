@@ -62,7 +62,7 @@ Destination settings:
 | ``format.<option>`` | | option ``<option>`` of the format |
 | ``registry`` | | schema registry URL, for formats that use one |
 | ``deliveryTimeoutMs`` | ``30000`` | ``message.timeout.ms``: unacknowledged then: task fails (8) |
-| ``kafka.<property>`` | | librdkafka property as is (``enable.idempotence`` is always on) |
+| ``kafka.<property>`` | | librdkafka property as is (9) |
 
 5. A template fills in each record's metadata: ``cdc.{collection}`` takes
    ``opencdc.collection``, and Conduit's ``{{ index .Metadata "KEY" }}`` any key; a record
@@ -74,6 +74,10 @@ Destination settings:
 8. The first failed delivery stops the task: nothing more is queued, and the task fails
    ``deliveryTimeoutMs`` after a broker is lost (plus librdkafka's once-a-second timeout
    scan), naming the topic and the partition.
+9. The producer is idempotent unless ``kafka.enable.idempotence`` is ``false`` (for a
+   broker without idempotent producers, or one where they are slow: Tansu writes a third
+   as fast with them); then it sends one request at a time, so that a retry cannot reorder
+   the messages of a partition.
 
 Input rows are OpenCDC (``position, operation, metadata, key, payload``), or messages: a
 ``value`` column (binary or string) with optional ``key``, ``headers``
@@ -90,7 +94,7 @@ task runs.
 Guarantees. Reads use assigned partitions and explicit offsets (no consumer group); a
 streaming checkpoint holds ``{"topic": {"partition": offset}}`` and a restart continues
 there; partitions added to a topic are read from their earliest offset. Writes use the
-idempotent producer and every task waits for all its delivery reports, so a task that
+idempotent producer (9) and every task waits for all its delivery reports, so a task that
 returns wrote everything. After a kill and restart, Spark replays the last micro-batch:
 its records may then be written twice (as with Spark's own Kafka sink), never lost.
 """

@@ -65,6 +65,8 @@ BATCH_BYTES = 8 * 2**20
 #: Messages asked of librdkafka at once (it hands over what its fetch queue holds).
 CONSUME_MESSAGES = 10_000
 NODE_ID = CONNECTOR
+#: Seconds a read waits at a time for the next message to arrive.
+WAIT_S = 0.5
 #: librdkafka's timestamp types -> Kafka's (and Spark's) ids: none -1, create 0, append 1.
 _TIMESTAMP_TYPES = {0: -1, 1: 0, 2: 1}
 
@@ -120,7 +122,7 @@ def _in_range(
     position = part.start
     last_seen = time.monotonic()
     while position < part.end:
-        fetched = consumer.consume(min(CONSUME_MESSAGES, part.end - position), timeout=0.5)
+        fetched = _fetch(consumer, min(CONSUME_MESSAGES, part.end - position))
         kept: list[KafkaMessage] = []
         for message in fetched:
             error = message.error()
@@ -152,6 +154,17 @@ def _in_range(
                 f"{position} (range ends at {part.end}); is the broker reachable? "
                 "(setting pollTimeoutMs)"
             )
+
+
+def _fetch(consumer: Consumer, most: int) -> list[KafkaMessage]:
+    """Up to ``most`` messages: those librdkafka holds now, or, when it holds none, the
+    first to arrive within :data:`WAIT_S`. (A ``consume`` for more messages than its fetch
+    queue can hold would wait out its whole timeout every time.)"""
+    fetched = consumer.consume(most, timeout=0)
+    if fetched:
+        return fetched
+    first = consumer.poll(WAIT_S)
+    return [] if first is None else [first]
 
 
 def read_range(

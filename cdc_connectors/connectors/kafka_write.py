@@ -34,6 +34,7 @@ from cdc_connectors.connectors.kafka_settings import (
 from cdc_connectors.connectors.messages import DLQ_ERROR, SettingError, encode_rows, open_format
 from cdc_connectors.formats.base import Format
 from cdc_connectors.opencdc import keys
+from cdc_connectors.options import FALSE
 
 OPENCDC = "opencdc"
 MESSAGES = "messages"
@@ -41,6 +42,8 @@ _OPENCDC_COLUMNS = frozenset({"position", "operation", "metadata", "key", "paylo
 NODE_ID = CONNECTOR
 #: Delivery reports are served (and a failure noticed) at least every this many messages.
 POLL_EVERY = 1000
+#: librdkafka's name for requests in flight on a connection, and its alias.
+IN_FLIGHT = ("max.in.flight.requests.per.connection", "max.in.flight")
 #: librdkafka's ``queue.buffering.max.kbytes`` unless a ``kafka.*`` setting says otherwise.
 QUEUE_KBYTES = 16 * 1024
 #: How long a task waits, at a time, for room in a full local queue.
@@ -143,15 +146,26 @@ class Deliveries:
 
 def producer_config(settings: DestinationSettings, reports: Deliveries) -> dict[str, Any]:
     """librdkafka's settings for a task's producer: ``kafka.*`` settings win over the
-    defaults here, not over what the guarantees need (idempotence, the delivery timeout,
-    failure reports to ``reports``)."""
+    defaults here, not over what the guarantees need (messages of a partition in the order
+    produced, the delivery timeout, failure reports to ``reports``).
+
+    The producer is idempotent unless ``kafka.enable.idempotence`` is ``false`` (a broker
+    without idempotent producers, or one where they are slow); then one request is in
+    flight at a time, so that a retry cannot put a message before an earlier one."""
     config: dict[str, Any] = {
         "linger.ms": 20,
         # What a task may have queued: bounded memory, and enough to keep a broker busy.
         "queue.buffering.max.kbytes": QUEUE_KBYTES,
     }
     config.update(kafka_config(settings.servers, settings.kafka))
-    config["enable.idempotence"] = True
+    idempotent = str(config.get("enable.idempotence", "true")).strip().lower()
+    if idempotent in FALSE:
+        config["enable.idempotence"] = False
+        for name in IN_FLIGHT:  # librdkafka applies properties in order: one name, last
+            config.pop(name, None)
+        config[IN_FLIGHT[0]] = 1
+    else:
+        config["enable.idempotence"] = True
     config["message.timeout.ms"] = settings.delivery_timeout_ms
     config["delivery.report.only.error"] = True
     config["on_delivery"] = reports
@@ -193,7 +207,7 @@ def _payloads(batch: pa.RecordBatch, name: str) -> list[Payload]:
         return [_text(value) for value in column.to_pylist()]
 
 
-def _message_rows(batch: pa.RecordBatch, template: TopicTemplate | None) -> Outgoing:
+def message_rows(batch: pa.RecordBatch, template: TopicTemplate | None) -> Outgoing:
     names = batch.schema.names
     rows = batch.num_rows
     topics: str | list[str]
@@ -268,7 +282,7 @@ def write_batches(
             registry=settings.registry,
             connector=CONNECTOR,
         )
-    out = _Output(settings)
+    out = Output(settings)
     try:
         for batch in batches:
             if not batch.num_rows:
@@ -277,7 +291,7 @@ def write_batches(
                 assert template is not None
                 out.produce(_opencdc_rows(batch, settings, template, fmt))
             else:
-                out.produce(_message_rows(batch, template))
+                out.produce(message_rows(batch, template))
             out.serve()
         out.finish()
     except BaseException:
@@ -286,7 +300,7 @@ def write_batches(
     return out.sent - out.reports.failed
 
 
-class _Output:
+class Output:
     """One task's producer, its delivery reports and how many messages it was given."""
 
     def __init__(self, settings: DestinationSettings):

@@ -39,6 +39,7 @@ from pyspark.sql.types import (
     BinaryType,
     BooleanType,
     IntegerType,
+    LongType,
     StringType,
     StructField,
     StructType,
@@ -61,11 +62,21 @@ from cdc_connectors.spark.arrow import records_from_batch, records_to_batch
 from cdc_connectors.spark.deadletters import as_conduit_writes
 from cdc_connectors.spark.schema import OPENCDC_ARROW_SCHEMA, OPENCDC_SCHEMA
 
-__all__ = ["Counts", "SourceFormat", "Stage", "converter", "encoder"]
+__all__ = [
+    "Counts",
+    "SourceFormat",
+    "Stage",
+    "converter",
+    "encoder",
+    "is_messages",
+    "message_layout",
+    "written_batch",
+]
 
-#: Row kinds of the stage's output.
-MESSAGE, SOURCE_LETTER, ENCODE_LETTER = 0, 1, 2
+#: Row kinds of the stage's output; WRITTEN: how many messages a task wrote itself (COUNT).
+MESSAGE, SOURCE_LETTER, ENCODE_LETTER, WRITTEN = 0, 1, 2, 3
 KIND = "_kind"
+COUNT = "_count"
 _MESSAGE_KEY, _MESSAGE_VALUE, _MESSAGE_HEADERS = "_message_key", "_message_value", "_headers"
 _TOPIC = "_topic"
 #: Whether a stage row came the per-message way (every dead letter does), not from columns.
@@ -84,6 +95,7 @@ STAGE_SCHEMA = StructType(
         StructField(_MESSAGE_HEADERS, HEADERS),
         StructField(_TOPIC, StringType()),
         StructField(_PER_MESSAGE, BooleanType(), False),
+        StructField(COUNT, LongType()),
         *OPENCDC_SCHEMA.fields,
     ]
 )
@@ -102,6 +114,7 @@ STAGE_ARROW_SCHEMA = pa.schema(
         pa.field(_MESSAGE_HEADERS, _HEADERS_ARROW),
         pa.field(_TOPIC, pa.string()),
         pa.field(_PER_MESSAGE, pa.bool_(), False),
+        pa.field(COUNT, pa.int64()),
         *OPENCDC_ARROW_SCHEMA,
     ]
 )
@@ -135,10 +148,46 @@ def _messages_batch(
             ),
             pa.array(topics, pa.string()) if topics is not None else pa.nulls(rows, pa.string()),
             pa.array([per_message] * rows, pa.bool_()),
+            pa.nulls(rows, pa.int64()),
             *_placeholders(rows),
         ],
         schema=STAGE_ARROW_SCHEMA,
     )
+
+
+def written_batch(from_columns: int, per_message: int) -> pa.RecordBatch:
+    """Two ``WRITTEN`` rows: how many messages a task wrote itself, from columns and the
+    per-message way."""
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([WRITTEN, WRITTEN], pa.int32()),
+            pa.nulls(2, pa.binary()),
+            pa.nulls(2, pa.binary()),
+            pa.nulls(2, _HEADERS_ARROW),
+            pa.nulls(2, pa.string()),
+            pa.array([False, True]),
+            pa.array([from_columns, per_message], pa.int64()),
+            *_placeholders(2),
+        ],
+        schema=STAGE_ARROW_SCHEMA,
+    )
+
+
+def is_messages(batch: pa.RecordBatch) -> bool:
+    """Whether a stage batch holds messages (a stage batch holds rows of one kind)."""
+    return bool(batch.num_rows) and batch.column(KIND)[0].as_py() == MESSAGE
+
+
+def message_layout(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """A stage batch of messages in the message layout: ``key, value, headers`` and, when
+    the pipeline routes records to topics, ``topic``."""
+    names = ["key", "value", "headers"]
+    columns = [batch.column(c) for c in (_MESSAGE_KEY, _MESSAGE_VALUE, _MESSAGE_HEADERS)]
+    topics = batch.column(_TOPIC)
+    if topics.null_count < batch.num_rows:
+        names.append("topic")
+        columns.append(topics)
+    return pa.RecordBatch.from_arrays(columns, names=names)
 
 
 def _letters_batch(letters: pa.RecordBatch, kind: int) -> pa.RecordBatch:
@@ -154,6 +203,7 @@ def _letters_batch(letters: pa.RecordBatch, kind: int) -> pa.RecordBatch:
             pa.nulls(rows, _HEADERS_ARROW),
             pa.nulls(rows, pa.string()),
             pa.array([True] * rows, pa.bool_()),
+            pa.nulls(rows, pa.int64()),
             *opencdc.columns,
         ],
         schema=STAGE_ARROW_SCHEMA,
@@ -339,6 +389,7 @@ def _merged_messages(columnar: Columnar, done: _Converted, slow: np.ndarray) -> 
             headers.take(order),
             pa.nulls(rows, pa.string()),
             pa.array(per_message).take(order),
+            pa.nulls(rows, pa.int64()),
             *_placeholders(rows),
         ],
         schema=STAGE_ARROW_SCHEMA,
@@ -430,11 +481,15 @@ class Stage:
         columns: tuple[str, ...],
         route: Route | None = None,
         source: SourceFormat | None = None,
+        in_task: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]] | None = None,
     ):
         names = rows.schema.fieldNames()
-        self.copy = names != _OPENCDC_COLUMNS and source is None
+        self.in_task = in_task is not None
+        self.copy = names != _OPENCDC_COLUMNS and source is None and in_task is None
         self.fused = source is not None
-        if source is not None:  # raw messages, decoded and encoded in one pass
+        if in_task is not None:  # tasks that read, convert and write: letters and counts
+            self.frame = rows.mapInArrow(in_task, STAGE_SCHEMA)
+        elif source is not None:  # raw messages, decoded and encoded in one pass
             self.frame = rows.mapInArrow(converter(source, fmt, node_id, route), STAGE_SCHEMA)
         elif self.copy:  # a message layout (Kafka raw): written as is
             if "value" not in names:
@@ -460,17 +515,22 @@ class Stage:
             total = int(self._copied.get["rows"])
             return Counts(records=total, written=total)
         kind = F.col(KIND)
+        written, per_message = kind == WRITTEN, F.col(_PER_MESSAGE)
         row = self.frame.agg(
-            F.count(F.lit(1)).alias("rows"),
             F.count(F.when(kind == MESSAGE, 1)).alias("messages"),
+            F.coalesce(F.sum(F.when(written, F.col(COUNT))), F.lit(0)).alias("produced"),
             F.count(F.when(kind == SOURCE_LETTER, 1)).alias("source"),
             F.count(F.when(kind == ENCODE_LETTER, 1)).alias("encode"),
-            F.count(F.when(F.col(_PER_MESSAGE), 1)).alias("per_message"),
+            (
+                F.count(F.when(per_message & ~written, 1))
+                + F.coalesce(F.sum(F.when(per_message & written, F.col(COUNT))), F.lit(0))
+            ).alias("per_message"),
         ).first()
         assert row is not None
+        out = int(row["messages"]) + int(row["produced"])
         return Counts(
-            records=int(row["messages"]) + int(row["source"]) + int(row["encode"]),
-            written=int(row["messages"]),
+            records=out + int(row["source"]) + int(row["encode"]),
+            written=out,
             source_letters=int(row["source"]),
             encode_letters=int(row["encode"]),
             per_message=int(row["per_message"]) if self.fused else None,
@@ -481,7 +541,7 @@ class Stage:
         if self.copy:
             return "", ""
         row = (
-            self.frame.where(F.col(KIND) != MESSAGE)
+            self.frame.where(F.col(KIND).isin(SOURCE_LETTER, ENCODE_LETTER))
             .select("position", F.col("metadata").getItem(DLQ_ERROR).alias("error"))
             .first()
         )
@@ -511,7 +571,7 @@ class Stage:
             as_conduit_writes(F.col(c)).alias(c) if c == "operation" else F.col(c)
             for c in _OPENCDC_COLUMNS
         ]
-        return self.frame.where(F.col(KIND) != MESSAGE).select(*columns)
+        return self.frame.where(F.col(KIND).isin(SOURCE_LETTER, ENCODE_LETTER)).select(*columns)
 
     def release(self) -> None:
         if not self.copy:

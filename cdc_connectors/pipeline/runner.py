@@ -32,12 +32,14 @@ from pyspark.sql import DataFrame, SparkSession
 
 from cdc_connectors.connectors.files import FilesWriteError
 from cdc_connectors.connectors.files_owner import check, owner_of, refuse_owned
+from cdc_connectors.connectors.kafka_ranges import KafkaRangesDataSource
 from cdc_connectors.connectors.messages import open_format
 from cdc_connectors.errors import ConfigError, FailFastError
 from cdc_connectors.options import TRUE
 from cdc_connectors.pipeline import outputs
 from cdc_connectors.pipeline.config import Config, Connector, Pipeline
 from cdc_connectors.pipeline.connectors import missing_input
+from cdc_connectors.pipeline.in_task import RANGES, in_task, tasks
 from cdc_connectors.pipeline.outputs import StagedOutput
 from cdc_connectors.pipeline.plan import Counts, SourceFormat, Stage
 
@@ -158,6 +160,14 @@ class _Job:
         self.writer_settings = _absolute(destination.plugin.spark_name, writer_settings)
         source_settings, self.fused = _fused_source(self.pipeline.source)
         self.source_settings = _absolute(self.pipeline.source.plugin.spark_name, source_settings)
+        self.in_task = in_task(
+            self.pipeline,
+            self.source_settings,
+            self.writer_settings,
+            self.fmt,
+            self.route,
+            self.fused,
+        )
         dlq = self.pipeline.dead_letters
         self.dlq_settings = _absolute(dlq.plugin.spark_name, dlq.settings)
 
@@ -188,6 +198,7 @@ class _Job:
             destination.plugin.message_columns,
             self.route,
             self.fused,
+            tasks(self.in_task) if self.in_task is not None else None,
         )
         staged: list[StagedOutput] = []
         self.first_began = self.first_began or began
@@ -210,7 +221,9 @@ class _Job:
                         self._output(dlq.plugin.spark_name, self.dlq_settings, batch_id, staged),
                         dlq.place_of,
                     )
-                if counts.written or self._replaces(destination.plugin.spark_name):
+                if stage.in_task:
+                    pass  # its tasks wrote the messages
+                elif counts.written or self._replaces(destination.plugin.spark_name):
                     self._write_messages(stage, batch_id, staged)
             for output in reversed(staged):  # the destination first
                 outputs.check_publishable(output)
@@ -322,7 +335,8 @@ class _Job:
         source = self.pipeline.source
         reader: Any = self.spark.readStream if streaming else self.spark.read
         try:
-            return reader.format(source.plugin.spark_name).options(**self.source_settings).load()  # type: ignore[no-any-return]
+            name = RANGES if self.in_task is not None else source.plugin.spark_name
+            return reader.format(name).options(**self.source_settings).load()  # type: ignore[no-any-return]
         except Exception as exc:
             refused = _setting_error(exc)
             if refused is not None:
@@ -341,6 +355,8 @@ class _Job:
     def start_line(self, available_now: bool) -> str:
         p = self.pipeline
         how = "batch" if p.batch else f"streaming{', available now' if available_now else ''}"
+        if self.in_task is not None:
+            how += ", read and written in one pass per task"
         line = (
             f"{p.id}: starting ({how}): {p.source.id} ({p.source.plugin.name}) -> "
             f"{p.destination.id} ({p.destination.plugin.name}), dead letters -> "
@@ -399,6 +415,7 @@ def _fused_source(source: Connector) -> tuple[dict[str, str], SourceFormat | Non
 def _ready(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     import cdc_connectors.connectors.files
     import cdc_connectors.connectors.kafka
+    import cdc_connectors.pipeline.in_task
     import cdc_connectors.pipeline.plan  # noqa: F401  (what a batch's tasks import)
 
     yield from batches
@@ -506,6 +523,7 @@ def _register(spark: SparkSession, config: Config) -> None:
             if plugin.spark_name not in seen:
                 spark.dataSource.register(plugin.source_class)
                 seen.add(plugin.spark_name)
+    spark.dataSource.register(KafkaRangesDataSource)
 
 
 def run(

@@ -1,0 +1,74 @@
+"""The Kafka destination's producer: idempotent by default; without idempotence (a setting),
+one request in flight, so that the messages of a partition keep their order."""
+
+from __future__ import annotations
+
+import uuid
+
+import pyarrow as pa
+from confluent_kafka import Consumer, TopicPartition
+
+from cdc_connectors.connectors.kafka_settings import destination_settings
+from cdc_connectors.connectors.kafka_write import (
+    MESSAGES,
+    Deliveries,
+    producer_config,
+    write_batches,
+)
+from tests.kafka_broker import KafkaBroker
+
+IN_FLIGHT = "max.in.flight.requests.per.connection"
+
+
+def _config(**kafka: str) -> dict[str, object]:
+    settings = destination_settings(
+        {"servers": "127.0.0.1:9", "topic": "t", **{f"kafka.{k}": v for k, v in kafka.items()}}
+    )
+    return producer_config(settings, Deliveries(settings.delivery_timeout_ms))
+
+
+def test_the_producer_is_idempotent_unless_told_otherwise() -> None:
+    assert _config()["enable.idempotence"] is True
+    assert _config(**{"enable.idempotence": "TRUE"})["enable.idempotence"] is True
+    assert IN_FLIGHT not in _config()
+
+
+def test_without_idempotence_one_request_is_in_flight_whatever_else_is_set() -> None:
+    for off in ("false", "False", "0", "no"):
+        config = _config(**{"enable.idempotence": off, IN_FLIGHT: "5", "max.in.flight": "5"})
+        assert config["enable.idempotence"] is False
+        assert config[IN_FLIGHT] == 1
+        # librdkafka applies properties in order: the alias must not come after
+        assert "max.in.flight" not in config
+
+
+def test_a_write_without_idempotence_delivers_every_message_in_order(
+    kafka_broker: KafkaBroker,
+) -> None:
+    topic = kafka_broker.create_topic(f"ordered-{uuid.uuid4().hex[:8]}", 1)
+    settings = destination_settings(
+        {"servers": kafka_broker.bootstrap, "topic": topic, "kafka.enable.idempotence": "false"}
+    )
+    values = [f"{n:06d}".encode() * 200 for n in range(3000)]
+    batches = [
+        pa.record_batch({"value": pa.array(values[i : i + 500], pa.binary())})
+        for i in range(0, len(values), 500)
+    ]
+    assert write_batches(settings, MESSAGES, iter(batches)) == len(values)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": kafka_broker.bootstrap,
+            "group.id": "order",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    read: list[bytes] = []
+    try:
+        for _ in range(200):
+            read.extend(m.value() for m in consumer.consume(1000, 0.2) if m.error() is None)
+            if len(read) >= len(values):
+                break
+    finally:
+        consumer.close()
+    assert read == values
