@@ -1,0 +1,341 @@
+"""Kafka-to-Kafka pipelines that read, convert and write in one pass per task
+(:mod:`cdc_connectors.pipeline.in_task`): the same messages, in the same order per
+partition, and the same dead letters as the staged way; streaming from a checkpoint; topics
+routed per record; bytes copied as they are; and the staged way kept for pipelines that stop
+on dead letters."""
+
+from __future__ import annotations
+
+import base64
+import re
+import uuid
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+from cdc_connectors.pipeline.config import parse
+from cdc_connectors.pipeline.in_task import in_task
+from cdc_connectors.pipeline.runner import _Job
+from tests.kafka_broker import KafkaBroker
+from tests.pipeline.support import records, run_here
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+ONE_PASS = "read and written in one pass per task"
+PARTITIONS = 2
+_FIELDS = [
+    {"type": "int64", "optional": False, "field": "id"},
+    {"type": "string", "optional": True, "field": "name"},
+    {
+        "type": "bytes",
+        "optional": True,
+        "name": "org.apache.kafka.connect.data.Decimal",
+        "version": 1,
+        "parameters": {"scale": "2", "connect.decimal.precision": "12"},
+        "field": "price",
+    },
+    {
+        "type": "int64",
+        "optional": True,
+        "name": "io.debezium.time.MicroTimestamp",
+        "version": 1,
+        "field": "placed",
+    },
+    {"type": "double", "optional": True, "field": "ratio"},
+]
+_SOURCE = [
+    {"type": "string", "optional": False, "field": "connector"},
+    {"type": "string", "optional": False, "field": "db"},
+    {"type": "string", "optional": False, "field": "schema"},
+    {"type": "string", "optional": False, "field": "table"},
+    {"type": "int64", "optional": False, "field": "ts_ms"},
+]
+KEY_SCHEMA = {"type": "struct", "optional": False, "fields": _FIELDS[:1], "name": "k.Key"}
+
+
+def _envelope(table: str) -> dict[str, Any]:
+    image = {"type": "struct", "optional": True, "fields": _FIELDS, "name": f"{table}.Value"}
+    return {
+        "type": "struct",
+        "optional": False,
+        "name": f"{table}.Envelope",
+        "fields": [
+            {**image, "field": "before"},
+            {**image, "field": "after"},
+            {
+                "type": "struct",
+                "optional": False,
+                "fields": _SOURCE,
+                "name": "io.debezium.connector.postgresql.Source",
+                "field": "source",
+            },
+            {"type": "string", "optional": False, "field": "op"},
+            {"type": "int64", "optional": True, "field": "ts_ms"},
+        ],
+    }
+
+
+def _unscaled(number: int) -> bytes:
+    """An unscaled decimal as Kafka Connect writes it: two's complement, fewest bytes."""
+    return number.to_bytes(number.bit_length() // 8 + 1, "big", signed=True)
+
+
+def change(n: int, table: str = "orders") -> tuple[bytes, bytes]:
+    """Key and value of one Debezium JSON change with schema blocks (no wall-clock times)."""
+    cents = (n * 7919) % 10**9 - 5 * 10**8
+    row = {
+        "id": n,
+        "name": f"customer {n} \u00e9",
+        "price": base64.b64encode(_unscaled(cents)).decode(),
+        "placed": 1_700_000_000_000_000 + n * 1_000_003,
+        # 17 digits now and then: a double that text-to-double may change goes the
+        # per-message way
+        "ratio": 0.12345678901234566 + n if n % 10 == 7 else n / 4,
+    }
+    op = "cu"[n % 2]
+    value = {
+        "schema": _envelope(table),
+        "payload": {
+            "before": row if op == "u" else None,
+            "after": row,
+            "source": {
+                "connector": "postgresql",
+                "db": "shop",
+                "schema": "public",
+                "table": table,
+                "ts_ms": 1_700_000_000_000 + n,
+            },
+            "op": op,
+            "ts_ms": 1_700_000_000_500 + n,
+        },
+    }
+    key = {"schema": KEY_SCHEMA, "payload": {"id": n}}
+    return orjson.dumps(key), orjson.dumps(value)
+
+
+JUNK = [b"{not json", b"[1, 2]", b'{"payload": {"op": "x"}}']
+
+
+def fill(broker: KafkaBroker, topic: str, first: int, count: int, junk: bool = True) -> None:
+    """Changes ``first`` .. ``first + count - 1``, some of them in a second table, with a
+    key without schema and a long double now and then (those take the per-message way) and
+    junk (dead letters)."""
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
+    for n in range(first, first + count):
+        key, value = change(n, "orders" if n % 3 else "customers")
+        if n % 10 == 7:
+            key = orjson.dumps({"id": n})  # a key without a schema block
+        producer.produce(topic, value, key, partition=n % PARTITIONS, headers=[("h", b"%d" % n)])
+        if junk and n % 25 == 3:
+            producer.produce(topic, JUNK[n % 3], partition=n % PARTITIONS)
+    assert producer.flush(30) == 0
+
+
+def messages(broker: KafkaBroker, topic: str) -> dict[int, list[tuple[Any, ...]]]:
+    """Every message of ``topic``, per partition in offset order: (key, value, headers)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": f"check-{uuid.uuid4().hex[:6]}",
+            "enable.partition.eof": True,
+        }
+    )
+    metadata = consumer.list_topics(topic, timeout=10).topics[topic]
+    found: dict[int, list[tuple[Any, ...]]] = {p: [] for p in metadata.partitions}
+    consumer.assign([TopicPartition(topic, p, 0) for p in found])
+    ended: set[int] = set()
+    try:
+        while len(ended) < len(found):
+            message = consumer.poll(10)
+            assert message is not None, f"{topic}: no end of partition within 10 s"
+            error = message.error()
+            if error is not None:
+                assert error.code() == KafkaError._PARTITION_EOF, error
+                ended.add(int(message.partition() or 0))
+                continue
+            found[int(message.partition() or 0)].append(
+                (message.key(), message.value(), message.headers())
+            )
+    finally:
+        consumer.close()
+    return found
+
+
+def pipeline_text(
+    broker: KafkaBroker,
+    source: str,
+    destination: str,
+    dead: Path,
+    *,
+    source_format: str = "debezium-json",
+    batch: bool = True,
+    policy: str = "",
+) -> str:
+    ending = ", endingOffsets: latest" if batch else ""
+    return f"""version: "2.2"
+pipelines:
+  - id: p
+    connectors:
+      - id: in
+        type: source
+        plugin: kafka
+        settings: {{servers: "{broker.bootstrap}", topics: {source}, format: {source_format},
+                   startingOffsets: earliest{ending}}}
+      - id: out
+        type: destination
+        plugin: kafka
+        settings: {{servers: "{broker.bootstrap}", topic: "{destination}"}}
+    dead-letter-queue:
+      plugin: files
+      settings: {{path: "{dead}", format: opencdc-json}}
+      {policy}
+"""
+
+
+def _run(spark: Any, folder: Path, text: str, *, available_now: bool = False) -> Any:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"p-{uuid.uuid4().hex[:6]}.yaml"
+    path.write_text(text)
+    return run_here(spark, path, available_now=available_now)
+
+
+def _letters(dead: Path) -> list[tuple[str, str, str]]:
+    return sorted(
+        (
+            r["position"],
+            r["metadata"]["conduit.dlq.nack.error"],
+            r["payload"]["after"],
+        )
+        for r in records(dead)
+    )
+
+
+@pytest.fixture(scope="module")
+def source(kafka_broker: KafkaBroker) -> str:
+    topic = kafka_broker.create_topic(f"in-task-{uuid.uuid4().hex[:8]}", PARTITIONS)
+    fill(kafka_broker, topic, 0, 400)
+    return topic
+
+
+def _by_source(found: dict[int, list[tuple[Any, ...]]]) -> dict[tuple[int, int], list[Any]]:
+    """Messages per (destination partition, source partition), in the order written: two
+    tasks write to one destination partition at once, each in its source partition's order."""
+    split: dict[tuple[int, int], list[Any]] = {}
+    for partition, written in found.items():
+        for message in written:
+            place = re.search(rb"in-task-[0-9a-f]{8}/(\d+)/(\d+)", message[1])
+            assert place is not None, message
+            split.setdefault((partition, int(place.group(1))), []).append(message)
+    return split
+
+
+def test_one_pass_per_task_writes_what_the_staged_way_writes(
+    spark: Any, kafka_broker: KafkaBroker, source: str, tmp_path: Path
+) -> None:
+    outputs = {}
+    for way, policy in (("one pass", ""), ("staged", "max-error-ratio: 1.0")):
+        target = kafka_broker.create_topic(f"out-{uuid.uuid4().hex[:8]}", PARTITIONS)
+        dead = tmp_path / f"dead-{way}"
+        text = pipeline_text(kafka_broker, source, target, dead, policy=policy)
+        result = _run(spark, tmp_path, text)
+        assert result.returncode == 1, result.stderr  # junk went to the dead letters
+        assert (ONE_PASS in result.stderr) == (way == "one pass"), result.stderr
+        assert "416 records in, 400 out, 16 to the dead-letter output" in result.stderr
+        outputs[way] = (messages(kafka_broker, target), _letters(dead), result.stderr)
+    one_pass, staged = outputs["one pass"], outputs["staged"]
+    # every message, byte for byte, in its source partition's order
+    assert _by_source(one_pass[0]) == _by_source(staged[0])
+    assert sum(len(m) for m in one_pass[0].values()) == 400
+    assert one_pass[1] == staged[1] and len(one_pass[1]) == 16
+    # the long doubles and the junk took the per-message way; the rest came from columns
+    assert "56 the per-message way" in one_pass[2], one_pass[2]
+    assert "56 the per-message way" in staged[2], staged[2]
+
+
+def test_a_stream_continues_from_its_checkpoint(
+    spark: Any, kafka_broker: KafkaBroker, tmp_path: Path
+) -> None:
+    topic = kafka_broker.create_topic(f"stream-{uuid.uuid4().hex[:8]}", PARTITIONS)
+    target = kafka_broker.create_topic(f"stream-out-{uuid.uuid4().hex[:8]}", PARTITIONS)
+    fill(kafka_broker, topic, 0, 60, junk=False)
+    text = pipeline_text(kafka_broker, topic, target, tmp_path / "dead", batch=False)
+    text = text.replace(
+        'version: "2.2"\n', f'version: "2.2"\nspark:\n  checkpoint: "{tmp_path}/cp"\n'
+    )
+    counts = []
+    for more in (0, 0, 30):
+        if more:
+            fill(kafka_broker, topic, 1000, more, junk=False)
+        result = _run(spark, tmp_path, text, available_now=True)
+        assert result.returncode == 0, result.stderr
+        assert ONE_PASS in result.stderr
+        counts.append(sum(len(m) for m in messages(kafka_broker, target).values()))
+    assert counts == [60, 60, 90]  # the second run had nothing new; the third the new 30
+
+
+def test_records_are_routed_to_the_topics_of_their_collections(
+    spark: Any, kafka_broker: KafkaBroker, source: str, tmp_path: Path
+) -> None:
+    prefix = f"routed-{uuid.uuid4().hex[:6]}"
+    for table in ("orders", "customers"):
+        kafka_broker.create_topic(f"{prefix}.shop.public.{table}", 1)
+    text = pipeline_text(kafka_broker, source, f"{prefix}.{{collection}}", tmp_path / "dead")
+    result = _run(spark, tmp_path, text)
+    assert result.returncode == 1, result.stderr
+    assert ONE_PASS in result.stderr
+    orders = messages(kafka_broker, f"{prefix}.shop.public.orders")[0]
+    customers = messages(kafka_broker, f"{prefix}.shop.public.customers")[0]
+    assert (len(orders), len(customers)) == (266, 134)
+
+
+def test_a_raw_copy_keeps_keys_values_headers_and_order(
+    spark: Any, kafka_broker: KafkaBroker, source: str, tmp_path: Path
+) -> None:
+    target = kafka_broker.create_topic(f"copy-{uuid.uuid4().hex[:8]}", PARTITIONS)
+    text = pipeline_text(kafka_broker, source, target, tmp_path / "dead", source_format="raw")
+    result = _run(spark, tmp_path, text)
+    assert result.returncode == 0, result.stderr
+    assert ONE_PASS in result.stderr and "416 records in, 416 out" in result.stderr
+    copied = messages(kafka_broker, target)
+    original = messages(kafka_broker, source)
+    every = sorted(repr(m) for p in copied.values() for m in p)
+    assert every == sorted(repr(m) for p in original.values() for m in p)
+    # the copy's partitions are the producer's choice (by key); each keeps the source order
+    place = {repr(m): (p, i) for p, found in original.items() for i, m in enumerate(found)}
+    for found in copied.values():
+        for partition in range(PARTITIONS):
+            order = [place[repr(m)][1] for m in found if m[2] and place[repr(m)][0] == partition]
+            assert order == sorted(order)
+
+
+_DLQ = "format: opencdc-json}"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "one_pass"),
+    [
+        ("", "", True),
+        (_DLQ, f"{_DLQ}\n      fail-fast: true", False),
+        (_DLQ, f"{_DLQ}\n      max-error-ratio: 0.5", False),
+        ("startingOffsets:", "failFast: true, startingOffsets:", False),
+    ],
+)
+def test_only_pipelines_that_go_on_past_dead_letters_run_in_one_pass(
+    spark: Any, old: str, new: str, one_pass: bool, tmp_path: Path
+) -> None:
+    broker = KafkaBroker(port=9)  # never contacted: the choice is made from the settings
+    text = pipeline_text(broker, "t", "out", tmp_path / "dead")
+    if old:
+        assert old in text
+        text = text.replace(old, new)
+    (pipeline,) = parse(text).pipelines
+    job = _Job(pipeline, spark)
+    assert (job.in_task is not None) == one_pass
+    assert (ONE_PASS in job.start_line(False)) == one_pass
+    chosen = in_task(
+        pipeline, job.source_settings, job.writer_settings, job.fmt, job.route, job.fused
+    )
+    assert (chosen is not None) == one_pass
