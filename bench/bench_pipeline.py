@@ -9,6 +9,10 @@ by its own clock (first batch start to last batch end: not Spark's start), run a
 
 - ``pipeline_vs_bare_copy``: Kafka Debezium JSON -> Kafka OpenCDC protobuf, ``local[2]``.
 - ``raw_connectors_vs_bare_copy``: the same connectors with ``format: raw``, bytes unchanged.
+- ``pipeline_idempotent_vs_bare_copy``: the pipeline with its default, idempotent producer.
+  The rows above write as the bare copy does, without idempotence
+  (``kafka.enable.idempotence: false``, which keeps one request in flight): on Tansu an
+  idempotent producer writes a third as fast, which would measure the broker, not us.
 - ``scaling_2_vs_1_cores``: the pipeline on ``local[2]`` against ``local[1]``.
 - ``pipeline_worker_memory_1x_vs_3x``: the peak resident memory of the Python workers over a
   run of the pipeline on the messages and on three times as many (each in a fresh session:
@@ -65,9 +69,14 @@ def fill(servers: str, topic: str, messages: int) -> None:
     assert producer.flush(120) == 0
 
 
-def _pipeline(servers: str, source: str, target: str, raw: bool, master: str, dlq: str) -> str:
+def _pipeline(
+    servers: str, source: str, target: str, raw: bool, master: str, dlq: str, idempotent: bool
+) -> str:
     fmt_in = "raw" if raw else "debezium-json"
     fmt_out = "" if raw else ", format: opencdc-proto"
+    if not idempotent:  # as the bare copy's producer: not idempotent (and one request at once)
+        fmt_out += ', kafka.enable.idempotence: "false"'
+
     return f"""
 version: "2.2"
 spark:
@@ -110,11 +119,14 @@ class _Bench:
         for future in self.broker.admin().delete_topics([topic]).values():
             future.result(timeout=60)
 
-    def pipeline(self, source: str, messages: int, raw: bool, master: str) -> float:
+    def pipeline(
+        self, source: str, messages: int, raw: bool, master: str, idempotent: bool = False
+    ) -> float:
         target = self._target()
         dlq = dead_letters(self.folder, f"dlq-{next(self.numbers)}")
+        text = _pipeline(self.servers, source, target, raw, master, dlq, idempotent)
         try:
-            return run_pipeline(_pipeline(self.servers, source, target, raw, master, dlq), messages)
+            return run_pipeline(text, messages)
         finally:
             self.drop(target)
 
@@ -149,6 +161,7 @@ def run() -> dict[str, dict[str, Any]]:
                 "bare copy": lambda: bench.bare(source, MESSAGES),
                 "raw": lambda: bench.pipeline(source, MESSAGES, True, "local[2]"),
                 "pipeline": lambda: bench.pipeline(source, MESSAGES, False, "local[2]"),
+                "idempotent": lambda: bench.pipeline(source, MESSAGES, False, "local[2]", True),
             },
             ROUNDS,
         )
@@ -179,6 +192,9 @@ def run() -> dict[str, dict[str, Any]]:
     return {
         "pipeline_vs_bare_copy": entry(rate["pipeline"], "msg/s", copy, rate["bare copy"]),
         "raw_connectors_vs_bare_copy": entry(rate["raw"], "msg/s", copy, rate["bare copy"]),
+        "pipeline_idempotent_vs_bare_copy": entry(
+            rate["idempotent"], "msg/s", copy, rate["bare copy"]
+        ),
         "scaling_2_vs_1_cores": entry(
             rate["pipeline"], "msg/s", "the pipeline on local[1]", rate["one core"]
         ),

@@ -46,14 +46,87 @@ def kafka_broker() -> Iterator[KafkaBroker]:
         yield broker
 
 
+# Seconds each of the longer modules takes on two busy cores (``--durations=0`` summed by
+# file, rounded; the order is what counts). ``make test`` hands whole modules to its two
+# workers (``--dist loadfile``), in the order collected: the longest first, so that no long
+# module starts last and sets the pace of a worker alone at the end, and the short ones fill
+# the gaps. A module not listed takes a few seconds at most.
+MODULE_SECONDS = {
+    "tests/pipeline/test_launcher_death.py": 135,
+    "tests/test_readme_spark.py": 115,
+    "tests/pipeline/test_submit.py": 93,
+    "tests/test_demo.py": 81,
+    "tests/pipeline/test_run.py": 76,
+    "tests/pipeline/test_kafka_pipeline.py": 66,
+    "tests/connectors/test_kafka_source.py": 60,
+    "tests/connectors/test_files_exactly_once.py": 60,
+    "tests/test_readme_kafka.py": 57,
+    "tests/test_wheel_install.py": 49,
+    "tests/pipeline/test_quiet.py": 45,
+    "tests/test_readme.py": 39,
+    "tests/pipeline/test_batch_kill_race.py": 36,
+    "tests/connectors/test_kafka_destination.py": 32,
+    "tests/spark/test_avro_spec_spark.py": 29,
+    "tests/connectors/test_files_source.py": 29,
+    "tests/connectors/test_dead_letter_marker.py": 28,
+    "tests/spark/test_debezium_typed_columnar.py": 26,
+    "tests/connectors/test_lookup_anywhere.py": 26,
+    "tests/connectors/test_files_destination.py": 24,
+    "tests/connectors/test_delivery_timeout.py": 24,
+    "tests/spark/test_registration.py": 23,
+    "tests/connectors/test_files_owner.py": 21,
+    "tests/registry/test_security.py": 20,
+    "tests/spark/test_typed_collections.py": 18,
+    "tests/pipeline/test_save_modes.py": 18,
+    "tests/registry/test_server.py": 15,
+    "tests/test_convert_registry_misuse.py": 14,
+    "tests/test_cli_misuse.py": 13,
+    "tests/spark/test_expand.py": 12,
+    "tests/connectors/test_write_errors.py": 11,
+    "tests/spark/test_real_debezium_events.py": 10,
+    "tests/spark/test_avro_decode.py": 10,
+    "tests/pipeline/test_copy_timing.py": 10,
+    "tests/columnar/test_pipeline_columns.py": 10,
+    "tests/convert/test_progress.py": 9,
+    "tests/spark/test_wide_decimals.py": 8,
+    "tests/convert/test_convert_places.py": 8,
+    "tests/spark/test_expand_error_column.py": 6,
+    "tests/spark/test_avro_columnar.py": 6,
+    "tests/registry/test_record_serde.py": 6,
+    "tests/pipeline/test_plan.py": 6,
+    "tests/formats/test_avro_format.py": 6,
+    "tests/spark/test_variant.py": 5,
+    "tests/schema/test_decimal_scales.py": 5,
+    "tests/schema/test_bad_input.py": 5,
+    "tests/registry/test_serve_store.py": 5,
+    "tests/registry/test_confluent_rules.py": 5,
+    "tests/registry/test_bad_input.py": 5,
+    "tests/opencdc/test_properties.py": 5,
+    "tests/connectors/test_kafka_logs.py": 5,
+    "tests/columnar/test_convert_columns.py": 5,
+}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """xdist would hand out the modules by their number of tests, most first (its
+    ``--loadscope-reorder``, on by default): the long Spark modules, with few tests each,
+    came last. They go in the collected order instead (see below)."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+def _module_seconds(item: pytest.Item) -> float:
+    return MODULE_SECONDS.get(item.nodeid.split("::", 1)[0], 0)
+
+
 @pytest.hookimpl(tryfirst=True)  # before -m selects by marker
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A test that takes the ``spark`` session is marked ``spark`` (the fast tier starts no
-    Spark). Modules with slow tests first: with two workers (``make test``) the long Spark runs
-    start at once and the quick tests fill the gaps, instead of one worker finishing a long
-    module alone at the end."""
+    Spark). The longest modules first (:data:`MODULE_SECONDS`; a stable sort, so the tests of
+    a module keep their order): with two workers (``make test``) the long Spark runs start
+    at once and the quick tests fill the gaps, instead of one worker finishing a long module
+    alone at the end."""
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.spark)
-    slow_modules = {item.module.__name__ for item in items if item.get_closest_marker("slow")}  # type: ignore[attr-defined]
-    items.sort(key=lambda item: item.module.__name__ not in slow_modules)  # type: ignore[attr-defined]
+    items.sort(key=_module_seconds, reverse=True)

@@ -36,7 +36,6 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from tests.kafka_broker import KafkaBroker
 
 README = ROOT / "README.md"
 RUNNABLE = {"sh": "sh", "bash": "sh", "python": "python"}
@@ -417,24 +416,3 @@ def test_readme_commands_run_in_order_in_one_clone(tmp_path: Path, root_unchange
 
 def test_readme_python_blocks_run_as_written(tmp_path: Path, root_unchanged: None):
     run_python(PYTHON_FAST, fresh_copy(tmp_path / "python"))
-
-
-@pytest.mark.slow
-@pytest.mark.spark
-def test_readme_spark_blocks_run_as_written(tmp_path: Path, root_unchanged: None):
-    run_python([b for b in SPARK if b.lang == "python"], fresh_copy(tmp_path / "python"))
-    shell = Shell(tmp_path)
-    for block in SPARK:
-        if block.lang == "sh":
-            shell.run(block)
-
-
-@pytest.mark.slow
-@pytest.mark.spark
-def test_readme_kafka_blocks_run_as_written(
-    tmp_path: Path, kafka_broker: KafkaBroker, root_unchanged: None
-):
-    shell = Shell(tmp_path, kafka=kafka_broker.bootstrap)
-    for block in WITH_KAFKA:
-        assert block.lang == "sh", block.name
-        shell.run(block)

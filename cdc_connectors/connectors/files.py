@@ -316,7 +316,7 @@ class FilePartition(InputPartition):
     file: str
 
 
-def _open_input(file: str) -> gzip.GzipFile | io.BufferedReader:
+def open_input(file: str) -> gzip.GzipFile | io.BufferedReader:
     if file.endswith(".gz"):
         return gzip.GzipFile(file, "rb")
     return open(file, "rb")
@@ -350,7 +350,7 @@ def file_messages(settings: Settings, file: str) -> Iterator[Message]:
     bytes that are no message, and a file that cannot be read, give none."""
     fmt_type = type(settings.open_format())
     try:
-        with _open_input(file) as stream:
+        with open_input(file) as stream:
             for item in read_messages(stream, fmt_type, kv=settings.kv, source=file):
                 if isinstance(item, Message):
                     yield item
@@ -378,10 +378,10 @@ def read_file(
             raise OSError(f"{NAME}: {reason}") from exc
         # The rest of the file is a dead letter (its bytes as they are, when it can be
         # read at all): one bad file does not stop the read of the others.
-        yield _broken(CodecError(reason, where=printable(file), data=_raw_bytes(file)), file, typed)
+        yield _broken(CodecError(reason, where=printable(file), data=raw_bytes(file)), file, typed)
 
 
-def _raw_bytes(file: str) -> bytes:
+def raw_bytes(file: str) -> bytes:
     """The bytes of a file that failed to read, for its dead letter (if it is still there)."""
     try:
         with open(file, "rb") as stream:
@@ -395,7 +395,7 @@ def _read_file(
 ) -> Iterator[pa.RecordBatch]:
     fmt = settings.open_format()
     chunk: list[Message] = []
-    with _open_input(file) as stream:
+    with open_input(file) as stream:
         for item in read_messages(stream, type(fmt), kv=settings.kv, source=file):
             if isinstance(item, CodecError):
                 if chunk:  # an earlier bad message is the first error

@@ -40,7 +40,13 @@ from cdc_connectors.formats.base import Format, Message
 from cdc_connectors.opencdc import CodecError
 from cdc_connectors.spark.schema import OPENCDC_COLUMNS
 
-__all__ = ["FilesCommitMessage", "FilesStreamWriter", "FilesWriter", "commit_batch"]
+__all__ = [
+    "FilesCommitMessage",
+    "FilesStreamWriter",
+    "FilesWriter",
+    "TaskFile",
+    "commit_batch",
+]
 
 
 @dataclass
@@ -128,52 +134,75 @@ def _open_output(file: str, compression: str) -> gzip.GzipFile | io.BufferedWrit
     return open(file, "wb")
 
 
+class TaskFile:
+    """The staged file of one write task, written batch by batch (:meth:`add`), then
+    :meth:`close`-d into its commit message or :meth:`discard`-ed."""
+
+    def __init__(self, settings: Settings, messages_layout: bool, job: str = ""):
+        context = TaskContext.get()
+        self.partition = context.partitionId() if context is not None else 0
+        self.task = uuid.uuid4().hex
+        self.settings = settings
+        self.messages_layout = messages_layout
+        self.fmt = settings.open_format()
+        self.ext = _extension(self.fmt, settings)
+        self.lines = layout_of(type(self.fmt), settings.kv) == "lines"
+        self.staging = os.path.join(settings.path, STAGING)
+        self.staged = os.path.join(
+            self.staging, f"{job}{self.task}-part-{self.partition:05d}{self.ext}"
+        )
+        self.out: gzip.GzipFile | io.BufferedWriter | None = None
+        self.writer: MessageWriter | None = None
+        self.records = 0
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        """Write the rows of ``batch``; :class:`FilesWriteError` for a row a file cannot hold."""
+        messages = _messages_of(batch, self.fmt, self.messages_layout, self.lines, self.records)
+        if not messages:
+            return
+        if self.writer is None:
+            os.makedirs(self.staging, exist_ok=True)
+            self.out = _open_output(self.staged, self.settings.compression)
+            self.writer = MessageWriter(self.out, type(self.fmt), kv=self.settings.kv)
+        try:
+            self.writer.write_all(messages)
+        except CodecError as exc:
+            raise FilesWriteError(f"{NAME}: a row of the task cannot be written: {exc}") from None
+        self.records += len(messages)
+
+    def close(self) -> FilesCommitMessage:
+        """The file closed and synced; its commit message."""
+        if self.out is not None:
+            self.out.close()
+            _sync(self.staged)
+        return FilesCommitMessage(
+            partition=self.partition,
+            task=self.task,
+            staged=self.staged if self.out is not None else None,
+            name=f"part-{self.partition:05d}{self.ext}",
+            records=self.records,
+        )
+
+    def discard(self) -> None:
+        """The task failed: its file removed."""
+        if self.out is not None:
+            self.out.close()
+            _remove(self.staged)
+
+
 def write_task(
     settings: Settings, messages_layout: bool, batches: Iterator[pa.RecordBatch], job: str = ""
 ) -> FilesCommitMessage:
     """Write one task's rows to a staged file (its name starts with ``job``); its commit
     message says where."""
-    context = TaskContext.get()
-    partition = context.partitionId() if context is not None else 0
-    task = uuid.uuid4().hex
-    fmt = settings.open_format()
-    ext = _extension(fmt, settings)
-    lines = layout_of(type(fmt), settings.kv) == "lines"
-    staging = os.path.join(settings.path, STAGING)
-    staged = os.path.join(staging, f"{job}{task}-part-{partition:05d}{ext}")
-    out: gzip.GzipFile | io.BufferedWriter | None = None
-    records = 0
+    file = TaskFile(settings, messages_layout, job)
     try:
         for batch in batches:
-            messages = _messages_of(batch, fmt, messages_layout, lines, records)
-            if not messages:
-                continue
-            if out is None:
-                os.makedirs(staging, exist_ok=True)
-                out = _open_output(staged, settings.compression)
-                writer = MessageWriter(out, type(fmt), kv=settings.kv)
-            try:
-                writer.write_all(messages)
-            except CodecError as exc:
-                raise FilesWriteError(
-                    f"{NAME}: a row of the task cannot be written: {exc}"
-                ) from None
-            records += len(messages)
-        if out is not None:
-            out.close()
-            _sync(staged)
+            file.add(batch)
+        return file.close()
     except BaseException:
-        if out is not None:
-            out.close()
-            _remove(staged)
+        file.discard()
         raise
-    return FilesCommitMessage(
-        partition=partition,
-        task=task,
-        staged=staged if out is not None else None,
-        name=f"part-{partition:05d}{ext}",
-        records=records,
-    )
 
 
 def _remove(path: str) -> None:

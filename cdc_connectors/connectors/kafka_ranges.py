@@ -10,7 +10,7 @@ converts and writes in one task reads this source
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
@@ -21,7 +21,7 @@ from cdc_connectors.connectors.kafka_offsets import KafkaRange
 from cdc_connectors.connectors.kafka_settings import CONNECTOR, SourceSettings
 from cdc_connectors.connectors.messages import SettingError
 
-__all__ = ["RANGES_SCHEMA", "KafkaRangesDataSource", "ranges_of"]
+__all__ = ["RANGES_SCHEMA", "KafkaRangesDataSource"]
 
 RANGES_SCHEMA = StructType(
     [
@@ -96,11 +96,3 @@ def _row(partition: InputPartition) -> Iterator[pa.RecordBatch]:
             ],
             schema=_ARROW,
         )
-
-
-def ranges_of(batch: pa.RecordBatch) -> Sequence[KafkaRange]:
-    """The ranges of a batch of this source's rows."""
-    return [
-        KafkaRange(row["topic"], row["partition"], row["start"], row["end"])
-        for row in batch.to_pylist()
-    ]

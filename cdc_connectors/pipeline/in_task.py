@@ -1,37 +1,44 @@
-"""A Kafka-to-Kafka pipeline run inside its Spark tasks: read, convert and write in one pass.
+"""A pipeline run inside its Spark tasks: read, convert and write in one pass.
 
 ```
-cdc-kafka-ranges rows (one planned range each)
-  -> mapInArrow, per range: read_range (raw messages)
-                            -> converter (or bytes as they are, for a copy)
-                            -> messages produced to the destination, every report awaited
-                            -> dead-letter rows and two WRITTEN rows (the counts) out
+plan rows: cdc-kafka-ranges (a range of offsets each) or cdc-files-plan (a file each)
+  -> mapInArrow, per row: its raw messages (read_range, or raw_batches of a file)
+                          -> converter (or bytes as they are, for a Kafka copy)
+                          -> messages written: produced to Kafka, every report awaited; or
+                             a staged file of the cdc-files writer
+                          -> dead-letter rows and two WRITTEN rows (counts, and what the
+                             files writer's job commits) out
 ```
 
 The messages never cross into Spark's JVM and back (three hand-offs of every byte in the
-staged way: source to stage, stage to cache, cache to writer); only dead letters and counts
-do. Spark still plans the ranges, runs the tasks on its executors and keeps a streaming
-query's offsets in its checkpoint.
+staged way: source to stage, stage to cache, cache to writer); only dead letters, counts and
+commit messages do. Spark still plans the ranges or files, runs the tasks on its executors
+and keeps a streaming query's offsets in its checkpoint; a files destination is committed by
+its own writer's job commit (:meth:`FilesWriter.commit`), on the driver, as in the staged way.
 
-What it gives up, and so when the runner takes it (:func:`applies`): a task writes its
+What it gives up, and so when the runner takes it (:func:`in_task`): a task writes its
 messages before the batch's dead letters are counted, so a pipeline that stops on dead
 letters (``fail-fast``, ``max-error-ratio``, a source's ``failFast``) keeps the staged way,
 where nothing of a stopped batch is written. Dead letters are written after the messages. A
-task Spark retries writes its messages again: at least once, as every Kafka write here.
+Kafka task Spark retries writes its messages again: at least once, as every Kafka write here.
 """
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql.types import BinaryType, StructField, StructType
 
-from cdc_connectors.connectors import task_heap
+from cdc_connectors.connectors import files, task_heap
 from cdc_connectors.connectors.errors import guarded
+from cdc_connectors.connectors.files_plan import raw_batches
+from cdc_connectors.connectors.files_write import FilesWriter, TaskFile
 from cdc_connectors.connectors.kafka_offsets import KafkaRange
-from cdc_connectors.connectors.kafka_ranges import ranges_of
 from cdc_connectors.connectors.kafka_read import read_range
 from cdc_connectors.connectors.kafka_settings import (
     CONNECTOR,
@@ -41,32 +48,102 @@ from cdc_connectors.connectors.kafka_settings import (
     source_settings,
 )
 from cdc_connectors.connectors.kafka_write import Output, TopicTemplate, message_rows
-from cdc_connectors.connectors.messages import SettingError
-from cdc_connectors.formats.base import Format
+from cdc_connectors.convert.deadletter import dead_letter
+from cdc_connectors.errors import ConfigError
+from cdc_connectors.formats.base import Format, Message
+from cdc_connectors.opencdc import CodecError, Record
 from cdc_connectors.pipeline.config import Pipeline
 from cdc_connectors.pipeline.plan import (
     Route,
     SourceFormat,
     converter,
     is_messages,
+    letters_batch,
     message_layout,
     written_batch,
 )
 
-__all__ = ["RANGES", "InTask", "in_task", "tasks"]
+__all__ = ["FILES_PLAN", "MESSAGE_LAYOUT", "RANGES", "FilesOut", "InTask", "in_task", "tasks"]
 
-#: The data source an in-task pipeline reads its ranges from.
+#: The data sources an in-task pipeline reads its plan rows from.
 RANGES = f"{CONNECTOR}-ranges"
+FILES_PLAN = f"{files.NAME}-plan"
+#: The rows a files destination's writer is made for: messages (key, value).
+MESSAGE_LAYOUT = StructType([StructField("key", BinaryType()), StructField("value", BinaryType())])
 
 _PER_MESSAGE = "_per_message"
+
+
+@dataclass(frozen=True)
+class KafkaParts:
+    """Reads a ``cdc-kafka-ranges`` row: the messages of its range."""
+
+    settings: SourceSettings
+    plan_source: str = RANGES
+
+    def read(self, row: dict[str, Any]) -> Iterator[pa.RecordBatch | CodecError]:
+        part = KafkaRange(row["topic"], row["partition"], row["start"], row["end"])
+        return read_range(self.settings, part)
+
+
+@dataclass(frozen=True)
+class FileParts:
+    """Reads a ``cdc-files-plan`` row: the messages of its file."""
+
+    settings: files.Settings
+    plan_source: str = FILES_PLAN
+
+    def read(self, row: dict[str, Any]) -> Iterator[pa.RecordBatch | CodecError]:
+        return raw_batches(self.settings, row["file"])
+
+
+class _KafkaTaskOut:
+    """A task's Kafka producer, written batch by batch."""
+
+    def __init__(self, settings: DestinationSettings):
+        topic = settings.topic
+        self.template = TopicTemplate(topic) if topic is not None else None
+        self.output = Output(settings)
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        self.output.produce(message_rows(batch, self.template))
+        self.output.serve()
+
+    def close(self) -> None:
+        self.output.finish()
+
+    def discard(self) -> None:
+        self.output.abandon()
+
+
+@dataclass(frozen=True)
+class KafkaOut:
+    """Writes to Kafka: a producer per task, every delivery report awaited."""
+
+    settings: DestinationSettings
+
+    def open(self) -> _KafkaTaskOut:
+        return _KafkaTaskOut(self.settings)
+
+
+@dataclass(frozen=True)
+class FilesOut:
+    """Writes a staged file per task with the ``cdc-files`` writer of the batch (its job
+    commits them on the driver)."""
+
+    writer: FilesWriter | None = None  # set for each batch by the runner
+
+    def open(self) -> TaskFile:
+        assert self.writer is not None
+        return TaskFile(self.writer.settings, True, self.writer.job)
 
 
 @dataclass(frozen=True)
 class InTask:
     """What each task of an in-task pipeline needs (pickled to the executors)."""
 
-    source: SourceSettings
-    destination: DestinationSettings
+    parts: KafkaParts | FileParts
+    out: KafkaOut | FilesOut
     fmt: Format  # the destination's
     node_id: str
     decode: SourceFormat | None  # None: a copy, bytes as they are
@@ -82,68 +159,113 @@ def in_task(
     route: Route | None,
     decode: SourceFormat | None,
 ) -> InTask | None:
-    """How ``pipeline`` runs in its tasks, or ``None`` when it keeps the staged way: it is
-    not Kafka to Kafka, it stops on dead letters (module docstring), or it has no topic to
-    write to (the staged way's writer then says so). ``read_with``/``write_with``: the
-    settings the source is read and the destination written with; ``decode``: the format a
-    fused stage decodes with (``None`` for a copy)."""
+    """How ``pipeline`` runs in its tasks, or ``None`` when it keeps the staged way: a
+    connector that is not Kafka or files, a pipeline that stops on dead letters (module
+    docstring), a Kafka destination with no topic to write to (the staged way's writer then
+    says so). ``read_with``/``write_with``: the settings the source is read and the
+    destination written with; ``decode``: the format a fused Kafka stage decodes with
+    (``None`` for a copy, and for other sources)."""
     dlq = pipeline.dead_letters
-    kafka = {pipeline.source.plugin.spark_name, pipeline.destination.plugin.spark_name}
-    if kafka != {CONNECTOR} or dlq.fail_fast or dlq.max_error_ratio is not None:
+    if dlq.fail_fast or dlq.max_error_ratio is not None:
         return None
+    source_name = pipeline.source.plugin.spark_name
+    destination_name = pipeline.destination.plugin.spark_name
     try:
-        source = source_settings(read_with)
-        destination = destination_settings(write_with)
-        fixed = destination.topic is not None and TopicTemplate(destination.topic).fixed
-    except SettingError:  # refused where the staged way refuses it, with its place
+        parts: KafkaParts | FileParts
+        if source_name == CONNECTOR:
+            settings = source_settings(read_with)
+            if settings.typed or (decode is None and (not settings.raw or route is not None)):
+                return None
+            parts = KafkaParts(settings)
+        elif source_name == files.NAME:
+            read = files.Settings.parse(read_with)
+            if read.typed or read.fail_fast:
+                return None
+            decode = SourceFormat(read.open_format(), files.NODE_ID, False)
+            parts = FileParts(read)
+        else:
+            return None
+        out: KafkaOut | FilesOut
+        if destination_name == CONNECTOR:
+            destination = destination_settings(write_with)
+            fixed = destination.topic is not None and TopicTemplate(destination.topic).fixed
+            if not (fixed or route is not None):
+                return None
+            out = KafkaOut(destination)
+        elif destination_name == files.NAME and route is None:
+            out = FilesOut()
+        else:
+            return None
+    except ConfigError:  # refused where the staged way refuses it, with its place
         return None
-    if source.typed or (decode is None and (not source.raw or route is not None)):
-        return None
-    if (decode is not None and decode.fail_fast) or not (fixed or route is not None):
+    if decode is not None and decode.fail_fast:
         return None
     columns = pipeline.destination.plugin.message_columns
     node_id = f"{pipeline.id}:{pipeline.destination.id}"
-    return InTask(source, destination, fmt, node_id, decode, route, columns)
+    return InTask(parts, out, fmt, node_id, decode, route, columns)
 
 
 def tasks(plan: InTask) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The mapInArrow function over ``cdc-kafka-ranges`` rows (module docstring)."""
+    """The mapInArrow function over plan rows (module docstring)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         task_heap.settle()
         for batch in batches:
-            for part in ranges_of(batch):
-                yield from guarded(_one_range(plan, part))
+            for row in batch.to_pylist():
+                yield from guarded(_one_part(plan, row))
 
     return run
 
 
-def _one_range(plan: InTask, part: KafkaRange) -> Iterator[pa.RecordBatch]:
-    topic = plan.destination.topic
-    template = TopicTemplate(topic) if topic is not None else None
-    raw = read_range(plan.source, part)
-    out = Output(plan.destination)
-    from_columns = per_message = 0
+def _one_part(plan: InTask, row: dict[str, Any]) -> Iterator[pa.RecordBatch]:
+    out = plan.out.open()
+    counts = [0, 0]  # messages written from columns, and the per-message way
     try:
         if plan.decode is None:
-            for batch in raw:
-                kept = [c for c in plan.columns if c in batch.schema.names]
-                out.produce(message_rows(batch.select(kept), template))
-                out.serve()
-                from_columns += batch.num_rows
+            for batch in plan.parts.read(row):
+                assert isinstance(batch, pa.RecordBatch)  # Kafka reads raise, not yield, errors
+                out.add(batch.select([c for c in plan.columns if c in batch.schema.names]))
+                counts[0] += batch.num_rows
         else:
-            convert = converter(plan.decode, plan.fmt, plan.node_id, plan.route)
-            for staged in convert(raw):
-                if not is_messages(staged):
-                    yield staged  # dead letters
-                    continue
-                out.produce(message_rows(message_layout(staged), template))
-                out.serve()
-                slow = int(pc.sum(staged.column(_PER_MESSAGE)).as_py() or 0)
-                per_message += slow
-                from_columns += staged.num_rows - slow
-        out.finish()
+            yield from _converted(plan, plan.decode, row, out, counts)
+        commit = out.close()
     except BaseException:
-        out.abandon()
+        out.discard()
         raise
-    yield written_batch(from_columns, per_message)
+    done = pickle.dumps(commit) if commit is not None else None
+    yield written_batch(counts[0], counts[1], done)
+
+
+def _converted(
+    plan: InTask, decode: SourceFormat, row: dict[str, Any], out: Any, counts: list[int]
+) -> Iterator[pa.RecordBatch]:
+    """Convert the part's messages and write them; yield its dead letters."""
+    broken: list[CodecError] = []
+
+    def messages() -> Iterator[pa.RecordBatch]:
+        for item in plan.parts.read(row):
+            if isinstance(item, CodecError):
+                broken.append(item)  # bytes that are no message: a dead letter as they are
+            else:
+                yield item
+
+    for staged in converter(decode, plan.fmt, plan.node_id, plan.route)(messages()):
+        if broken:
+            yield letters_batch(_unsplit(broken, decode.node_id))
+            broken.clear()
+        if not is_messages(staged):
+            yield staged  # dead letters
+            continue
+        out.add(message_layout(staged))
+        slow = int(pc.sum(staged.column(_PER_MESSAGE)).as_py() or 0)
+        counts[1] += slow
+        counts[0] += staged.num_rows - slow
+    if broken:
+        yield letters_batch(_unsplit(broken, decode.node_id))
+
+
+def _unsplit(errors: list[CodecError], node_id: str) -> list[Record]:
+    return [
+        dead_letter(Message(error.data, where=error.where or ""), error.reason, node_id)
+        for error in errors
+    ]

@@ -69,6 +69,7 @@ __all__ = [
     "converter",
     "encoder",
     "is_messages",
+    "letters_batch",
     "message_layout",
     "written_batch",
 ]
@@ -155,14 +156,15 @@ def _messages_batch(
     )
 
 
-def written_batch(from_columns: int, per_message: int) -> pa.RecordBatch:
+def written_batch(from_columns: int, per_message: int, commit: bytes | None) -> pa.RecordBatch:
     """Two ``WRITTEN`` rows: how many messages a task wrote itself, from columns and the
-    per-message way."""
+    per-message way; the first carries ``commit``, what the task's writer gives its job to
+    commit (pickled), as its value."""
     return pa.RecordBatch.from_arrays(
         [
             pa.array([WRITTEN, WRITTEN], pa.int32()),
             pa.nulls(2, pa.binary()),
-            pa.nulls(2, pa.binary()),
+            pa.array([commit, None], pa.binary()),
             pa.nulls(2, _HEADERS_ARROW),
             pa.nulls(2, pa.string()),
             pa.array([False, True]),
@@ -188,6 +190,11 @@ def message_layout(batch: pa.RecordBatch) -> pa.RecordBatch:
         names.append("topic")
         columns.append(topics)
     return pa.RecordBatch.from_arrays(columns, names=names)
+
+
+def letters_batch(letters: list[Record]) -> pa.RecordBatch:
+    """Dead letters of a source, as stage rows."""
+    return _letters_batch(records_to_batch(letters), SOURCE_LETTER)
 
 
 def _letters_batch(letters: pa.RecordBatch, kind: int) -> pa.RecordBatch:
@@ -281,21 +288,23 @@ class SourceFormat:
 
 
 def _raw_messages(batch: pa.RecordBatch) -> list[Message]:
-    """Messages of a batch in Spark's Kafka layout, each placed ``topic/partition/offset``."""
-    headers = batch.column("headers").to_pylist()
+    """Messages of a batch of raw messages, each placed: ``topic/partition/offset`` in
+    Spark's Kafka layout, its ``place`` column in a file's (``file:line``)."""
+    names = batch.schema.names
+    rows = batch.num_rows
+    places = _places(batch).to_pylist()
+    headers = batch.column("headers").to_pylist() if "headers" in names else [None] * rows
     return [
         Message(
             value,
             key,
             [(h["key"], h["value"]) for h in pairs or ()],
-            where=f"{topic}/{partition}/{offset}",
+            where=place.decode("utf-8", "backslashreplace"),
         )
-        for key, value, topic, partition, offset, pairs in zip(
+        for key, value, place, pairs in zip(
             batch.column("key").to_pylist(),
             batch.column("value").to_pylist(),
-            batch.column("topic").to_pylist(),
-            batch.column("partition").to_pylist(),
-            batch.column("offset").to_pylist(),
+            places,
             headers,
             strict=True,
         )
@@ -303,7 +312,9 @@ def _raw_messages(batch: pa.RecordBatch) -> list[Message]:
 
 
 def _places(batch: pa.RecordBatch) -> pa.Array:
-    """``topic/partition/offset`` of each message of a Kafka layout batch, as bytes."""
+    """The place of each message of a batch of raw messages, as bytes (:func:`_raw_messages`)."""
+    if "place" in batch.schema.names:
+        return batch.column("place").cast(pa.binary())
     return pc.binary_join_element_wise(
         batch.column("topic"),
         batch.column("partition").cast(pa.string()),
@@ -535,6 +546,11 @@ class Stage:
             encode_letters=int(row["encode"]),
             per_message=int(row["per_message"]) if self.fused else None,
         )
+
+    def commits(self) -> list[bytes]:
+        """What the tasks of an in-task stage gave their writer's job to commit."""
+        found = self.frame.where((F.col(KIND) == WRITTEN) & F.col(_MESSAGE_VALUE).isNotNull())
+        return [bytes(row[0]) for row in found.select(_MESSAGE_VALUE).collect()]
 
     def first_letter(self) -> tuple[str, str]:
         """Position and reason of one dead letter of the batch."""

@@ -17,21 +17,24 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pickle
 import re
 import signal
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 
-from cdc_connectors.connectors.files import FilesWriteError
+from cdc_connectors.connectors.files import FilesDataSource, FilesWriteError
 from cdc_connectors.connectors.files_owner import check, owner_of, refuse_owned
+from cdc_connectors.connectors.files_plan import FilesPlanDataSource
+from cdc_connectors.connectors.files_write import FilesWriter
 from cdc_connectors.connectors.kafka_ranges import KafkaRangesDataSource
 from cdc_connectors.connectors.messages import open_format
 from cdc_connectors.errors import ConfigError, FailFastError
@@ -39,7 +42,7 @@ from cdc_connectors.options import TRUE
 from cdc_connectors.pipeline import outputs
 from cdc_connectors.pipeline.config import Config, Connector, Pipeline
 from cdc_connectors.pipeline.connectors import missing_input
-from cdc_connectors.pipeline.in_task import RANGES, in_task, tasks
+from cdc_connectors.pipeline.in_task import MESSAGE_LAYOUT, FilesOut, InTask, in_task, tasks
 from cdc_connectors.pipeline.outputs import StagedOutput
 from cdc_connectors.pipeline.plan import Counts, SourceFormat, Stage
 
@@ -52,6 +55,10 @@ _OUR_ERRORS = re.compile(
 )
 _TRACEBACK = "Traceback (most recent call last):"
 _ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception)): (.+)$", re.MULTILINE)
+
+
+#: What the start line of a pipeline run in its tasks (:mod:`.in_task`) says.
+ONE_PASS = "read and written in one pass per task"
 
 
 def _say(line: str) -> None:
@@ -191,18 +198,22 @@ class _Job:
         pipeline = self.pipeline
         destination = pipeline.destination
         dlq = pipeline.dead_letters
-        stage = Stage(
-            rows,
-            self.fmt,
-            self.node_id,
-            destination.plugin.message_columns,
-            self.route,
-            self.fused,
-            tasks(self.in_task) if self.in_task is not None else None,
-        )
         staged: list[StagedOutput] = []
+        # a files destination written by the tasks: staged first, published as the last
+        written_by_tasks: list[StagedOutput] = []
         self.first_began = self.first_began or began
+        stage: Stage | None = None
         try:
+            plan, writer = self._in_task(batch_id, written_by_tasks)
+            stage = Stage(
+                rows,
+                self.fmt,
+                self.node_id,
+                destination.plugin.message_columns,
+                self.route,
+                self.fused,
+                tasks(plan) if plan is not None else None,
+            )
             if stage.copy:
                 # Rows copied as they are have no dead letters to split off or to stop for:
                 # written first, and counted after (the stage may count them as they go).
@@ -221,7 +232,10 @@ class _Job:
                         self._output(dlq.plugin.spark_name, self.dlq_settings, batch_id, staged),
                         dlq.place_of,
                     )
-                if stage.in_task:
+                if writer is not None:  # its tasks wrote their files: the job commits them
+                    _commit(writer, [pickle.loads(found) for found in stage.commits()])
+                    staged.extend(written_by_tasks)
+                elif stage.in_task:
                     pass  # its tasks wrote the messages
                 elif counts.written or self._replaces(destination.plugin.spark_name):
                     self._write_messages(stage, batch_id, staged)
@@ -230,9 +244,10 @@ class _Job:
             for output in reversed(staged):
                 outputs.publish(output)
         finally:
-            for output in staged:
+            for output in [*staged, *(o for o in written_by_tasks if o not in staged)]:
                 outputs.discard(output)
-            stage.release()
+            if stage is not None:
+                stage.release()
         self.totals.add(counts)
         self.batches += 1
         self.last_ended = time.monotonic()
@@ -242,6 +257,27 @@ class _Job:
             f"{counts.letters} to the dead-letter output, "
             f"{rate:,.{0 if rate >= 10 else 1}f} records/s"
         )
+
+    def _in_task(
+        self, batch_id: int, staged: list[StagedOutput]
+    ) -> tuple[InTask | None, FilesWriter | None]:
+        """The batch's in-task plan, if it has one; with a files destination, the writer
+        whose job commits what the tasks write (its output staged as the staged way's)."""
+        plan = self.in_task
+        if plan is None or not isinstance(plan.out, FilesOut):
+            return plan, None
+        destination = self.pipeline.destination
+        name = destination.plugin.spark_name
+        settings = self._output(name, self.writer_settings, batch_id, staged)
+        try:
+            writer = FilesDataSource(settings).writer(MESSAGE_LAYOUT, False)
+        except Exception as exc:
+            refused = _setting_error(exc)
+            if refused is not None:
+                self.refused = f"{destination.place_of(refused)}: {refused}"
+            raise
+        assert isinstance(writer, FilesWriter)
+        return replace(plan, out=FilesOut(writer)), writer
 
     def _write_messages(self, stage: Stage, batch_id: int, staged: list[StagedOutput]) -> None:
         destination = self.pipeline.destination
@@ -335,7 +371,9 @@ class _Job:
         source = self.pipeline.source
         reader: Any = self.spark.readStream if streaming else self.spark.read
         try:
-            name = RANGES if self.in_task is not None else source.plugin.spark_name
+            name = source.plugin.spark_name
+            if self.in_task is not None:
+                name = self.in_task.parts.plan_source
             return reader.format(name).options(**self.source_settings).load()  # type: ignore[no-any-return]
         except Exception as exc:
             refused = _setting_error(exc)
@@ -355,14 +393,14 @@ class _Job:
     def start_line(self, available_now: bool) -> str:
         p = self.pipeline
         how = "batch" if p.batch else f"streaming{', available now' if available_now else ''}"
-        if self.in_task is not None:
-            how += ", read and written in one pass per task"
         line = (
             f"{p.id}: starting ({how}): {p.source.id} ({p.source.plugin.name}) -> "
             f"{p.destination.id} ({p.destination.plugin.name}), dead letters -> "
             f"{p.dead_letters.settings.get('path', p.dead_letters.plugin.name)}"
         )
-        return line if p.batch else f"{line}, checkpoint {p.checkpoint}"
+        if not p.batch:
+            line += f", checkpoint {p.checkpoint}"
+        return f"{line}; {ONE_PASS}" if self.in_task is not None else line
 
     def summary(self) -> str:
         elapsed = time.monotonic() - self.started
@@ -382,6 +420,15 @@ class _Job:
 _KAFKA = "cdc-kafka"
 _FILES = "cdc-files"
 _FORMAT_SETTINGS = ("format", "failfast", "typed")
+
+
+def _commit(writer: FilesWriter, messages: list[Any]) -> None:
+    """The job commit of files its tasks wrote; what they staged goes when it fails."""
+    try:
+        writer.commit(messages)
+    except BaseException:
+        writer.abort(messages)
+        raise
 
 
 def _fused_source(source: Connector) -> tuple[dict[str, str], SourceFormat | None]:
@@ -524,6 +571,7 @@ def _register(spark: SparkSession, config: Config) -> None:
                 spark.dataSource.register(plugin.source_class)
                 seen.add(plugin.spark_name)
     spark.dataSource.register(KafkaRangesDataSource)
+    spark.dataSource.register(FilesPlanDataSource)
 
 
 def run(

@@ -8,7 +8,8 @@ One streaming files -> files pipeline, run after run on one checkpoint:
    ``run`` of the same file: refused in one line, exit 2, the first one going on;
 3. SIGKILL of that driver itself: the command says so in one line and exits 137, and what
    the driver started ends too;
-4. ``run --available-now`` for what is left.
+4. ``run --available-now`` for what is left (in the suite's Spark session: the driver's
+   code after Spark has started, one Spark start fewer).
 
 Then every input line is in exactly one place, read back with ``json`` alone: written
 once, or a dead letter once, or skipped; none lost, none twice. The checkpoint locks alone
@@ -39,6 +40,7 @@ from tests.pipeline.support import (
     environment,
     files_pipeline,
     place,
+    run_here,
     write_config,
     write_debezium,
 )
@@ -250,7 +252,7 @@ def _jvm(pids: set[int]) -> set[int]:
 
 
 @pytest.fixture(scope="module")
-def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
+def story(tmp_path_factory: pytest.TempPathFactory, spark: object) -> Iterator[Story]:
     root = tmp_path_factory.mktemp("launcher-death")
     (root / "in").mkdir()
     expected = write_debezium(root / "in" / "a.jsonl", 31)
@@ -295,15 +297,9 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
         first.process.wait(timeout=60)
         left_after_driver_kill = wait_gone(first_tree)
         kill_all(set(left_after_driver_kill))
-        # 4. what is left
-        last = subprocess.run(
-            [*CLI, "run", "--available-now", "pipeline.yaml"],
-            cwd=root,
-            env=environment(),
-            capture_output=True,
-            text=True,
-            timeout=START,
-        )
+        # 4. what is left, in the suite's Spark session (the driver's code after Spark has
+        # started): what needs a process of its own was tested in 1 to 3
+        last = run_here(spark, root / "pipeline.yaml", available_now=True)
         yield Story(
             root,
             expected,

@@ -1,0 +1,126 @@
+"""The plan of a ``cdc-files`` read as rows (``cdc-files-plan``), and a file's raw messages.
+
+Each row is one file the ``cdc-files`` source with the same settings would read: ``file``,
+batch or streaming (the files a micro-batch adds, kept in the checkpoint as that source keeps
+them). A task given a row reads the file itself with :func:`raw_batches`: its messages as
+they are, each placed ``file:line`` (or ``file: message N, byte B``), not decoded. A pipeline
+that reads, converts and writes in one task reads this source
+(:mod:`cdc_connectors.pipeline.in_task`).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator, Sequence
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.types import StringType, StructField, StructType
+
+from cdc_connectors.connectors.errors import bare
+from cdc_connectors.connectors.files import (
+    NAME,
+    FilePartition,
+    FilesDataSource,
+    FilesReader,
+    FilesStreamReader,
+    Settings,
+    open_input,
+    raw_bytes,
+)
+from cdc_connectors.connectors.messages import SettingError
+from cdc_connectors.convert.streams import read_messages
+from cdc_connectors.formats.base import Message
+from cdc_connectors.opencdc import CodecError
+from cdc_connectors.text import printable
+
+__all__ = ["PLAN_SCHEMA", "FilesPlanDataSource", "files_of", "raw_batches"]
+
+PLAN_SCHEMA = StructType([StructField("file", StringType(), False)])
+_ARROW = pa.schema([pa.field("file", pa.string(), False)])
+#: A file's messages as they are: key, value and place.
+RAW_ARROW = pa.schema(
+    [pa.field("key", pa.binary()), pa.field("value", pa.binary()), pa.field("place", pa.string())]
+)
+
+
+class FilesPlanDataSource(FilesDataSource):
+    """The files a ``cdc-files`` read with these settings would read; read only."""
+
+    @classmethod
+    def name(cls) -> str:
+        return f"{NAME}-plan"
+
+    def schema(self) -> StructType:
+        if self.settings.typed:
+            raise bare(SettingError(f"{self.name()}: typed reads are not planned as files"))
+        return PLAN_SCHEMA
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        planned = super().reader(schema)
+        assert isinstance(planned, FilesReader)
+        return PlanReader(planned.settings)
+
+    def _stream_reader(self) -> DataSourceStreamReader:
+        planned = super()._stream_reader()
+        assert isinstance(planned, FilesStreamReader)
+        return PlanStreamReader(planned.settings)
+
+
+class PlanReader(FilesReader):
+    """A batch read's files, one row per task."""
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return _row(partition)
+
+
+class PlanStreamReader(FilesStreamReader):
+    """A micro-batch's new files, one row per task."""
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return _row(partition)
+
+
+def _row(partition: InputPartition) -> Iterator[pa.RecordBatch]:
+    if isinstance(partition, FilePartition):  # else Spark's placeholder of an empty plan
+        yield pa.RecordBatch.from_pylist([{"file": partition.file}], schema=_ARROW)
+
+
+def files_of(batch: pa.RecordBatch) -> Sequence[str]:
+    """The files of a batch of this source's rows."""
+    return [str(file) for file in batch.column("file").to_pylist()]
+
+
+def raw_batches(settings: Settings, file: str) -> Iterator[pa.RecordBatch | CodecError]:
+    """The messages of ``file`` in batches of at most ``maxRecordsPerBatch``, bytes as they
+    are (:data:`RAW_ARROW`); bytes that are no message, and the rest of a file that cannot be
+    read, as a :class:`CodecError` carrying them (a dead letter, as ``cdc-files`` makes)."""
+    fmt = type(settings.open_format())
+    chunk: list[Message] = []
+    try:
+        with open_input(file) as stream:
+            for item in read_messages(stream, fmt, kv=settings.kv, source=file):
+                if isinstance(item, CodecError):
+                    yield item
+                    continue
+                chunk.append(item)
+                if len(chunk) >= settings.batch_size:
+                    yield _batch(chunk)
+                    chunk = []
+    except (OSError, EOFError, zlib.error) as exc:
+        chunk = []  # as cdc-files reads it: the whole file is the dead letter
+        reason = f"cannot read {printable(file)}: {exc}"
+        yield CodecError(reason, where=printable(file), data=raw_bytes(file))
+    if chunk:
+        yield _batch(chunk)
+
+
+def _batch(messages: list[Message]) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([m.key for m in messages], pa.binary()),
+            pa.array([m.value for m in messages], pa.binary()),
+            pa.array([m.where for m in messages], pa.string()),
+        ],
+        schema=RAW_ARROW,
+    )
