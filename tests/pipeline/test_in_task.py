@@ -339,3 +339,55 @@ def test_only_pipelines_that_go_on_past_dead_letters_run_in_one_pass(
         pipeline, job.source_settings, job.writer_settings, job.fmt, job.route, job.fused
     )
     assert (chosen is not None) == one_pass
+
+
+def _files_pipeline(source: Path, target: Path, dead: Path, policy: str = "") -> str:
+    return f"""version: "2.2"
+pipelines:
+  - id: f
+    mode: batch
+    connectors:
+      - id: in
+        type: source
+        plugin: files
+        settings: {{path: "{source}", format: debezium-json}}
+      - id: out
+        type: destination
+        plugin: files
+        settings: {{path: "{target}", format: opencdc-json}}
+    dead-letter-queue:
+      plugin: files
+      settings: {{path: "{dead}", format: opencdc-json}}
+      {policy}
+"""
+
+
+def _documents(folder: Path) -> list[dict[str, Any]]:
+    found = records(folder)
+    for record in found:
+        record["metadata"].pop("opencdc.readAt", None)  # ts_ms is there: only in letters
+    return sorted(found, key=lambda r: orjson.dumps(r, option=orjson.OPT_SORT_KEYS))
+
+
+def test_files_to_files_in_one_pass_writes_what_the_staged_way_writes(
+    spark: Any, tmp_path: Path
+) -> None:
+    source = tmp_path / "in"
+    source.mkdir()
+    for number in range(3):
+        lines = [change(n + 100 * number)[1] for n in range(40)]
+        lines[5] = b"{not json"
+        (source / f"part-{number}.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    (source / "broken.jsonl.gz").write_bytes(b"\x1f\x8b\x08\x00 not a gzip stream")
+    written = {}
+    for way, policy in (("one pass", ""), ("staged", "max-error-ratio: 1.0")):
+        target, dead = tmp_path / f"out-{way}", tmp_path / f"dead-{way}"
+        result = _run(spark, tmp_path, _files_pipeline(source, target, dead, policy))
+        assert result.returncode == 1, result.stderr
+        assert (ONE_PASS in result.stderr) == (way == "one pass"), result.stderr
+        assert "121 records in, 117 out, 4 to the dead-letter output" in result.stderr
+        written[way] = (_documents(target), _documents(dead))
+    assert written["one pass"] == written["staged"]
+    letters = written["one pass"][1]
+    reasons = [letter["metadata"]["conduit.dlq.nack.error"] for letter in letters]
+    assert sum("broken.jsonl.gz" in reason for reason in reasons) == 1, reasons
