@@ -1038,17 +1038,17 @@ def leaf_types(draw: st.DrawFn, namer: Namer) -> Any:
 
 
 @st.composite
-def non_union_types(draw: st.DrawFn, namer: Namer, depth: int) -> Any:
+def non_union_types(draw: st.DrawFn, namer: Namer, depth: int, refs: bool = True) -> Any:
     if depth >= 2 or draw(st.integers(0, 2)) > 0:
         return draw(leaf_types(namer))
     kind = draw(st.sampled_from(["record", "array", "map"]))
     if kind == "array":
-        return {"type": "array", "items": draw(avro_types(namer, depth + 1))}
+        return {"type": "array", "items": draw(avro_types(namer, depth + 1, refs))}
     if kind == "map":
-        return {"type": "map", "values": draw(avro_types(namer, depth + 1))}
+        return {"type": "map", "values": draw(avro_types(namer, depth + 1, refs))}
     name = namer("Rec")
     count = draw(st.integers(1, 3))
-    fields = [fld(f"g{i}", draw(avro_types(namer, depth + 1))) for i in range(count)]
+    fields = [fld(f"g{i}", draw(avro_types(namer, depth + 1, refs))) for i in range(count)]
     namer.defined.append(name)
     return record(name, *fields)
 
@@ -1070,12 +1070,12 @@ UNION_TEMPLATES = [
 @st.composite
 def avro_types(draw: st.DrawFn, namer: Namer, depth: int = 0, refs: bool = True) -> Any:
     if draw(st.integers(0, 3)) > 0:
-        return draw(non_union_types(namer, depth))
+        return draw(non_union_types(namer, depth, refs))
     template = draw(st.sampled_from(UNION_TEMPLATES))
     if template == "null-first":
-        return ["null", draw(non_union_types(namer, depth))]
+        return ["null", draw(non_union_types(namer, depth, refs))]
     if template == "null-last":
-        return [draw(non_union_types(namer, depth)), "null"]
+        return [draw(non_union_types(namer, depth, refs)), "null"]
     if template == "null-string-bytes":
         return ["null", "string", "bytes"]
     if template == "string-bytes":
@@ -1098,7 +1098,7 @@ def avro_types(draw: st.DrawFn, namer: Namer, depth: int = 0, refs: bool = True)
         return ["null", first, second]
     if refs and namer.defined:
         return ["null", draw(st.sampled_from(namer.defined))]  # a named type, again by name
-    return ["null", draw(non_union_types(namer, depth))]
+    return ["null", draw(non_union_types(namer, depth, refs))]
 
 
 def _times(millis: bool) -> st.SearchStrategy[dt.time]:
