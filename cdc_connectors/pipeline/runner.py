@@ -220,20 +220,29 @@ class _Job:
                 self._write_messages(stage, batch_id, staged)
                 counts = stage.count()
             else:
-                counts = stage.count()
-                self._check_policy(stage, counts, batch_id)
-                # Dead letters first: when their output fails, nothing of the batch is
-                # written. A batch pipeline stages its file outputs and publishes them once
-                # all went through.
-                if counts.letters or self._replaces(dlq.plugin.spark_name):
-                    self._write(
-                        stage.letters(),
-                        dlq.plugin.spark_name,
-                        self._output(dlq.plugin.spark_name, self.dlq_settings, batch_id, staged),
-                        dlq.place_of,
-                    )
+                written: list[Any] = []
+                try:
+                    counts = stage.count()
+                    written = [pickle.loads(found) for found in stage.commits()]
+                    self._check_policy(stage, counts, batch_id)
+                    # Dead letters first: when their output fails, nothing of the batch is
+                    # written. A batch pipeline stages its file outputs and publishes them
+                    # once all went through.
+                    if counts.letters or self._replaces(dlq.plugin.spark_name):
+                        self._write(
+                            stage.letters(),
+                            dlq.plugin.spark_name,
+                            self._output(
+                                dlq.plugin.spark_name, self.dlq_settings, batch_id, staged
+                            ),
+                            dlq.place_of,
+                        )
+                except BaseException:
+                    if writer is not None:  # what its tasks staged goes (a failed task's too)
+                        writer.abort(written)
+                    raise
                 if writer is not None:  # its tasks wrote their files: the job commits them
-                    _commit(writer, [pickle.loads(found) for found in stage.commits()])
+                    _commit(writer, written)
                     staged.extend(written_by_tasks)
                 elif stage.in_task:
                     pass  # its tasks wrote the messages
