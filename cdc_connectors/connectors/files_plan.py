@@ -17,6 +17,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StringType, StructField, StructType
 
+from cdc_connectors.connectors.arrow_bytes import binary_array
 from cdc_connectors.connectors.errors import bare
 from cdc_connectors.connectors.files import (
     NAME,
@@ -118,8 +119,8 @@ def raw_batches(settings: Settings, file: str) -> Iterator[pa.RecordBatch | Code
 def _batch(messages: list[Message]) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(
         [
-            pa.array([m.key for m in messages], pa.binary()),
-            pa.array([m.value for m in messages], pa.binary()),
+            binary_array([m.key for m in messages]),
+            binary_array([m.value for m in messages]),
             pa.array([m.where for m in messages], pa.string()),
         ],
         schema=RAW_ARROW,
