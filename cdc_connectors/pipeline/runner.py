@@ -241,7 +241,11 @@ class _Job:
                     if writer is not None:  # what its tasks staged goes (a failed task's too)
                         writer.abort(written)
                     raise
-                if writer is not None:  # its tasks wrote their files: the job commits them
+                if writer is not None and not (
+                    counts.written or self._replaces(destination.plugin.spark_name)
+                ):
+                    writer.abort(written)  # nothing to publish, as in the staged way
+                elif writer is not None:  # its tasks wrote their files: the job commits them
                     _commit(writer, written)
                     staged.extend(written_by_tasks)
                 elif stage.in_task:
