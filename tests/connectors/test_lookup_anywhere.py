@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.pipeline.support import QUICK_JVM
+
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 READ_WITHOUT_REGISTER = """
@@ -34,7 +36,12 @@ def test_the_data_sources_resolve_from_a_directory_outside_the_repository(tmp_pa
     (data / "a.jsonl").write_text('{"operation":"create","payload":{"after":{"a":1}}}\n')
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+    env = {
+        **os.environ,
+        "PYSPARK_PYTHON": sys.executable,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_SUBMIT_ARGS": f"--driver-java-options {QUICK_JVM} pyspark-shell",
+    }
     done = subprocess.run(
         [sys.executable, "-c", READ_WITHOUT_REGISTER, str(data)],
         capture_output=True,

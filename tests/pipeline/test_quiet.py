@@ -25,6 +25,7 @@ from cdc_connectors.spark.session import (
 )
 from tests.pipeline.support import (
     CLI,
+    QUIET_CONF,
     files_pipeline,
     noise_in,
     user_environment,
@@ -90,6 +91,7 @@ def test_a_pipeline_run_prints_no_spark_noise(tmp_path: Path) -> None:
         tmp_path / "pipeline.yaml",
         files_pipeline("batch", tmp_path / "in", tmp_path / "out", tmp_path / "dead", mode="batch"),
         files_pipeline("stream", tmp_path / "in", tmp_path / "s-out", tmp_path / "s-dead"),
+        conf=QUIET_CONF,  # no Java options of its own: the package's alone
     )
     result = subprocess.run(
         [*CLI, "run", "--available-now", "pipeline.yaml"],

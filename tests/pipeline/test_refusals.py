@@ -12,7 +12,7 @@ import yaml
 from cdc_connectors.connectors.files_owner import OWNER_FILE
 from cdc_connectors.pipeline import outputs, parse
 from cdc_connectors.pipeline.runner import refusal
-from tests.pipeline.support import cdc, files_pipeline, write_config, write_debezium
+from tests.pipeline.support import QUIET_CONF, cdc, files_pipeline, write_config, write_debezium
 
 
 def config(tmp_path: Path, out: Path, *, batch: bool = True, mode: str | None = None):  # type: ignore[no-untyped-def]
@@ -102,6 +102,7 @@ def test_run_refuses_a_non_empty_output_in_one_line_before_spark_starts(tmp_path
     write_config(
         tmp_path / "p.yaml",
         files_pipeline("p", tmp_path / "in", tmp_path / "out", tmp_path / "dead", mode="batch"),
+        conf=QUIET_CONF,  # no Spark starts: the lines of the file as the error names them
     )
     result = cdc("run", "p.yaml", cwd=tmp_path, timeout=120)
     assert result.returncode == 2

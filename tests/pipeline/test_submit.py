@@ -22,6 +22,7 @@ import pytest
 
 from tests.pipeline.support import (
     CLI,
+    QUICK_JVM,
     Lines,
     cdc,
     environment,
@@ -79,6 +80,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pat
         "SPARK_HOME": str(SPARK_HOME),
         "SPARK_WORKER_DIR": str(root / "work"),
         "SPARK_LOG_DIR": str(root / "logs"),
+        "SPARK_DAEMON_JAVA_OPTS": QUICK_JVM,  # the master and the worker
     }
     port = _free_port()
     url = f"spark://127.0.0.1:{port}"
@@ -138,6 +140,7 @@ def test_submit_runs_a_pipeline_on_a_standalone_cluster(
             "spark.ui.enabled": "false",
             "spark.sql.shuffle.partitions": "2",
             "spark.executor.memory": "512m",
+            "spark.executor.extraJavaOptions": QUICK_JVM,
         },
     )
     result = cdc("submit", "pipeline.yaml", cwd=tmp_path)
@@ -175,7 +178,11 @@ def test_killing_submit_ends_its_driver_and_executors(
         tmp_path / "pipeline.yaml",
         files_pipeline("killed", tmp_path / "in", tmp_path / "out", tmp_path / "dead"),
         master=cluster[0],
-        conf={"spark.ui.enabled": "false", "spark.executor.memory": "512m"},
+        conf={
+            "spark.ui.enabled": "false",
+            "spark.executor.memory": "512m",
+            "spark.executor.extraJavaOptions": QUICK_JVM,
+        },
     )
     process = subprocess.Popen(
         [*CLI, "submit", "pipeline.yaml"],

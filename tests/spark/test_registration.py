@@ -12,6 +12,7 @@ import pytest
 from cdc_connectors import plugins
 from cdc_connectors.spark import register
 from tests.conftest import ROOT
+from tests.pipeline.support import QUICK_JVM
 
 pytestmark = pytest.mark.spark
 
@@ -32,7 +33,12 @@ df = (spark.read.format("cdc-files").option("path", "examples/debezium/shop/cust
 print(df.count())
 spark.stop()
 """
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+    env = {
+        **os.environ,
+        "PYSPARK_PYTHON": sys.executable,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_SUBMIT_ARGS": f"--driver-java-options {QUICK_JVM} pyspark-shell",
+    }
     result = subprocess.run(
         [sys.executable, "-c", script], cwd=ROOT, capture_output=True, env=env, timeout=300
     )
