@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 from cdc_connectors.connectors import files, task_heap
@@ -60,6 +59,7 @@ from cdc_connectors.pipeline.plan import (
     is_messages,
     letters_batch,
     message_layout,
+    per_message_rows,
     written_batch,
 )
 
@@ -70,8 +70,6 @@ RANGES = f"{CONNECTOR}-ranges"
 FILES_PLAN = f"{files.NAME}-plan"
 #: The rows a files destination's writer is made for: messages (key, value).
 MESSAGE_LAYOUT = StructType([StructField("key", BinaryType()), StructField("value", BinaryType())])
-
-_PER_MESSAGE = "_per_message"
 
 
 @dataclass(frozen=True)
@@ -257,7 +255,7 @@ def _converted(
             yield staged  # dead letters
             continue
         out.add(message_layout(staged))
-        slow = int(pc.sum(staged.column(_PER_MESSAGE)).as_py() or 0)
+        slow = per_message_rows(staged)
         counts[1] += slow
         counts[0] += staged.num_rows - slow
     if broken:

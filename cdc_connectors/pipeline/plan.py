@@ -71,6 +71,7 @@ __all__ = [
     "is_messages",
     "letters_batch",
     "message_layout",
+    "per_message_rows",
     "written_batch",
 ]
 
@@ -178,6 +179,11 @@ def written_batch(from_columns: int, per_message: int, commit: bytes | None) -> 
 def is_messages(batch: pa.RecordBatch) -> bool:
     """Whether a stage batch holds messages (a stage batch holds rows of one kind)."""
     return bool(batch.num_rows) and batch.column(KIND)[0].as_py() == MESSAGE
+
+
+def per_message_rows(batch: pa.RecordBatch) -> int:
+    """How many rows of a stage batch came the per-message way."""
+    return int(pc.sum(batch.column(_PER_MESSAGE)).as_py() or 0)
 
 
 def message_layout(batch: pa.RecordBatch) -> pa.RecordBatch:
