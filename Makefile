@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+JVM_ARCHIVE := $(VENV)/spark-classes.jsa
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
@@ -43,7 +44,13 @@ PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -p no:ca
 # said in one line.
 NO_TESTS := { status=$$?; [ $$status -ne 5 ] || echo "error: pytest ran no tests" >&2; exit $$status; }
 
-test: setup
+# Spark's classes dumped once into a class-data-sharing archive that the suite's JVMs map:
+# each Spark start then takes about half the time (tests/jvm_archive.py).
+$(JVM_ARCHIVE): $(STAMP)
+	$(MAKE) java
+	$(BIN)/python -m tests.jvm_archive
+
+test: setup $(JVM_ARCHIVE)
 	$(PYTEST) || $(NO_TESTS)
 	$(BIN)/ruff check .
 	$(BIN)/mypy

@@ -12,6 +12,7 @@ import pytest
 
 import tests.hypothesis_profiles  # noqa: F401  (the profiles: ci, check)
 from tests.cli_runner import run_cli, run_cli_process
+from tests.jvm_archive import ARCHIVE_OPTIONS
 from tests.kafka_broker import KafkaBroker
 from tests.pipeline.support import QUICK_JVM
 
@@ -21,6 +22,10 @@ ROOT = Path(__file__).resolve().parent.parent
 # Spark workers must run this interpreter, not whatever python is on PATH.
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+# Every Spark driver a test starts (READMEs and demos with their own settings too) maps
+# Spark's classes from the suite's archive when there is one (tests/jvm_archive.py).
+if ARCHIVE_OPTIONS and ARCHIVE_OPTIONS not in os.environ.get("SPARK_SUBMIT_OPTS", ""):
+    os.environ["SPARK_SUBMIT_OPTS"] = f"{os.environ.get('SPARK_SUBMIT_OPTS', '')} {ARCHIVE_OPTIONS}"
 
 
 @pytest.fixture(scope="session")

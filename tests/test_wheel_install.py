@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from tests.pipeline.support import QUICK_JVM
+from tests.pipeline.support import QUICK_SUBMIT_ARGS
 
 pytestmark = [pytest.mark.slow]
 
@@ -159,7 +159,7 @@ def test_spark_finds_the_data_sources_of_the_wheel_from_any_directory(
         PYSPARK_PYTHON=str(installed),
         PYSPARK_DRIVER_PYTHON=str(installed),
         SPARK_LOCAL_IP="127.0.0.1",
-        PYSPARK_SUBMIT_ARGS=f"--driver-java-options {QUICK_JVM} pyspark-shell",
+        PYSPARK_SUBMIT_ARGS=QUICK_SUBMIT_ARGS,
     )
     done = subprocess.run(
         [str(installed), "-c", READ_FROM_ELSEWHERE, str(data)],

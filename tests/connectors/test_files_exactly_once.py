@@ -20,6 +20,7 @@ from cdc_connectors.connectors.files import FilesDataSource, FilesWriteError
 from cdc_connectors.connectors.files_write import FilesStreamWriter
 from tests.connectors.test_files_destination import files_under
 from tests.connectors.test_files_source import opencdc_line, write_lines
+from tests.pipeline.support import QUICK_SUBMIT_ARGS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -70,8 +71,7 @@ def start(tmp_path: Path, stall: bool) -> subprocess.Popen[bytes]:
     env = dict(os.environ, STALL="1" if stall else "0", PYTHONPATH=str(ROOT))
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    # a short-lived JVM starts faster with only the first compiler tier
-    env["PYSPARK_SUBMIT_ARGS"] = "--driver-java-options -XX:TieredStopAtLevel=1 pyspark-shell"
+    env["PYSPARK_SUBMIT_ARGS"] = QUICK_SUBMIT_ARGS
     args = [str(tmp_path / d) for d in ("in", "out", "checkpoint")] + [str(tmp_path / "marker")]
     return subprocess.Popen(
         [sys.executable, "-c", QUERY, *args],

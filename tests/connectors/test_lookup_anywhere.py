@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.pipeline.support import QUICK_JVM
+from tests.pipeline.support import QUICK_SUBMIT_ARGS
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -40,7 +40,7 @@ def test_the_data_sources_resolve_from_a_directory_outside_the_repository(tmp_pa
         **os.environ,
         "PYSPARK_PYTHON": sys.executable,
         "SPARK_LOCAL_IP": "127.0.0.1",
-        "PYSPARK_SUBMIT_ARGS": f"--driver-java-options {QUICK_JVM} pyspark-shell",
+        "PYSPARK_SUBMIT_ARGS": QUICK_SUBMIT_ARGS,
     }
     done = subprocess.run(
         [sys.executable, "-c", READ_WITHOUT_REGISTER, str(data)],

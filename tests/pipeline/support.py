@@ -7,6 +7,7 @@ import base64
 import json
 import os
 import random
+import shlex
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -14,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from tests.jvm_archive import ARCHIVE_OPTIONS
 
 TABLES = ("customers", "orders", "products")
 CLI = (sys.executable, "-m", "cdc_connectors.cli")
@@ -115,9 +118,12 @@ def places(directory: Path) -> list[tuple[str, int]]:
 
 
 #: A short-lived JVM starts sooner with only the first compiler tier (a fifth less time to a
-#: pipeline's first batch here); the tests' runs are short. The runs that test Spark's
-#: defaults (tests/pipeline/test_quiet.py) give a conf without it.
-QUICK_JVM = "-XX:TieredStopAtLevel=1"
+#: pipeline's first batch here), and with Spark's classes from the suite's class-data-sharing
+#: archive (:mod:`tests.jvm_archive`) when there is one; the tests' runs are short. The runs
+#: that test Spark's defaults (tests/pipeline/test_quiet.py) give a conf without it.
+QUICK_JVM = f"-XX:TieredStopAtLevel=1 {ARCHIVE_OPTIONS}".strip()
+#: ``PYSPARK_SUBMIT_ARGS`` for a PySpark process started by a test: a driver with QUICK_JVM.
+QUICK_SUBMIT_ARGS = f"--driver-java-options {shlex.quote(QUICK_JVM)} pyspark-shell"
 QUIET_CONF = {
     "spark.ui.enabled": "false",
     "spark.sql.shuffle.partitions": "2",

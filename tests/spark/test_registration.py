@@ -12,7 +12,7 @@ import pytest
 from cdc_connectors import plugins
 from cdc_connectors.spark import register
 from tests.conftest import ROOT
-from tests.pipeline.support import QUICK_JVM
+from tests.pipeline.support import QUICK_SUBMIT_ARGS
 
 pytestmark = pytest.mark.spark
 
@@ -37,7 +37,7 @@ spark.stop()
         **os.environ,
         "PYSPARK_PYTHON": sys.executable,
         "SPARK_LOCAL_IP": "127.0.0.1",
-        "PYSPARK_SUBMIT_ARGS": f"--driver-java-options {QUICK_JVM} pyspark-shell",
+        "PYSPARK_SUBMIT_ARGS": QUICK_SUBMIT_ARGS,
     }
     result = subprocess.run(
         [sys.executable, "-c", script], cwd=ROOT, capture_output=True, env=env, timeout=300
