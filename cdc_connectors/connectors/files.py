@@ -133,6 +133,7 @@ NAME = "cdc-files"
 NODE_ID = NAME
 STAGING = "_staging"
 _MAX_DEAD_FILE = 64 * 1024 * 1024  # bytes of an unreadable file kept in its dead letter
+_READ_BUFFER = 1 << 20  # bytes read from a file at a time
 DEFAULT_BATCH = 10_000
 
 #: Settings by their lowercase spelling (Spark lowercases option names) -> as documented.
@@ -319,7 +320,8 @@ class FilePartition(InputPartition):
 def open_input(file: str) -> gzip.GzipFile | io.BufferedReader:
     if file.endswith(".gz"):
         return gzip.GzipFile(file, "rb")
-    return open(file, "rb")
+    # change events are kilobytes a line: a small buffer would be refilled every line or two
+    return open(file, "rb", buffering=_READ_BUFFER)
 
 
 def decode_chunk(

@@ -30,8 +30,7 @@ from cdc_connectors.connectors.files import (
     raw_bytes,
 )
 from cdc_connectors.connectors.messages import SettingError
-from cdc_connectors.convert.streams import read_messages
-from cdc_connectors.formats.base import Message
+from cdc_connectors.convert.streams import Chunk, read_chunks
 from cdc_connectors.opencdc import CodecError
 from cdc_connectors.text import printable
 
@@ -97,31 +96,23 @@ def raw_batches(settings: Settings, file: str) -> Iterator[pa.RecordBatch | Code
     are (:data:`RAW_ARROW`); bytes that are no message, and the rest of a file that cannot be
     read, as a :class:`CodecError` carrying them (a dead letter, as ``cdc-files`` makes)."""
     fmt = type(settings.open_format())
-    chunk: list[Message] = []
     try:
         with open_input(file) as stream:
-            for item in read_messages(stream, fmt, kv=settings.kv, source=file):
-                if isinstance(item, CodecError):
-                    yield item
-                    continue
-                chunk.append(item)
-                if len(chunk) >= settings.batch_size:
-                    yield _batch(chunk)
-                    chunk = []
+            size = settings.batch_size
+            for chunk in read_chunks(stream, fmt, kv=settings.kv, source=file, size=size):
+                yield chunk if isinstance(chunk, CodecError) else _batch(chunk)
     except (OSError, EOFError, zlib.error) as exc:
-        chunk = []  # as cdc-files reads it: the whole file is the dead letter
+        # as cdc-files reads it: the rest of the file is the dead letter
         reason = f"cannot read {printable(file)}: {exc}"
         yield CodecError(reason, where=printable(file), data=raw_bytes(file))
-    if chunk:
-        yield _batch(chunk)
 
 
-def _batch(messages: list[Message]) -> pa.RecordBatch:
+def _batch(chunk: Chunk) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(
         [
-            binary_array([m.key for m in messages]),
-            binary_array([m.value for m in messages]),
-            pa.array([m.where for m in messages], pa.string()),
+            binary_array(chunk.keys),
+            binary_array(chunk.values),
+            pa.array(chunk.places, pa.string()),
         ],
         schema=RAW_ARROW,
     )

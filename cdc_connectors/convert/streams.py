@@ -25,11 +25,14 @@ from __future__ import annotations
 
 import binascii
 import re
+import threading
 from base64 import b64encode
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 import orjson
+import simdjson
 from google.protobuf.internal.decoder import _DecodeVarint
 from google.protobuf.internal.encoder import _VarintBytes
 from google.protobuf.message import DecodeError
@@ -189,6 +192,29 @@ def _parses(text: bytes) -> bool:
     return True
 
 
+# What a JSON value starts with: simdjson would also take a byte order mark first.
+_VALUE_STARTS = frozenset(b'{["-0123456789tfn')
+_validators = threading.local()
+
+
+def _is_json(text: bytes) -> bool:
+    """Whether ``text`` is one JSON value, as :func:`_parses` (orjson) says, checked by
+    simdjson first: it validates without building the value, five times sooner on a
+    change event. A text it refuses (a broken one, an integer beyond 64 bits) is asked of
+    orjson, and it takes nothing orjson refuses once the text starts as a value does."""
+    parser = getattr(_validators, "parser", None)
+    if parser is None:
+        parser = _validators.parser = simdjson.Parser()
+    if text[:1] and text[0] in _VALUE_STARTS:
+        try:
+            parser.parse(text, False)
+        except (ValueError, RuntimeError):
+            pass
+        else:
+            return True
+    return _parses(text)
+
+
 def _usual_kv_members(line: bytes) -> dict[str, bytes] | None:
     """The raw texts of the members of a line laid out as ``{"key":K,"value":V}``,
     ``{"value":V,"key":K}`` or ``{"value":V}``, or ``None`` for any other line."""
@@ -202,7 +228,7 @@ def _usual_kv_members(line: bytes) -> dict[str, bytes] | None:
             continue
         if first == "value":
             whole = body[start.end() :].strip()
-            if _parses(whole):
+            if _is_json(whole):
                 return {"value": whole}
         for tried, then in enumerate(_THEN[second].finditer(body, start.end())):
             if tried == _CANDIDATES:
@@ -210,7 +236,7 @@ def _usual_kv_members(line: bytes) -> dict[str, bytes] | None:
             text = body[start.end() : then.start()].strip()
             if _parses(text):
                 rest = body[then.end() :].strip()
-                return {first: text, second: rest} if _parses(rest) else None
+                return {first: text, second: rest} if _is_json(rest) else None
         return None
     return None
 
@@ -284,6 +310,42 @@ def _kv_field(members: dict[str, bytes], name: str, binary: bool) -> bytes | Non
         raise CodecError(f"{name!r} is not valid base64: {exc}") from None
 
 
+_COMPACT_KEY, _COMPACT_VALUE = b'{"key":', b',"value":'
+
+
+def _kv_pair(content: bytes, binary: bool) -> tuple[bytes | None, bytes | None]:
+    """The key and value of a --kv line (raw JSON texts, or bytes of base64 members; ``None``
+    for ``null`` or none); :class:`CodecError` for a line that is no kv line.
+
+    The line as writers write it, ``{"key":K,"value":V}`` without blanks, is split at the
+    first ``,"value":``: when the text before it is one JSON value, that is the key (a
+    proper prefix of a JSON value never is one), and when the rest is one too, the line is
+    whole. Any other line is split the general way (:func:`_kv_members`)."""
+    if not binary and content.startswith(_COMPACT_KEY) and content.endswith(b"}"):
+        split = content.find(_COMPACT_VALUE, len(_COMPACT_KEY))
+        if split > 0:
+            key = content[len(_COMPACT_KEY) : split].strip()
+            value = content[split + len(_COMPACT_VALUE) : -1].strip()
+            if _parses(key) and _is_json(value):
+                return (None if value == b"null" else value), (None if key == b"null" else key)
+    members = _kv_members(content)
+    return _kv_field(members, "value", binary), _kv_field(members, "key", binary)
+
+
+@dataclass
+class Chunk:
+    """Some messages of a stream as three lists, in order: keys, values and places."""
+
+    keys: list[bytes | None] = field(default_factory=list)
+    values: list[bytes | None] = field(default_factory=list)
+    places: list[str] = field(default_factory=list)
+
+    def add(self, value: bytes | None, key: bytes | None, place: str) -> None:
+        self.keys.append(key)
+        self.values.append(value)
+        self.places.append(place)
+
+
 def read_messages(
     stream: ByteReader, fmt: type[Format], *, kv: bool = False, source: str = "<stdin>"
 ) -> Iterator[Message | CodecError]:
@@ -312,14 +374,54 @@ def read_messages(
             yield Message(content, where=where)
             continue
         try:
-            members = _kv_members(content)
-            yield Message(
-                _kv_field(members, "value", fmt.binary),
-                key=_kv_field(members, "key", fmt.binary),
-                where=where,
-            )
+            value, key = _kv_pair(content, fmt.binary)
         except CodecError as exc:
             yield exc.at(where, content)
+        else:
+            yield Message(value, key=key, where=where)
+
+
+def read_chunks(
+    stream: ByteReader,
+    fmt: type[Format],
+    *,
+    kv: bool = False,
+    source: str = "<stdin>",
+    size: int = 10_000,
+) -> Iterator[Chunk | CodecError]:
+    """What :func:`read_messages` reads, in chunks of at most ``size`` messages and no object
+    per message (a bulk reader's way in); a broken message is yielded as it is met."""
+    chunk = Chunk()
+    if layout_of(fmt, kv) != "kv":
+        for item in read_messages(stream, fmt, kv=kv, source=source):
+            if isinstance(item, CodecError):
+                yield item
+                continue
+            chunk.add(item.value, item.key, item.where)
+            if len(chunk.values) >= size:
+                yield chunk
+                chunk = Chunk()
+    else:
+        binary = fmt.binary
+        keys, values, places = chunk.keys, chunk.values, chunk.places
+        for number, line in enumerate(stream, start=1):
+            if not line.strip():
+                continue
+            content = line.rstrip(b"\r\n")
+            try:
+                value, key = _kv_pair(content, binary)
+            except CodecError as exc:
+                yield exc.at(f"{source}:{number}", content)
+                continue
+            keys.append(key)
+            values.append(value)
+            places.append(f"{source}:{number}")
+            if len(values) >= size:
+                yield chunk
+                chunk = Chunk()
+                keys, values, places = chunk.keys, chunk.values, chunk.places
+    if chunk.values:
+        yield chunk
 
 
 def _kv_value(data: bytes | None, binary: bool) -> Any:
