@@ -8,19 +8,22 @@ from __future__ import annotations
 
 import base64
 import re
+import signal
 import uuid
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+import yaml
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from cdc_connectors.pipeline.config import parse
 from cdc_connectors.pipeline.in_task import in_task
 from cdc_connectors.pipeline.runner import _Job
 from tests.kafka_broker import KafkaBroker
-from tests.pipeline.support import records, run_here
+from tests.pipeline.support import SPARK, records, run_here
+from tests.pipeline.test_launcher_death import descendants, kill_all, launch, stop, wait_gone
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -391,3 +394,40 @@ def test_files_to_files_in_one_pass_writes_what_the_staged_way_writes(
     letters = written["one pass"][1]
     reasons = [letter["metadata"]["conduit.dlq.nack.error"] for letter in letters]
     assert sum("broken.jsonl.gz" in reason for reason in reasons) == 1, reasons
+
+
+def test_a_stream_killed_mid_run_loses_no_message(
+    spark: Any, kafka_broker: KafkaBroker, tmp_path: Path
+) -> None:
+    """SIGKILL of ``cdc-connectors run`` while its tasks write: the next run goes on from the
+    checkpoint, and every source message is in the destination (a micro-batch the kill cut
+    short is written again: at least once, as every Kafka write)."""
+    topic = kafka_broker.create_topic(f"kill-{uuid.uuid4().hex[:8]}", PARTITIONS)
+    target = kafka_broker.create_topic(f"kill-out-{uuid.uuid4().hex[:8]}", PARTITIONS)
+    fill(kafka_broker, topic, 0, 600, junk=False)
+    text = pipeline_text(kafka_broker, topic, target, tmp_path / "dead", batch=False)
+    document = yaml.safe_load(text.replace("earliest", "earliest, maxOffsetsPerTrigger: 100"))
+    document["spark"] = {**SPARK, "checkpoint": str(tmp_path / "cp")}
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
+    killed = launch(tmp_path, "p.yaml")
+    try:
+        killed.wait_for(lambda lines: sum(line.startswith("p: batch ") for line in lines) >= 2)
+        tree = descendants(killed.process.pid)
+        killed.process.send_signal(signal.SIGKILL)
+        killed.process.wait()
+        kill_all(set(wait_gone(tree)))
+    finally:
+        stop(killed)
+    assert ONE_PASS in killed.text, killed.text
+    before = sum(len(m) for m in messages(kafka_broker, target).values())
+    assert before >= 200, killed.text  # two micro-batches were written before the kill
+    result = run_here(spark, tmp_path / "p.yaml", available_now=True)
+    assert result.returncode == 0, result.stderr
+    places = [
+        re.search(rb"kill-[0-9a-f]{8}/(\d+)/(\d+)", value)
+        for written in messages(kafka_broker, target).values()
+        for _, value, _ in written
+    ]
+    assert all(places)
+    found = {(int(p.group(1)), int(p.group(2))) for p in places if p is not None}
+    assert found == {(partition, n) for partition in range(PARTITIONS) for n in range(300)}

@@ -107,3 +107,35 @@ def test_a_mode_that_cannot_apply_is_a_config_error(tmp_path, mode, problem):  #
     text = yaml.safe_dump({"version": "2.2", "pipelines": [pipeline]}, sort_keys=False)
     with pytest.raises(ConfigError, match=problem):
         parse(text, "p.yaml")
+
+
+@pytest.mark.parametrize("mode", ["batch", "streaming"])
+def test_a_failed_dead_letter_output_publishes_none_of_what_the_tasks_wrote(
+    spark, tmp_path, source, mode
+):  # type: ignore[no-untyped-def]
+    """Files to files runs in one pass: the tasks write the destination's files before the
+    dead letters go out. When that fails, what they staged is dropped (a streaming run
+    stages them in the destination directory itself), not published."""
+    out = tmp_path / "out"
+    pipeline = files_pipeline("p", tmp_path / "in", out, tmp_path / "dead", mode=mode)
+    pipeline["dead-letter-queue"] = {  # a broker that is not there: the dead letters fail
+        "plugin": "kafka",
+        "settings": {"servers": "127.0.0.1:1", "topic": "dead", "deliveryTimeoutMs": "2000"},
+    }
+    document = {"version": "2.2", "pipelines": [pipeline]}
+    document["spark"] = {"checkpoint": str(tmp_path / "checkpoints")}
+    lines: list[str] = []
+    config = parse(yaml.safe_dump(document, sort_keys=False), "p.yaml")
+    status = run(config, spark, available_now=True, say=lines.append)
+    assert status == 1
+    assert "read and written in one pass per task" in lines[0], lines
+    assert lines[-1].startswith("Error: pipeline p failed: ") and "topic 'dead'" in lines[-1]
+    assert places(out) == []
+    assert not out.exists() or [p for p in out.rglob("*") if p.is_file()] == []
+    if mode == "batch":
+        # nothing was published, so the same run with a dead-letter output that works goes
+        # through (no "the destination path is not empty")
+        status, lines = go(spark, tmp_path, out)
+        assert status == 1, lines
+        assert sorted(places(out)) == sorted(source.written)
+        assert sorted(places(tmp_path / "dead")) == sorted(source.dead)
