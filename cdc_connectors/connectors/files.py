@@ -321,7 +321,7 @@ def open_input(file: str) -> gzip.GzipFile | io.BufferedReader:
     if file.endswith(".gz"):
         return gzip.GzipFile(file, "rb")
     # change events are kilobytes a line: a small buffer would be refilled every line or two
-    return open(file, "rb", buffering=_READ_BUFFER)
+    return io.BufferedReader(io.FileIO(file, "rb"), buffer_size=_READ_BUFFER)
 
 
 def decode_chunk(
