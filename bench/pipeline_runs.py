@@ -19,10 +19,14 @@ ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 
 
 def spark_session(master: str) -> Any:
-    """A fresh session on ``master`` (the active one is stopped first)."""
+    """A fresh session on ``master`` (the active one is stopped first), its driver JVM as
+    ``cdc-connectors run`` starts it for pipelines that run in one pass per task, as these
+    do (:func:`~cdc_connectors.pipeline.runner.light_driver`)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
+
+    from cdc_connectors.spark.session import JAVA_OPTIONS, java_options
 
     active = SparkSession.getActiveSession()
     if active is not None:
@@ -33,6 +37,7 @@ def spark_session(master: str) -> Any:
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
+        .config(JAVA_OPTIONS, java_options(light=True))
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")

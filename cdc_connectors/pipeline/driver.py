@@ -61,7 +61,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--available-now", action="store_true")
     args = parser.parse_args(argv)
     watch_launcher(_orphaned)
-    from cdc_connectors.pipeline.runner import EXIT_INTERRUPTED, Stopper, one_line, refusal, run
+    from cdc_connectors.pipeline.runner import (
+        EXIT_INTERRUPTED,
+        Stopper,
+        light_driver,
+        one_line,
+        refusal,
+        run,
+    )
     from cdc_connectors.spark.session import session
 
     stopper = Stopper()
@@ -93,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
                 "cdc-connectors " + ",".join(p.id for p in config.pipelines),
                 config.spark_conf,
                 submitted="PYSPARK_GATEWAY_PORT" in os.environ,
+                light=light_driver(config),
             )
         except Exception as exc:
             print(f"Error: Spark did not start: {one_line(exc)}", file=sys.stderr)

@@ -206,13 +206,17 @@ def spark_submit_command(
         command += ["--master", config.master]
     if not any(arg == "--name" or arg.startswith("--name=") for arg in extra):
         command += ["--name", "cdc-connectors " + ",".join(p.id for p in config.pipelines)]
+    from cdc_connectors.pipeline.runner import light_driver  # Spark's modules: only here
+
     given = any(arg.startswith("--driver-java-options") or JAVA_OPTIONS in arg for arg in extra)
+    light = quiet and not given and light_driver(config)
     for key, value in config.spark_conf.items():
         if key == JAVA_OPTIONS and quiet and not given:
-            value = java_options(value)  # with the quiet log4j2 configuration, unless it has one
+            # with the quiet log4j2 configuration, unless it has one
+            value = java_options(value, light=light)
         command += ["--conf", f"{key}={value}"]
     if quiet and not given and JAVA_OPTIONS not in config.spark_conf:
-        command += ["--driver-java-options", java_options()]
+        command += ["--driver-java-options", java_options(light=light)]
     command += ["--py-files", py_files, *extra, driver, os.path.abspath(pipeline_file)]
     if available_now:
         command.append("--available-now")

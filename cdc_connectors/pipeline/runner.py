@@ -38,13 +38,14 @@ from cdc_connectors.connectors.files_write import FilesWriter
 from cdc_connectors.connectors.kafka_ranges import KafkaRangesDataSource
 from cdc_connectors.connectors.messages import open_format
 from cdc_connectors.errors import ConfigError, FailFastError
+from cdc_connectors.formats.base import Format
 from cdc_connectors.options import TRUE
 from cdc_connectors.pipeline import outputs
 from cdc_connectors.pipeline.config import Config, Connector, Pipeline
 from cdc_connectors.pipeline.connectors import missing_input
 from cdc_connectors.pipeline.in_task import MESSAGE_LAYOUT, FilesOut, InTask, in_task, tasks
 from cdc_connectors.pipeline.outputs import StagedOutput
-from cdc_connectors.pipeline.plan import Counts, SourceFormat, Stage
+from cdc_connectors.pipeline.plan import Counts, Route, SourceFormat, Stage
 
 __all__ = ["Stopper", "Timing", "refusal", "run"]
 
@@ -132,6 +133,48 @@ class Timing:
     seconds: float
 
 
+@dataclass(frozen=True)
+class _Prepared:
+    """How a pipeline's source is read and its destination written, and whether it runs
+    in one pass per task (:mod:`.in_task`)."""
+
+    fmt: Format  # the destination's
+    route: Route | None
+    writer_settings: dict[str, str]
+    source_settings: dict[str, str]
+    fused: SourceFormat | None
+    in_task: InTask | None
+
+    @classmethod
+    def of(cls, pipeline: Pipeline) -> _Prepared:
+        destination = pipeline.destination
+        settings = dict(destination.settings)
+        fmt = open_format(
+            settings,
+            default=destination.plugin.default_format,
+            registry=settings.get("registry"),
+            connector=destination.plugin.spark_name,
+        )
+        route, writer_settings = destination.plugin.routing(destination.settings)
+        writer_settings = _absolute(destination.plugin.spark_name, writer_settings)
+        source_settings, fused = _fused_source(pipeline.source)
+        source_settings = _absolute(pipeline.source.plugin.spark_name, source_settings)
+        plan = in_task(pipeline, source_settings, writer_settings, fmt, route, fused)
+        return cls(fmt, route, writer_settings, source_settings, fused, plan)
+
+
+def light_driver(config: Config) -> bool:
+    """Whether every pipeline of ``config`` runs in one pass per task: then no message
+    passes through Spark's JVM, which only plans, and its second compiler tier would spend
+    a core-second a run compiling Spark for nothing (:data:`~cdc_connectors.spark.session.
+    LIGHT_JVM`). A pipeline whose settings do not open keeps the JVM as it is (the run
+    then says what is wrong)."""
+    try:
+        return all(_Prepared.of(p).in_task is not None for p in config.pipelines)
+    except Exception:
+        return False
+
+
 @dataclass
 class _Job:
     """One pipeline being run, and what it did so far."""
@@ -154,27 +197,12 @@ class _Job:
     last_ended: float = 0.0  # and at the end of the last one
 
     def __post_init__(self) -> None:
-        destination = self.pipeline.destination
-        settings = dict(destination.settings)
-        self.fmt = open_format(
-            settings,
-            default=destination.plugin.default_format,
-            registry=settings.get("registry"),
-            connector=destination.plugin.spark_name,
-        )
-        self.node_id = f"{self.pipeline.id}:{destination.id}"
-        self.route, writer_settings = destination.plugin.routing(destination.settings)
-        self.writer_settings = _absolute(destination.plugin.spark_name, writer_settings)
-        source_settings, self.fused = _fused_source(self.pipeline.source)
-        self.source_settings = _absolute(self.pipeline.source.plugin.spark_name, source_settings)
-        self.in_task = in_task(
-            self.pipeline,
-            self.source_settings,
-            self.writer_settings,
-            self.fmt,
-            self.route,
-            self.fused,
-        )
+        prepared = _Prepared.of(self.pipeline)
+        self.fmt = prepared.fmt
+        self.node_id = f"{self.pipeline.id}:{self.pipeline.destination.id}"
+        self.route, self.writer_settings = prepared.route, prepared.writer_settings
+        self.source_settings, self.fused = prepared.source_settings, prepared.fused
+        self.in_task = prepared.in_task
         dlq = self.pipeline.dead_letters
         self.dlq_settings = _absolute(dlq.plugin.spark_name, dlq.settings)
 
