@@ -194,6 +194,9 @@ def _parses(text: bytes) -> bool:
 
 # What a JSON value starts with: simdjson would also take a byte order mark first.
 _VALUE_STARTS = frozenset(b'{["-0123456789tfn')
+# simdjson's parser keeps a buffer as large as the largest text it parsed: larger texts
+# (rare) are orjson's.
+_SIMDJSON_AT_MOST = 1 << 20
 _validators = threading.local()
 
 
@@ -205,7 +208,7 @@ def _is_json(text: bytes) -> bool:
     parser = getattr(_validators, "parser", None)
     if parser is None:
         parser = _validators.parser = simdjson.Parser()
-    if text[:1] and text[0] in _VALUE_STARTS:
+    if text[:1] and text[0] in _VALUE_STARTS and len(text) <= _SIMDJSON_AT_MOST:
         try:
             parser.parse(text, False)
         except (ValueError, RuntimeError):

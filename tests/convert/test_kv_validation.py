@@ -83,7 +83,10 @@ def test_the_fast_check_says_what_orjson_says(text: bytes) -> None:
         b'{"a":"\\ud800"}',
         b"1 2",
         b"",
+        b'"' + b"x" * (2 << 20) + b'"',  # beyond what simdjson is given: orjson's
+        b'"' + b"x" * (2 << 20),
     ],
+    ids=lambda text: repr(text[:24]),
 )
 def test_texts_the_two_parsers_might_judge_differently(text: bytes) -> None:
     assert streams._is_json(text) == streams._parses(text)
