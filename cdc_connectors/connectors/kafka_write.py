@@ -113,8 +113,9 @@ class Deliveries:
     """librdkafka's reports of failed deliveries for one task (the producer reports no
     successes: a message neither queued nor failed was delivered); the first is kept."""
 
-    def __init__(self, timeout_ms: int):
+    def __init__(self, timeout_ms: int, servers: str = ""):
         self.timeout_ms = timeout_ms
+        self.servers = servers  # named in the error, as the place written to
         self.failed = 0
         self.first: tuple[str, int, KafkaError] | None = None
 
@@ -134,6 +135,8 @@ class Deliveries:
         where = f"topic {topic!r} " + (
             f"partition {partition}" if partition >= 0 else "(no partition assigned yet)"
         )
+        if self.servers:
+            where += f" on {self.servers}"
         why = f"{error.str()} ({error.name()})"
         if error.code() == KafkaError._MSG_TIMED_OUT:
             why += f", not acknowledged within deliveryTimeoutMs ({self.timeout_ms} ms)"
@@ -305,7 +308,7 @@ class Output:
 
     def __init__(self, settings: DestinationSettings):
         self.settings = settings
-        self.reports = Deliveries(settings.delivery_timeout_ms)
+        self.reports = Deliveries(settings.delivery_timeout_ms, settings.servers)
         self.producer = Producer(producer_config(settings, self.reports))
         self.sent = 0
 

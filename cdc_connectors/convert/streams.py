@@ -323,10 +323,14 @@ def _kv_pair(content: bytes, binary: bool) -> tuple[bytes | None, bytes | None]:
     The line as writers write it, ``{"key":K,"value":V}`` without blanks, is split at the
     first ``,"value":``: when the text before it is one JSON value, that is the key (a
     proper prefix of a JSON value never is one), and when the rest is one too, the line is
-    whole. Any other line is split the general way (:func:`_kv_members`)."""
+    whole, as the general way (:func:`_kv_members`) finds when that split is its first
+    candidate. Any other line is split the general way."""
     if not binary and content.startswith(_COMPACT_KEY) and content.endswith(b"}"):
         split = content.find(_COMPACT_VALUE, len(_COMPACT_KEY))
-        if split > 0:
+        # only where the general way's first candidate is the same split: after too many
+        # candidates it parses the whole line, which may judge it otherwise
+        first = _THEN["value"].search(content, len(_COMPACT_KEY))
+        if split > 0 and first is not None and first.start() == split:
             key = content[len(_COMPACT_KEY) : split].strip()
             value = content[split + len(_COMPACT_VALUE) : -1].strip()
             if _parses(key) and _is_json(value):

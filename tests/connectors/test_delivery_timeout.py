@@ -128,7 +128,7 @@ def test_a_spark_write_fails_in_one_line_naming_topic_and_partition(spark: Any) 
     reason = lines[-1]
     assert reason.startswith(
         "cdc_connectors.connectors.errors.ConnectorError: cdc-kafka: message(s) not delivered "
-        f"to topic {topic!r} partition 0: "
+        f"to topic {topic!r} partition 0 on {broker.bootstrap}: "
     ), text
     assert f"deliveryTimeoutMs ({TIMEOUT_MS} ms)" in reason
     assert sum(line.startswith("  File ") for line in lines) == 1, text

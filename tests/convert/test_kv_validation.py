@@ -135,3 +135,23 @@ def test_a_key_holding_the_value_member_s_name_is_split_where_it_ends(key: bytes
     line = b'{"key":' + key + b',"value":{"a":"b,\\"value\\":1"}}'
     assert _pair(line) == _general_split(line)
     assert isinstance(_pair(line), tuple)
+
+
+# Eight or more candidate splits in the key: the general way then parses the whole line,
+# which refuses a form feed beside a member and one more level of nesting.
+_CANDIDATES = b"[" + b",".join([b'{"a":0, "value":0}'] * 8) + b"]"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"key":\x0c' + _CANDIDATES + b',"value":1}',
+        b'{"key":' + _CANDIDATES + b',"value":' + b"[" * 1024 + b"]" * 1024 + b"}",
+        b'{"key":' + _CANDIDATES + b',"value":{"a":1}}',
+    ],
+    ids=["form feed", "deep value", "plain"],
+)
+def test_a_key_with_many_candidate_splits_is_judged_as_the_general_way_judges_it(
+    line: bytes,
+) -> None:
+    assert _pair(line) == _general_split(line)
