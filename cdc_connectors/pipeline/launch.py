@@ -40,6 +40,7 @@ from cdc_connectors.pipeline.driver import PIDFILE_ENV
 from cdc_connectors.pipeline.lifeline import LAUNCHER_ENV
 from cdc_connectors.spark.session import (
     JAVA_OPTIONS,
+    compiler_chosen,
     java_options,
     quiet_environment,
     relay_stderr,
@@ -188,6 +189,12 @@ def package_zip(directory: str) -> Path:
     return target
 
 
+def _light(config: Config) -> bool:
+    from cdc_connectors.pipeline.runner import light_driver  # Spark's modules: only here
+
+    return light_driver(config)
+
+
 def spark_submit_command(
     config: Config,
     pipeline_file: str,
@@ -206,10 +213,8 @@ def spark_submit_command(
         command += ["--master", config.master]
     if not any(arg == "--name" or arg.startswith("--name=") for arg in extra):
         command += ["--name", "cdc-connectors " + ",".join(p.id for p in config.pipelines)]
-    from cdc_connectors.pipeline.runner import light_driver  # Spark's modules: only here
-
     given = any(arg.startswith("--driver-java-options") or JAVA_OPTIONS in arg for arg in extra)
-    light = quiet and not given and light_driver(config)
+    light = quiet and not given and not compiler_chosen(*extra) and _light(config)
     for key, value in config.spark_conf.items():
         if key == JAVA_OPTIONS and quiet and not given:
             # with the quiet log4j2 configuration, unless it has one

@@ -169,6 +169,10 @@ def light_driver(config: Config) -> bool:
     a core-second a run compiling Spark for nothing (:data:`~cdc_connectors.spark.session.
     LIGHT_JVM`). A pipeline whose settings do not open keeps the JVM as it is (the run
     then says what is wrong)."""
+    from cdc_connectors.spark.session import compiler_chosen
+
+    if compiler_chosen(*config.spark_conf.values()):
+        return False  # the user chose the compilers (in any driver option): that stands
     try:
         return all(_Prepared.of(p).in_task is not None for p in config.pipelines)
     except Exception:

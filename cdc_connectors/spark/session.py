@@ -34,6 +34,7 @@ from pyspark.sql import SparkSession
 
 __all__ = [
     "LIGHT_JVM",
+    "compiler_chosen",
     "java_options",
     "log_config",
     "quiet_environment",
@@ -75,6 +76,20 @@ def _remove(path: str) -> None:
         os.remove(path)
 
 
+# Options that choose the JIT compilers: with any of them the user's choice stands (the
+# first tier alone beside -XX:CompilationMode=high-only would leave no compiler at all).
+_COMPILER_OPTIONS = ("Tiered", "CompilationMode", "JVMCI", "-Xint", "-Xcomp")
+# Where else a driver JVM takes options from.
+_JAVA_ENVIRONMENT = ("SPARK_SUBMIT_OPTS", "JDK_JAVA_OPTIONS", "JAVA_TOOL_OPTIONS")
+
+
+def compiler_chosen(*options: str | None) -> bool:
+    """Whether ``options`` (or the environment a driver JVM reads options from) choose the
+    JIT compilers themselves."""
+    texts = [*options, *(os.environ.get(name) for name in _JAVA_ENVIRONMENT)]
+    return any(key in (text or "") for text in texts for key in _COMPILER_OPTIONS)
+
+
 def java_options(existing: str | None = None, *, light: bool = False) -> str:
     """``spark.driver.extraJavaOptions``: ``existing`` and the quiet log4j2 configuration,
     unless ``existing`` names a configuration of its own; with ``light``,
@@ -83,7 +98,7 @@ def java_options(existing: str | None = None, *, light: bool = False) -> str:
     ours = []
     if not any(key in existing for key in _LOG_CONFIG_KEYS):
         ours.append(f"-Dlog4j2.configurationFile={Path(log_config()).as_uri()}")
-    if light and "Tiered" not in existing:
+    if light and not compiler_chosen(existing):
         ours.append(LIGHT_JVM)
     return " ".join(part for part in (existing, *ours) if part)
 

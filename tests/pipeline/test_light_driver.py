@@ -84,3 +84,36 @@ def test_spark_submit_gives_the_light_jvm_to_a_one_pass_driver_only(tmp_path: Pa
     )
     assert "-Xss4m -Dlog4j2.configurationFile=" in options(with_conf)
     assert LIGHT_JVM in options(with_conf)
+
+
+@pytest.mark.parametrize(
+    "own",
+    [
+        "-XX:CompilationMode=high-only",  # with the first tier alone: no compiler at all
+        "-XX:+UnlockExperimentalVMOptions -XX:+UseJVMCICompiler",
+        "-Xint",
+        "-XX:TieredStopAtLevel=4",
+    ],
+)
+def test_a_compiler_the_user_chose_stands_wherever_it_is_given(
+    tmp_path: Path, own: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert LIGHT_JVM not in java_options(own, light=True)
+    conf = {"spark.driver.defaultJavaOptions": own}
+    assert not light_driver(_config(tmp_path, _files(tmp_path), conf=conf))
+    one_pass = _config(tmp_path, _files(tmp_path))
+    command = " ".join(
+        spark_submit_command(
+            one_pass,
+            "p.yaml",
+            "d.py",
+            "p.zip",
+            ["--conf", f"spark.driver.defaultJavaOptions={own}"],
+        )
+    )
+    assert LIGHT_JVM not in command
+    for variable in ("SPARK_SUBMIT_OPTS", "JDK_JAVA_OPTIONS", "JAVA_TOOL_OPTIONS"):
+        with monkeypatch.context() as patch:
+            patch.setenv(variable, own)
+            assert LIGHT_JVM not in java_options(light=True)
+            assert not light_driver(one_pass)
