@@ -326,11 +326,11 @@ def _kv_pair(content: bytes, binary: bool) -> tuple[bytes | None, bytes | None]:
     whole, as the general way (:func:`_kv_members`) finds when that split is its first
     candidate. Any other line is split the general way."""
     if not binary and content.startswith(_COMPACT_KEY) and content.endswith(b"}"):
-        split = content.find(_COMPACT_VALUE, len(_COMPACT_KEY))
-        # only where the general way's first candidate is the same split: after too many
+        # only where the general way's first candidate is this split: after too many
         # candidates it parses the whole line, which may judge it otherwise
         first = _THEN["value"].search(content, len(_COMPACT_KEY))
-        if split > 0 and first is not None and first.start() == split:
+        if first is not None and first.group() == _COMPACT_VALUE:
+            split = first.start()
             key = content[len(_COMPACT_KEY) : split].strip()
             value = content[split + len(_COMPACT_VALUE) : -1].strip()
             if _parses(key) and _is_json(value):
