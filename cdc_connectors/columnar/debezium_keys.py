@@ -13,7 +13,8 @@ debezium.DebeziumJsonFormat.kafka_key`), written for an OpenCDC destination
 | ``{"schema": <block>, "payload": {...}}``, a block met | structured, typed | from columns |
 | anything else (schemaless objects, other blocks) | per key | one by one |
 
-Keys of a schema block are read by
+A block is matched as the keys spell it, with or without spaces. Keys of a schema block are
+read by
 :class:`~cdc_connectors.spark.debezium_typed.TypedKeyReader` (Arrow's JSON reader).
 A key whose text has a run of 19 digits goes one by one too (the per-message way refuses an
 integer beyond 64 bits even in a raw key); so does a structured key with a schema when a
@@ -29,13 +30,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc_connectors.columnar import base64text, wire
 from cdc_connectors.columnar.json_text import joined, struct_text
 from cdc_connectors.columnar.proto_records import NotColumnar, struct_body
+from cdc_connectors.columnar.schema_block import leading_block
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.opencdc import CodecError, Record
 from cdc_connectors.opencdc.json_codec import data_to_bytes
@@ -50,7 +51,6 @@ Layout = Literal["proto", "json"]
 #: Key schemas kept readers for; the least recently used goes first.
 MAX_SCHEMAS = 32
 _LOOKS_PER_BATCH = 8
-_SCHEMA_START = b'{"schema":'
 # First bytes of a key that may be a JSON object: '{' and JSON whitespace.
 _MAYBE_OBJECT = np.zeros(256, dtype=bool)
 _MAYBE_OBJECT[list(b"{ \t\n\r")] = True
@@ -105,7 +105,6 @@ class KeyColumns:
         long_integer = wire.mask(pc.match_substring_regex(keys, _LONG_INTEGER))
         raw = valid & ((sizes == 0) | ~_MAYBE_OBJECT[first]) & ~long_integer
         structured = valid & ~raw & ~long_integer & (first == ord("{"))
-        structured &= wire.mask(pc.starts_with(keys, _SCHEMA_START))
         fields: list[tuple[np.ndarray, pa.Array, pa.Array]] = []
         refused = np.zeros(count, dtype=bool)
         if raw.any():
@@ -183,29 +182,30 @@ class KeyColumns:
         return found
 
     def _learn(self, key: bytes | None) -> bytes | None:
-        """The schema block prefix of a sample key, its reader now known (``None`` stands
-        for a schema the columns do not take); ``None`` for a key that does not start with
-        its own schema block as the readers spell it."""
+        """The schema block prefix of a sample key as it is spelt, its reader now known
+        (``None`` stands for a schema the columns do not take); ``None`` for a key that does
+        not start with a schema block."""
+        found = leading_block(key or b"")
+        if found is None:
+            return None
+        prefix, block = found
         try:
-            document = orjson.loads(key or b"")
             _, connect = self.fmt.kafka_key(key)
-        except (orjson.JSONDecodeError, CodecError):
+        except CodecError:
             return None
-        block = document.get("schema") if isinstance(document, dict) else None
-        if not isinstance(block, dict) or connect is None:
-            return None
-        prefix = _SCHEMA_START + orjson.dumps(block) + b","
-        if not (key or b"").startswith(prefix):
+        if connect is None:
             return None
         if prefix not in self._schemas:
-            self._schemas[prefix] = self._schema(block, connect)
+            self._schemas[prefix] = self._schema(block, connect, prefix)
             while len(self._schemas) > MAX_SCHEMAS:
                 self._schemas.popitem(last=False)
         return prefix
 
-    def _schema(self, block: dict[str, object], connect: ConnectSchema) -> _Schema | None:
+    def _schema(
+        self, block: dict[str, object], connect: ConnectSchema, prefix: bytes
+    ) -> _Schema | None:
         try:
-            reader = TypedKeyReader(block, connect)
+            reader = TypedKeyReader(block, connect, prefix)
             proto = struct_body(connect, reader.row_type) if self.layout == "proto" else None
             text = struct_text(connect, reader.row_type)
         except (ValueError, NotColumnar):

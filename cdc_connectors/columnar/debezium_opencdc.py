@@ -4,7 +4,8 @@
 places as binary columns) of any dialect described by its envelope alone
 (:meth:`~cdc_connectors.formats.debezium.DebeziumJsonFormat.described_by_envelope`) and
 writes the ``opencdc-proto`` or ``opencdc-json`` message of every one it can take exactly:
-those that start with a ``{"schema": ...,`` block it has a decoder for
+those that start with a ``{"schema": ...,`` block (spelt with or without spaces) it
+has a decoder for
 (:class:`~cdc_connectors.spark.debezium_typed.TypedDebeziumDecoder`, one per envelope
 schema, built from the first message that carries it) and that the typed columns, the
 record writer (:class:`~cdc_connectors.columnar.proto_records.ProtoRecordWriter`,
@@ -22,7 +23,6 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
-import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -30,6 +30,7 @@ from cdc_connectors.columnar import wire
 from cdc_connectors.columnar.debezium_keys import KeyColumns, Layout
 from cdc_connectors.columnar.json_records import JsonRecordWriter
 from cdc_connectors.columnar.proto_records import NotColumnar, ProtoRecordWriter
+from cdc_connectors.columnar.schema_block import leading_block
 from cdc_connectors.formats.base import Format
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
@@ -42,7 +43,8 @@ __all__ = ["Columnar", "DebeziumToOpenCDC", "layout_of"]
 MAX_DECODERS = 32
 # Messages of unknown shape looked at per batch before the rest go the per-message way.
 _LOOKS_PER_BATCH = 16
-_SCHEMA_START = b'{"schema":'
+# Every message with a leading schema block starts so (spaces may follow).
+_OBJECT_START = b"{"
 
 
 @dataclass
@@ -127,7 +129,7 @@ class DebeziumToOpenCDC:
         met first in this batch are learnt from a sample message."""
         if values.type != pa.binary():
             values = values.cast(pa.binary())
-        unmatched = wire.mask(pc.starts_with(values, _SCHEMA_START))
+        unmatched = wire.mask(pc.starts_with(values, _OBJECT_START))
         found: list[tuple[_Envelope, np.ndarray]] = []
         for prefix in list(self._envelopes):
             if not unmatched.any():
@@ -163,28 +165,22 @@ class DebeziumToOpenCDC:
         return left
 
     def _learn(self, value: bytes | None) -> bytes | None:
-        """The schema block prefix of a sample message, its decoder now known (``None``
-        stands for a schema the columns do not take); ``None`` for a message whose text
-        does not start with its own schema block as the decoders spell it."""
-        try:
-            document = orjson.loads(value or b"")
-        except orjson.JSONDecodeError:
+        """The schema block prefix of a sample message as it is spelt, its decoder now
+        known (``None`` stands for a schema the columns do not take); ``None`` for a
+        message whose text does not start with a schema block."""
+        found = leading_block(value or b"")
+        if found is None:
             return None
-        schema = document.get("schema") if isinstance(document, dict) else None
-        if not isinstance(schema, dict):
-            return None
-        prefix = _SCHEMA_START + orjson.dumps(schema) + b","
-        if not (value or b"").startswith(prefix):
-            return None
+        prefix, schema = found
         if prefix not in self._envelopes:
-            self._envelopes[prefix] = self._envelope(schema)
+            self._envelopes[prefix] = self._envelope(schema, prefix)
             while len(self._envelopes) > MAX_DECODERS:
                 self._envelopes.popitem(last=False)
         return prefix
 
-    def _envelope(self, schema: dict[str, object]) -> _Envelope | None:
+    def _envelope(self, schema: dict[str, object], prefix: bytes) -> _Envelope | None:
         try:
-            decoder = TypedDebeziumDecoder(self.fmt, schema)
+            decoder = TypedDebeziumDecoder(self.fmt, schema, spelled=prefix)
             writer: ProtoRecordWriter | JsonRecordWriter = (
                 ProtoRecordWriter(decoder.row.connect, decoder.row_type)
                 if self.layout == "proto"

@@ -196,6 +196,10 @@ class TypedDebeziumDecoder:
     sample's): a message of another collection is a dead letter saying so (``others``
     ``"error"``), or left out (``"skip"``: the user chose this collection among several).
     ``None`` takes messages of any collection.
+
+    ``spelled`` is the text the messages of the fast path start with: the schema block as
+    they write it, up to and including the comma after it (JsonConverter's compact
+    ``{"schema":<block>,`` when ``None``).
     """
 
     def __init__(
@@ -206,6 +210,7 @@ class TypedDebeziumDecoder:
         others: str = "error",
         *,
         inferred: bool = False,
+        spelled: bytes | None = None,
     ):
         if others not in _OTHERS:
             raise ValueError(f"others must be one of {', '.join(_OTHERS)}, not {others!r}")
@@ -236,7 +241,7 @@ class TypedDebeziumDecoder:
         self.spark_schema = spark_schema(decoder.spark_type)
         self._reader_avro = reader.avro
         self._decoders: dict[str, AvroBatchDecoder] = {}
-        self._prefix = b'{"schema":' + orjson.dumps(envelope) + b","
+        self._prefix = spelled or _compact_prefix(envelope)
         self._plan: _Plan | None = None
         if not inferred and fmt.described_by_envelope():
             try:
@@ -248,7 +253,7 @@ class TypedDebeziumDecoder:
         # Parsed plans hold functions: executors rebuild them from the format and schema.
         return (
             _rebuilt,
-            (self.fmt, self.envelope, self.collection, self.others, self.inferred),
+            (self.fmt, self.envelope, self.collection, self.others, self.inferred, self._prefix),
         )
 
     @classmethod
@@ -403,17 +408,7 @@ class TypedDebeziumDecoder:
         count = len(values)
         # Each value without its schema block: {"payload": ...}, one per line.
         rest = pc.binary_slice(values, len(self._prefix), 2**31 - 1)
-        joined = pc.binary_join(
-            pa.ListArray.from_arrays(pa.array([0, count], pa.int32()), rest), b"\n{"
-        )
-        text = b"{" + joined[0].as_buffer().to_pybytes()
-        table = pajson.read_json(
-            pa.py_buffer(text),
-            read_options=_READ_OPTIONS,
-            parse_options=pajson.ParseOptions(
-                explicit_schema=self._plan.json_schema, unexpected_field_behavior="infer"
-            ),
-        )
+        table = _read_rests(rest, self._plan.json_schema)
         if table.num_rows != count:
             raise _NotColumnar("a message is more than one JSON document")
         if table.schema.names != ["payload"]:
@@ -626,9 +621,12 @@ class TypedKeyReader:
     of the key's schema, as the row's images have theirs. :class:`ValueError` when the
     schema has no such column."""
 
-    def __init__(self, block: Mapping[str, Any], connect: ConnectSchema):
-        #: The text every key of this reader starts with.
-        self.prefix = b'{"schema":' + orjson.dumps(block) + b","
+    def __init__(
+        self, block: Mapping[str, Any], connect: ConnectSchema, spelled: bytes | None = None
+    ):
+        #: The text every key of this reader starts with (``spelled``, as the keys write
+        #: their block; JsonConverter's compact spelling when ``None``).
+        self.prefix = spelled or _compact_prefix(block)
         self.connect = connect
         try:
             avro = connect_to_avro(connect)
@@ -649,17 +647,8 @@ class TypedKeyReader:
         them together (then every one goes that way)."""
         count = len(keys)
         rest = pc.binary_slice(keys, len(self.prefix), 2**31 - 1)
-        joined = pc.binary_join(
-            pa.ListArray.from_arrays(pa.array([0, count], pa.int32()), rest), b"\n{"
-        )
         try:
-            table = pajson.read_json(
-                pa.py_buffer(b"{" + joined[0].as_buffer().to_pybytes()),
-                read_options=_READ_OPTIONS,
-                parse_options=pajson.ParseOptions(
-                    explicit_schema=self._json_schema, unexpected_field_behavior="infer"
-                ),
-            )
+            table = _read_rests(rest, self._json_schema)
             if table.num_rows != count or table.schema.names != ["payload"]:
                 raise ValueError("keys Arrow reads otherwise")
             payload = table.column("payload").combine_chunks()
@@ -682,8 +671,42 @@ def _rebuilt(
     collection: str | None,
     others: str,
     inferred: bool,
+    spelled: bytes,
 ) -> TypedDebeziumDecoder:
-    return TypedDebeziumDecoder(fmt, envelope, collection, others, inferred=inferred)
+    return TypedDebeziumDecoder(
+        fmt, envelope, collection, others, inferred=inferred, spelled=spelled
+    )
+
+
+def _read_rests(rest: pa.Array, json_schema: pa.Schema) -> pa.Table:
+    """Arrow's JSON reader over ``{`` + each of ``rest`` (what follows a schema block), one
+    document a line; documents written over several lines (a pretty printer's) are read
+    again with newlines allowed inside them, which is slower."""
+    count = len(rest)
+    joined = pc.binary_join(
+        pa.ListArray.from_arrays(pa.array([0, count], pa.int32()), rest), b"\n{"
+    )
+    text = pa.py_buffer(b"{" + joined[0].as_buffer().to_pybytes())
+    options = pajson.ParseOptions(explicit_schema=json_schema, unexpected_field_behavior="infer")
+    try:
+        table = pajson.read_json(text, read_options=_READ_OPTIONS, parse_options=options)
+        if table.num_rows == count:
+            return table
+    except pa.ArrowInvalid:
+        table = None
+    if not pc.any(pc.match_substring(rest, "\n")).as_py():
+        if table is None:
+            raise pa.ArrowInvalid("a message Arrow's JSON reader refuses")
+        return table
+    options = pajson.ParseOptions(
+        explicit_schema=json_schema, unexpected_field_behavior="infer", newlines_in_values=True
+    )
+    return pajson.read_json(text, read_options=_READ_OPTIONS, parse_options=options)
+
+
+def _compact_prefix(block: Mapping[str, Any]) -> bytes:
+    """How JsonConverter starts a message with schema block ``block``."""
+    return b'{"schema":' + orjson.dumps(block) + b","
 
 
 # --- rows without a schema: inferred from sample images (module docstring) ----------------

@@ -5,6 +5,7 @@ double would change, values their schema refuses, other schemas, and junk."""
 from __future__ import annotations
 
 import base64
+import json
 from typing import Any
 
 import orjson
@@ -303,12 +304,41 @@ def arcion(value: bytes) -> bytes:
     return orjson.dumps(document)
 
 
+#: How a writer may spell JSON: JsonConverter's compact text, Python's ``json.dumps``
+#: (spaces after ``:`` and ``,``, non-ASCII escaped or not), a pretty printer's lines.
+SPELLINGS: dict[str, dict[str, Any]] = {
+    "spaced": {},
+    "spaced-utf8": {"ensure_ascii": False},
+    "tight": {"separators": (",", ":"), "ensure_ascii": False},
+    "pretty": {"indent": 2},
+}
+
+
+def respelt(text: bytes | None, spelling: str | None) -> bytes | None:
+    """``text`` written again the ``spelling`` way (:data:`SPELLINGS`); as it is when
+    ``None`` or not a JSON object orjson reads."""
+    if text is None or spelling is None:
+        return text
+    try:
+        document = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return text
+    if not isinstance(document, dict):
+        return text
+    return json.dumps(document, **SPELLINGS[spelling]).encode()
+
+
 @st.composite
 def batches(
-    draw: st.DrawFn, schema_key: bool = True, dialect: str = "debezium"
+    draw: st.DrawFn, schema_key: bool = True, dialect: str = "debezium", lines: bool = False
 ) -> list[tuple[bytes | None, bytes | None]]:
-    """(key, value) of each message of a batch; ``dialect`` ``"arcion"``: Arcion's events."""
+    """(key, value) of each message of a batch; ``dialect`` ``"arcion"``: Arcion's events.
+    Most batches are spelt as JsonConverter writes, some as other writers do: every message
+    one way, or each its own (:func:`respelt`); ``lines``: each on one line (JSON lines).
+    """
     schemas = [draw(envelope("t")), draw(envelope("u"))]
+    spellings = [None, *(s for s in SPELLINGS if not (lines and s == "pretty"))]
+    batch_spelling = draw(st.sampled_from([None, None, None, *spellings[1:], "mixed"]))
     messages = []
     for _ in range(draw(st.integers(1, 25))):
         kind = draw(st.integers(0, 9))
@@ -319,5 +349,11 @@ def batches(
             value = draw(change_event(schema, columns))
             if dialect == "arcion":
                 value = arcion(value)
-        messages.append((draw(_key(schema_key)), value))
+        key = draw(_key(schema_key))
+        if batch_spelling is not None:
+            spelling = (
+                draw(st.sampled_from(spellings)) if batch_spelling == "mixed" else batch_spelling
+            )
+            key, value = respelt(key, spelling), respelt(value, spelling)
+        messages.append((key, value))
     return messages

@@ -90,7 +90,7 @@ def _convert(
 @pytest.mark.parametrize("to", [OpenCDCProtoFormat, OpenCDCJsonFormat])
 @settings(max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    messages=batches(),
+    messages=batches(lines=True),
     kv_in=st.booleans(),
     kv_out=st.booleans(),
     fail_fast=st.sampled_from([False, False, True]),

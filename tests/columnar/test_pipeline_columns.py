@@ -21,7 +21,15 @@ from cdc_connectors.formats.lindorm import LindormJsonFormat
 from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
 from cdc_connectors.opencdc.metadata import Metadata
 from cdc_connectors.pipeline.plan import SourceFormat, converter
-from tests.columnar.debezium_batches import KEY_SCHEMA, SOURCE, arcion, batches, unscaled
+from tests.columnar.debezium_batches import (
+    KEY_SCHEMA,
+    SOURCE,
+    SPELLINGS,
+    arcion,
+    batches,
+    respelt,
+    unscaled,
+)
 from tests.hypothesis_profiles import examples
 
 
@@ -119,6 +127,27 @@ def test_most_messages_of_a_plain_batch_come_from_columns(to: str, keyed: bool) 
     assert sum(b.num_rows for b in out) == 50
     assert not any(any(b.column("_per_message").to_pylist()) for b in out)
     assert _rows(iter(out)) == _stage(PerMessageDebezium({}), raw, to)
+
+
+@pytest.mark.parametrize("to", ["proto", "json"])
+@pytest.mark.parametrize("spelling", sorted(SPELLINGS))
+def test_messages_spelt_with_spaces_or_over_lines_come_from_columns(to: str, spelling: str) -> None:
+    from bench.bench_debezium import lines
+
+    key_schema = {**KEY_SCHEMA, "name": "shop.public.orders.Key"}
+    messages = [
+        (orjson.dumps({"schema": key_schema, "payload": {"id": n}}), line)
+        for n, line in enumerate(lines(30))
+    ]
+    raw = _raw([(respelt(k, spelling), respelt(v, spelling)) for k, v in messages])
+    source = SourceFormat(DebeziumJsonFormat({}), "cdc-kafka", fail_fast=False)
+    out = list(converter(source, DESTINATIONS[to]({}), "p:out")(iter([raw])))
+    assert sum(b.num_rows for b in out) == 30
+    assert not any(any(b.column("_per_message").to_pylist()) for b in out)
+    assert _rows(iter(out)) == _stage(PerMessageDebezium({}), raw, to)
+    # The same records as JsonConverter's compact spelling gives.
+    compact = _stage(PerMessageDebezium({}), _raw(messages), to)
+    assert [r["_message_value"] for r in _rows(iter(out))] == [r["_message_value"] for r in compact]
 
 
 def test_arcion_messages_come_from_columns() -> None:
