@@ -54,7 +54,7 @@ import binascii
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -982,7 +982,10 @@ def _column(node: ConnectSchema, target: pa.DataType, optional: bool | None = No
     """How one Connect node is read and converted to ``target`` (its Spark type in Arrow);
     :class:`_NotColumnar` if the fast path does not take it."""
     if node.has_default:
-        raise _NotColumnar(f"{node.path}: a default")
+        # null (or no field) is the default: read as optional, then filled.
+        fill = _default_scalar(node, target)
+        inner = _column(replace(node, has_default=False), target, optional=True)
+        return _Column(inner.json_type, _filled(inner.convert, fill))
     optional = node.optional if optional is None else optional
     name, kind = node.name, node.type
     if node.semantic is not None:
@@ -1014,6 +1017,29 @@ def _column(node: ConnectSchema, target: pa.DataType, optional: bool | None = No
         json_type = pa.struct([pa.field(n, c.json_type) for n, c in children])
         return _Column(json_type, _struct(children, target, optional))
     raise _NotColumnar(f"{node.path}: {kind}")
+
+
+def _default_scalar(node: ConnectSchema, target: pa.DataType) -> pa.Scalar:
+    """A node's default as a value of its typed column; :class:`_NotColumnar` when the
+    column cannot hold it exactly (or it is a struct's)."""
+    if node.type == "struct" or node.default is None:
+        raise _NotColumnar(f"{node.path}: a default of a struct or of null")
+    try:
+        fill = pa.scalar(node.default, type=target)
+        same = fill.as_py() == node.default and type(fill.as_py()) is type(node.default)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+        same = False
+    if not same:
+        raise _NotColumnar(f"{node.path}: a default its typed column does not hold exactly")
+    return fill
+
+
+def _filled(convert: Convert, fill: pa.Scalar) -> Convert:
+    def filled(array: pa.Array) -> _Flagged:
+        flagged = convert(array)
+        return _Flagged(pc.fill_null(flagged.array, fill), flagged.bad)
+
+    return filled
 
 
 def _nulls_bad(array: pa.Array, optional: bool) -> np.ndarray:

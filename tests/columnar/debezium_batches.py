@@ -116,6 +116,38 @@ COLUMNS: list[tuple[dict[str, Any], st.SearchStrategy[Any]]] = [
     ),
     ({"type": "string", "name": "io.debezium.time.ZonedTimestamp"}, _TEXT),
     ({"type": "int64", "name": "io.debezium.time.NanoTimestamp"}, st.integers(0, 2**62)),
+    # Columns with a default, which a null (or no field) stands for.
+    ({"type": "string", "default": "new"}, st.none() | st.none() | _TEXT),
+    ({"type": "int32", "default": 7}, st.none() | st.none() | _ints(32)),
+    ({"type": "int64", "default": -(2**40)}, st.none() | st.integers(-5, 5)),
+    ({"type": "boolean", "default": False}, st.none() | st.booleans()),
+    ({"type": "double", "default": 0.5}, st.none() | st.integers(-5, 5).map(lambda n: n / 4)),
+    (
+        {
+            "type": "bytes",
+            "name": "org.apache.kafka.connect.data.Decimal",
+            "parameters": {"scale": "2", "connect.decimal.precision": "10"},
+            "default": unscaled(150),
+        },
+        st.none() | _decimal(2, 10),
+    ),
+    (
+        {"type": "int64", "name": "io.debezium.time.MicroTimestamp", "default": 0},
+        st.none() | st.integers(0, 2 * 10**15),
+    ),
+    (
+        {"type": "int32", "name": "io.debezium.time.Date", "default": 19_000},
+        st.none() | st.integers(-719_164, 2_932_898),
+    ),
+    (
+        {
+            "type": "string",
+            "name": "io.debezium.data.Enum",
+            "parameters": {"allowed": "a,b"},
+            "default": "a",
+        },
+        st.none() | st.sampled_from(["a", "b"]),
+    ),
     (
         {
             "type": "struct",

@@ -22,6 +22,7 @@ from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
 from cdc_connectors.opencdc.metadata import Metadata
 from cdc_connectors.pipeline.plan import SourceFormat, converter
 from tests.columnar.debezium_batches import (
+    COLUMNS,
     KEY_SCHEMA,
     SOURCE,
     SPELLINGS,
@@ -148,6 +149,51 @@ def test_messages_spelt_with_spaces_or_over_lines_come_from_columns(to: str, spe
     # The same records as JsonConverter's compact spelling gives.
     compact = _stage(PerMessageDebezium({}), _raw(messages), to)
     assert [r["_message_value"] for r in _rows(iter(out))] == [r["_message_value"] for r in compact]
+
+
+@pytest.mark.parametrize("to", ["proto", "json"])
+def test_columns_with_defaults_come_from_columns(to: str) -> None:
+    # A null (or no field) is the column's default, as Kafka Connect's JsonConverter reads it.
+    fields: list[dict[str, object]] = [{"type": "int64", "optional": False, "field": "id"}]
+    for n, (block, _) in enumerate(COLUMNS):
+        if "default" in block:
+            fields.append({**block, "optional": n % 2 == 0, "field": f"c{n}"})
+    assert len(fields) > 8
+    row = {"type": "struct", "optional": True, "name": "t.Value", "fields": fields}
+    schema = {
+        "type": "struct",
+        "optional": False,
+        "name": "t.Envelope",
+        "fields": [
+            {**row, "field": "before"},
+            {**row, "field": "after"},
+            {**SOURCE, "field": "source"},
+            {"type": "string", "optional": False, "field": "op"},
+        ],
+    }
+    source = {"version": "1", "connector": "c", "ts_ms": 1, "db": "shop", "table": "t"}
+    images = [{"id": 1}, {"id": 2, **{str(f["field"]): None for f in fields[1:]}}]
+    raw = _raw(
+        [
+            (
+                None,
+                orjson.dumps(
+                    {
+                        "schema": schema,
+                        "payload": {"before": None, "after": after, "source": source, "op": "c"},
+                    }
+                ),
+            )
+            for after in images
+        ]
+    )
+    source_format = SourceFormat(DebeziumJsonFormat({}), "cdc-kafka", fail_fast=False)
+    out = list(converter(source_format, DESTINATIONS[to]({}), "p:out")(iter([raw])))
+    assert not any(any(b.column("_per_message").to_pylist()) for b in out)
+    assert _rows(iter(out)) == _stage(PerMessageDebezium({}), raw, to)
+    if to == "json":
+        after = orjson.loads(_rows(iter(out))[0]["_message_value"])["payload"]["after"]
+        assert after["c" + str(next(n for n, (b, _) in enumerate(COLUMNS) if "default" in b))]
 
 
 def test_arcion_messages_come_from_columns() -> None:
