@@ -180,7 +180,7 @@ class DebeziumToOpenCDC:
 
     def _envelope(self, schema: dict[str, object], prefix: bytes) -> _Envelope | None:
         try:
-            decoder = TypedDebeziumDecoder(self.fmt, schema, spelled=prefix)
+            decoder = TypedDebeziumDecoder(self.fmt, schema, spelled=prefix, floats_as_doubles=True)
             writer: ProtoRecordWriter | JsonRecordWriter = (
                 ProtoRecordWriter(decoder.row.connect, decoder.row_type)
                 if self.layout == "proto"

@@ -10,7 +10,7 @@ Connect semantic type as the per-message reading holds it:
 | typed column | per-message value | ``Struct`` value |
 |---|---|---|
 | integers, ``Year``, ``NanoTime``, ``NanoTimestamp`` | int | double; beyond +-2**53 refused |
-| ``double`` | float | double |
+| ``double`` (also ``float32`` read as doubles) | float | double |
 | ``decimal(p, s)`` | Decimal | the double; more than 15 digits: refused here |
 | ``date`` (Date) | date | ``YYYY-MM-DD`` |
 | ``timestamp`` (Timestamp, MicroTimestamp) | datetime | ``YYYY-MM-DDTHH:MM:SS[.ffffff]+00:00`` |
@@ -21,7 +21,7 @@ Connect semantic type as the per-message reading holds it:
 
 A row the columns cannot write exactly is flagged (:meth:`ProtoRecordWriter.write`) for
 the per-message way, which then writes it or refuses it with its own reason: an integer
-or decimal a double would change, a ``float`` column (its typed value has lost the digits
+or decimal a double would change, a Spark ``float`` column (its typed value has lost the digits
 the message had), a decimal held as text. A ``-0.0`` is the message's own: the decoder
 sends a message that says ``-0`` (the integer, 0 the per-message way) that way.
 """

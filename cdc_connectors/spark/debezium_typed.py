@@ -200,6 +200,10 @@ class TypedDebeziumDecoder:
     ``spelled`` is the text the messages of the fast path start with: the schema block as
     they write it, up to and including the comma after it (JsonConverter's compact
     ``{"schema":<block>,`` when ``None``).
+
+    ``floats_as_doubles`` keeps ``float32`` fields as the double their JSON text reads as
+    (what the per-message way holds, for writers of doubles such as OpenCDC's) instead of
+    Spark's ``float``; such a decoder serves :meth:`decode_fast` only.
     """
 
     def __init__(
@@ -211,6 +215,7 @@ class TypedDebeziumDecoder:
         *,
         inferred: bool = False,
         spelled: bytes | None = None,
+        floats_as_doubles: bool = False,
     ):
         if others not in _OTHERS:
             raise ValueError(f"others must be one of {', '.join(_OTHERS)}, not {others!r}")
@@ -235,7 +240,12 @@ class TypedDebeziumDecoder:
             decoder = AvroBatchDecoder(orjson.loads(reader.avro))
         except (ValueError, TypeError, KeyError, SchemaParseException) as exc:
             raise CodecError(f"value schema: the row has no Spark type: {exc}") from None
+        self.floats_as_doubles = floats_as_doubles
         self.row_type = decoder.arrow_type
+        if floats_as_doubles:
+            widened = _doubles_for_floats(self.row_type)
+            assert isinstance(widened, pa.StructType)
+            self.row_type = widened
         self.schema = output_schema(self.row_type)
         #: The same layout as a Spark schema (``mapInArrow``, a data source's ``schema()``).
         self.spark_schema = spark_schema(decoder.spark_type)
@@ -253,7 +263,15 @@ class TypedDebeziumDecoder:
         # Parsed plans hold functions: executors rebuild them from the format and schema.
         return (
             _rebuilt,
-            (self.fmt, self.envelope, self.collection, self.others, self.inferred, self._prefix),
+            (
+                self.fmt,
+                self.envelope,
+                self.collection,
+                self.others,
+                self.inferred,
+                self._prefix,
+                self.floats_as_doubles,
+            ),
         )
 
     @classmethod
@@ -324,6 +342,8 @@ class TypedDebeziumDecoder:
         """:meth:`decode` over Arrow columns: message values, keys (or ``None``) and places
         (each record's position when the format sets none; empty when ``None``), all binary.
         No Python object per row on the fast path."""
+        if self.floats_as_doubles:
+            raise ValueError("a decoder of floats as doubles serves decode_fast only")
         count = len(values)
         if values.type != pa.binary():
             values = values.cast(pa.binary())
@@ -672,10 +692,24 @@ def _rebuilt(
     others: str,
     inferred: bool,
     spelled: bytes,
+    floats_as_doubles: bool,
 ) -> TypedDebeziumDecoder:
     return TypedDebeziumDecoder(
-        fmt, envelope, collection, others, inferred=inferred, spelled=spelled
+        fmt,
+        envelope,
+        collection,
+        others,
+        inferred=inferred,
+        spelled=spelled,
+        floats_as_doubles=floats_as_doubles,
     )
+
+
+def _doubles_for_floats(type_: pa.DataType) -> pa.DataType:
+    """``type_`` with every ``float32`` (at any depth of structs) a ``float64``."""
+    if pa.types.is_struct(type_):
+        return pa.struct([field.with_type(_doubles_for_floats(field.type)) for field in type_])
+    return pa.float64() if type_ == pa.float32() else type_
 
 
 def _read_rests(rest: pa.Array, json_schema: pa.Schema) -> pa.Table:

@@ -151,15 +151,14 @@ def test_messages_spelt_with_spaces_or_over_lines_come_from_columns(to: str, spe
     assert [r["_message_value"] for r in _rows(iter(out))] == [r["_message_value"] for r in compact]
 
 
-@pytest.mark.parametrize("to", ["proto", "json"])
-def test_columns_with_defaults_come_from_columns(to: str) -> None:
-    # A null (or no field) is the column's default, as Kafka Connect's JsonConverter reads it.
-    fields: list[dict[str, object]] = [{"type": "int64", "optional": False, "field": "id"}]
-    for n, (block, _) in enumerate(COLUMNS):
-        if "default" in block:
-            fields.append({**block, "optional": n % 2 == 0, "field": f"c{n}"})
-    assert len(fields) > 8
-    row = {"type": "struct", "optional": True, "name": "t.Value", "fields": fields}
+def _events(fields: list[dict[str, object]], images: list[dict[str, object]]) -> pa.RecordBatch:
+    """Raw messages of one schema: a row of ``fields`` (after ``id``), one per image."""
+    row = {
+        "type": "struct",
+        "optional": True,
+        "name": "t.Value",
+        "fields": [{"type": "int64", "optional": False, "field": "id"}, *fields],
+    }
     schema = {
         "type": "struct",
         "optional": False,
@@ -172,8 +171,7 @@ def test_columns_with_defaults_come_from_columns(to: str) -> None:
         ],
     }
     source = {"version": "1", "connector": "c", "ts_ms": 1, "db": "shop", "table": "t"}
-    images = [{"id": 1}, {"id": 2, **{str(f["field"]): None for f in fields[1:]}}]
-    raw = _raw(
+    return _raw(
         [
             (
                 None,
@@ -187,13 +185,41 @@ def test_columns_with_defaults_come_from_columns(to: str) -> None:
             for after in images
         ]
     )
-    source_format = SourceFormat(DebeziumJsonFormat({}), "cdc-kafka", fail_fast=False)
-    out = list(converter(source_format, DESTINATIONS[to]({}), "p:out")(iter([raw])))
+
+
+def _all_from_columns(raw: pa.RecordBatch, to: str) -> list[dict[str, object]]:
+    source = SourceFormat(DebeziumJsonFormat({}), "cdc-kafka", fail_fast=False)
+    out = list(converter(source, DESTINATIONS[to]({}), "p:out")(iter([raw])))
     assert not any(any(b.column("_per_message").to_pylist()) for b in out)
-    assert _rows(iter(out)) == _stage(PerMessageDebezium({}), raw, to)
+    rows = _rows(iter(out))
+    assert rows == _stage(PerMessageDebezium({}), raw, to)
+    return rows
+
+
+@pytest.mark.parametrize("to", ["proto", "json"])
+def test_columns_with_defaults_come_from_columns(to: str) -> None:
+    # A null (or no field) is the column's default, as Kafka Connect's JsonConverter reads it.
+    fields = [
+        {**block, "optional": n % 2 == 0, "field": f"c{n}"}
+        for n, (block, _) in enumerate(COLUMNS)
+        if "default" in block
+    ]
+    assert len(fields) > 8
+    rows = _all_from_columns(
+        _events(fields, [{"id": 1}, {"id": 2, **{str(f["field"]): None for f in fields}}]), to
+    )
     if to == "json":
-        after = orjson.loads(_rows(iter(out))[0]["_message_value"])["payload"]["after"]
-        assert after["c" + str(next(n for n, (b, _) in enumerate(COLUMNS) if "default" in b))]
+        after = orjson.loads(rows[0]["_message_value"])["payload"]["after"]
+        assert after[fields[0]["field"]] == fields[0]["default"]
+
+
+@pytest.mark.parametrize("to", ["proto", "json"])
+def test_float_columns_come_from_columns_as_the_doubles_their_text_says(to: str) -> None:
+    fields = [{"type": "float", "optional": True, "field": "f"}]
+    images = [{"id": n, "f": f} for n, f in enumerate([0.1, 1.5, -3.25e-5, 1.25e-30, None, 7])]
+    rows = _all_from_columns(_events(fields, images), to)
+    if to == "json":
+        assert orjson.loads(rows[0]["_message_value"])["payload"]["after"]["f"] == 0.1
 
 
 def test_arcion_messages_come_from_columns() -> None:
