@@ -25,7 +25,7 @@ class ColumnKind:
 
 def column_kind(node: ConnectSchema, type_: pa.DataType) -> ColumnKind | None:
     """The kind of the column of ``node`` typed ``type_``; None when no writer takes it."""
-    if node.type == "struct":
+    if node.type == "struct" and pa.types.is_struct(type_):
         return ColumnKind("struct")
     way = node.semantic.columnar if node.semantic is not None else None
     if way is not None and way.kind == "time_of_day" and pa.types.is_integer(type_):

@@ -446,7 +446,8 @@ class Columnar:
     ``time_of_day`` (a count of ``micros_per_unit`` microseconds past midnight, within
     ``bounds``), ``text`` (the JSON string is the value), ``timestamp`` (a count of
     ``micros_per_unit`` microseconds since the epoch), ``decimal`` (base64 two's
-    complement), ``enum`` (one of the ``allowed`` parameter) or ``uuid`` (canonical text).
+    complement), ``enum`` (one of the ``allowed`` parameter), ``uuid`` (canonical text) or
+    ``by_value`` (an object the type's own ``convert`` reads, one value at a time).
     """
 
     kind: str
@@ -591,6 +592,7 @@ SEMANTIC_TYPES: Mapping[str, SemanticType] = {
         _variable_scale_decimal,
         "exact decimal text, scale kept",
         _write_variable_decimal,
+        Columnar("by_value"),
     ),
     "io.debezium.data.Json": SemanticType(
         "string", _avro("string"), _plain_text, "JSON text", columnar=_TEXT

@@ -1038,6 +1038,8 @@ def _column(node: ConnectSchema, target: pa.DataType, optional: bool | None = No
             return _Column(pa.string(), _enum(node.parameters.get("allowed"), optional))
         if way.kind == "uuid" and target == pa.string():
             return _Column(pa.string(), _uuid(optional))
+        if way.kind == "by_value" and target == pa.string() and kind == "struct":
+            return _by_value(node, optional)
         if way.kind in ("count", "time_of_day", "text") and kind in _JSON_TYPES:
             return _Column(_JSON_TYPES[kind], _plain(kind, target, optional, way.bounds))
         raise _NotColumnar(f"{node.path}: semantic type {name}")
@@ -1199,6 +1201,34 @@ def _base64_int64(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         numbers[rows[shaped]] = value[shaped].view(np.int64)
         done[rows[shaped]] = True
     return numbers, done
+
+
+def _by_value(node: ConnectSchema, optional: bool) -> _Column:
+    """A struct-shaped semantic type held as text (``VariableScaleDecimal``): each object
+    read by the type's own ``convert``, the per-message way's function, one at a time; a
+    value it refuses goes that way."""
+    semantic = node.semantic
+    assert semantic is not None
+    read, parameters = semantic.convert, node.parameters
+    if any(child.type not in _JSON_TYPES for _, child in node.fields):
+        raise _NotColumnar(f"{node.path}: semantic type {node.name}")
+    json_type = pa.struct([pa.field(name, _JSON_TYPES[child.type]) for name, child in node.fields])
+
+    def convert(array: pa.Array) -> _Flagged:
+        bad = _nulls_bad(array, optional)
+        texts: list[str | None] = []
+        for n, value in enumerate(array.to_pylist()):
+            if value is None:
+                texts.append(None)
+                continue
+            try:
+                texts.append(read(value, parameters))
+            except (ValueError, TypeError, ArithmeticError):
+                bad[n] = True
+                texts.append(None)
+        return _Flagged(pa.array(texts, pa.string()), bad)
+
+    return _Column(json_type, convert)
 
 
 def _decimal_text(scale: int, precision: int, optional: bool) -> Convert:

@@ -116,6 +116,35 @@ COLUMNS: list[tuple[dict[str, Any], st.SearchStrategy[Any]]] = [
     ),
     ({"type": "string", "name": "io.debezium.time.ZonedTimestamp"}, _TEXT),
     ({"type": "int64", "name": "io.debezium.time.NanoTimestamp"}, st.integers(0, 2**62)),
+    (
+        {
+            "type": "struct",
+            "name": "io.debezium.data.VariableScaleDecimal",
+            "fields": [
+                {"type": "int32", "optional": False, "field": "scale"},
+                {"type": "bytes", "optional": False, "field": "value"},
+            ],
+        },
+        _mostly(
+            st.fixed_dictionaries(
+                {
+                    "scale": st.integers(-3, 20),
+                    "value": st.integers(-(10**30), 10**30).map(unscaled),
+                }
+            ),
+            st.sampled_from(
+                [
+                    {"scale": 2, "value": ""},
+                    {"scale": 2, "value": "not base64"},
+                    {"scale": 99_999, "value": "AQ=="},
+                    {"scale": None, "value": "AQ=="},
+                    {"value": "AQ=="},
+                    {"scale": 1},
+                    {},
+                ]
+            ),
+        ),
+    ),
     # Columns with a default, which a null (or no field) stands for.
     ({"type": "string", "default": "new"}, st.none() | st.none() | _TEXT),
     ({"type": "int32", "default": 7}, st.none() | st.none() | _ints(32)),

@@ -222,6 +222,32 @@ def test_float_columns_come_from_columns_as_the_doubles_their_text_says(to: str)
         assert orjson.loads(rows[0]["_message_value"])["payload"]["after"]["f"] == 0.1
 
 
+@pytest.mark.parametrize("to", ["proto", "json"])
+def test_numerics_of_variable_scale_come_from_columns_as_their_exact_text(to: str) -> None:
+    # PostgreSQL's numeric without a precision: Debezium's VariableScaleDecimal.
+    fields = [
+        {
+            "type": "struct",
+            "optional": True,
+            "name": "io.debezium.data.VariableScaleDecimal",
+            "fields": [
+                {"type": "int32", "optional": False, "field": "scale"},
+                {"type": "bytes", "optional": False, "field": "value"},
+            ],
+            "field": "n",
+        }
+    ]
+    numbers = [(2, 150), (0, -7), (5, 10**30 + 1), (-2, 3), None]
+    images = [
+        {"id": k, "n": None if n is None else {"scale": n[0], "value": unscaled(n[1])}}
+        for k, n in enumerate(numbers)
+    ]
+    rows = _all_from_columns(_events(fields, images), to)
+    if to == "json":
+        texts = [orjson.loads(r["_message_value"])["payload"]["after"]["n"] for r in rows]
+        assert texts == ["1.50", "-7", "10000000000000000000000000.00001", "300", None]
+
+
 def test_arcion_messages_come_from_columns() -> None:
     from bench.bench_debezium import lines
 
