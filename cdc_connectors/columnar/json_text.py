@@ -14,6 +14,7 @@ per-message value is written:
 | ``binary`` | bytes | base64 text |
 | ``string`` | str | the string, escaped as orjson escapes it |
 | struct | dict | an object |
+| list (Connect array) | list | an array of its items' texts |
 
 A row the columns cannot write exactly is flagged for the per-message way: a ``float``
 column, a decimal held as text, an integer decimal beyond 64 bits (written with an
@@ -33,6 +34,7 @@ import pyarrow.compute as pc
 from cdc_connectors.columnar import base64text, isotext, wire
 from cdc_connectors.columnar.kinds import column_kind
 from cdc_connectors.schema.connect import ConnectSchema
+from cdc_connectors.spark.arrow_lists import item_rows, list_offsets, list_sizes
 
 __all__ = ["StructText", "TextColumn", "joined", "quoted", "struct_text"]
 
@@ -43,6 +45,7 @@ TextColumn = Callable[[pa.Array], tuple[pa.Array, np.ndarray]]
 StructText = TextColumn
 
 _NULL = pa.scalar(b"null", pa.binary())
+_COMMA = pa.scalar(b",", pa.binary())
 _QUOTE = pa.scalar(b'"', pa.binary())
 _NOTHING = pa.scalar(b"", pa.binary())
 # What orjson escapes in a string: quotes, backslashes and control characters.
@@ -124,6 +127,9 @@ def _value_text(node: ConnectSchema, type_: pa.DataType) -> TextColumn:
             return pc.fill_null(text, _NULL), bad
 
         return nested
+    if kind.name == "list":
+        assert node.items is not None
+        return _list_text(_value_text(node.items, type_.value_type))
     if kind.name == "time_of_day":
         per_unit = kind.unit
         return _iso(lambda counts: isotext.times(counts * per_unit))
@@ -139,6 +145,23 @@ def _value_text(node: ConnectSchema, type_: pa.DataType) -> TextColumn:
         "double": _doubles,
         "boolean": _booleans,
     }[kind.name]
+
+
+def _list_text(item: TextColumn) -> TextColumn:
+    """A list column as JSON arrays of its items' texts."""
+
+    def write(array: pa.Array) -> tuple[pa.Array, np.ndarray]:
+        valid = wire.valid(array)
+        sizes = list_sizes(array)
+        rows = item_rows(sizes)
+        texts, refused = item(pc.list_flatten(array))
+        lists = pa.ListArray.from_arrays(list_offsets(sizes), texts.cast(pa.binary()))
+        text = joined(b"[", pc.binary_join(lists, _COMMA), b"]")
+        bad = np.zeros(len(array), dtype=bool)
+        bad[rows[refused]] = True
+        return _or_null(text, valid), bad & valid
+
+    return write
 
 
 def _refused(array: pa.Array) -> tuple[pa.Array, np.ndarray]:

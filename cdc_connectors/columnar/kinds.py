@@ -14,10 +14,10 @@ __all__ = ["ColumnKind", "column_kind"]
 
 @dataclass(frozen=True)
 class ColumnKind:
-    """``name`` is one of ``struct``, ``time_of_day`` (``unit``: microseconds per count),
-    ``date``, ``timestamp``, ``decimal`` (``unit``: the scale), ``refused`` (a column the
-    writers leave to the per-message way: decimals held as text, ``float32``), ``string``,
-    ``binary``, ``integer``, ``double``, ``boolean``."""
+    """``name`` is one of ``struct``, ``list`` (a Connect array), ``time_of_day`` (``unit``:
+    microseconds per count), ``date``, ``timestamp``, ``decimal`` (``unit``: the scale),
+    ``refused`` (a column the writers leave to the per-message way: decimals held as text,
+    ``float32``), ``string``, ``binary``, ``integer``, ``double``, ``boolean``."""
 
     name: str
     unit: int = 0
@@ -27,6 +27,8 @@ def column_kind(node: ConnectSchema, type_: pa.DataType) -> ColumnKind | None:
     """The kind of the column of ``node`` typed ``type_``; None when no writer takes it."""
     if node.type == "struct" and pa.types.is_struct(type_):
         return ColumnKind("struct")
+    if node.type == "array" and pa.types.is_list(type_):
+        return ColumnKind("list")
     way = node.semantic.columnar if node.semantic is not None else None
     if way is not None and way.kind == "time_of_day" and pa.types.is_integer(type_):
         return ColumnKind("time_of_day", way.micros_per_unit)

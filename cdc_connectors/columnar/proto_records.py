@@ -18,6 +18,7 @@ Connect semantic type as the per-message reading holds it:
 | ``binary`` | bytes | base64 text |
 | ``string`` (also Uuid, Enum, Json, Zoned*) | str | text |
 | struct | dict | ``Struct`` |
+| list (Connect array) | list | ``ListValue`` of its items' values |
 
 A row the columns cannot write exactly is flagged (:meth:`ProtoRecordWriter.write`) for
 the per-message way, which then writes it or refuses it with its own reason: an integer
@@ -38,6 +39,7 @@ import pyarrow.compute as pc
 from cdc_connectors.columnar import isotext, maps, wire
 from cdc_connectors.columnar.kinds import column_kind
 from cdc_connectors.schema.connect import ConnectSchema
+from cdc_connectors.spark.arrow_lists import item_rows, list_offsets, list_sizes
 
 __all__ = ["NotColumnar", "ProtoRecordWriter", "StructWriter", "struct_body"]
 
@@ -236,6 +238,9 @@ def _value_writer(node: ConnectSchema, type_: pa.DataType) -> ValueWriter:
         raise NotColumnar(f"{node.path}: {node.type} as {type_}")
     if kind.name == "struct":
         return _nested(_struct_writer(node, type_))
+    if kind.name == "list":
+        assert node.items is not None
+        return _list_values(_value_writer(node.items, type_.value_type))
     if kind.name == "time_of_day":
         per_unit = kind.unit
         return _short_texts(lambda counts: isotext.times(counts * per_unit))
@@ -268,6 +273,33 @@ def _nested(struct: StructWriter) -> ValueWriter:
             wire.constant(_NULL_VALUE, count),
         )
         return header, body, bad & valid
+
+    return write
+
+
+def _list_values(item: ValueWriter) -> ValueWriter:
+    """A list column as ``Value.list_value``: each item a ``ListValue.values`` entry."""
+
+    def write(array: pa.Array, present: np.ndarray) -> tuple[wire.Segment, wire.Pieces, np.ndarray]:
+        valid = present & wire.valid(array)
+        count = len(array)
+        sizes = list_sizes(array)
+        rows = item_rows(sizes)
+        header, value, refused = item(pc.list_flatten(array), valid[rows])
+        items = len(rows)
+        value_sizes = header[1] + value.sizes
+        entries = (
+            wire.segments([wire.constant(b"\x0a", items), wire.varint(value_sizes), header]) + value
+        ).joined()
+        lists = pa.ListArray.from_arrays(list_offsets(sizes), entries)
+        bodies = wire.masked(pc.binary_join(lists, _NO_SEPARATOR), valid)
+        body_sizes = wire.lengths(bodies)
+        row_header = _null_or(
+            valid, _joined_segments(wire.constant(b"\x32", count), wire.varint(body_sizes))
+        )
+        bad = np.zeros(count, dtype=bool)
+        bad[rows[refused]] = True
+        return row_header, wire.Pieces([bodies], body_sizes), bad & valid
 
     return write
 

@@ -64,6 +64,9 @@ _NINETEEN_DIGITS = b" " + b"0" * 19 + b" "
 _NINETEEN_BLANK = b" " * len(_NINETEEN_DIGITS)
 _LONG_RUN = b"0" * 17
 _BIG_EXPONENT = b"e000"
+# A number with an exponent of three digits or more where JSON has values (after ':', ','
+# or '['): what the shape above found may be text inside a string (a UUID's "4e90").
+_EXPONENT_NUMBER = re.compile(rb"[:,\[][ \t\n\r]*-?[0-9]+(?:\.[0-9]+)?[eE][-+]?[0-9]{3}")
 _TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?')
 # sorted keys; dates and dataclasses to ``json_default`` (which refuses them) as proto does
 _SORTED = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
@@ -118,7 +121,7 @@ def _exact_numbers(text: bytes, obj: Any) -> Any:
 
     Integers beyond 64 bits are refused: OpenCDC JSON readers take integers as 64 bits.
     """
-    if _BIG_EXPONENT in text.translate(_EXPONENT_SHAPE):
+    if _BIG_EXPONENT in text.translate(_EXPONENT_SHAPE) and _EXPONENT_NUMBER.search(text):
         return _look_at_every_number(text, obj)
     shape = text.translate(_NUMBER_SHAPE).replace(_NINETEEN_DIGITS, _NINETEEN_BLANK)
     shape = shape.translate(_POINTS_AS_DIGITS)

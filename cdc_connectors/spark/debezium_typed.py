@@ -83,6 +83,7 @@ from cdc_connectors.schema.connect import (
 )
 from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.spark.arrow import data_array
+from cdc_connectors.spark.arrow_lists import item_rows, list_offsets, list_sizes
 from cdc_connectors.spark.avro_decode import AvroBatchDecoder
 from cdc_connectors.spark.decimal_text import (
     MAX_TEXT_DIGITS,
@@ -977,6 +978,10 @@ def _big_integral(array: pa.Array) -> np.ndarray:
     if pa.types.is_struct(array.type):
         for index in range(array.type.num_fields):
             found |= _big_integral(array.field(index))
+    elif pa.types.is_list(array.type):
+        inner = _big_integral(pc.list_flatten(array))
+        if inner.any():
+            found[item_rows(list_sizes(array))[inner]] = True
     elif pa.types.is_floating(array.type):
         big = pc.and_(
             pc.greater_equal(pc.abs(array), _EXACT_DOUBLE), pc.equal(pc.floor(array), array)
@@ -988,6 +993,8 @@ def _big_integral(array: pa.Array) -> np.ndarray:
 def _has_doubles(type_: pa.DataType) -> bool:
     if pa.types.is_struct(type_):
         return any(_has_doubles(field.type) for field in type_)
+    if pa.types.is_list(type_):
+        return _has_doubles(type_.value_type)
     return bool(pa.types.is_floating(type_))
 
 
@@ -1045,6 +1052,9 @@ def _column(node: ConnectSchema, target: pa.DataType, optional: bool | None = No
         raise _NotColumnar(f"{node.path}: semantic type {name}")
     if kind in _JSON_TYPES:
         return _Column(_JSON_TYPES[kind], _plain(kind, target, optional))
+    if kind == "array" and pa.types.is_list(target) and node.items is not None:
+        item = _column(node.items, target.value_type)
+        return _Column(pa.list_(item.json_type), _list(item.convert, target, optional))
     if kind == "struct" and pa.types.is_struct(target):
         children = [
             (child_name, _column(child, target.field(child_name).type))
@@ -1329,6 +1339,25 @@ def _struct(children: list[tuple[str, _Column]], target: pa.StructType, optional
             arrays.append(flagged.array)
         mask = None if valid.all() else pa.array(~valid)
         return _Flagged(pa.StructArray.from_arrays(arrays, fields=list(target), mask=mask), bad)
+
+    return convert
+
+
+def _list(item: Convert, target: pa.ListType, optional: bool) -> Convert:
+    """A list column: its items converted together; a row with a bad item is bad."""
+
+    def convert(array: pa.Array) -> _Flagged:
+        valid = _mask(pc.is_valid(array))
+        bad = np.zeros(len(array), dtype=bool) if optional else ~valid
+        sizes = list_sizes(array)
+        flagged = item(pc.list_flatten(array))
+        if flagged.bad.any():
+            bad[item_rows(sizes)[flagged.bad]] = True
+        mask = None if valid.all() else pa.array(~valid)
+        rebuilt = pa.ListArray.from_arrays(
+            list_offsets(sizes), flagged.array, type=target, mask=mask
+        )
+        return _Flagged(rebuilt, bad)
 
     return convert
 

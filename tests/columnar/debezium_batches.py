@@ -145,6 +145,66 @@ COLUMNS: list[tuple[dict[str, Any], st.SearchStrategy[Any]]] = [
             ),
         ),
     ),
+    # Arrays (PostgreSQL's int[], text[], numeric(10,2)[]...), empty ones and null items too.
+    (
+        {"type": "array", "items": {"type": "int32", "optional": True}},
+        st.lists(st.none() | _ints(32), max_size=4),
+    ),
+    (
+        {"type": "array", "items": {"type": "int64", "optional": False}},
+        st.lists(_ints(64), max_size=3),
+    ),
+    (
+        {"type": "array", "items": {"type": "string", "optional": False}},
+        _mostly(st.lists(_TEXT, max_size=4), st.just(["a", None]) | st.just("not a list")),
+    ),
+    (
+        {"type": "array", "items": {"type": "double", "optional": True}},
+        st.lists(
+            st.none() | st.floats(allow_nan=False, allow_infinity=False) | st.integers(-3, 3),
+            max_size=3,
+        ),
+    ),
+    (
+        {
+            "type": "array",
+            "items": {
+                "type": "bytes",
+                "optional": True,
+                "name": "org.apache.kafka.connect.data.Decimal",
+                "parameters": {"scale": "2", "connect.decimal.precision": "20"},
+            },
+        },
+        st.lists(st.none() | _decimal(2, 20), max_size=3),
+    ),
+    (
+        {
+            "type": "array",
+            "items": {"type": "array", "optional": True, "items": {"type": "boolean"}},
+        },
+        st.lists(st.none() | st.lists(st.booleans(), max_size=2), max_size=3),
+    ),
+    (
+        {
+            "type": "array",
+            "items": {
+                "type": "struct",
+                "optional": True,
+                "name": "item",
+                "fields": [
+                    {"type": "int64", "optional": True, "field": "n"},
+                    {"type": "int64", "name": "io.debezium.time.MicroTimestamp", "field": "t"},
+                ],
+            },
+        },
+        st.lists(
+            st.none()
+            | st.fixed_dictionaries(
+                {"n": st.none() | st.integers(-5, 5), "t": st.integers(0, 2 * 10**15)}
+            ),
+            max_size=3,
+        ),
+    ),
     # Columns with a default, which a null (or no field) stands for.
     ({"type": "string", "default": "new"}, st.none() | st.none() | _TEXT),
     ({"type": "int32", "default": 7}, st.none() | st.none() | _ints(32)),

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import io
+import json
 import re
 from datetime import datetime
 from decimal import Decimal
@@ -252,6 +253,27 @@ def test_numbers_beyond_a_doubles_range_are_refused_on_read(number):
     line = f'{{"operation":"create","payload":{{"after":{{"x":{number}}}}}}}'
     with pytest.raises(CodecError, match=f"number {re.escape(number)} is beyond the range"):
         record_from_json(line)
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        '{"x": 1e-400}',
+        '{"x":[1, 1e-400]}',
+        '{"x":[\n\t1e-400]}',
+        '{"id":"0d650372-e907-44df","x":{"y":-1e-400}}',
+    ],
+)
+def test_a_big_exponent_is_found_wherever_a_value_may_be(after):
+    line = f'{{"operation":"create","payload":{{"after":{after}}}}}'
+    with pytest.raises(CodecError, match="beyond the range"):
+        record_from_json(line)
+
+
+def test_text_that_looks_like_an_exponent_is_text():
+    after = {"id": "0d650372-e907-44df", "s": "x,1e999", "n": 1.5}
+    line = f'{{"operation":"create","payload":{{"after":{json.dumps(after)}}}}}'
+    assert record_from_json(line).payload.after == after
 
 
 def test_long_digit_strings_are_not_numbers():
