@@ -11,7 +11,8 @@ debezium.DebeziumJsonFormat.kafka_key`), written for an OpenCDC destination
 | none | none | a constant |
 | not starting with ``{`` or JSON whitespace (``abc``, ``5``) | raw: the bytes | as is |
 | ``{"schema": <block>, "payload": {...}}``, a block met | structured, typed | from columns |
-| anything else (schemaless objects, other blocks) | per key | one by one |
+| flat objects of integers, strings, booleans, alike (no schema) | structured | from columns |
+| anything else (other objects, other blocks) | per key | one by one |
 
 A block is matched as the keys spell it, with or without spaces. Keys of a schema block are
 read by
@@ -32,6 +33,7 @@ from typing import Literal
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.json as pajson
 
 from cdc_connectors.columnar import base64text, wire
 from cdc_connectors.columnar.json_text import joined, struct_text
@@ -41,7 +43,7 @@ from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.opencdc import CodecError, Record
 from cdc_connectors.opencdc.json_codec import data_to_bytes
 from cdc_connectors.opencdc.proto_codec import record_to_proto_bytes
-from cdc_connectors.schema.connect import ConnectSchema
+from cdc_connectors.schema.connect import ConnectSchema, parse_connect_schema
 from cdc_connectors.spark.debezium_typed import TypedKeyReader
 
 __all__ = ["KeyColumns", "Keys"]
@@ -55,6 +57,10 @@ _LOOKS_PER_BATCH = 8
 _MAYBE_OBJECT = np.zeros(256, dtype=bool)
 _MAYBE_OBJECT[list(b"{ \t\n\r")] = True
 _LONG_INTEGER = "[0-9]{19}"
+# Connect's types of the JSON values a key without a schema may hold, as Arrow reads them.
+_PLAIN_CONNECT = {pa.int64(): "int64", pa.string(): "string", pa.bool_(): "boolean"}
+# One thread: a Spark Python worker has one core.
+_READ_OPTIONS = pajson.ReadOptions(block_size=1 << 20, use_threads=False)
 
 
 @dataclass
@@ -70,7 +76,7 @@ class Keys:
 
 @dataclass
 class _Schema:
-    reader: TypedKeyReader
+    reader: TypedKeyReader | None  # None for keys without a schema block
     proto: object | None  # a StructWriter for the proto layout
     text: object  # a StructText
 
@@ -82,6 +88,7 @@ class KeyColumns:
         self.fmt = fmt
         self.layout: Layout = layout
         self._schemas: OrderedDict[bytes, _Schema | None] = OrderedDict()
+        self._plain: dict[pa.StructType, _Schema | None] = {}
 
     def write(self, keys: pa.Array | None, count: int) -> Keys:
         """The :class:`Keys` of ``keys`` (binary, one per message; ``None``: no keys)."""
@@ -116,6 +123,14 @@ class KeyColumns:
                 found = self._structured(schema, keys.take(pa.array(rows)))
                 if found is None:
                     continue
+                written, field_texts, message_keys = found
+                fields.append((rows[written], field_texts, message_keys))
+                rest[rows[written]] = False
+        plain = rest & structured & ~_wrapped(keys)
+        if plain.any():
+            rows = np.flatnonzero(plain)
+            found = self._schemaless(keys.take(pa.array(rows)))
+            if found is not None:
                 written, field_texts, message_keys = found
                 fields.append((rows[written], field_texts, message_keys))
                 rest[rows[written]] = False
@@ -212,15 +227,76 @@ class KeyColumns:
             return None
         return _Schema(reader, proto, text)
 
+    # --- keys without a schema block ---------------------------------------------------------
+
+    def _schemaless(self, keys: pa.Array) -> tuple[np.ndarray, pa.Array, pa.Array] | None:
+        """Keys that are flat JSON objects of integers, strings and booleans, every one
+        with the same members (JsonConverter's ``schemas.enable=false``), written from
+        columns; ``None`` when Arrow reads them otherwise (then they go one by one)."""
+        count = len(keys)
+        joined = pc.binary_join(
+            pa.ListArray.from_arrays(pa.array([0, count], pa.int32()), keys), b"\n"
+        )
+        try:
+            table = pajson.read_json(
+                pa.py_buffer(joined[0].as_buffer().to_pybytes()), read_options=_READ_OPTIONS
+            )
+            if table.num_rows != count or not table.num_columns:
+                return None
+            typed = pa.StructArray.from_arrays(
+                [column.combine_chunks() for column in table.columns], names=table.column_names
+            )
+            typed.validate(full=True)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
+        # A null may be a member that is not there: only keys with every member set.
+        if any(column.null_count for column in table.columns):
+            return None
+        schema = self._plain_schema(typed.type)
+        if schema is None:
+            return None
+        return self._written(schema, typed, np.zeros(count, dtype=bool))
+
+    def _plain_schema(self, type_: pa.StructType) -> _Schema | None:
+        """The writers of keys typed ``type_`` (Connect's types for JSON's), if it holds
+        only integers, strings and booleans."""
+        if type_ in self._plain:
+            return self._plain[type_]
+        fields = []
+        for field in type_:
+            connect = _PLAIN_CONNECT.get(field.type)
+            if connect is None or field.name in ("schema", "payload"):
+                self._plain[type_] = None
+                return None
+            fields.append({"type": connect, "optional": False, "field": field.name})
+        block = {"type": "struct", "optional": False, "fields": fields}
+        try:
+            connect_schema = parse_connect_schema(block)
+            proto = struct_body(connect_schema, type_) if self.layout == "proto" else None
+            text = struct_text(connect_schema, type_)
+        except (ValueError, NotColumnar):
+            found = None
+        else:
+            found = _Schema(None, proto, text)
+        self._plain[type_] = found
+        return found
+
     def _structured(
         self, schema: _Schema, keys: pa.Array
     ) -> tuple[np.ndarray, pa.Array, pa.Array] | None:
         """The keys of one schema written from columns: which of them (indexes into
         ``keys``), their fields and message keys; ``None`` when Arrow cannot read them."""
+        assert schema.reader is not None
         try:
             typed, bad = schema.reader.read(keys)
         except ValueError:
             return None
+        return self._written(schema, typed, bad)
+
+    def _written(
+        self, schema: _Schema, typed: pa.Array, bad: np.ndarray
+    ) -> tuple[np.ndarray, pa.Array, pa.Array] | None:
+        """Typed keys written: which of them, their fields and message keys."""
         text, refused = schema.text(typed)  # type: ignore[operator]
         bad |= refused
         if schema.proto is not None:
@@ -233,7 +309,7 @@ class KeyColumns:
         written = np.flatnonzero(~bad)
         if not len(written):
             return None
-        if len(written) < len(keys):
+        if len(written) < len(typed):
             take = pa.array(written)
             return written, field_texts.take(take), text.take(take)
         return written, field_texts, text
@@ -266,6 +342,13 @@ class KeyColumns:
                 field_texts.append(b"")
                 message_keys.append(None)
         return pa.array(field_texts, pa.binary()), pa.array(message_keys, pa.binary()), bad
+
+
+def _wrapped(keys: pa.Array) -> np.ndarray:
+    """Keys that may be JsonConverter's wrapper (a ``schema`` or ``payload`` member)."""
+    found: np.ndarray = wire.mask(pc.match_substring(keys, '"schema"'))
+    found |= wire.mask(pc.match_substring(keys, '"payload"'))
+    return found
 
 
 def _covered(parts: list[tuple[np.ndarray, pa.Array, pa.Array]], count: int) -> np.ndarray:

@@ -393,6 +393,26 @@ def _key(schema_key: bool) -> st.SearchStrategy[bytes | None]:
         st.none(),
         with_schema if schema_key else st.none(),
         st.integers(0, 9).map(lambda n: orjson.dumps({"id": n})),
+        # keys without a schema (schemas.enable=false): flat objects, mostly alike
+        st.fixed_dictionaries(
+            {"code": _TEXT, "n": _ints(64), "ok": st.booleans()},
+            optional={"extra": st.none() | st.integers(0, 3) | st.just(1.5)},
+        ).map(orjson.dumps),
+        st.sampled_from(
+            [
+                b'{"code":"a","n":1,"ok":true,"code":"b"}',
+                b'{"code":"a","n":null,"ok":true}',
+                b'{"n":1,"ok":false,"code":"z"}',
+                b'{"code":"a","n":1,"ok":true,"inner":{"x":1}}',
+                b'{"code":"\\ud800","n":1,"ok":true}',
+                b'{"code":"2020-01-01T00:00:00","n":1,"ok":true}',
+                b'{"code":"a","n":18446744073709551616,"ok":true}',
+                b'{"code":"a","n":1,"ok":true}{"code":"b"}',
+                b'{"code":"a",\n"n":1,"ok":true}',
+                b'{"code":"a","n":1,"ok":true,"schema":1}',
+                b"{}",
+            ]
+        ),
         st.binary(max_size=6),
         st.sampled_from(
             [

@@ -327,6 +327,21 @@ def test_an_array_item_the_columns_cannot_write_sends_its_message_the_per_messag
     assert flags.count(False) == (1 if to == "proto" else 3)
 
 
+@pytest.mark.parametrize("to", ["proto", "json"])
+def test_keys_without_a_schema_block_come_from_columns(to: str) -> None:
+    # key.converter.schemas.enable=false: the key is its payload alone.
+    from bench.bench_debezium import lines
+
+    keys = [{"id": n, "region": f"eu-{n % 3}", "live": n % 2 == 0} for n in range(20)]
+    raw = _raw([(orjson.dumps(k), line) for k, line in zip(keys, lines(20), strict=True)])
+    source = SourceFormat(DebeziumJsonFormat({}), "cdc-kafka", fail_fast=False)
+    out = list(converter(source, DESTINATIONS[to]({}), "p:out")(iter([raw])))
+    assert not any(any(b.column("_per_message").to_pylist()) for b in out)
+    rows = _rows(iter(out))
+    assert rows == _stage(PerMessageDebezium({}), raw, to)
+    assert orjson.loads(rows[3]["_message_key"]) == keys[3]
+
+
 def test_arcion_messages_come_from_columns() -> None:
     from bench.bench_debezium import lines
 
