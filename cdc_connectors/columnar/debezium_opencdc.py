@@ -23,6 +23,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
+import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -31,6 +32,7 @@ from cdc_connectors.columnar.debezium_keys import KeyColumns, Layout
 from cdc_connectors.columnar.json_records import JsonRecordWriter
 from cdc_connectors.columnar.proto_records import NotColumnar, ProtoRecordWriter
 from cdc_connectors.columnar.schema_block import leading_block
+from cdc_connectors.columnar.schemaless import infer_envelope
 from cdc_connectors.formats.base import Format
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
@@ -45,6 +47,7 @@ MAX_DECODERS = 32
 _LOOKS_PER_BATCH = 16
 # Every message with a leading schema block starts so (spaces may follow).
 _OBJECT_START = b"{"
+_SCHEMA_BLOCK_START = '^\\{[ \\t\\n\\r]*"schema"[ \\t\\n\\r]*:'
 
 
 @dataclass
@@ -84,6 +87,7 @@ class DebeziumToOpenCDC:
         self.layout: Layout = layout
         self._keys = KeyColumns(fmt, layout)
         self._envelopes: OrderedDict[bytes, _Envelope | None] = OrderedDict()
+        self._inferred: OrderedDict[bytes, _Envelope | None] = OrderedDict()
 
     @staticmethod
     def serves(source: Format, destination: Format) -> bool:
@@ -104,7 +108,11 @@ class DebeziumToOpenCDC:
         rows: list[np.ndarray] = []
         written: list[pa.Array] = []
         written_keys: list[pa.Array] = []
-        for envelope, matched in self._envelopes_of(values):
+        found_envelopes = self._envelopes_of(values)
+        schemaless = self._schemaless(values, found_envelopes)
+        if schemaless is not None:
+            found_envelopes.append(schemaless)
+        for envelope, matched in found_envelopes:
             found = self._write(envelope, values, keys, places, matched)
             if found is not None:
                 rows.append(found.rows)
@@ -147,6 +155,39 @@ class DebeziumToOpenCDC:
             unmatched = self._match(prefix, values, unmatched, found)
             unmatched[row] = False
         return found
+
+    def _schemaless(
+        self, values: pa.Array, found: list[tuple[_Envelope, np.ndarray]]
+    ) -> tuple[_Envelope, np.ndarray] | None:
+        """The events of the batch without a schema block, typed by the envelope Arrow
+        infers from them (:mod:`~cdc_connectors.columnar.schemaless`), but those its types
+        would not give exactly."""
+        if self.fmt.registry_url:
+            return None
+        if values.type != pa.binary():
+            values = values.cast(pa.binary())
+        candidates = wire.mask(pc.starts_with(values, _OBJECT_START))
+        candidates &= ~wire.mask(pc.match_substring_regex(values, _SCHEMA_BLOCK_START))
+        for _, matched in found:
+            candidates[matched] = False
+        rows = np.flatnonzero(candidates)
+        if not len(rows):
+            return None
+        some = values.take(pa.array(rows))
+        inferred = infer_envelope(some)
+        if inferred is None:
+            return None
+        name = orjson.dumps(inferred.block, option=orjson.OPT_SORT_KEYS)
+        if name not in self._inferred:
+            self._inferred[name] = self._envelope(inferred.block, b"")
+            while len(self._inferred) > MAX_DECODERS:
+                self._inferred.popitem(last=False)
+        self._inferred.move_to_end(name)
+        envelope = self._inferred[name]
+        if envelope is None:
+            return None
+        fitting = rows[~inferred.misfits(some, exact_kinds=self.layout == "json")]
+        return (envelope, fitting) if len(fitting) else None
 
     def _match(
         self,

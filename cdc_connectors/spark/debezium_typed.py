@@ -146,6 +146,9 @@ _MIN_MICROS, _MAX_MICROS = -62_135_596_800_000_000, 253_402_300_799_999_999
 # One thread: a Spark Python worker has one core; 1 MiB blocks parse fastest here.
 _READ_OPTIONS = pajson.ReadOptions(block_size=1 << 20, use_threads=False)
 _UNAVAILABLE_BYTES = UNAVAILABLE_VALUE.encode()
+_PAYLOAD_KEY = pa.scalar(b'"payload":', pa.binary())
+_CLOSE = pa.scalar(b"}", pa.binary())
+_NOTHING = pa.scalar(b"", pa.binary())
 
 
 class _NotColumnar(Exception):
@@ -200,7 +203,8 @@ class TypedDebeziumDecoder:
 
     ``spelled`` is the text the messages of the fast path start with: the schema block as
     they write it, up to and including the comma after it (JsonConverter's compact
-    ``{"schema":<block>,`` when ``None``).
+    ``{"schema":<block>,`` when ``None``); empty for messages without one, typed by an
+    envelope inferred from them (:mod:`cdc_connectors.columnar.schemaless`).
 
     ``floats_as_doubles`` keeps ``float32`` fields as the double their JSON text reads as
     (what the per-message way holds, for writers of doubles such as OpenCDC's) instead of
@@ -252,7 +256,7 @@ class TypedDebeziumDecoder:
         self.spark_schema = spark_schema(decoder.spark_type)
         self._reader_avro = reader.avro
         self._decoders: dict[str, AvroBatchDecoder] = {}
-        self._prefix = spelled or _compact_prefix(envelope)
+        self._prefix = _compact_prefix(envelope) if spelled is None else spelled
         self._plan: _Plan | None = None
         if not inferred and fmt.described_by_envelope():
             try:
@@ -427,8 +431,12 @@ class TypedDebeziumDecoder:
         per-message way instead."""
         assert self._plan is not None
         count = len(values)
-        # Each value without its schema block: {"payload": ...}, one per line.
-        rest = pc.binary_slice(values, len(self._prefix), 2**31 - 1)
+        # Each value without its schema block: {"payload": ...}, one per line (a value
+        # without one, the empty prefix, is the payload itself).
+        if self._prefix:
+            rest = pc.binary_slice(values, len(self._prefix), 2**31 - 1)
+        else:
+            rest = pc.binary_join_element_wise(_PAYLOAD_KEY, values, _CLOSE, _NOTHING)
         table = _read_rests(rest, self._plan.json_schema)
         if table.num_rows != count:
             raise _NotColumnar("a message is more than one JSON document")

@@ -498,3 +498,77 @@ def batches(
             key, value = respelt(key, spelling), respelt(value, spelling)
         messages.append((key, value))
     return messages
+
+
+@st.composite
+def _schemaless_image(draw: st.DrawFn) -> dict[str, Any]:
+    image: dict[str, Any] = {
+        "id": draw(st.integers(0, 10**6)),
+        "name": draw(st.none() | _TEXT),
+        "price": draw(
+            st.sampled_from([1.5, 0.25, -3.75, 2.0])
+            | st.floats(allow_nan=False, allow_infinity=False)
+            | st.integers(-3, 3)  # an integer in a column of doubles
+        ),
+        "live": draw(st.none() | st.booleans()),
+        "note": None,
+        "at": draw(st.sampled_from(["2024-01-02T03:04:05Z", "2024-01-02", "x"])),
+    }
+    change = draw(st.integers(0, 30))
+    if change == 0:
+        del image["name"]  # a field not there: the per-message way keeps it out
+    elif change == 1:
+        image["extra"] = 1
+    elif change == 2:
+        image["id"] = "text"  # a field that changes type
+    elif change == 3:
+        image["id"] = orjson.Fragment(b"18446744073709551616")  # beyond 64 bits
+    return image
+
+
+@st.composite
+def schemaless_event(draw: st.DrawFn) -> bytes:
+    """A change event without a schema block (``schemas.enable=false``)."""
+    op = draw(st.sampled_from(["c", "u", "d", "r", "u"]))
+    before = draw(_schemaless_image()) if op in ("u", "d") and draw(st.booleans()) else None
+    after = draw(_schemaless_image()) if op != "d" else None
+    payload: dict[str, Any] = {
+        "before": before,
+        "after": after,
+        "source": {
+            "version": "2.5.0",
+            "connector": "postgresql",
+            "ts_ms": draw(st.integers(0, 2 * 10**12)),
+            "db": "shop",
+            "schema": draw(st.sampled_from(["public", None])),
+            "table": draw(st.sampled_from(["t", "t", "u"])),
+            "txId": draw(st.none() | st.integers(0, 10**9)),
+        },
+        "op": op,
+        "ts_ms": draw(st.integers(0, 2 * 10**12)),
+    }
+    if draw(st.integers(0, 5)) == 0:
+        payload["transaction"] = {"id": "7:1", "total_order": 1, "data_collection_order": 1}
+    return orjson.dumps(payload)
+
+
+@st.composite
+def schemaless_batches(
+    draw: st.DrawFn, lines: bool = False
+) -> list[tuple[bytes | None, bytes | None]]:
+    """(key, value) of messages without schema blocks, with junk and events with one."""
+    spellings = [None, *(s for s in SPELLINGS if not (lines and s == "pretty"))]
+    spelling = draw(st.sampled_from(spellings))
+    messages = []
+    schema, columns = draw(envelope("t"))
+    for _ in range(draw(st.integers(1, 25))):
+        kind = draw(st.integers(0, 12))
+        if kind == 0:
+            value: bytes | None = draw(_JUNK | st.none())
+        elif kind == 1:
+            value = draw(change_event(schema, columns))
+        else:
+            value = draw(schemaless_event())
+        key = draw(st.none() | st.integers(0, 99).map(lambda n: orjson.dumps({"id": n})))
+        messages.append((respelt(key, spelling), respelt(value, spelling)))
+    return messages

@@ -22,7 +22,7 @@ from cdc_connectors.formats.base import Format
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
 from cdc_connectors.opencdc.metadata import Metadata
-from tests.columnar.debezium_batches import KEY_SCHEMA, batches
+from tests.columnar.debezium_batches import KEY_SCHEMA, batches, schemaless_batches
 from tests.hypothesis_profiles import examples
 
 
@@ -90,7 +90,7 @@ def _convert(
 @pytest.mark.parametrize("to", [OpenCDCProtoFormat, OpenCDCJsonFormat])
 @settings(max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    messages=batches(lines=True),
+    messages=batches(lines=True) | schemaless_batches(lines=True),
     kv_in=st.booleans(),
     kv_out=st.booleans(),
     fail_fast=st.sampled_from([False, False, True]),

@@ -29,6 +29,7 @@ from tests.columnar.debezium_batches import (
     arcion,
     batches,
     respelt,
+    schemaless_batches,
     unscaled,
 )
 from tests.hypothesis_profiles import examples
@@ -95,6 +96,16 @@ def _stage(
 @settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(messages=batches())
 def test_columns_give_the_stage_rows_of_the_per_message_way(
+    to: str, messages: list[tuple[bytes | None, bytes | None]]
+) -> None:
+    raw = _raw(messages)
+    assert _stage(DebeziumJsonFormat({}), raw, to) == _stage(PerMessageDebezium({}), raw, to)
+
+
+@pytest.mark.parametrize("to", ["proto", "json"])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(messages=schemaless_batches())
+def test_events_without_a_schema_block_give_the_stage_rows_of_the_per_message_way(
     to: str, messages: list[tuple[bytes | None, bytes | None]]
 ) -> None:
     raw = _raw(messages)
@@ -340,6 +351,28 @@ def test_keys_without_a_schema_block_come_from_columns(to: str) -> None:
     rows = _rows(iter(out))
     assert rows == _stage(PerMessageDebezium({}), raw, to)
     assert orjson.loads(rows[3]["_message_key"]) == keys[3]
+
+
+@pytest.mark.parametrize("to", ["proto", "json"])
+@pytest.mark.parametrize("spelling", [None, "spaced"])
+def test_events_without_a_schema_block_come_from_columns(to: str, spelling: str | None) -> None:
+    # value.converter.schemas.enable=false: each value is its payload alone.
+    from bench.bench_debezium import lines
+
+    def payload(text: bytes) -> bytes:
+        return orjson.dumps(orjson.loads(text)["payload"])
+
+    messages = [(orjson.dumps({"id": n}), payload(line)) for n, line in enumerate(lines(40))]
+    raw = _raw([(respelt(k, spelling), respelt(v, spelling)) for k, v in messages])
+    source = SourceFormat(DebeziumJsonFormat({}), "cdc-kafka", fail_fast=False)
+    out = list(converter(source, DESTINATIONS[to]({}), "p:out")(iter([raw])))
+    flags = [
+        f for b in out if "_per_message" in b.schema.names for f in b["_per_message"].to_pylist()
+    ]
+    assert len(flags) == 40
+    # A double column's whole numbers are written as they were read only the per-message way.
+    assert flags.count(True) <= (0 if to == "proto" else 4)
+    assert _rows(iter(out)) == _stage(PerMessageDebezium({}), raw, to)
 
 
 def test_arcion_messages_come_from_columns() -> None:
