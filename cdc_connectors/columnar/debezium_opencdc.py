@@ -20,6 +20,7 @@ what it is there.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,6 +60,8 @@ class Columnar:
     rows: np.ndarray
     values: pa.Array
     keys: pa.Array
+    #: Each message's topic, when a topic template routes them (else ``None``).
+    topics: pa.Array | None = None
 
 
 def layout_of(destination: Format) -> Layout | None:
@@ -80,9 +83,19 @@ class _Envelope:
 class DebeziumToOpenCDC:
     """Debezium JSON -> OpenCDC protobuf or JSON, column by column (module docstring)."""
 
-    def __init__(self, fmt: DebeziumJsonFormat, destination: Format):
+    def __init__(
+        self,
+        fmt: DebeziumJsonFormat,
+        destination: Format,
+        topic: Sequence[tuple[str, str | None]] | None = None,
+    ):
+        """``topic``: a Kafka topic template's parts, each a literal text or (``""``, a
+        metadata key) whose value is put there; each message is then given its topic, and
+        a record without one of those values is left to the per-message way (where it is a
+        dead letter saying so)."""
         layout = layout_of(destination)
         assert layout is not None, "see serves()"
+        self.topic = None if topic is None else tuple(topic)
         self.fmt = fmt
         self.layout: Layout = layout
         self._keys = KeyColumns(fmt, layout)
@@ -108,6 +121,7 @@ class DebeziumToOpenCDC:
         rows: list[np.ndarray] = []
         written: list[pa.Array] = []
         written_keys: list[pa.Array] = []
+        topics: list[pa.Array] = []
         found_envelopes = self._envelopes_of(values)
         schemaless = self._schemaless(values, found_envelopes)
         if schemaless is not None:
@@ -118,9 +132,14 @@ class DebeziumToOpenCDC:
                 rows.append(found.rows)
                 written.append(found.values)
                 written_keys.append(found.keys)
+                if found.topics is not None:
+                    topics.append(found.topics)
         if not rows:
             empty = np.zeros(0, dtype=np.int64)
-            return Columnar(empty, pa.array([], pa.binary()), pa.array([], pa.binary()))
+            none = pa.array([], pa.binary())
+            return Columnar(
+                empty, none, none, None if self.topic is None else pa.array([], pa.string())
+            )
         every = np.concatenate(rows)
         order = np.argsort(every, kind="stable")
         take = pa.array(order)
@@ -128,6 +147,7 @@ class DebeziumToOpenCDC:
             every[order],
             pa.concat_arrays(written).take(take),
             pa.concat_arrays(written_keys).take(take),
+            pa.concat_arrays(topics).take(take) if self.topic is not None else None,
         )
 
     # --- envelope schemas ---------------------------------------------------------------
@@ -253,9 +273,40 @@ class DebeziumToOpenCDC:
         )
         records, refused = envelope.writer.write(batch, keys_of_rows.fields)
         keep = ~(keys_of_rows.refused | refused)
+        topics = None
+        if self.topic is not None:
+            topics, no_topic = _topics(self.topic, batch.column("metadata"))
+            keep &= ~no_topic
         if not keep.all():
             kept = pa.array(keep)
             return Columnar(
-                rows[keep], records.filter(kept), keys_of_rows.message_keys.filter(kept)
+                rows[keep],
+                records.filter(kept),
+                keys_of_rows.message_keys.filter(kept),
+                None if topics is None else topics.filter(kept),
             )
-        return Columnar(rows, records, keys_of_rows.message_keys)
+        return Columnar(rows, records, keys_of_rows.message_keys, topics)
+
+
+def _topics(
+    parts: Sequence[tuple[str, str | None]], metadata: pa.MapArray
+) -> tuple[pa.Array, np.ndarray]:
+    """Each row's topic from a template's parts, and the rows without a value it needs
+    (missing or empty, as the template refuses it)."""
+    count = len(metadata)
+    missing = np.zeros(count, dtype=bool)
+    pieces: list[pa.Array | pa.Scalar] = []
+    for literal, key in parts:
+        if key is None:
+            if literal:
+                pieces.append(pa.scalar(literal, pa.string()))
+            continue
+        value = pc.map_lookup(metadata, pa.scalar(key, pa.string()), "first")
+        missing |= ~wire.mask(pc.and_(pc.is_valid(value), pc.not_equal(value, "")))
+        pieces.append(pc.fill_null(value, ""))
+    if not pieces:
+        return pa.array([""] * count, pa.string()), missing
+    topics = pc.binary_join_element_wise(*pieces, pa.scalar("", pa.string()))
+    if isinstance(topics, pa.Scalar):  # every part a literal
+        topics = pa.array([topics.as_py()] * count, pa.string())
+    return topics, missing

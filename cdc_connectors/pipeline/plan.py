@@ -398,13 +398,20 @@ def _merged_messages(columnar: Columnar, done: _Converted, slow: np.ndarray) -> 
         ]
     )
     per_message = np.concatenate([np.zeros(fast, dtype=bool), np.ones(len(done.out), dtype=bool)])
+    topics = (
+        pa.nulls(rows, pa.string())
+        if columnar.topics is None
+        else pa.concat_arrays([columnar.topics, pa.array(done.topics or [], pa.string())]).take(
+            order
+        )
+    )
     return pa.RecordBatch.from_arrays(
         [
             pa.array(np.full(rows, MESSAGE, dtype=np.int32)),
             keys.take(order),
             values.take(order),
             headers.take(order),
-            pa.nulls(rows, pa.string()),
+            topics,
             pa.array(per_message).take(order),
             pa.nulls(rows, pa.int64()),
             *_placeholders(rows),
@@ -420,15 +427,16 @@ def converter(
     source's format and encoded with the destination's, in one pass; a message that does
     not decode and a record that does not encode are dead letters, as in the two-step way.
 
-    Debezium JSON (a dialect described by its envelope) to OpenCDC protobuf or JSON without
-    a topic template is written from columns
+    Debezium JSON (a dialect described by its envelope) to OpenCDC protobuf or JSON, with
+    or without a topic template, is written from columns
     (:class:`~cdc_connectors.columnar.debezium_opencdc.DebeziumToOpenCDC`): only the
     messages the columns cannot take exactly go the per-message way, in the same output
     order."""
     columns = None
-    if route is None and DebeziumToOpenCDC.serves(source.fmt, fmt):
+    template = getattr(route, "template", None)  # a TopicRoute's, rendered from columns too
+    if (route is None or template is not None) and DebeziumToOpenCDC.serves(source.fmt, fmt):
         assert isinstance(source.fmt, DebeziumJsonFormat)
-        columns = DebeziumToOpenCDC(source.fmt, fmt)
+        columns = DebeziumToOpenCDC(source.fmt, fmt, None if template is None else template.parts)
 
     def convert(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:

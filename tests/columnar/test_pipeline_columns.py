@@ -15,11 +15,13 @@ from hypothesis import HealthCheck, given, settings
 
 from cdc_connectors.columnar.debezium_opencdc import DebeziumToOpenCDC
 from cdc_connectors.connectors.kafka_read import RAW_ARROW_SCHEMA
+from cdc_connectors.connectors.kafka_write import TopicTemplate
 from cdc_connectors.formats.arcion import ArcionJsonFormat
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.formats.lindorm import LindormJsonFormat
 from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
 from cdc_connectors.opencdc.metadata import Metadata
+from cdc_connectors.pipeline.connectors import TopicRoute
 from cdc_connectors.pipeline.plan import SourceFormat, converter
 from tests.columnar.debezium_batches import (
     COLUMNS,
@@ -110,6 +112,43 @@ def test_events_without_a_schema_block_give_the_stage_rows_of_the_per_message_wa
 ) -> None:
     raw = _raw(messages)
     assert _stage(DebeziumJsonFormat({}), raw, to) == _stage(PerMessageDebezium({}), raw, to)
+
+
+TEMPLATES = [
+    "cdc.{collection}",
+    '{{ index .Metadata "debezium.source.db" }}-{{ index .Metadata "debezium.source.schema" }}',
+    '{{ index .Metadata "debezium.transaction.id" }}',  # most records have none
+]
+
+
+def _routed_stage(
+    fmt: DebeziumJsonFormat, raw: pa.RecordBatch, to: str, template: str
+) -> list[dict[str, object]]:
+    source = SourceFormat(fmt, "cdc-kafka", fail_fast=False)
+    route = TopicRoute(TopicTemplate(template))
+    return _rows(converter(source, DESTINATIONS[to]({}), "p:out", route)(iter([raw])))
+
+
+@pytest.mark.parametrize("template", TEMPLATES)
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(messages=batches() | schemaless_batches())
+def test_topics_from_a_template_are_those_of_the_per_message_way(
+    template: str, messages: list[tuple[bytes | None, bytes | None]]
+) -> None:
+    raw = _raw(messages)
+    ours = _routed_stage(DebeziumJsonFormat({}), raw, "proto", template)
+    assert ours == _routed_stage(PerMessageDebezium({}), raw, "proto", template)
+
+
+def test_routed_messages_come_from_columns() -> None:
+    from bench.bench_debezium import lines
+
+    raw = _raw([(None, line) for line in lines(20)])
+    source = SourceFormat(DebeziumJsonFormat({}), "cdc-kafka", fail_fast=False)
+    route = TopicRoute(TopicTemplate(TEMPLATES[0]))
+    out = list(converter(source, OpenCDCProtoFormat({}), "p:out", route)(iter([raw])))
+    assert not any(any(b.column("_per_message").to_pylist()) for b in out)
+    assert {t for b in out for t in b.column("_topic").to_pylist()} == {"cdc.shop.public.orders"}
 
 
 @pytest.mark.parametrize("to", ["proto", "json"])
