@@ -231,8 +231,9 @@ class KeyColumns:
 
     def _schemaless(self, keys: pa.Array) -> tuple[np.ndarray, pa.Array, pa.Array] | None:
         """Keys that are flat JSON objects of integers, strings and booleans, every one
-        with the same members (JsonConverter's ``schemas.enable=false``), written from
-        columns; ``None`` when Arrow reads them otherwise (then they go one by one)."""
+        with the same members (JsonConverter's ``schemas.enable=false``; alone or in its
+        ``{"payload": ...}`` wrapper), written from columns; ``None`` when Arrow reads them
+        otherwise (then they go one by one)."""
         count = len(keys)
         joined = pc.binary_join(
             pa.ListArray.from_arrays(pa.array([0, count], pa.int32()), keys), b"\n"
@@ -246,11 +247,15 @@ class KeyColumns:
             typed = pa.StructArray.from_arrays(
                 [column.combine_chunks() for column in table.columns], names=table.column_names
             )
+            if table.column_names == ["payload"] and pa.types.is_struct(typed.type.field(0).type):
+                typed = typed.field(0)  # {"payload": {...}}: the wrapper without its schema
+            if not typed.type.num_fields:
+                return None
             typed.validate(full=True)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             return None
         # A null may be a member that is not there: only keys with every member set.
-        if any(column.null_count for column in table.columns):
+        if typed.null_count or any(typed.field(n).null_count for n in range(typed.type.num_fields)):
             return None
         schema = self._plain_schema(typed.type)
         if schema is None:
@@ -345,9 +350,8 @@ class KeyColumns:
 
 
 def _wrapped(keys: pa.Array) -> np.ndarray:
-    """Keys that may be JsonConverter's wrapper (a ``schema`` or ``payload`` member)."""
+    """Keys that may carry a schema block (a ``schema`` member)."""
     found: np.ndarray = wire.mask(pc.match_substring(keys, '"schema"'))
-    found |= wire.mask(pc.match_substring(keys, '"payload"'))
     return found
 
 

@@ -197,9 +197,12 @@ class DebeziumToOpenCDC:
         inferred = infer_envelope(some)
         if inferred is None:
             return None
-        name = orjson.dumps(inferred.block, option=orjson.OPT_SORT_KEYS)
+        name = orjson.dumps([inferred.block, inferred.wrapped], option=orjson.OPT_SORT_KEYS)
         if name not in self._inferred:
-            self._inferred[name] = self._envelope(inferred.block, b"")
+            # The decoder reads what follows the prefix with "{" put back in front: a
+            # wrapped event's text as it is, a bare one inside {"payload": ...}.
+            prefix = b"{" if inferred.wrapped else b""
+            self._inferred[name] = self._envelope(inferred.block, prefix)
             while len(self._inferred) > MAX_DECODERS:
                 self._inferred.popitem(last=False)
         self._inferred.move_to_end(name)

@@ -1,5 +1,6 @@
 """Debezium JSON change events without a schema block (JsonConverter's
-``schemas.enable=false``), typed from the batch itself so the columns can take them.
+``schemas.enable=false``, or its ``{"payload": ...}`` wrapper alone, as YDB writes), typed
+from the batch itself so the columns can take them.
 
 :func:`infer_envelope` reads a batch of such values with Arrow's JSON reader, which infers
 a type per field, and writes the Kafka Connect envelope schema those types are: flat rows
@@ -39,6 +40,9 @@ class Inferred:
     block: dict[str, Any]
     fields: frozenset[str]  # each image's fields
     doubles: frozenset[str]  # image fields read as doubles
+    #: The events are ``{"payload": {...}}``: JsonConverter's wrapper without its schema
+    #: (YDB writes so).
+    wrapped: bool = False
 
     def misfits(self, values: pa.Array, exact_kinds: bool) -> np.ndarray:
         """Events whose images miss a field or have one more (the per-message way keeps
@@ -47,12 +51,18 @@ class Inferred:
         bad = np.zeros(len(values), dtype=bool)
         fields, doubles = self.fields, self.doubles
         loads = orjson.loads
+        wrapped = self.wrapped
         for n, value in enumerate(values.to_pylist()):
             try:
                 payload = loads(value)
             except orjson.JSONDecodeError:
                 bad[n] = True
                 continue
+            if wrapped:
+                payload = payload.get("payload") if isinstance(payload, dict) else None
+                if not isinstance(payload, dict):
+                    bad[n] = True
+                    continue
             for name in _IMAGES:
                 image = payload.get(name) if isinstance(payload, dict) else None
                 if image is None:
@@ -82,9 +92,14 @@ def infer_envelope(values: pa.Array) -> Inferred | None:
         )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
-    if table.num_rows != count or "op" not in table.column_names:
+    if table.num_rows != count:
         return None
     schema = table.schema
+    wrapped = schema.names == ["payload"] and pa.types.is_struct(schema.field(0).type)
+    if wrapped:
+        schema = pa.schema(list(schema.field(0).type))
+    if "op" not in schema.names:
+        return None
     row = _row(schema)
     if row is None:
         return None
@@ -110,7 +125,7 @@ def infer_envelope(values: pa.Array) -> Inferred | None:
     block = {"type": "struct", "optional": False, "name": "Envelope", "fields": fields}
     names = frozenset(f["field"] for f in row["fields"])
     doubles = frozenset(f["field"] for f in row["fields"] if f["type"] == "double")
-    return Inferred(block, names, doubles)
+    return Inferred(block, names, doubles, wrapped)
 
 
 def _row(schema: pa.Schema) -> dict[str, Any] | None:

@@ -134,6 +134,8 @@ _HEARTBEAT_SCHEMA = "io.debezium.connector.common.Heartbeat"
 _JSON_TEXT = "io.debezium.data.Json"
 _SCHEMA_CHANGE_FIELDS = ("ddl", "tableChanges")
 _INTEGER = re.compile(r"-?(0|[1-9][0-9]{0,18})")
+_DIGITS = re.compile(r"[0-9]+")
+_NANOS_PER_MILLI = 1_000_000
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _EPOCH_DAY = dt.date(1970, 1, 1).toordinal()
 _RAW_DATA_KEY = "opencdc.rawData"  # Conduit's name for raw data that is no JSON object
@@ -188,6 +190,9 @@ class Envelope:
     images_required: bool = True
     #: Metadata names the dialect spells its own way: ``<prefix>.source.x`` -> another name.
     renamed: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    #: A ``source`` field of milliseconds (a non-negative integer) that is
+    #: ``opencdc.createdAt`` when the source has no time of its own (YDB's ``step``).
+    step_time: str | None = None
 
 
 class DebeziumJsonFormat(Format):
@@ -227,6 +232,15 @@ class DebeziumJsonFormat(Format):
                     f"format {self.name!r} option 'key.fields': {fields!r} has an empty "
                     "column name (name columns separated by commas)"
                 )
+        self.collection: str | None = None
+        if "collection" in self.options:
+            self.collection = self.settings.get("collection")
+            if self.collection is not None and not self.collection.strip():
+                raise FormatOptionError(f"format {self.name!r} option 'collection' is empty")
+        #: ``op`` letters and images (``before``, ``after``) this configuration refuses, each
+        #: with its reason (a dialect's mode sets them; every decoder checks them).
+        self.refused_ops: dict[str, str] = {}
+        self.refused_images: dict[str, str] = {}
         self._reset_caches()
 
     def _choice(self, option: str, allowed: tuple[str, ...]) -> str:
@@ -279,7 +293,10 @@ class DebeziumJsonFormat(Format):
 
     def collection_of(self, source: Mapping[str, Any]) -> str | None:
         """The collection a ``source`` block names, as its envelope says
-        (:attr:`Envelope.collection_parts`, :attr:`Envelope.table_fields`)."""
+        (:attr:`Envelope.collection_parts`, :attr:`Envelope.table_fields`); the option
+        ``collection`` when the dialect has one and it is set."""
+        if self.collection:
+            return self.collection
         envelope = self.envelope
         for part in (*envelope.collection_parts, *envelope.table_fields):
             value = source.get(part)
@@ -362,6 +379,7 @@ class DebeziumJsonFormat(Format):
             return self._tombstone(key)
         if not isinstance(payload, Mapping):
             raise CodecError(f"value payload: expected an object, got {json_kind(payload)}")
+        self._check_refusals(payload)
         operation = self._operation(payload, schema)
         source = payload.get("source")
         if source is None:
@@ -392,7 +410,7 @@ class DebeziumJsonFormat(Format):
             metadata[f"{self.prefix}.unavailable.columns"] = ",".join(unavailable)
 
         structured_key = self._key(self.key_of(payload, key), before, after, operation)
-        created_at, read_at = _times(source, payload)
+        created_at, read_at = _times(source, payload, self.envelope.step_time)
         if self.registry_url:
             row = rows[1] or rows[0]
             if row is not None and (before is not None or after is not None):
@@ -458,6 +476,8 @@ class DebeziumJsonFormat(Format):
         ):
             return None
         source = source or {}
+        if self.refused_ops or self.refused_images:
+            self._check_refusals(payload)
         key = parse_kafka_key(message.key)
         collection = self.collection_of(source)
         rows = self.envelope_rows(schema)
@@ -481,7 +501,7 @@ class DebeziumJsonFormat(Format):
             pairs[f"{prefix}.unavailable.columns"] = ",".join(unavailable)
 
         structured_key = self._key(self.key_of(payload, key), before, after, operation)[0]
-        created_at, read_at = _times(source, payload)
+        created_at, read_at = _times(source, payload, self.envelope.step_time)
         # What Record.new sets, in its order.
         pairs.setdefault(_VERSION_KEY, _OPENCDC_VERSION)
         for name, standard in ((_COLLECTION_KEY, collection), (_CREATED_AT_KEY, created_at)):
@@ -492,6 +512,17 @@ class DebeziumJsonFormat(Format):
         pairs[_READ_AT_KEY] = str(read_at)
         position = message.where.encode("utf-8") if self.envelope.position_is_place else b""
         return [Record(position, operation, Metadata(pairs), structured_key, Change(before, after))]
+
+    def _check_refusals(self, payload: Mapping[str, Any]) -> None:
+        """:class:`CodecError` for an ``op`` or an image (a non-empty one) this
+        configuration refuses (:attr:`refused_ops`, :attr:`refused_images`)."""
+        op = payload.get("op")
+        reason = self.refused_ops.get(op) if isinstance(op, str) else None
+        if reason is not None:
+            raise CodecError(reason)
+        for image, reason in self.refused_images.items():
+            if payload.get(image):
+                raise CodecError(reason)
 
     def _operation(self, payload: Mapping[str, Any], schema: Any) -> Operation:
         if "op" not in payload:
@@ -909,13 +940,29 @@ def _nanos(block: Mapping[str, Any], what: str) -> int | None:
     return None
 
 
-def _times(source: Mapping[str, Any], payload: Mapping[str, Any]) -> tuple[int | None, int]:
-    """``opencdc.createdAt`` and ``.readAt`` in nanoseconds; 0 is a time like any other."""
+def _times(
+    source: Mapping[str, Any], payload: Mapping[str, Any], step_time: str | None = None
+) -> tuple[int | None, int]:
+    """``opencdc.createdAt`` and ``.readAt`` in nanoseconds; 0 is a time like any other.
+    ``step_time``: :attr:`Envelope.step_time`."""
     created_at = _nanos(source, "source")
     if created_at is None:
         created_at = _conduit_time(source, "opencdc.createdAt")
+    if created_at is None and step_time is not None:
+        created_at = _step_nanos(source.get(step_time))
     read_at = _nanos(payload, "payload")
     return created_at, time.time_ns() if read_at is None else read_at
+
+
+def _step_nanos(value: Any) -> int | None:
+    """A step of milliseconds (an integer, or its digits) in nanoseconds; ``None`` for
+    anything else, or one beyond what 64 bits of nanoseconds hold."""
+    if isinstance(value, str) and _DIGITS.fullmatch(value):
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    nanos = value * _NANOS_PER_MILLI
+    return nanos if nanos < 2**63 else None
 
 
 def _conduit_time(source: Mapping[str, Any], name: str) -> int | None:

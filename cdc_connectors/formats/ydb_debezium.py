@@ -35,7 +35,7 @@ mode does not carry, an ``after`` likewise. Metadata values are strings, as in
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from cdc_connectors.formats.base import FormatOptionError, Message
 from cdc_connectors.formats.debezium import DebeziumJsonFormat, Envelope
@@ -44,7 +44,6 @@ from cdc_connectors.opencdc import CodecError, Record
 
 __all__ = ["YdbDebeziumJsonFormat"]
 
-_NS_PER_MS = 1_000_000
 # images each mode carries
 _BEFORE_MODES = frozenset({"OLD_IMAGE", "NEW_AND_OLD_IMAGES"})
 _AFTER_MODES = frozenset({"NEW_IMAGE", "NEW_AND_OLD_IMAGES"})
@@ -61,6 +60,7 @@ class YdbDebeziumJsonFormat(DebeziumJsonFormat):
         prefix="ydb",
         images_required=False,
         renamed={"ydb.source.step": "ydb.step", "ydb.source.txId": "ydb.txId"},
+        step_time="step",
     )
     options: ClassVar[Mapping[str, str]] = {
         "collection": "opencdc.collection of every record (the table or changefeed name)",
@@ -70,48 +70,24 @@ class YdbDebeziumJsonFormat(DebeziumJsonFormat):
 
     def configure(self) -> None:
         super().configure()
-        self.collection = self.settings.get("collection")
-        if self.collection is not None and not self.collection.strip():
-            raise FormatOptionError(f"format {self.name!r} option 'collection' is empty")
         self.mode: str | None = None
         mode = self.settings.get("mode")
-        if mode is not None:
-            self.mode = mode.strip().upper()
-            if self.mode not in MODES:
-                raise FormatOptionError(
-                    f"format {self.name!r} option 'mode' must be one of {', '.join(MODES)}, "
-                    f"not {mode!r}"
-                )
-
-    def collection_of(self, source: Mapping[str, Any]) -> str | None:
-        """The ``collection`` option; else a table the source names (YDB names none yet)."""
-        return self.collection or super().collection_of(source)
-
-    def records_from_envelope(
-        self, envelope: Mapping[str, Any], key: Any, message: Message
-    ) -> list[Record]:
-        payload = envelope.get("payload", envelope) if isinstance(envelope, Mapping) else None
-        if self.mode is not None and isinstance(payload, Mapping):
-            self._check_mode(payload)
-        records = super().records_from_envelope(envelope, key, message)
-        for record in records:
-            step = record.metadata.get("ydb.step")
-            if record.metadata.created_at is None and step is not None and step.isdigit():
-                record.metadata.created_at = int(step) * _NS_PER_MS
-        return records
-
-    def _lean_records(self, message: Message) -> list[Record] | None:
-        """No shortcut past :meth:`records_from_envelope`: the mode checks, ``ydb.step``
-        and the step's ``createdAt`` live there (``None`` sends batches to :meth:`decode`)."""
-        return None
-
-    def _check_mode(self, payload: Mapping[str, Any]) -> None:
-        mode = self.mode
-        if payload.get("op") == "c" and mode != "NEW_AND_OLD_IMAGES":
-            raise CodecError(f"op 'c' in {mode} mode: YDB writes it only in NEW_AND_OLD_IMAGES")
+        if mode is None:
+            return
+        self.mode = mode.strip().upper()
+        if self.mode not in MODES:
+            raise FormatOptionError(
+                f"format {self.name!r} option 'mode' must be one of {', '.join(MODES)}, "
+                f"not {mode!r}"
+            )
+        # What the mode does not carry, as data every decoder (columns too) checks.
+        if self.mode != "NEW_AND_OLD_IMAGES":
+            self.refused_ops["c"] = (
+                f"op 'c' in {self.mode} mode: YDB writes it only in NEW_AND_OLD_IMAGES"
+            )
         for image, modes in (("before", _BEFORE_MODES), ("after", _AFTER_MODES)):
-            if payload.get(image) and mode not in modes:
-                raise CodecError(f"{image} in {mode} mode, which does not carry it")
+            if self.mode not in modes:
+                self.refused_images[image] = f"{image} in {self.mode} mode, which does not carry it"
 
     def encode(self, record: Record) -> Message:
         raise CodecError(f"format {self.name!r} is read-only: it has no encoder")

@@ -69,7 +69,6 @@ from cdc_connectors.formats.base import Message, SkipMessage
 from cdc_connectors.formats.debezium import (
     UNAVAILABLE_VALUE,
     DebeziumJsonFormat,
-    Envelope,
     json_kind,
 )
 from cdc_connectors.opencdc import CodecError, Record, keys
@@ -146,6 +145,7 @@ _MIN_MICROS, _MAX_MICROS = -62_135_596_800_000_000, 253_402_300_799_999_999
 # One thread: a Spark Python worker has one core; 1 MiB blocks parse fastest here.
 _READ_OPTIONS = pajson.ReadOptions(block_size=1 << 20, use_threads=False)
 _UNAVAILABLE_BYTES = UNAVAILABLE_VALUE.encode()
+_NANOS_PER_MILLI = 1_000_000
 _PAYLOAD_KEY = pa.scalar(b'"payload":', pa.binary())
 _CLOSE = pa.scalar(b"}", pa.binary())
 _NOTHING = pa.scalar(b"", pa.binary())
@@ -260,7 +260,7 @@ class TypedDebeziumDecoder:
         self._plan: _Plan | None = None
         if not inferred and fmt.described_by_envelope():
             try:
-                self._plan = _Plan(envelope, row.connect, self.row_type, fmt.envelope)
+                self._plan = _Plan(envelope, row.connect, self.row_type, fmt)
             except _NotColumnar:
                 self._plan = None
 
@@ -888,12 +888,17 @@ class _Plan:
         envelope: Mapping[str, Any],
         row: ConnectSchema,
         target: pa.StructType,
-        dialect: Envelope,
+        fmt: DebeziumJsonFormat,
     ):
         fields = envelope.get("fields")
         if not isinstance(fields, list):
             raise _NotColumnar("no fields")
+        dialect = fmt.envelope
         self.dialect = dialect
+        #: The ``collection`` option's value, every record's collection when set.
+        self.collection = fmt.collection
+        self.refused_ops = pa.array(list(fmt.refused_ops), pa.string())
+        self.refused_images = tuple(fmt.refused_images)
         self.prefix = dialect.prefix
         self.operations = pa.array(list(dialect.operations), pa.string())
         self.operation_names = pa.array(
@@ -910,6 +915,9 @@ class _Plan:
             {*dialect.table_fields[1:], "opencdc.collection", "opencdc.createdAt"} & named
         ):
             raise _NotColumnar("a source that names its collection or its time its own way")
+        self.step_time = dialect.step_time if dialect.step_time in named else None
+        if self.step_time is not None and dict(self.source_fields)[self.step_time] != pa.int64():
+            raise _NotColumnar(f"source.{self.step_time}: a step that is no integer")
         self.transaction_fields = _scalar_fields(blocks.get("transaction"), "transaction")
         self.extra_fields = [
             (name, _scalar_type(block))
@@ -941,6 +949,11 @@ class _Plan:
             raise _NotColumnar("fields the schema does not declare")
         index = pc.index_in(payload.field("op"), self.operations)
         bad = _mask(pc.is_null(index))
+        # What this configuration refuses (a mode's): the per-message way says why.
+        if len(self.refused_ops):
+            bad |= _mask(pc.is_in(payload.field("op"), self.refused_ops))
+        for image in self.refused_images:
+            bad |= _mask(pc.is_valid(payload.field(image)))
         operation = pc.take(self.operation_names, pc.fill_null(index, 0))
         images = {}
         for name in ("before", "after"):
@@ -972,10 +985,24 @@ class _Plan:
             "before": images["before"].array,
             "after": images["after"].array,
             "metadata": metadata,
-            "collection": _collection(source, self.dialect.collection_parts),
-            "created_at": pc.cast(_nanos(source, _TIME_FIELDS), pa.string()),
+            "collection": (
+                _collection(source, self.dialect.collection_parts)
+                if self.collection is None
+                else pa.array([self.collection] * len(payload), pa.string())
+            ),
+            "created_at": pc.cast(self._created_at(source), pa.string()),
             "read_at": _nanos(payload, self.times),
         }, bad
+
+    def _created_at(self, source: pa.StructArray) -> pa.Array:
+        """The source's time, else its step of milliseconds (:attr:`Envelope.step_time`)."""
+        found = _nanos(source, _TIME_FIELDS)
+        if self.step_time is None:
+            return found
+        step = source.field(self.step_time)
+        fits = pc.and_(pc.greater_equal(step, 0), pc.less(step, 2**63 // _NANOS_PER_MILLI))
+        nanos = pc.multiply(pc.if_else(fits, step, pa.scalar(None, pa.int64())), _NANOS_PER_MILLI)
+        return pc.coalesce(found, nanos)
 
 
 def _big_integral(array: pa.Array) -> np.ndarray:
@@ -1392,8 +1419,8 @@ def _collection(source: pa.StructArray, before_table: tuple[str, ...]) -> pa.Arr
         if index >= 0 and source.type.field(index).type == pa.string():
             part = source.field(index)
             parts.append(pc.if_else(pc.equal(part, ""), pa.scalar(None, pa.string()), part))
-        elif name == "table":
-            raise _NotColumnar("no table in source")
+        elif name == "table":  # none names the collection (opencdc.collection is refused)
+            return pa.nulls(len(source), pa.string())
     table = parts[-1]
     joined = pc.binary_join_element_wise(*parts, ".", null_handling="skip")
     return pc.if_else(pc.is_valid(table), joined, pa.scalar(None, pa.string()))

@@ -572,3 +572,47 @@ def schemaless_batches(
         key = draw(st.none() | st.integers(0, 99).map(lambda n: orjson.dumps({"id": n})))
         messages.append((respelt(key, spelling), respelt(value, spelling)))
     return messages
+
+
+@st.composite
+def ydb_event(draw: st.DrawFn) -> bytes:
+    """A change of a YDB changefeed in its Debezium JSON (``{"payload": ...}``, no schema)."""
+    row = st.fixed_dictionaries(
+        {
+            "id": st.integers(0, 99),
+            "name": st.none() | _TEXT,
+            "intColumn": st.none() | st.integers(-(2**40), 2**40),
+        }
+    )
+    op = draw(st.sampled_from(["c", "u", "d", "r", "u"]))
+    payload: dict[str, Any] = {"op": op}
+    if op in ("u", "d") and draw(st.booleans()):
+        payload["before"] = draw(row)
+    if op != "d" and draw(st.integers(0, 3)):
+        payload["after"] = draw(row)
+    source: dict[str, Any] = {
+        "connector": "ydb",
+        "version": "1.0.0",
+        "step": draw(st.integers(0, 2 * 10**12) | st.sampled_from([-1, 2**62, 0]) | st.just("17")),
+        "txId": draw(st.integers(0, 2**62)),
+        "snapshot": op == "r",
+    }
+    if draw(st.booleans()):
+        source["ts_ms"] = draw(st.integers(0, 2 * 10**12))
+    payload["source"] = source
+    return orjson.dumps({"payload": payload})
+
+
+@st.composite
+def ydb_batches(draw: st.DrawFn) -> list[tuple[bytes | None, bytes | None]]:
+    """(key, value) of a YDB changefeed's messages, with junk."""
+    messages = []
+    for _ in range(draw(st.integers(1, 20))):
+        value = draw(_JUNK | st.none()) if draw(st.integers(0, 9)) == 0 else draw(ydb_event())
+        key = draw(
+            st.integers(0, 99).map(lambda n: orjson.dumps({"payload": {"id": n}}))
+            | st.none()
+            | st.just(b'{"payload": 5}')
+        )
+        messages.append((key, value))
+    return messages

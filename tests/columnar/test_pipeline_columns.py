@@ -20,6 +20,7 @@ from cdc_connectors.formats.arcion import ArcionJsonFormat
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.formats.lindorm import LindormJsonFormat
 from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
+from cdc_connectors.formats.ydb_debezium import YdbDebeziumJsonFormat
 from cdc_connectors.opencdc.metadata import Metadata
 from cdc_connectors.pipeline.connectors import TopicRoute
 from cdc_connectors.pipeline.plan import SourceFormat, converter
@@ -33,6 +34,7 @@ from tests.columnar.debezium_batches import (
     respelt,
     schemaless_batches,
     unscaled,
+    ydb_batches,
 )
 from tests.hypothesis_profiles import examples
 
@@ -112,6 +114,59 @@ def test_events_without_a_schema_block_give_the_stage_rows_of_the_per_message_wa
 ) -> None:
     raw = _raw(messages)
     assert _stage(DebeziumJsonFormat({}), raw, to) == _stage(PerMessageDebezium({}), raw, to)
+
+
+class PerMessageYdb(YdbDebeziumJsonFormat):
+    """YDB's Debezium JSON with a hook of its own: the per-message way."""
+
+    def extra_metadata(self, payload: Mapping[str, Any], metadata: Metadata) -> None:
+        super().extra_metadata(payload, metadata)
+
+
+YDB_OPTIONS = [
+    {},
+    {"collection": "orders"},
+    {"mode": "NEW_IMAGE"},
+    {"mode": "NEW_AND_OLD_IMAGES", "collection": "t"},
+    {"mode": "UPDATES"},
+]
+
+
+@pytest.mark.parametrize("options", YDB_OPTIONS, ids=str)
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(messages=ydb_batches())
+def test_ydb_changes_from_columns_are_those_of_the_per_message_way(
+    options: dict[str, str], messages: list[tuple[bytes | None, bytes | None]]
+) -> None:
+    raw = _raw(messages)
+    ours = _stage(YdbDebeziumJsonFormat(options), raw, "proto")
+    assert ours == _stage(PerMessageYdb(options), raw, "proto")
+
+
+def test_ydb_changes_come_from_columns() -> None:
+    def change(n: int) -> bytes:
+        after = {"id": n, "name": f"n{n}", "intColumn": n * 10}
+        source = {"connector": "ydb", "version": "1.0.0", "step": 1_670_792_400_890 + n}
+        source.update(txId=562_949_953_607_163, snapshot=False)
+        return orjson.dumps({"payload": {"op": "u", "after": after, "source": source}})
+
+    raw = _raw([(orjson.dumps({"payload": {"id": n}}), change(n)) for n in range(20)])
+    fmt = YdbDebeziumJsonFormat({"collection": "orders", "mode": "NEW_IMAGE"})
+    out = list(
+        converter(SourceFormat(fmt, "k", fail_fast=False), OpenCDCJsonFormat({}), "p")(iter([raw]))
+    )
+    assert not any(any(b.column("_per_message").to_pylist()) for b in out)
+    rows = _rows(iter(out))
+    per_message = PerMessageYdb({"collection": "orders", "mode": "NEW_IMAGE"})
+    assert rows == _rows(
+        converter(SourceFormat(per_message, "k", fail_fast=False), OpenCDCJsonFormat({}), "p")(
+            iter([raw])
+        )
+    )
+    first = orjson.loads(rows[0]["_message_value"])
+    assert first["metadata"]["opencdc.collection"] == "orders"
+    assert first["metadata"]["opencdc.createdAt"] == str(1_670_792_400_890 * 1_000_000)
+    assert first["key"] == {"id": 0}
 
 
 TEMPLATES = [
