@@ -44,7 +44,7 @@ from cdc_connectors.opencdc import CodecError, Record
 from cdc_connectors.opencdc.json_codec import data_to_bytes
 from cdc_connectors.opencdc.proto_codec import record_to_proto_bytes
 from cdc_connectors.schema.connect import ConnectSchema, parse_connect_schema
-from cdc_connectors.spark.debezium_typed import TypedKeyReader
+from cdc_connectors.spark.debezium_typed import TypedKeyReader, two_documents
 
 __all__ = ["KeyColumns", "Keys"]
 
@@ -112,6 +112,7 @@ class KeyColumns:
         long_integer = wire.mask(pc.match_substring_regex(keys, _LONG_INTEGER))
         raw = valid & ((sizes == 0) | ~_MAYBE_OBJECT[first]) & ~long_integer
         structured = valid & ~raw & ~long_integer & (first == ord("{"))
+        structured &= ~two_documents(keys)  # read together, documents could shift keys
         fields: list[tuple[np.ndarray, pa.Array, pa.Array]] = []
         refused = np.zeros(count, dtype=bool)
         if raw.any():

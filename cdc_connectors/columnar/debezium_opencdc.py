@@ -49,6 +49,7 @@ _LOOKS_PER_BATCH = 16
 # Every message with a leading schema block starts so (spaces may follow).
 _OBJECT_START = b"{"
 _SCHEMA_BLOCK_START = '^\\{[ \\t\\n\\r]*"schema"[ \\t\\n\\r]*:'
+_EMPTY_SCHEMA_START = _SCHEMA_BLOCK_START + "[ \\t\\n\\r]*\\{[ \\t\\n\\r]*\\}[ \\t\\n\\r]*,"
 
 
 @dataclass
@@ -100,7 +101,7 @@ class DebeziumToOpenCDC:
         self.layout: Layout = layout
         self._keys = KeyColumns(fmt, layout)
         self._envelopes: OrderedDict[bytes, _Envelope | None] = OrderedDict()
-        self._inferred: OrderedDict[bytes, _Envelope | None] = OrderedDict()
+        self._inferred_envelopes: OrderedDict[bytes, _Envelope | None] = OrderedDict()
 
     @staticmethod
     def serves(source: Format, destination: Format) -> bool:
@@ -123,9 +124,7 @@ class DebeziumToOpenCDC:
         written_keys: list[pa.Array] = []
         topics: list[pa.Array] = []
         found_envelopes = self._envelopes_of(values)
-        schemaless = self._schemaless(values, found_envelopes)
-        if schemaless is not None:
-            found_envelopes.append(schemaless)
+        found_envelopes += self._schemaless(values, found_envelopes)
         for envelope, matched in found_envelopes:
             found = self._write(envelope, values, keys, places, matched)
             if found is not None:
@@ -178,35 +177,60 @@ class DebeziumToOpenCDC:
 
     def _schemaless(
         self, values: pa.Array, found: list[tuple[_Envelope, np.ndarray]]
-    ) -> tuple[_Envelope, np.ndarray] | None:
+    ) -> list[tuple[_Envelope, np.ndarray]]:
         """The events of the batch without a schema block, typed by the envelope Arrow
         infers from them (:mod:`~cdc_connectors.columnar.schemaless`), but those its types
-        would not give exactly."""
+        would not give exactly: bare or in the ``{"payload": ...}`` wrapper, and, where the
+        dialect says an empty block is none (Lindorm), after a ``{"schema": {},`` block."""
         if self.fmt.registry_url:
-            return None
+            return []
         if values.type != pa.binary():
             values = values.cast(pa.binary())
-        candidates = wire.mask(pc.starts_with(values, _OBJECT_START))
-        candidates &= ~wire.mask(pc.match_substring_regex(values, _SCHEMA_BLOCK_START))
+        taken = np.zeros(len(values), dtype=bool)
         for _, matched in found:
-            candidates[matched] = False
-        rows = np.flatnonzero(candidates)
+            taken[matched] = True
+        groups = []
+        bare = wire.mask(pc.starts_with(values, _OBJECT_START))
+        bare &= ~wire.mask(pc.match_substring_regex(values, _SCHEMA_BLOCK_START)) & ~taken
+        group = self._inferred(values, np.flatnonzero(bare), b"")
+        if group is not None:
+            groups.append(group)
+        if self.fmt.envelope.empty_schema_is_none:
+            empty = wire.mask(pc.match_substring_regex(values, _EMPTY_SCHEMA_START)) & ~taken
+            if empty.any():
+                spelled = leading_block(values[int(np.argmax(empty))].as_py() or b"")
+                if spelled is not None:
+                    empty &= wire.mask(pc.starts_with(values, spelled[0]))
+                    group = self._inferred(values, np.flatnonzero(empty), spelled[0])
+                    if group is not None:
+                        groups.append(group)
+        return groups
+
+    def _inferred(
+        self, values: pa.Array, rows: np.ndarray, prefix: bytes
+    ) -> tuple[_Envelope, np.ndarray] | None:
+        """``rows`` (each starting with ``prefix``, an empty schema block as spelt, or
+        nothing) typed by the envelope Arrow infers from what follows the prefix."""
         if not len(rows):
             return None
         some = values.take(pa.array(rows))
+        if prefix:
+            rest = pc.binary_slice(some, len(prefix), 2**31 - 1)
+            some = pc.binary_join_element_wise(_OBJECT_START, rest, b"")
         inferred = infer_envelope(some)
         if inferred is None:
             return None
         name = orjson.dumps([inferred.block, inferred.wrapped], option=orjson.OPT_SORT_KEYS)
-        if name not in self._inferred:
-            # The decoder reads what follows the prefix with "{" put back in front: a
+        name += prefix
+        if name not in self._inferred_envelopes:
+            # The decoder reads what follows its prefix with "{" put back in front: a
             # wrapped event's text as it is, a bare one inside {"payload": ...}.
-            prefix = b"{" if inferred.wrapped else b""
-            self._inferred[name] = self._envelope(inferred.block, prefix)
-            while len(self._inferred) > MAX_DECODERS:
-                self._inferred.popitem(last=False)
-        self._inferred.move_to_end(name)
-        envelope = self._inferred[name]
+            spelled = prefix or (_OBJECT_START if inferred.wrapped else b"")
+            self._inferred_envelopes[name] = self._envelope(inferred.block, spelled)
+            while len(self._inferred_envelopes) > MAX_DECODERS:
+                self._inferred_envelopes.popitem(last=False)
+        self._inferred_envelopes.move_to_end(name)
+        envelope = self._inferred_envelopes[name]
         if envelope is None:
             return None
         fitting = rows[~inferred.misfits(some, exact_kinds=self.layout == "json")]

@@ -1,6 +1,11 @@
-"""The entries of a ``map<string, string>`` column (OpenCDC metadata) in key order, as both
-OpenCDC writers put them (protobuf's deterministic serialization, JSON's sorted keys: UTF-8
-byte order, which is code point order)."""
+"""The entries of a ``map<string, string>`` column (OpenCDC metadata) in key order, as the
+OpenCDC writers put them.
+
+JSON's sorted keys are in UTF-8 byte order (code point order: ``a``, ``ab``, ``b``).
+Protobuf's deterministic serialization (upb, the ``protobuf`` package's runtime) orders keys
+by their bytes too, but puts the longer of two keys that share all the bytes of the shorter
+one first: ``ab``, ``a``, ``b`` (:func:`proto_key`).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["SortedEntries", "sorted_entries"]
+__all__ = ["SortedEntries", "proto_key", "sorted_entries"]
+
+
+def proto_key(name: bytes) -> tuple[int, ...]:
+    """The sort key of a map key in protobuf's deterministic order: its bytes, then one
+    past any byte, so that a key sorts after every longer key it begins."""
+    return (*name, 256)
 
 
 @dataclass
@@ -26,8 +37,10 @@ class SortedEntries:
     offsets: np.ndarray | None = None
 
 
-def sorted_entries(metadata: pa.MapArray) -> SortedEntries:
-    """The entries of each row of ``metadata`` in key order (:class:`SortedEntries`)."""
+def sorted_entries(metadata: pa.MapArray, proto: bool = False) -> SortedEntries:
+    """The entries of each row of ``metadata`` in key order (:class:`SortedEntries`):
+    protobuf's (:func:`proto_key`) when ``proto``, else JSON's."""
+    order_of = proto_key if proto else bytes
     count = len(metadata)
     offsets = np.asarray(metadata.offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
     start, end = int(offsets[0]), int(offsets[-1])
@@ -44,7 +57,7 @@ def sorted_entries(metadata: pa.MapArray) -> SortedEntries:
     if len(codes) == count * width:
         table = codes.reshape(count, width)
         if (table == table[0]).all():
-            order = sorted(range(width), key=lambda j: distinct[table[0][j]])
+            order = sorted(range(width), key=lambda j: order_of(distinct[table[0][j]]))
             taken = items.take(
                 pa.array((np.arange(count)[None, :] * width + np.array(order)[:, None]).ravel())
             )
@@ -55,7 +68,8 @@ def sorted_entries(metadata: pa.MapArray) -> SortedEntries:
                     for n, j in enumerate(order)
                 ],
             )
-    rank = np.argsort(np.argsort(np.array(distinct, dtype=object)))[codes]
+    ranks = sorted(range(len(distinct)), key=lambda j: order_of(distinct[j]))
+    rank = np.argsort(np.array(ranks, dtype=np.int64))[codes]
     owner = np.repeat(np.arange(count), np.diff(offsets))
     order = pa.array(np.lexsort((rank, owner)))
     return SortedEntries(count, names=names.take(order), items=items.take(order), offsets=offsets)

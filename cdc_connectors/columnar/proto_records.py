@@ -4,8 +4,9 @@
 :mod:`cdc_connectors.spark.debezium_typed`: position, operation, metadata, key, before,
 after) as the bytes :func:`cdc_connectors.opencdc.proto_codec.record_to_proto_bytes` gives
 for the record the per-message Debezium reading makes of the same message: map entries in
-key order (deterministic serialization), every number a ``Struct`` double, and each Kafka
-Connect semantic type as the per-message reading holds it:
+protobuf's deterministic key order (:func:`~cdc_connectors.columnar.maps.proto_key`), every
+number a ``Struct`` double, and each Kafka Connect semantic type as the per-message reading
+holds it:
 
 | typed column | per-message value | ``Struct`` value |
 |---|---|---|
@@ -121,7 +122,7 @@ def _operation_field(operations: pa.Array) -> wire.Pieces:
 def _metadata_fields(metadata: pa.MapArray) -> wire.Pieces:
     """The ``metadata`` map entries of each row, in key order as deterministic
     serialization writes them."""
-    entries = maps.sorted_entries(metadata)
+    entries = maps.sorted_entries(metadata, proto=True)
     count = entries.count
     if entries.uniform is not None:
         return _same_keys(entries.uniform, count)
@@ -187,7 +188,7 @@ def _struct_writer(node: ConnectSchema, type_: pa.DataType) -> StructWriter:
     in key order."""
     if node.type != "struct" or not pa.types.is_struct(type_):
         raise NotColumnar(f"{node.path}: {node.type} as {type_}")
-    children = sorted(node.fields, key=lambda pair: pair[0].encode("utf-8"))
+    children = sorted(node.fields, key=lambda pair: maps.proto_key(pair[0].encode("utf-8")))
     writers = []
     for name, child in children:
         index = type_.get_field_index(name)
@@ -405,7 +406,8 @@ def _decimal_numbers(scale: int) -> ValueWriter:
         words = np.frombuffer(array.buffers()[1], dtype=np.int64)
         words = words[2 * array.offset : 2 * (array.offset + len(array))].reshape(-1, 2)
         low, high = words[:, 0], words[:, 1]
-        small = (high == (low >> 63)) & (np.abs(low) < _EXACT_DIGITS)
+        # not np.abs: -2**63 has no positive int64
+        small = (high == (low >> 63)) & (low < _EXACT_DIGITS) & (low > -_EXACT_DIGITS)
         if divisor is None:
             small[:] = False
         numbers = np.where(small, low, 0).astype(np.float64) / (divisor or 1.0)

@@ -81,6 +81,13 @@ from typing import Any, ClassVar
 import orjson
 
 from cdc_connectors.formats.base import Format, FormatOptionError, Message, SkipMessage
+from cdc_connectors.formats.hbase_rows import (
+    hbase_key,
+    hbase_schema,
+    is_hbase_row,
+    mark_deleted_columns,
+)
+from cdc_connectors.formats.jsonkinds import json_kind
 from cdc_connectors.opencdc import CodecError, Record, keys, structured
 from cdc_connectors.opencdc.data import Change, Data
 from cdc_connectors.opencdc.json_codec import (
@@ -193,6 +200,14 @@ class Envelope:
     #: A ``source`` field of milliseconds (a non-negative integer) that is
     #: ``opencdc.createdAt`` when the source has no time of its own (YDB's ``step``).
     step_time: str | None = None
+    #: A ``schema`` block that is ``{}`` means none (Lindorm writes so).
+    empty_schema_is_none: bool = False
+    #: Rows may be HBase rows (:mod:`~cdc_connectors.formats.hbase_rows`), told by their
+    #: shape unless the format's ``hbase`` setting says: typed as bytes, keyed by ``ROW``.
+    hbase_rows: bool = False
+    #: An update's ``after`` without columns its ``before`` has deleted them: they are null
+    #: in ``after`` and named in ``<prefix>.deleted.columns`` (Lindorm's column deletion).
+    deleted_columns: bool = False
 
 
 class DebeziumJsonFormat(Format):
@@ -241,6 +256,9 @@ class DebeziumJsonFormat(Format):
         #: with its reason (a dialect's mode sets them; every decoder checks them).
         self.refused_ops: dict[str, str] = {}
         self.refused_images: dict[str, str] = {}
+        #: Whether rows are HBase rows (``None``: told by each row's shape), where the
+        #: envelope says rows may be (:attr:`Envelope.hbase_rows`).
+        self.hbase: bool | None = None
         self._reset_caches()
 
     def _choice(self, option: str, allowed: tuple[str, ...]) -> str:
@@ -380,6 +398,15 @@ class DebeziumJsonFormat(Format):
         if not isinstance(payload, Mapping):
             raise CodecError(f"value payload: expected an object, got {json_kind(payload)}")
         self._check_refusals(payload)
+        dialect = self.envelope
+        if dialect.empty_schema_is_none and isinstance(schema, Mapping) and not schema:
+            schema = None
+        if dialect.hbase_rows:
+            op = payload.get("op")
+            if "op" in payload and op not in dialect.operations:
+                raise CodecError(f"unknown op {op!r}: {dialect.operations_said}")
+            if self.hbase if self.hbase is not None else is_hbase_row(payload):
+                schema, key = hbase_schema(payload), hbase_key(payload)
         operation = self._operation(payload, schema)
         source = payload.get("source")
         if source is None:
@@ -417,6 +444,10 @@ class DebeziumJsonFormat(Format):
                 self.name_schema(metadata, "payload", row, collection)
             if structured_key[1] is not None:
                 self.name_schema(metadata, "key", structured_key[1], collection)
+        if dialect.deleted_columns and operation is Operation.UPDATE:
+            after, deleted = mark_deleted_columns(before, after)
+            if deleted:
+                metadata[f"{self.prefix}.deleted.columns"] = ",".join(deleted)
         return [
             Record.new(
                 operation,
@@ -457,8 +488,11 @@ class DebeziumJsonFormat(Format):
         """:meth:`decode`'s common case, a change event with an ``op``, with metadata gathered
         in a plain dict and checked once; ``None`` (or an error) for anything else, which
         :meth:`decode` then handles. Not for the registry path."""
-        if message.value is None:
-            return None
+        dialect = self.envelope
+        if message.value is None or (
+            dialect.hbase_rows or dialect.deleted_columns or dialect.empty_schema_is_none
+        ):
+            return None  # decode's steps hold those rules
         envelope = _load_json(message.value, "value")
         if not isinstance(envelope, dict):
             return None
@@ -993,23 +1027,6 @@ def _put(metadata: Metadata, name: str, value: Any) -> None:
         metadata[name] = orjson.dumps(value, default=json_default, option=_SORTED).decode()
     except TypeError as exc:
         raise CodecError(f"{name}: {exc}") from None
-
-
-def json_kind(value: Any) -> str:
-    """What a JSON value is, for messages: "a number", "an object", ..."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float | Decimal):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, Mapping):
-        return "an object"
-    return type(value).__name__
 
 
 # --- writing helpers ------------------------------------------------------------------------

@@ -39,19 +39,18 @@ images as ``debezium-json`` does. Metadata values are text, ``null`` fields left
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from cdc_connectors.formats.base import FormatOptionError, Message
-from cdc_connectors.formats.debezium import DebeziumJsonFormat, Envelope, json_kind, unwrap
+from cdc_connectors.formats.debezium import DebeziumJsonFormat, Envelope
 from cdc_connectors.opencdc import CodecError, Operation, Record
 
 __all__ = ["LindormJsonFormat"]
 
-ROW = "ROW"  # the row key column of an HBase table
-
 
 class LindormJsonFormat(DebeziumJsonFormat):
-    """Lindorm's Debezium Format V2.0, SQL and HBase tables (module docstring)."""
+    """Lindorm's Debezium Format V2.0, SQL and HBase tables (module docstring): its
+    envelope alone, so every decoder (the columns too) serves it."""
 
     name = "lindorm-json"
     writable = False
@@ -69,6 +68,9 @@ class LindormJsonFormat(DebeziumJsonFormat):
         table_fields=("table",),
         collection_fallback=False,
         position_is_place=True,
+        empty_schema_is_none=True,
+        hbase_rows=True,
+        deleted_columns=True,
     )
     options: ClassVar[Mapping[str, str]] = {
         "hbase": "auto (default: told by the row's shape), true or false: values are base64 "
@@ -84,7 +86,7 @@ class LindormJsonFormat(DebeziumJsonFormat):
         super().configure()
         hbase = self.settings.get("hbase", "auto").strip().lower()
         if hbase == "auto":
-            self.hbase: bool | None = None
+            self.hbase = None
         else:
             try:
                 self.hbase = self.flag("hbase")
@@ -94,100 +96,5 @@ class LindormJsonFormat(DebeziumJsonFormat):
                     "one of auto, true, false"
                 ) from None
 
-    def records_from_envelope(
-        self, envelope: Mapping[str, Any], key: Any, message: Message
-    ) -> list[Record]:
-        """Debezium's records of a Lindorm message: empty schema dropped, HBase rows decoded,
-        column deletions made explicit."""
-        if not isinstance(envelope, Mapping):
-            return super().records_from_envelope(envelope, key, message)
-        schema, payload = unwrap(envelope, "value")
-        if not isinstance(payload, Mapping):
-            return super().records_from_envelope(envelope, key, message)
-        op = payload.get("op")
-        if "op" in payload and op not in self.envelope.operations:
-            raise CodecError(f"unknown op {op!r}: {self.envelope.operations_said}")
-        if isinstance(schema, Mapping) and not schema:
-            schema = None
-        if self._is_hbase(payload):
-            schema = _hbase_schema(payload)
-            key = _hbase_key(payload)
-        records = super().records_from_envelope(
-            {"schema": schema, "payload": payload}, key, message
-        )
-        if op == "u":
-            for record in records:
-                _mark_deleted_columns(record, self.prefix)
-        return records
-
-    def _is_hbase(self, payload: Mapping[str, Any]) -> bool:
-        if self.hbase is not None:
-            return self.hbase
-        image = _image(payload, "after") or _image(payload, "before")
-        if image is None or ROW not in image:
-            return False
-        families = all(_family_column(name) for name in image if name != ROW)
-        return families and all(v is None or isinstance(v, str) for v in image.values())
-
     def encode(self, record: Record) -> Message:
         raise CodecError(f"format {self.name!r} is read-only: records cannot be written as Lindorm")
-
-
-def _image(payload: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
-    """A row image; ``None`` when absent (``null`` or ``{}``) or not an object."""
-    value = payload.get(name)
-    return value if isinstance(value, Mapping) and value else None
-
-
-def _family_column(name: str) -> bool:
-    family, _, qualifier = name.partition("_")
-    return bool(family) and bool(qualifier)
-
-
-def _hbase_schema(payload: Mapping[str, Any]) -> dict[str, Any]:
-    """A Connect envelope schema whose row images have ``bytes`` columns: Debezium's
-    mapping decodes the base64 values with it (and registers it)."""
-    fields = []
-    for name in ("before", "after"):
-        image = _image(payload, name)
-        if image is None:
-            continue
-        columns = [{"type": "bytes", "optional": True, "field": column} for column in image]
-        fields.append({"type": "struct", "optional": True, "fields": columns, "field": name})
-    return {"type": "struct", "optional": False, "fields": fields}
-
-
-def _hbase_key(payload: Mapping[str, Any]) -> dict[str, Any]:
-    """The key ``{"ROW": ...}`` as a Connect key message, typed ``bytes``."""
-    for name in ("before", "after"):
-        value = payload.get(name)
-        if value is not None and not isinstance(value, Mapping):
-            raise CodecError(f"{name}: expected an object or null, got {json_kind(value)}")
-    order = ("before", "after") if payload.get("op") == "d" else ("after", "before")
-    for name in order:
-        image = _image(payload, name)
-        if image is not None and ROW in image:
-            key_schema = {
-                "type": "struct",
-                "optional": False,
-                "fields": [{"type": "bytes", "optional": False, "field": ROW}],
-            }
-            return {"schema": key_schema, "payload": {ROW: image[ROW]}}
-        if image is not None:
-            columns = ", ".join(sorted(map(str, image))) or "none"
-            raise CodecError(f"{name}: an HBase row has no {ROW} column (columns: {columns})")
-    raise CodecError(f"an HBase change has no row image to take its {ROW} key from")
-
-
-def _mark_deleted_columns(record: Record, prefix: str) -> None:
-    """Columns of ``before`` missing from ``after``: null in ``after``, and named."""
-    before, after = record.payload.before, record.payload.after
-    if not isinstance(before, dict) or not isinstance(after, dict):
-        return
-    deleted = [name for name in before if name not in after]
-    if not deleted:
-        return
-    full = {name: after.get(name) for name in before}
-    full.update(after)
-    record.payload.after = full
-    record.metadata[f"{prefix}.deleted.columns"] = ",".join(deleted)

@@ -147,7 +147,7 @@ def _base64(value: Any) -> bytes:
         return bytes(value)
     try:
         return base64.b64decode(_text(value), validate=True)
-    except binascii.Error as exc:
+    except (binascii.Error, ValueError) as exc:  # ValueError: text that is not ASCII
         raise _Invalid(f"not base64: {exc}") from None
 
 

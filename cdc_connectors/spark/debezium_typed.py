@@ -71,6 +71,7 @@ from cdc_connectors.formats.debezium import (
     DebeziumJsonFormat,
     json_kind,
 )
+from cdc_connectors.formats.hbase_rows import ROW
 from cdc_connectors.opencdc import CodecError, Record, keys
 from cdc_connectors.opencdc.json_codec import json_default
 from cdc_connectors.opencdc.metadata import Metadata
@@ -98,6 +99,7 @@ __all__ = [
     "infer_envelope",
     "output_schema",
     "spark_schema",
+    "two_documents",
     "typed_schema",
 ]
 
@@ -137,9 +139,14 @@ _POINT_AMONG_16 = [f"[0-9.]{{{k}}}\\.[0-9.]{{{15 - k}}}" for k in range(16)]
 _BIG_EXPONENT = "[:,\\[][ \\t\\n\\r]*-?[0-9]+(?:\\.[0-9]+)?[eE][-+]?[0-9]{3}"
 # The integer -0: Arrow reads it into a double column as -0.0, the per-message way as 0.
 _INTEGER_MINUS_ZERO = "[:,\\[][ \\t\\n\\r]*-0[,}\\] \\t\\n\\r]"
+# Sixteen digits or more with an exponent but no point (12345678901234567e-1).
+_DIGITS_WITH_EXPONENT = "[0-9]{16}[0-9]*[eE]"
 _INEXACT_NUMBER = "|".join(
-    [*_POINT_AMONG_16, _BIG_EXPONENT, _INTEGER_MINUS_ZERO, "NaN", "Infinity"]
+    [*_POINT_AMONG_16, _DIGITS_WITH_EXPONENT, _BIG_EXPONENT, _INTEGER_MINUS_ZERO, "NaN", "Infinity"]
 )
+# A message holding more than one JSON document (or the start of another after its own):
+# read together, documents could shift between messages.
+_TWO_DOCUMENTS = "\\}[ \\t\\n\\r]*\\{"
 _EXACT_DOUBLE = float(2**53)
 _MIN_MICROS, _MAX_MICROS = -62_135_596_800_000_000, 253_402_300_799_999_999
 # One thread: a Spark Python worker has one core; 1 MiB blocks parse fastest here.
@@ -354,7 +361,7 @@ class TypedDebeziumDecoder:
             values = values.cast(pa.binary())
         fast = np.zeros(count, dtype=bool)
         if self._plan is not None and not self.fmt.key_fields and count:
-            fast = _mask(pc.starts_with(values, self._prefix))
+            fast = _mask(pc.starts_with(values, self._prefix)) & ~two_documents(values)
         fast_rows = np.flatnonzero(fast)
         slow_rows = [int(row) for row in np.flatnonzero(~fast)]
         parts: list[tuple[list[int], pa.RecordBatch]] = []
@@ -395,7 +402,7 @@ class TypedDebeziumDecoder:
             values = values.cast(pa.binary())
         if self._plan is None or self.fmt.key_fields or not count:
             return _empty(self.schema), none
-        rows = np.flatnonzero(_mask(pc.starts_with(values, self._prefix)))
+        rows = np.flatnonzero(_mask(pc.starts_with(values, self._prefix)) & ~two_documents(values))
         if not len(rows):
             return _empty(self.schema), none
         places = _places(places, count)
@@ -721,6 +728,13 @@ def _doubles_for_floats(type_: pa.DataType) -> pa.DataType:
     return pa.float64() if type_ == pa.float32() else type_
 
 
+def two_documents(texts: pa.Array) -> np.ndarray:
+    """Messages whose text holds more than one JSON document, or the start of another
+    after its own (``}{``, with any whitespace between: no single document has it outside
+    its strings). Read together with others, their documents would not be theirs."""
+    return _mask(pc.match_substring_regex(texts, _TWO_DOCUMENTS))
+
+
 def _read_rests(rest: pa.Array, json_schema: pa.Schema) -> pa.Table:
     """Arrow's JSON reader over ``{`` + each of ``rest`` (what follows a schema block), one
     document a line; documents written over several lines (a pretty printer's) are read
@@ -907,6 +921,9 @@ class _Plan:
         self.deletes = [
             n for n, op in enumerate(dialect.operations.values()) if op.name == "DELETE"
         ]
+        maybe_hbase = fmt.hbase or any(name == ROW for name, _ in row.fields)
+        if dialect.hbase_rows and fmt.hbase is not False and maybe_hbase:
+            raise _NotColumnar("rows that may be HBase rows (told per message)")
         self.row = _column(row, target, optional=True)
         blocks = {f["field"]: f for f in fields if isinstance(f, dict) and "field" in f}
         self.source_fields = _scalar_fields(blocks.get("source"), "source")
@@ -925,6 +942,19 @@ class _Plan:
             if name not in _KNOWN_PAYLOAD
         ]
         self.times = [(name, factor) for name, factor in _TIME_FIELDS if name in blocks]
+        parts = (*dialect.collection_parts, *dialect.table_fields)
+        self.untextual_parts = [n for n, t in self.source_fields if n in parts and t != pa.string()]
+        written = [
+            *(
+                dialect.renamed.get(k, k)
+                for k in (f"{self.prefix}.source.{n}" for n, _ in self.source_fields)
+            ),
+            *(f"{self.prefix}.transaction.{n}" for n, _ in self.transaction_fields),
+            *(f"{self.prefix}.{n}" for n, _ in self.extra_fields),
+            f"{self.prefix}.unavailable.columns",
+        ]
+        if len(set(written)) < len(written):
+            raise _NotColumnar("metadata names that collide (the per-message way keeps the last)")
         self.source_type = pa.struct([pa.field(n, t) for n, t in self.source_fields])
         self.transaction_type = pa.struct([pa.field(n, t) for n, t in self.transaction_fields])
         self.payload_type = pa.struct(
@@ -959,13 +989,17 @@ class _Plan:
         for name in ("before", "after"):
             images[name] = self.row.convert(payload.field(name))
             bad |= images[name].bad
+        source = payload.field("source")
+        if self.collection is None:
+            # A part of the collection that is no string: collection_of refuses it.
+            for name in self.untextual_parts:
+                bad |= _mask(pc.is_valid(source.field(name)))
         # What a change needs (DebeziumJsonFormat's check): a row to write, a row to delete.
         if self.dialect.images_required:
             deletes = _mask(pc.is_in(index, pa.array(self.deletes, pa.int32())))
             bad |= ~deletes & _mask(pc.is_null(payload.field("after")))
             bad |= deletes & _mask(pc.is_null(payload.field("before")))
         metadata: list[tuple[str, pa.Array]] = []
-        source = payload.field("source")
         renamed = self.dialect.renamed
         for name, _ in self.source_fields:
             key = f"{self.prefix}.source.{name}"
@@ -1000,7 +1034,9 @@ class _Plan:
         if self.step_time is None:
             return found
         step = source.field(self.step_time)
-        fits = pc.and_(pc.greater_equal(step, 0), pc.less(step, 2**63 // _NANOS_PER_MILLI))
+        fits = pc.and_(
+            pc.greater_equal(step, 0), pc.less_equal(step, (2**63 - 1) // _NANOS_PER_MILLI)
+        )
         nanos = pc.multiply(pc.if_else(fits, step, pa.scalar(None, pa.int64())), _NANOS_PER_MILLI)
         return pc.coalesce(found, nanos)
 
@@ -1442,22 +1478,32 @@ def _unavailable(array: pa.StructArray) -> pa.Array | None:
     """``debezium.unavailable.columns`` per row: the columns holding the placeholder."""
     hits: list[tuple[str, np.ndarray]] = []
     for index in range(array.type.num_fields):
-        field = array.type.field(index)
-        if field.type == pa.string():
-            probe: Any = UNAVAILABLE_VALUE
-        elif field.type == pa.binary():
-            probe = _UNAVAILABLE_BYTES
-        else:
-            continue
-        hit = _mask(pc.equal(array.field(index), pa.scalar(probe, field.type)))
-        if hit.any():
-            hits.append((field.name, hit))
+        hit = _placeholders(array.field(index))
+        if hit is not None and hit.any():
+            hits.append((array.type.field(index).name, hit))
     if not hits:
         return None
     out: list[str | None] = [None] * len(array)
     for row in np.flatnonzero(np.logical_or.reduce([h for _, h in hits])):
         out[row] = ",".join(name for name, hit in hits if hit[row])
     return pa.array(out, pa.string())
+
+
+def _placeholders(column: pa.Array) -> np.ndarray | None:
+    """Rows of a column that hold the placeholder: the text (or its bytes), or an array of
+    nothing but placeholders (a TOASTed array column); ``None`` for a column of neither."""
+    if column.type in (pa.string(), pa.binary()):
+        probe: Any = UNAVAILABLE_VALUE if column.type == pa.string() else _UNAVAILABLE_BYTES
+        return _mask(pc.equal(column, pa.scalar(probe, column.type)))
+    if not pa.types.is_list(column.type):
+        return None
+    items = _placeholders(pc.list_flatten(column))
+    if items is None:
+        return None
+    sizes = list_sizes(column)
+    held = np.bincount(item_rows(sizes)[items], minlength=len(column))
+    found: np.ndarray = (sizes > 0) & (held == sizes)
+    return found
 
 
 def _map_array(entries: list[tuple[str, pa.Array]], count: int) -> pa.MapArray:

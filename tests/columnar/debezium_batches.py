@@ -263,6 +263,7 @@ SOURCE = {
         {"type": "string", "optional": True, "field": "schema"},
         {"type": "string", "optional": False, "field": "table"},
         {"type": "int64", "optional": True, "field": "txId"},
+        {"type": "string", "optional": True, "field": "version_2"},
     ],
 }
 KEY_SCHEMA = {
@@ -284,7 +285,9 @@ def envelope(
     for n, index in enumerate(picked):
         block, values = COLUMNS[index]
         optional = draw(st.booleans())
-        column = ("z", "a", "M", "_", "b_c")[n % 5] + str(n)
+        # names of which some begin others ("id", "id_0"): protobuf orders such map keys
+        # its own way
+        column = ("z", "a", "M", "_", "b_c", "id_", "a", "")[n % 8] + str(n)
         fields.append({**block, "optional": optional, "field": column})
         columns.append((column, values, optional))
     row = {"type": "struct", "optional": True, "name": f"{name}.Value", "fields": fields}
@@ -332,6 +335,7 @@ def change_event(
         "schema": draw(st.sampled_from(["public", None])),
         "table": "t",
         "txId": draw(st.none() | st.integers(0, 10**9)),
+        "version_2": draw(st.none() | st.just("2")),
     }
     payload = {
         "before": before,
@@ -504,6 +508,7 @@ def batches(
 def _schemaless_image(draw: st.DrawFn) -> dict[str, Any]:
     image: dict[str, Any] = {
         "id": draw(st.integers(0, 10**6)),
+        "id_2": draw(st.integers(0, 9)),
         "name": draw(st.none() | _TEXT),
         "price": draw(
             st.sampled_from([1.5, 0.25, -3.75, 2.0])
@@ -615,4 +620,57 @@ def ydb_batches(draw: st.DrawFn) -> list[tuple[bytes | None, bytes | None]]:
             | st.just(b'{"payload": 5}')
         )
         messages.append((key, value))
+    return messages
+
+
+@st.composite
+def lindorm_event(draw: st.DrawFn) -> bytes:
+    """A Lindorm change: ``{"schema": {}, "payload": ...}``, SQL rows (some updates delete a
+    column) or HBase rows (``ROW`` and ``<family>_<qualifier>`` columns, base64 values)."""
+    hbase = draw(st.integers(0, 4)) == 0
+    if hbase:
+        row = st.fixed_dictionaries(
+            {
+                "ROW": st.binary(min_size=1, max_size=4).map(
+                    lambda b: base64.b64encode(b).decode()
+                ),
+                "f_name": st.none() | st.just("bHVja3k="),
+            }
+        )
+    else:
+        row = st.fixed_dictionaries(
+            {"id": st.integers(0, 99).map(str), "name": st.none() | _TEXT, "n": _ints(32)}
+        )
+    op = draw(st.sampled_from(["c", "u", "u", "d", "r", "x"]))
+    before = draw(row) if op in ("u", "d") else None
+    after = draw(row) if op != "d" else None
+    if op == "u" and after is not None and draw(st.integers(0, 3)) == 0:
+        after.pop(sorted(after)[-1])  # a column deletion
+    source = {
+        "version": "v1.0",
+        "db": "ld-xxxx",
+        "namespace": draw(st.sampled_from(["default", "ns"])),
+        "table": "customers",
+        "ts_ms": draw(st.integers(0, 2 * 10**12)),
+    }
+    payload = {"op": op, "ts_ms": draw(st.integers(0, 2 * 10**12)), "before": before}
+    payload.update(after=after, source=source)
+    return orjson.dumps({"schema": {}, "payload": payload})
+
+
+@st.composite
+def lindorm_batches(draw: st.DrawFn) -> list[tuple[bytes | None, bytes | None]]:
+    """(key, value) of Lindorm's messages, with junk and events with a schema block."""
+    schema, columns = draw(envelope("t"))
+    messages = []
+    for _ in range(draw(st.integers(1, 20))):
+        kind = draw(st.integers(0, 12))
+        if kind == 0:
+            value: bytes | None = draw(_JUNK | st.none())
+        elif kind == 1:
+            value = draw(change_event(schema, columns))
+        else:
+            value = draw(lindorm_event())
+        key = draw(st.none() | st.integers(0, 99).map(lambda n: orjson.dumps({"id": str(n)})))
+        messages.append((key, respelt(value, draw(st.sampled_from([None, None, "spaced"])))))
     return messages

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -31,6 +32,7 @@ from tests.columnar.debezium_batches import (
     SPELLINGS,
     arcion,
     batches,
+    lindorm_batches,
     respelt,
     schemaless_batches,
     unscaled,
@@ -167,6 +169,108 @@ def test_ydb_changes_come_from_columns() -> None:
     assert first["metadata"]["opencdc.collection"] == "orders"
     assert first["metadata"]["opencdc.createdAt"] == str(1_670_792_400_890 * 1_000_000)
     assert first["key"] == {"id": 0}
+
+
+class PerMessageLindorm(LindormJsonFormat):
+    """Lindorm with a hook of its own: the per-message way."""
+
+    def extra_metadata(self, payload: Mapping[str, Any], metadata: Metadata) -> None:
+        super().extra_metadata(payload, metadata)
+
+
+@pytest.mark.parametrize("options", [{}, {"hbase": "false"}, {"hbase": "true"}], ids=str)
+@pytest.mark.parametrize("to", ["proto", "json"])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(messages=lindorm_batches())
+def test_lindorm_changes_from_columns_are_those_of_the_per_message_way(
+    options: dict[str, str], to: str, messages: list[tuple[bytes | None, bytes | None]]
+) -> None:
+    raw = _raw(messages)
+    ours = _stage(LindormJsonFormat(options), raw, to)
+    assert ours == _stage(PerMessageLindorm(options), raw, to)
+
+
+def test_lindorm_sql_changes_come_from_columns() -> None:
+    lines = Path("examples/lindorm/customers.jsonl").read_bytes().splitlines()
+    raw = _raw([(None, line) for line in lines if line.strip()][:2])  # no column deletion
+    source = SourceFormat(LindormJsonFormat({}), "k", fail_fast=False)
+    out = list(converter(source, OpenCDCJsonFormat({}), "p")(iter([raw])))
+    assert not any(any(b.column("_per_message").to_pylist()) for b in out)
+    assert _rows(iter(out)) == _stage(PerMessageLindorm({}), raw, "json")
+
+
+_SOURCE_T = {"version": "1", "connector": "c", "ts_ms": 1, "db": "shop", "table": "t"}
+_DECIMAL = {
+    "type": "bytes",
+    "optional": True,
+    "name": "org.apache.kafka.connect.data.Decimal",
+    "parameters": {"scale": "2", "connect.decimal.precision": "30"},
+}
+# Inputs where the two ways once disagreed: (key, value) messages of one batch each.
+EDGES: dict[str, list[tuple[bytes | None, bytes | None]]] = {
+    "a table that is no string": [(None, b'{"op":"c","after":{"id":1},"source":{"table":5}}')],
+    "a database that is no string": [
+        (None, b'{"op":"c","after":{"id":1},"source":{"db":5,"table":"t"}}')
+    ],
+    "two documents in a key, one split over two": [
+        (b'{"payload":{"id":1}}{"payload":{"id":2}}', b'{"op":"c","after":{"id":1}}'),
+        (b'{"payload":', b'{"op":"c","after":{"id":2}}'),
+        (b'{"id":3}}', b'{"op":"c","after":{"id":3}}'),
+    ],
+    "digits with an exponent in a column of doubles": [
+        (None, b'{"op":"c","after":{"x":12345678901234567e-1},"source":{"table":"t"}}'),
+        (None, b'{"op":"c","after":{"x":100000000000000000001e-20},"source":{"table":"t"}}'),
+    ],
+    "field names one of which begins another": [
+        (b'{"a":1,"ab":2}', b'{"op":"c","after":{"a":1,"ab":2,"b":3},"source":{"table":"t"}}'),
+    ],
+}
+
+
+def _with_schema(field: dict[str, object], values: list[object]) -> list[tuple[None, bytes]]:
+    raw = _events([{**field, "field": "v"}], [{"id": n, "v": v} for n, v in enumerate(values)])
+    return [(None, value) for value in raw.column("value").to_pylist()]
+
+
+# Typed by a schema block (built when the test runs): field, values.
+TYPED_EDGES: dict[str, tuple[dict[str, object], list[object]]] = {
+    "the decimal -2**63": (_DECIMAL, ["/4AAAAAAAAAA"]),
+    "an array of the TOAST placeholder": (
+        {"type": "array", "optional": True, "items": {"type": "string"}},
+        [["__debezium_unavailable_value"], ["x"]],
+    ),
+    "bytes that are not ASCII": ({"type": "bytes", "optional": True}, ["é", "AA=="]),
+}
+
+
+def test_the_two_ways_agree_on_metadata_named_twice() -> None:
+    # A top-level field "source.table" writes the metadata name source's table writes.
+    value = orjson.loads(_with_schema({"type": "string", "optional": True}, ["x"])[0][1])
+    value["schema"]["fields"].append({"type": "string", "optional": True, "field": "source.table"})
+    value["payload"]["source.table"] = "other"
+    raw = _raw([(None, orjson.dumps(value))])
+    for to in ("proto", "json"):
+        assert _stage(DebeziumJsonFormat({}), raw, to) == _stage(PerMessageDebezium({}), raw, to)
+
+
+@pytest.mark.parametrize("to", ["proto", "json"])
+@pytest.mark.parametrize("edge", sorted([*EDGES, *TYPED_EDGES]))
+def test_the_two_ways_agree_on(edge: str, to: str) -> None:
+    raw = _raw(EDGES[edge] if edge in EDGES else _with_schema(*TYPED_EDGES[edge]))
+    assert _stage(DebeziumJsonFormat({}), raw, to) == _stage(PerMessageDebezium({}), raw, to)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        b'{"payload":{"op":"u","after":{"id":1},"source":{"step":9223372036854}}}',
+        b'{"payload":{"op":"u","after":{"id":1},"source":{"step":5},"step":7}}',
+    ],
+    ids=["the last step 64 bits of nanoseconds hold", "a step named twice"],
+)
+def test_the_two_ways_agree_on_ydb_steps(value: bytes) -> None:
+    raw = _raw([(None, value)])
+    assert _stage(YdbDebeziumJsonFormat({}), raw, "json") == _stage(PerMessageYdb({}), raw, "json")
 
 
 TEMPLATES = [
@@ -486,7 +590,7 @@ def test_dialects_described_by_their_envelope_to_opencdc_are_written_from_column
     assert DebeziumToOpenCDC.serves(fmt, OpenCDCJsonFormat({}))
     assert DebeziumToOpenCDC.serves(ArcionJsonFormat({}), OpenCDCProtoFormat({}))
     assert not DebeziumToOpenCDC.serves(PerMessageDebezium({}), OpenCDCProtoFormat({}))
-    assert not DebeziumToOpenCDC.serves(LindormJsonFormat({}), OpenCDCProtoFormat({}))
+    assert DebeziumToOpenCDC.serves(LindormJsonFormat({}), OpenCDCProtoFormat({}))
     assert not DebeziumToOpenCDC.serves(fmt, OpenCDCJsonFormat({"raw.as.string": "true"}))
     assert not DebeziumToOpenCDC.serves(fmt, DebeziumJsonFormat({}))
     assert not DebeziumToOpenCDC.serves(

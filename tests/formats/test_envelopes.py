@@ -19,7 +19,12 @@ from tests.spark.test_debezium_typed_columnar import ENVELOPE, event
 
 # Which dialects the fast decoders serve. A change that makes a dialect override a hook
 # (and so silently fall back to the per-message way) fails here.
-DESCRIBED_BY_ENVELOPE = {"arcion-json": True, "debezium-json": True, "ydb-debezium-json": True}
+DESCRIBED_BY_ENVELOPE = {
+    "arcion-json": True,
+    "debezium-json": True,
+    "lindorm-json": True,
+    "ydb-debezium-json": True,
+}
 
 
 def debezium_shaped() -> dict[str, type[DebeziumJsonFormat]]:
