@@ -320,6 +320,10 @@ class TypedDebeziumDecoder:
             found = self._writers[avro_text] = _Writer(spark_avro, texts)
         return found
 
+    def _two_documents(self, values: pa.Array) -> np.ndarray:
+        """:func:`two_documents` of what follows the prefix: all that can hold a second."""
+        return two_documents(pc.binary_slice(values, len(self._prefix), 2**31 - 1))
+
     def _foreign(self, collection: str | None) -> str | None:
         """Why a row of ``collection`` is not one of this decoder's, or None if it is."""
         if self.collection is None or collection is None or collection == self.collection:
@@ -361,7 +365,7 @@ class TypedDebeziumDecoder:
             values = values.cast(pa.binary())
         fast = np.zeros(count, dtype=bool)
         if self._plan is not None and not self.fmt.key_fields and count:
-            fast = _mask(pc.starts_with(values, self._prefix)) & ~two_documents(values)
+            fast = _mask(pc.starts_with(values, self._prefix)) & ~self._two_documents(values)
         fast_rows = np.flatnonzero(fast)
         slow_rows = [int(row) for row in np.flatnonzero(~fast)]
         parts: list[tuple[list[int], pa.RecordBatch]] = []
@@ -402,7 +406,9 @@ class TypedDebeziumDecoder:
             values = values.cast(pa.binary())
         if self._plan is None or self.fmt.key_fields or not count:
             return _empty(self.schema), none
-        rows = np.flatnonzero(_mask(pc.starts_with(values, self._prefix)) & ~two_documents(values))
+        rows = np.flatnonzero(
+            _mask(pc.starts_with(values, self._prefix)) & ~self._two_documents(values)
+        )
         if not len(rows):
             return _empty(self.schema), none
         places = _places(places, count)
