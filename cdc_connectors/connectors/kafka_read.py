@@ -61,9 +61,10 @@ _HEADERS = RAW_ARROW_SCHEMA.field("headers").type
 BATCH_MESSAGES = 10_000
 #: Bytes: a buffer past glibc's largest mmap threshold (32 MiB) is mapped afresh and faulted
 #: in page by page for every batch; one under it is reused. Batches of change events with
-#: schema blocks (3.5 KB) hold ~8,500 of them: the columns' cost per batch spread thin
-#: (at 8 MiB, 2,400 a batch, a pipeline was 8% slower).
-BATCH_BYTES = 30 * 2**20
+#: schema blocks (3.5 KB) hold ~4,500 of them, the columns' cost per batch spread over more
+#: (a pipeline measured 51,400 msg/s at 8 MiB, 54,500 at 16); at 24 and 30 MiB the workers'
+#: peak memory grew with the number of messages read (0.92 and 0.95 of flat).
+BATCH_BYTES = 16 * 2**20
 #: Messages asked of librdkafka at once (it hands over what its fetch queue holds).
 CONSUME_MESSAGES = 10_000
 NODE_ID = CONNECTOR
