@@ -135,7 +135,7 @@ YDB_OPTIONS = [
 
 
 @pytest.mark.parametrize("options", YDB_OPTIONS, ids=str)
-@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(messages=ydb_batches())
 def test_ydb_changes_from_columns_are_those_of_the_per_message_way(
     options: dict[str, str], messages: list[tuple[bytes | None, bytes | None]]
@@ -178,9 +178,12 @@ class PerMessageLindorm(LindormJsonFormat):
         super().extra_metadata(payload, metadata)
 
 
-@pytest.mark.parametrize("options", [{}, {"hbase": "false"}, {"hbase": "true"}], ids=str)
-@pytest.mark.parametrize("to", ["proto", "json"])
-@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.parametrize(
+    ("options", "to"),
+    [({}, "proto"), ({}, "json"), ({"hbase": "false"}, "proto"), ({"hbase": "true"}, "json")],
+    ids=str,
+)
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(messages=lindorm_batches())
 def test_lindorm_changes_from_columns_are_those_of_the_per_message_way(
     options: dict[str, str], to: str, messages: list[tuple[bytes | None, bytes | None]]
@@ -289,7 +292,7 @@ def _routed_stage(
 
 
 @pytest.mark.parametrize("template", TEMPLATES)
-@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(messages=batches() | schemaless_batches())
 def test_topics_from_a_template_are_those_of_the_per_message_way(
     template: str, messages: list[tuple[bytes | None, bytes | None]]
