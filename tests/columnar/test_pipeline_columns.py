@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 import pyarrow as pa
@@ -40,13 +40,21 @@ from tests.columnar.debezium_batches import (
 )
 from tests.hypothesis_profiles import examples
 
+F = TypeVar("F", bound=DebeziumJsonFormat)
 
-class PerMessageDebezium(DebeziumJsonFormat):
-    """Debezium JSON as is, with a hook of its own, which the columns do not serve: the
+
+def per_message(dialect: type[F]) -> type[F]:
+    """``dialect`` as is, with a hook of its own, which the columns do not serve: the
     per-message way."""
 
-    def extra_metadata(self, payload: Mapping[str, Any], metadata: Metadata) -> None:
-        super().extra_metadata(payload, metadata)
+    class PerMessage(dialect):  # type: ignore[valid-type,misc]
+        def extra_metadata(self, payload: Mapping[str, Any], metadata: Metadata) -> None:
+            super().extra_metadata(payload, metadata)
+
+    return PerMessage
+
+
+PerMessageDebezium = per_message(DebeziumJsonFormat)
 
 
 @pytest.fixture(autouse=True)
@@ -81,11 +89,7 @@ def _rows(batches: Iterator[pa.RecordBatch]) -> list[dict[str, object]]:
     return rows
 
 
-class PerMessageArcion(ArcionJsonFormat):
-    """Arcion with a hook of its own: the per-message way."""
-
-    def extra_metadata(self, payload: Mapping[str, Any], metadata: Metadata) -> None:
-        super().extra_metadata(payload, metadata)
+PerMessageArcion = per_message(ArcionJsonFormat)
 
 
 DESTINATIONS = {"proto": OpenCDCProtoFormat, "json": OpenCDCJsonFormat}
@@ -118,11 +122,7 @@ def test_events_without_a_schema_block_give_the_stage_rows_of_the_per_message_wa
     assert _stage(DebeziumJsonFormat({}), raw, to) == _stage(PerMessageDebezium({}), raw, to)
 
 
-class PerMessageYdb(YdbDebeziumJsonFormat):
-    """YDB's Debezium JSON with a hook of its own: the per-message way."""
-
-    def extra_metadata(self, payload: Mapping[str, Any], metadata: Metadata) -> None:
-        super().extra_metadata(payload, metadata)
+PerMessageYdb = per_message(YdbDebeziumJsonFormat)
 
 
 YDB_OPTIONS = [
@@ -171,11 +171,7 @@ def test_ydb_changes_come_from_columns() -> None:
     assert first["key"] == {"id": 0}
 
 
-class PerMessageLindorm(LindormJsonFormat):
-    """Lindorm with a hook of its own: the per-message way."""
-
-    def extra_metadata(self, payload: Mapping[str, Any], metadata: Metadata) -> None:
-        super().extra_metadata(payload, metadata)
+PerMessageLindorm = per_message(LindormJsonFormat)
 
 
 @pytest.mark.parametrize(
