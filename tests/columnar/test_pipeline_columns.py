@@ -610,47 +610,13 @@ def test_a_uuid_whose_hex_looks_like_an_exponent_keeps_its_message_on_columns() 
 
 
 def test_numbers_a_double_would_change_are_dead_letters_as_in_the_per_message_way() -> None:
-    row = {
-        "type": "struct",
-        "optional": True,
-        "name": "t.Value",
-        "fields": [
-            {"type": "int64", "optional": False, "field": "id"},
-            {
-                "type": "bytes",
-                "optional": True,
-                "name": "org.apache.kafka.connect.data.Decimal",
-                "parameters": {"scale": "2", "connect.decimal.precision": "30"},
-                "field": "amount",
-            },
-        ],
-    }
-    schema = {
-        "type": "struct",
-        "optional": False,
-        "name": "t.Envelope",
-        "fields": [
-            {**row, "field": "before"},
-            {**row, "field": "after"},
-            {**SOURCE, "field": "source"},
-            {"type": "string", "optional": False, "field": "op"},
-        ],
-    }
-    source = {"version": "1", "connector": "c", "ts_ms": 1, "db": "shop", "table": "t"}
-
-    def event(id_: int, cents: int) -> bytes:
-        after = {"id": id_, "amount": unscaled(cents)}
-        payload = {"before": None, "after": after, "source": source, "op": "c"}
-        return orjson.dumps({"schema": schema, "payload": payload})
-
-    raw = _raw(
-        [
-            (None, event(1, 12_345)),
-            (None, event(2, 10_000_000_000_000_001)),  # 17 digits: no double holds them
-            (None, event(2**53 + 1, 5)),  # nor this integer
-            (None, event(4, 999_999_999_999_999)),  # 15 digits: exact
-        ]
-    )
+    images = [
+        {"id": 1, "amount": unscaled(12_345)},
+        {"id": 2, "amount": unscaled(10_000_000_000_000_001)},  # 17 digits: no double holds them
+        {"id": 2**53 + 1, "amount": unscaled(5)},  # nor this integer
+        {"id": 4, "amount": unscaled(999_999_999_999_999)},  # 15 digits: exact
+    ]
+    raw = _events([{**_DECIMAL, "field": "amount"}], images)
     rows = _stage(DebeziumJsonFormat({}), raw)
     assert rows == _stage(PerMessageDebezium({}), raw)
     assert [r["_kind"] for r in rows] == [0, 0, 2, 2]
