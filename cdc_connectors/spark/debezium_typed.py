@@ -52,7 +52,6 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -67,12 +66,10 @@ from pyspark.sql.types import StructField, StructType
 
 from cdc_connectors.formats.base import Message, SkipMessage
 from cdc_connectors.formats.debezium import (
-    UNAVAILABLE_VALUE,
     DebeziumJsonFormat,
     json_kind,
 )
-from cdc_connectors.formats.hbase_rows import ROW
-from cdc_connectors.opencdc import CodecError, Record, keys
+from cdc_connectors.opencdc import CodecError, Record
 from cdc_connectors.opencdc.json_codec import json_default
 from cdc_connectors.opencdc.metadata import Metadata
 from cdc_connectors.schema import avro_values, framing
@@ -91,6 +88,12 @@ from cdc_connectors.spark.decimal_text import (
     text_avro,
     unscaled_text,
 )
+from cdc_connectors.spark.envelope_columns import (
+    EnvelopeColumns,
+    NotColumnar,
+    mask,
+    metadata_map,
+)
 from cdc_connectors.spark.schema import OPENCDC_ARROW_SCHEMA, OPENCDC_SCHEMA
 
 __all__ = [
@@ -103,8 +106,6 @@ __all__ = [
     "typed_schema",
 ]
 
-_TIME_FIELDS = (("ts_ns", 1), ("ts_us", 1_000), ("ts_ms", 1_000_000))
-_KNOWN_PAYLOAD = frozenset(("before", "after", "source", "op", "transaction", *dict(_TIME_FIELDS)))
 _JSON_TYPES = {
     "int8": pa.int64(),
     "int16": pa.int64(),
@@ -151,15 +152,9 @@ _EXACT_DOUBLE = float(2**53)
 _MIN_MICROS, _MAX_MICROS = -62_135_596_800_000_000, 253_402_300_799_999_999
 # One thread: a Spark Python worker has one core; 1 MiB blocks parse fastest here.
 _READ_OPTIONS = pajson.ReadOptions(block_size=1 << 20, use_threads=False)
-_UNAVAILABLE_BYTES = UNAVAILABLE_VALUE.encode()
-_NANOS_PER_MILLI = 1_000_000
 _PAYLOAD_KEY = pa.scalar(b'"payload":', pa.binary())
 _CLOSE = pa.scalar(b"}", pa.binary())
 _NOTHING = pa.scalar(b"", pa.binary())
-
-
-class _NotColumnar(Exception):
-    """The batch (or this schema) has something the fast path does not take exactly."""
 
 
 def typed_schema(row_avro: str) -> pa.StructType:
@@ -268,7 +263,7 @@ class TypedDebeziumDecoder:
         if not inferred and fmt.described_by_envelope():
             try:
                 self._plan = _Plan(envelope, row.connect, self.row_type, fmt)
-            except _NotColumnar:
+            except NotColumnar:
                 self._plan = None
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -365,7 +360,7 @@ class TypedDebeziumDecoder:
             values = values.cast(pa.binary())
         fast = np.zeros(count, dtype=bool)
         if self._plan is not None and not self.fmt.key_fields and count:
-            fast = _mask(pc.starts_with(values, self._prefix)) & ~self._two_documents(values)
+            fast = mask(pc.starts_with(values, self._prefix)) & ~self._two_documents(values)
         fast_rows = np.flatnonzero(fast)
         slow_rows = [int(row) for row in np.flatnonzero(~fast)]
         parts: list[tuple[list[int], pa.RecordBatch]] = []
@@ -378,7 +373,7 @@ class TypedDebeziumDecoder:
                     None if keys is None else keys.take(taken),
                     _places(places, count).take(taken),
                 )
-            except (_NotColumnar, pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            except (NotColumnar, pa.ArrowInvalid, pa.ArrowNotImplementedError):
                 slow_rows.extend(int(row) for row in fast_rows)
             else:
                 if rejected.any():
@@ -407,7 +402,7 @@ class TypedDebeziumDecoder:
         if self._plan is None or self.fmt.key_fields or not count:
             return _empty(self.schema), none
         rows = np.flatnonzero(
-            _mask(pc.starts_with(values, self._prefix)) & ~self._two_documents(values)
+            mask(pc.starts_with(values, self._prefix)) & ~self._two_documents(values)
         )
         if not len(rows):
             return _empty(self.schema), none
@@ -417,7 +412,7 @@ class TypedDebeziumDecoder:
             values, places = values.take(taken), places.take(taken)
         try:
             batch, rejected = self._fast(values, None, places)
-        except (_NotColumnar, pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        except (NotColumnar, pa.ArrowInvalid, pa.ArrowNotImplementedError):
             return _empty(self.schema), none
         if rejected.any():
             batch = batch.filter(pa.array(~rejected))
@@ -452,9 +447,9 @@ class TypedDebeziumDecoder:
             rest = pc.binary_join_element_wise(_PAYLOAD_KEY, values, _CLOSE, _NOTHING)
         table = _read_rests(rest, self._plan.json_schema)
         if table.num_rows != count:
-            raise _NotColumnar("a message is more than one JSON document")
+            raise NotColumnar("a message is more than one JSON document")
         if table.schema.names != ["payload"]:
-            raise _NotColumnar("top-level fields besides schema and payload")
+            raise NotColumnar("top-level fields besides schema and payload")
         payload = table.column("payload").combine_chunks()
         # Arrow's reader passes invalid UTF-8 and lone surrogates into strings: refused
         # here as the per-message way refuses them (the batch goes that way).
@@ -463,14 +458,14 @@ class TypedDebeziumDecoder:
         if self._plan.has_doubles:
             # Numbers a double would change, and NaN / Infinity, which JSON has not: Arrow
             # reads them all; the per-message way refuses them.
-            bad |= _mask(pc.match_substring_regex(rest.cast(pa.string()), _INEXACT_NUMBER))
+            bad |= mask(pc.match_substring_regex(rest.cast(pa.string()), _INEXACT_NUMBER))
             for image in ("before", "after"):
                 bad |= _big_integral(payload.field(image))
         key_data, key_bad = self._keys(keys, count)
         bad |= key_bad
         if self.collection is not None:
             # Rows of another collection: the per-message way says what becomes of them.
-            bad |= _mask(pc.not_equal(columns["collection"], self.collection))
+            bad |= mask(pc.not_equal(columns["collection"], self.collection))
         batch = pa.RecordBatch.from_arrays(
             [
                 places,
@@ -505,19 +500,11 @@ class TypedDebeziumDecoder:
         try:
             return data_array(found, "key"), bad
         except CodecError as exc:
-            raise _NotColumnar(str(exc)) from None
+            raise NotColumnar(str(exc)) from None
 
     def _metadata(self, columns: dict[str, Any], count: int) -> pa.MapArray:
-        entries: list[tuple[str, pa.Array]] = list(columns["metadata"])
-        collection = columns["collection"]
-        entries.append((keys.VERSION, pa.array([keys.OPENCDC_VERSION] * count, pa.string())))
-        entries.append((keys.COLLECTION, collection))
-        entries.append((keys.CREATED_AT, columns["created_at"]))
-        read_at = pc.fill_null(columns["read_at"], pa.scalar(time.time_ns(), pa.int64()))
-        entries.append((keys.READ_AT, pc.cast(read_at, pa.string())))
-        if self.fmt.registry_url:
-            entries.extend(self._schema_entries(collection, count))
-        return _map_array(entries, count)
+        more = self._schema_entries(columns["collection"], count) if self.fmt.registry_url else []
+        return metadata_map(columns, count, more)
 
     def _schema_entries(self, collection: pa.Array, count: int) -> list[tuple[str, pa.Array]]:
         """``opencdc.payload.schema.*`` for each row: registered once per collection."""
@@ -678,7 +665,7 @@ class TypedKeyReader:
                 raise TypeError("a key that is no struct")
             self.row_type: pa.StructType = AvroBatchDecoder(avro).arrow_type
             self._column = _column(connect, self.row_type, optional=False)
-        except (SchemaError, _NotColumnar, TypeError, KeyError, SchemaParseException) as exc:
+        except (SchemaError, NotColumnar, TypeError, KeyError, SchemaParseException) as exc:
             raise ValueError(f"key schema: no typed columns: {exc}") from None
         self._json_schema = pa.schema([pa.field("payload", self._column.json_type)])
         self._has_doubles = _has_doubles(self._column.json_type)
@@ -702,7 +689,7 @@ class TypedKeyReader:
         flagged = self._column.convert(payload)
         bad = flagged.bad  # a null payload too: the struct is required
         if self._has_doubles:
-            bad |= _mask(pc.match_substring_regex(rest.cast(pa.string()), _INEXACT_NUMBER))
+            bad |= mask(pc.match_substring_regex(rest.cast(pa.string()), _INEXACT_NUMBER))
             bad |= _big_integral(payload)
         return flagged.array, bad
 
@@ -738,7 +725,7 @@ def two_documents(texts: pa.Array) -> np.ndarray:
     """Messages whose text holds more than one JSON document, or the start of another
     after its own (``}{``, with any whitespace between: no single document has it outside
     its strings). Read together with others, their documents would not be theirs."""
-    return _mask(pc.match_substring_regex(texts, _TWO_DOCUMENTS))
+    return mask(pc.match_substring_regex(texts, _TWO_DOCUMENTS))
 
 
 def _read_rests(rest: pa.Array, json_schema: pa.Schema) -> pa.Table:
@@ -910,68 +897,13 @@ class _Plan:
         target: pa.StructType,
         fmt: DebeziumJsonFormat,
     ):
-        fields = envelope.get("fields")
-        if not isinstance(fields, list):
-            raise _NotColumnar("no fields")
-        dialect = fmt.envelope
-        self.dialect = dialect
-        #: The ``collection`` option's value, every record's collection when set.
-        self.collection = fmt.collection
-        self.refused_ops = pa.array(list(fmt.refused_ops), pa.string())
-        self.refused_images = tuple(fmt.refused_images)
-        self.prefix = dialect.prefix
-        self.operations = pa.array(list(dialect.operations), pa.string())
-        self.operation_names = pa.array(
-            [str(operation) for operation in dialect.operations.values()], pa.string()
-        )
-        self.deletes = [
-            n for n, op in enumerate(dialect.operations.values()) if op.name == "DELETE"
-        ]
-        maybe_hbase = fmt.hbase or any(name == ROW for name, _ in row.fields)
-        if dialect.hbase_rows and fmt.hbase is not False and maybe_hbase:
-            raise _NotColumnar("rows that may be HBase rows (told per message)")
+        self.envelope = EnvelopeColumns(envelope, row, fmt)
         self.row = _column(row, target, optional=True)
-        blocks = {f["field"]: f for f in fields if isinstance(f, dict) and "field" in f}
-        self.source_fields = _scalar_fields(blocks.get("source"), "source")
-        named = {n for n, _ in self.source_fields}
-        if "table" not in dialect.table_fields[:1] or (
-            {*dialect.table_fields[1:], "opencdc.collection", "opencdc.createdAt"} & named
-        ):
-            raise _NotColumnar("a source that names its collection or its time its own way")
-        self.step_time = dialect.step_time if dialect.step_time in named else None
-        if self.step_time is not None and dict(self.source_fields)[self.step_time] != pa.int64():
-            raise _NotColumnar(f"source.{self.step_time}: a step that is no integer")
-        self.transaction_fields = _scalar_fields(blocks.get("transaction"), "transaction")
-        self.extra_fields = [
-            (name, _scalar_type(block))
-            for name, block in blocks.items()
-            if name not in _KNOWN_PAYLOAD
-        ]
-        self.times = [(name, factor) for name, factor in _TIME_FIELDS if name in blocks]
-        parts = (*dialect.collection_parts, *dialect.table_fields)
-        self.untextual_parts = [n for n, t in self.source_fields if n in parts and t != pa.string()]
-        written = [
-            *(
-                dialect.renamed.get(k, k)
-                for k in (f"{self.prefix}.source.{n}" for n, _ in self.source_fields)
-            ),
-            *(f"{self.prefix}.transaction.{n}" for n, _ in self.transaction_fields),
-            *(f"{self.prefix}.{n}" for n, _ in self.extra_fields),
-            f"{self.prefix}.unavailable.columns",
-        ]
-        if len(set(written)) < len(written):
-            raise _NotColumnar("metadata names that collide (the per-message way keeps the last)")
-        self.source_type = pa.struct([pa.field(n, t) for n, t in self.source_fields])
-        self.transaction_type = pa.struct([pa.field(n, t) for n, t in self.transaction_fields])
         self.payload_type = pa.struct(
             [
                 pa.field("before", self.row.json_type),
                 pa.field("after", self.row.json_type),
-                pa.field("op", pa.string()),
-                pa.field("source", self.source_type),
-                pa.field("transaction", self.transaction_type),
-                *[pa.field(name, pa.int64()) for name, _ in self.times],
-                *[pa.field(name, t) for name, t in self.extra_fields],
+                *self.envelope.fields(),
             ]
         )
         self.json_schema = pa.schema([pa.field("payload", self.payload_type)])
@@ -980,71 +912,18 @@ class _Plan:
     def convert(self, payload: pa.StructArray) -> tuple[dict[str, Any], np.ndarray]:
         """The columns of the parsed payloads, and which rows must go the per-message way."""
         if payload.null_count:
-            raise _NotColumnar("a null payload")
+            raise NotColumnar("a null payload")
         if payload.type != self.payload_type:
-            raise _NotColumnar("fields the schema does not declare")
-        index = pc.index_in(payload.field("op"), self.operations)
-        bad = _mask(pc.is_null(index))
-        # What this configuration refuses (a mode's): the per-message way says why.
-        if len(self.refused_ops):
-            bad |= _mask(pc.is_in(payload.field("op"), self.refused_ops))
-        for image in self.refused_images:
-            bad |= _mask(pc.is_valid(payload.field(image)))
-        operation = pc.take(self.operation_names, pc.fill_null(index, 0))
+            raise NotColumnar("fields the schema does not declare")
         images = {}
+        bad = np.zeros(len(payload), dtype=bool)
         for name in ("before", "after"):
             images[name] = self.row.convert(payload.field(name))
             bad |= images[name].bad
-        source = payload.field("source")
-        if self.collection is None:
-            # A part of the collection that is no string: collection_of refuses it.
-            for name in self.untextual_parts:
-                bad |= _mask(pc.is_valid(source.field(name)))
-        # What a change needs (DebeziumJsonFormat's check): a row to write, a row to delete.
-        if self.dialect.images_required:
-            deletes = _mask(pc.is_in(index, pa.array(self.deletes, pa.int32())))
-            bad |= ~deletes & _mask(pc.is_null(payload.field("after")))
-            bad |= deletes & _mask(pc.is_null(payload.field("before")))
-        metadata: list[tuple[str, pa.Array]] = []
-        renamed = self.dialect.renamed
-        for name, _ in self.source_fields:
-            key = f"{self.prefix}.source.{name}"
-            metadata.append((renamed.get(key, key), _text(source.field(name), source)))
-        transaction = payload.field("transaction")
-        for name, _ in self.transaction_fields:
-            metadata.append(
-                (f"{self.prefix}.transaction.{name}", _text(transaction.field(name), transaction))
-            )
-        for name, _ in self.extra_fields:
-            metadata.append((f"{self.prefix}.{name}", _text(payload.field(name), None)))
-        unavailable = _unavailable(images["after"].array)
-        if unavailable is not None:
-            metadata.append((f"{self.prefix}.unavailable.columns", unavailable))
-        return {
-            "operation": operation,
-            "before": images["before"].array,
-            "after": images["after"].array,
-            "metadata": metadata,
-            "collection": (
-                _collection(source, self.dialect.collection_parts)
-                if self.collection is None
-                else pa.array([self.collection] * len(payload), pa.string())
-            ),
-            "created_at": pc.cast(self._created_at(source), pa.string()),
-            "read_at": _nanos(payload, self.times),
-        }, bad
-
-    def _created_at(self, source: pa.StructArray) -> pa.Array:
-        """The source's time, else its step of milliseconds (:attr:`Envelope.step_time`)."""
-        found = _nanos(source, _TIME_FIELDS)
-        if self.step_time is None:
-            return found
-        step = source.field(self.step_time)
-        fits = pc.and_(
-            pc.greater_equal(step, 0), pc.less_equal(step, (2**63 - 1) // _NANOS_PER_MILLI)
+        columns, refused = self.envelope.columns(
+            payload, images["before"].array, images["after"].array
         )
-        nanos = pc.multiply(pc.if_else(fits, step, pa.scalar(None, pa.int64())), _NANOS_PER_MILLI)
-        return pc.coalesce(found, nanos)
+        return columns, bad | refused
 
 
 def _big_integral(array: pa.Array) -> np.ndarray:
@@ -1063,7 +942,7 @@ def _big_integral(array: pa.Array) -> np.ndarray:
         big = pc.and_(
             pc.greater_equal(pc.abs(array), _EXACT_DOUBLE), pc.equal(pc.floor(array), array)
         )
-        found |= _mask(pc.fill_null(big, False))
+        found |= mask(pc.fill_null(big, False))
     return found
 
 
@@ -1075,30 +954,9 @@ def _has_doubles(type_: pa.DataType) -> bool:
     return bool(pa.types.is_floating(type_))
 
 
-def _scalar_fields(block: Any, what: str) -> list[tuple[str, pa.DataType]]:
-    if block is None:
-        return []
-    if not isinstance(block, dict) or block.get("type") != "struct":
-        raise _NotColumnar(f"{what} is not a struct")
-    return [(f["field"], _scalar_type(f)) for f in block.get("fields") or []]
-
-
-def _scalar_type(block: Any) -> pa.DataType:
-    """The JSON type of a field that goes to metadata: text, integers and booleans only (a
-    float's or an object's JSON text is the per-message way's to write)."""
-    kind = block.get("type") if isinstance(block, dict) else None
-    if kind in ("string",):
-        return pa.string()
-    if kind in _INT_RANGE:
-        return pa.int64()
-    if kind == "boolean":
-        return pa.bool_()
-    raise _NotColumnar(f"a metadata field of type {kind!r}")
-
-
 def _column(node: ConnectSchema, target: pa.DataType, optional: bool | None = None) -> _Column:
     """How one Connect node is read and converted to ``target`` (its Spark type in Arrow);
-    :class:`_NotColumnar` if the fast path does not take it."""
+    :class:`NotColumnar` if the fast path does not take it."""
     if node.has_default:
         # null (or no field) is the default: read as optional, then filled.
         fill = _default_scalar(node, target)
@@ -1109,7 +967,7 @@ def _column(node: ConnectSchema, target: pa.DataType, optional: bool | None = No
     if node.semantic is not None:
         way = node.semantic.columnar
         if way is None:
-            raise _NotColumnar(f"{node.path}: semantic type {name}")
+            raise NotColumnar(f"{node.path}: semantic type {name}")
         if way.kind == "decimal" and pa.types.is_decimal(target):
             return _Column(pa.string(), _decimal(target, optional))
         if way.kind == "decimal" and target == pa.string():  # no Spark decimal: the exact text
@@ -1126,7 +984,7 @@ def _column(node: ConnectSchema, target: pa.DataType, optional: bool | None = No
             return _by_value(node, optional)
         if way.kind in ("count", "time_of_day", "text") and kind in _JSON_TYPES:
             return _Column(_JSON_TYPES[kind], _plain(kind, target, optional, way.bounds))
-        raise _NotColumnar(f"{node.path}: semantic type {name}")
+        raise NotColumnar(f"{node.path}: semantic type {name}")
     if kind in _JSON_TYPES:
         return _Column(_JSON_TYPES[kind], _plain(kind, target, optional))
     if kind == "array" and pa.types.is_list(target) and node.items is not None:
@@ -1139,21 +997,21 @@ def _column(node: ConnectSchema, target: pa.DataType, optional: bool | None = No
         ]
         json_type = pa.struct([pa.field(n, c.json_type) for n, c in children])
         return _Column(json_type, _struct(children, target, optional))
-    raise _NotColumnar(f"{node.path}: {kind}")
+    raise NotColumnar(f"{node.path}: {kind}")
 
 
 def _default_scalar(node: ConnectSchema, target: pa.DataType) -> pa.Scalar:
-    """A node's default as a value of its typed column; :class:`_NotColumnar` when the
+    """A node's default as a value of its typed column; :class:`NotColumnar` when the
     column cannot hold it exactly (or it is a struct's)."""
     if node.type == "struct" or node.default is None:
-        raise _NotColumnar(f"{node.path}: a default of a struct or of null")
+        raise NotColumnar(f"{node.path}: a default of a struct or of null")
     try:
         fill = pa.scalar(node.default, type=target)
         same = fill.as_py() == node.default and type(fill.as_py()) is type(node.default)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
         same = False
     if not same:
-        raise _NotColumnar(f"{node.path}: a default its typed column does not hold exactly")
+        raise NotColumnar(f"{node.path}: a default its typed column does not hold exactly")
     return fill
 
 
@@ -1166,7 +1024,7 @@ def _filled(convert: Convert, fill: pa.Scalar) -> Convert:
 
 
 def _nulls_bad(array: pa.Array, optional: bool) -> np.ndarray:
-    return np.zeros(len(array), dtype=bool) if optional else _mask(pc.is_null(array))
+    return np.zeros(len(array), dtype=bool) if optional else mask(pc.is_null(array))
 
 
 def _plain(
@@ -1180,13 +1038,13 @@ def _plain(
         if bounds is not None:
             low, high = bounds
             outside = pc.fill_null(pc.or_(pc.less(array, low), pc.greater(array, high)), False)
-            bad |= _mask(outside)
+            bad |= mask(outside)
             array = pc.if_else(outside, pa.scalar(0, array.type), array)
         if kind == "bytes":
             decoded, bad = _base64_column(array, bad)
             return _Flagged(decoded, bad)
         if kind == "float32":
-            bad |= _mask(pc.greater(pc.abs(array), _FLOAT32_MAX))
+            bad |= mask(pc.greater(pc.abs(array), _FLOAT32_MAX))
         if pa.types.is_date32(target):
             array = pc.cast(array, pa.int32())
         return _Flagged(pc.cast(array, target), bad)
@@ -1219,7 +1077,7 @@ def _decimal(target: pa.Decimal128Type, optional: bool) -> Convert:
             bad |= outside
             numbers[outside] = 0
         wide: dict[int, int] = {}
-        rest = np.flatnonzero(~done & _mask(pc.is_valid(array)))
+        rest = np.flatnonzero(~done & mask(pc.is_valid(array)))
         b64decode, from_bytes = base64.b64decode, int.from_bytes
         for n, text in zip(rest, array.take(pa.array(rest)).to_pylist(), strict=True):
             try:
@@ -1262,7 +1120,7 @@ def _base64_int64(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     ].astype(np.int64)
     data = np.frombuffer(binary.buffers()[2] or b"", dtype=np.uint8)
     sizes = np.diff(offsets)
-    present = _mask(pc.is_valid(binary))
+    present = mask(pc.is_valid(binary))
     for width in (4, 8, 12):
         rows = np.flatnonzero(present & (sizes == width))
         if not len(rows):
@@ -1298,7 +1156,7 @@ def _by_value(node: ConnectSchema, optional: bool) -> _Column:
     assert semantic is not None
     read, parameters = semantic.convert, node.parameters
     if any(child.type not in _JSON_TYPES for _, child in node.fields):
-        raise _NotColumnar(f"{node.path}: semantic type {node.name}")
+        raise NotColumnar(f"{node.path}: semantic type {node.name}")
     json_type = pa.struct([pa.field(name, _JSON_TYPES[child.type]) for name, child in node.fields])
 
     def convert(array: pa.Array) -> _Flagged:
@@ -1361,7 +1219,7 @@ def _decimal_array(
     for row, number in wide.items():
         data[16 * row : 16 * row + 16] = number.to_bytes(16, "little", signed=True)
     nulls = array.null_count
-    validity = None if not nulls else pa.array(_mask(pc.is_valid(array))).buffers()[1]
+    validity = None if not nulls else pa.array(mask(pc.is_valid(array))).buffers()[1]
     return pa.Array.from_buffers(
         type_, count, [validity, pa.py_buffer(bytes(data))], null_count=nulls
     )
@@ -1374,7 +1232,7 @@ def _timestamp(micros_per_unit: int, optional: bool) -> Convert:
     def convert(array: pa.Array) -> _Flagged:
         bad = _nulls_bad(array, optional)
         outside = pc.fill_null(pc.or_(pc.less(array, low), pc.greater(array, high)), False)
-        bad |= _mask(outside)
+        bad |= mask(outside)
         array = pc.if_else(outside, pa.scalar(0, pa.int64()), array)
         if micros_per_unit != 1:
             array = pc.multiply(array, micros_per_unit)
@@ -1389,7 +1247,7 @@ def _enum(allowed: str | None, optional: bool) -> Convert:
     def convert(array: pa.Array) -> _Flagged:
         bad = _nulls_bad(array, optional)
         if symbols is not None:
-            bad |= _mask(pc.and_(pc.is_valid(array), pc.invert(pc.is_in(array, symbols))))
+            bad |= mask(pc.and_(pc.is_valid(array), pc.invert(pc.is_in(array, symbols))))
         return _Flagged(array, bad)
 
     return convert
@@ -1399,7 +1257,7 @@ def _uuid(optional: bool) -> Convert:
     def convert(array: pa.Array) -> _Flagged:
         bad = _nulls_bad(array, optional)
         canonical = pc.match_substring_regex(array, _CANONICAL_UUID)
-        bad |= _mask(pc.and_(pc.is_valid(array), pc.invert(pc.fill_null(canonical, False))))
+        bad |= mask(pc.and_(pc.is_valid(array), pc.invert(pc.fill_null(canonical, False))))
         return _Flagged(array, bad)
 
     return convert
@@ -1407,15 +1265,15 @@ def _uuid(optional: bool) -> Convert:
 
 def _struct(children: list[tuple[str, _Column]], target: pa.StructType, optional: bool) -> Convert:
     def convert(array: pa.Array) -> _Flagged:
-        valid = _mask(pc.is_valid(array))
+        valid = mask(pc.is_valid(array))
         bad = np.zeros(len(array), dtype=bool) if optional else ~valid
         arrays = []
         for name, child in children:
             flagged = child.convert(array.field(name))
             bad |= flagged.bad & valid
             arrays.append(flagged.array)
-        mask = None if valid.all() else pa.array(~valid)
-        return _Flagged(pa.StructArray.from_arrays(arrays, fields=list(target), mask=mask), bad)
+        nulls = None if valid.all() else pa.array(~valid)
+        return _Flagged(pa.StructArray.from_arrays(arrays, fields=list(target), mask=nulls), bad)
 
     return convert
 
@@ -1424,111 +1282,19 @@ def _list(item: Convert, target: pa.ListType, optional: bool) -> Convert:
     """A list column: its items converted together; a row with a bad item is bad."""
 
     def convert(array: pa.Array) -> _Flagged:
-        valid = _mask(pc.is_valid(array))
+        valid = mask(pc.is_valid(array))
         bad = np.zeros(len(array), dtype=bool) if optional else ~valid
         sizes = list_sizes(array)
         flagged = item(pc.list_flatten(array))
         if flagged.bad.any():
             bad[item_rows(sizes)[flagged.bad]] = True
-        mask = None if valid.all() else pa.array(~valid)
+        nulls = None if valid.all() else pa.array(~valid)
         rebuilt = pa.ListArray.from_arrays(
-            list_offsets(sizes), flagged.array, type=target, mask=mask
+            list_offsets(sizes), flagged.array, type=target, mask=nulls
         )
         return _Flagged(rebuilt, bad)
 
     return convert
-
-
-def _mask(array: Any) -> np.ndarray:
-    return np.asarray(pc.fill_null(array, False).to_numpy(zero_copy_only=False), dtype=bool)
-
-
-def _text(column: pa.Array, parent: pa.Array | None) -> pa.Array:
-    """A metadata value column: text as is, numbers and booleans as their JSON text."""
-    if column.type != pa.string():
-        column = pc.cast(column, pa.string())
-    if parent is not None and parent.null_count:
-        column = pc.if_else(pc.is_valid(parent), column, pa.scalar(None, pa.string()))
-    return column
-
-
-def _collection(source: pa.StructArray, before_table: tuple[str, ...]) -> pa.Array:
-    """``db.schema.table`` (the envelope's parts) per row, of the parts that are set (as
-    ``collection_of`` joins)."""
-    parts = []
-    for name in (*before_table, "table"):
-        index = source.type.get_field_index(name)
-        if index >= 0 and source.type.field(index).type == pa.string():
-            part = source.field(index)
-            parts.append(pc.if_else(pc.equal(part, ""), pa.scalar(None, pa.string()), part))
-        elif name == "table":  # none names the collection (opencdc.collection is refused)
-            return pa.nulls(len(source), pa.string())
-    table = parts[-1]
-    joined = pc.binary_join_element_wise(*parts, ".", null_handling="skip")
-    return pc.if_else(pc.is_valid(table), joined, pa.scalar(None, pa.string()))
-
-
-def _nanos(block: pa.StructArray, times: Iterable[tuple[str, int]]) -> pa.Array:
-    found: pa.Array | None = None
-    for name, factor in times:
-        if block.type.get_field_index(name) < 0:
-            continue
-        column = pc.multiply_checked(block.field(name), factor)
-        found = column if found is None else pc.coalesce(found, column)
-    if found is None:
-        return pa.nulls(len(block), pa.int64())
-    return found
-
-
-def _unavailable(array: pa.StructArray) -> pa.Array | None:
-    """``debezium.unavailable.columns`` per row: the columns holding the placeholder."""
-    hits: list[tuple[str, np.ndarray]] = []
-    for index in range(array.type.num_fields):
-        hit = _placeholders(array.field(index))
-        if hit is not None and hit.any():
-            hits.append((array.type.field(index).name, hit))
-    if not hits:
-        return None
-    out: list[str | None] = [None] * len(array)
-    for row in np.flatnonzero(np.logical_or.reduce([h for _, h in hits])):
-        out[row] = ",".join(name for name, hit in hits if hit[row])
-    return pa.array(out, pa.string())
-
-
-def _placeholders(column: pa.Array) -> np.ndarray | None:
-    """Rows of a column that hold the placeholder: the text (or its bytes), or an array of
-    nothing but placeholders (a TOASTed array column); ``None`` for a column of neither."""
-    if column.type in (pa.string(), pa.binary()):
-        probe: Any = UNAVAILABLE_VALUE if column.type == pa.string() else _UNAVAILABLE_BYTES
-        return _mask(pc.equal(column, pa.scalar(probe, column.type)))
-    if not pa.types.is_list(column.type):
-        return None
-    items = _placeholders(pc.list_flatten(column))
-    if items is None:
-        return None
-    sizes = list_sizes(column)
-    held = np.bincount(item_rows(sizes)[items], minlength=len(column))
-    found: np.ndarray = (sizes > 0) & (held == sizes)
-    return found
-
-
-def _map_array(entries: list[tuple[str, pa.Array]], count: int) -> pa.MapArray:
-    """A ``map<string,string>`` column from (key, values) columns; null values left out."""
-    width = len(entries)
-    values = pa.concat_arrays([pc.cast(v, pa.string()) for _, v in entries])
-    names = pa.array([name for name, _ in entries], pa.string())
-    order = (np.arange(width)[None, :] * count + np.arange(count)[:, None]).ravel()
-    taken = values.take(pa.array(order))
-    present = _mask(pc.is_valid(taken))
-    key_index = np.tile(np.arange(width), count)[present]
-    offsets = np.zeros(count + 1, dtype=np.int32)
-    np.cumsum(present.reshape(count, width).sum(axis=1), out=offsets[1:])
-    return pa.MapArray.from_arrays(
-        pa.array(offsets),
-        names.take(pa.array(key_index)),
-        taken.filter(pa.array(present)),
-        type=OPENCDC_ARROW_SCHEMA.field("metadata").type,
-    )
 
 
 def _records_base(records: list[Record]) -> list[pa.Array]:
