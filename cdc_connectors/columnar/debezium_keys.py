@@ -46,7 +46,7 @@ from cdc_connectors.opencdc.proto_codec import record_to_proto_bytes
 from cdc_connectors.schema.connect import ConnectSchema, parse_connect_schema
 from cdc_connectors.spark.debezium_typed import TypedKeyReader, two_documents
 
-__all__ = ["KeyColumns", "Keys"]
+__all__ = ["KeyColumns", "Keys", "merged", "raw_fields", "typed_fields"]
 
 #: How the record's ``key`` is written: a ``opencdc.v1.Record`` key field, or JSON text.
 Layout = Literal["proto", "json"]
@@ -117,7 +117,7 @@ class KeyColumns:
         refused = np.zeros(count, dtype=bool)
         if raw.any():
             rows = np.flatnonzero(raw)
-            fields.append((rows, *self._raw(keys.take(pa.array(rows)))))
+            fields.append((rows, *raw_fields(keys.take(pa.array(rows)), self.layout)))
         rest = valid & ~raw
         if structured.any() and not self.fmt.registry_url:
             for schema, rows in self._schemas_of(keys, np.flatnonzero(structured)):
@@ -140,31 +140,9 @@ class KeyColumns:
             field_texts, message_keys, bad = self._one_by_one(keys.take(pa.array(rows)))
             refused[rows] = bad
             fields.append((rows, field_texts, message_keys))
-        return self._merged(fields, count, refused)
-
-    def _merged(
-        self, parts: list[tuple[np.ndarray, pa.Array, pa.Array]], count: int, refused: np.ndarray
-    ) -> Keys:
-        none = b"" if self.layout == "proto" else b"null"
-        rows = np.concatenate([np.flatnonzero(~_covered(parts, count)), *[p[0] for p in parts]])
-        missing = count - sum(len(p[0]) for p in parts)
-        field_texts = pa.concat_arrays(
-            [pa.array([none] * missing, pa.binary()), *[p[1] for p in parts]]
-        )
-        message_keys = pa.concat_arrays([pa.nulls(missing, pa.binary()), *[p[2] for p in parts]])
-        order = np.empty(count, dtype=np.int64)
-        order[rows] = np.arange(count)
-        take = pa.array(order)
-        return Keys(field_texts.take(take), message_keys.take(take), refused)
+        return merged(fields, count, refused, self.layout)
 
     # --- raw keys ---------------------------------------------------------------------------
-
-    def _raw(self, keys: pa.Array) -> tuple[pa.Array, pa.Array]:
-        if self.layout == "json":
-            return joined(b'"', base64text.encode(keys), b'"'), keys
-        data = wire.Pieces.of(keys)
-        inner = wire.segments([wire.constant(b"\x0a", len(keys)), wire.varint(data.sizes)]) + data
-        return wire.framed(b"\x22", inner).joined(), keys
 
     # --- keys with a schema block -----------------------------------------------------------
 
@@ -261,7 +239,7 @@ class KeyColumns:
         schema = self._plain_schema(typed.type)
         if schema is None:
             return None
-        return self._written(schema, typed, np.zeros(count, dtype=bool))
+        return typed_fields(schema.proto, schema.text, typed, np.zeros(count, dtype=bool))
 
     def _plain_schema(self, type_: pa.StructType) -> _Schema | None:
         """The writers of keys typed ``type_`` (Connect's types for JSON's), if it holds
@@ -297,28 +275,7 @@ class KeyColumns:
             typed, bad = schema.reader.read(keys)
         except ValueError:
             return None
-        return self._written(schema, typed, bad)
-
-    def _written(
-        self, schema: _Schema, typed: pa.Array, bad: np.ndarray
-    ) -> tuple[np.ndarray, pa.Array, pa.Array] | None:
-        """Typed keys written: which of them, their fields and message keys."""
-        text, refused = schema.text(typed)  # type: ignore[operator]
-        bad |= refused
-        if schema.proto is not None:
-            body, refused = schema.proto(typed, ~bad)  # type: ignore[operator]
-            bad |= refused
-            struct = wire.framed(b"\x12", body, ~bad)
-            field_texts = wire.framed(b"\x22", struct, ~bad).joined()
-        else:
-            field_texts = text
-        written = np.flatnonzero(~bad)
-        if not len(written):
-            return None
-        if len(written) < len(typed):
-            take = pa.array(written)
-            return written, field_texts.take(take), text.take(take)
-        return written, field_texts, text
+        return typed_fields(schema.proto, schema.text, typed, bad)
 
     # --- the rest, one by one ---------------------------------------------------------------
 
@@ -348,6 +305,61 @@ class KeyColumns:
                 field_texts.append(b"")
                 message_keys.append(None)
         return pa.array(field_texts, pa.binary()), pa.array(message_keys, pa.binary()), bad
+
+
+def merged(
+    parts: list[tuple[np.ndarray, pa.Array, pa.Array]],
+    count: int,
+    refused: np.ndarray,
+    layout: Layout,
+) -> Keys:
+    """The :class:`Keys` of ``count`` rows from parts of (rows, fields, message keys); a
+    row in no part has no key."""
+    none = b"" if layout == "proto" else b"null"
+    rows = np.concatenate([np.flatnonzero(~_covered(parts, count)), *[p[0] for p in parts]])
+    missing = count - sum(len(p[0]) for p in parts)
+    nones = pa.array([none] * missing, pa.binary())
+    field_texts = pa.concat_arrays([nones, *[p[1] for p in parts]])
+    message_keys = pa.concat_arrays([pa.nulls(missing, pa.binary()), *[p[2] for p in parts]])
+    order = np.empty(count, dtype=np.int64)
+    order[rows] = np.arange(count)
+    take = pa.array(order)
+    return Keys(field_texts.take(take), message_keys.take(take), refused)
+
+
+def raw_fields(keys: pa.Array, layout: Layout) -> tuple[pa.Array, pa.Array]:
+    """Raw keys (binary) as the record's ``key`` is written, and as message keys."""
+    if layout == "json":
+        return joined(b'"', base64text.encode(keys), b'"'), keys
+    data = wire.Pieces.of(keys)
+    inner = wire.segments([wire.constant(b"\x0a", len(keys)), wire.varint(data.sizes)]) + data
+    return wire.framed(b"\x22", inner).joined(), keys
+
+
+def typed_fields(
+    proto: object | None, text: object, typed: pa.Array, bad: np.ndarray
+) -> tuple[np.ndarray, pa.Array, pa.Array] | None:
+    """Structured keys of a typed struct column, written by their ``proto`` body writer
+    (:func:`~cdc_connectors.columnar.proto_records.struct_body`, ``None`` for the JSON
+    layout) and their ``text`` writer (:func:`~cdc_connectors.columnar.json_text.
+    struct_text`): which of them (not ``bad``, not refused), their fields and message keys;
+    ``None`` when none is."""
+    texts, refused = text(typed)  # type: ignore[operator]
+    bad |= refused
+    if proto is not None:
+        body, refused = proto(typed, ~bad)  # type: ignore[operator]
+        bad |= refused
+        struct = wire.framed(b"\x12", body, ~bad)
+        field_texts = wire.framed(b"\x22", struct, ~bad).joined()
+    else:
+        field_texts = texts
+    written = np.flatnonzero(~bad)
+    if not len(written):
+        return None
+    if len(written) < len(typed):
+        take = pa.array(written)
+        return written, field_texts.take(take), texts.take(take)
+    return written, field_texts, texts
 
 
 def _wrapped(keys: pa.Array) -> np.ndarray:

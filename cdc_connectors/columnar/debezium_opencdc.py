@@ -40,7 +40,7 @@ from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
 from cdc_connectors.opencdc import CodecError
 from cdc_connectors.spark.debezium_typed import TypedDebeziumDecoder
 
-__all__ = ["Columnar", "DebeziumToOpenCDC", "layout_of"]
+__all__ = ["Columnar", "DebeziumToOpenCDC", "layout_of", "topics_of"]
 
 #: Envelope schemas kept decoders for; the least recently used goes first.
 MAX_DECODERS = 32
@@ -110,15 +110,23 @@ class DebeziumToOpenCDC:
         OpenCDC protobuf or JSON (:func:`layout_of`)."""
         return (
             isinstance(source, DebeziumJsonFormat)
+            and not source.binary
             and type(source).described_by_envelope()
             and not source.key_fields
             and layout_of(destination) is not None
         )
 
-    def convert(self, values: pa.Array, keys: pa.Array | None, places: pa.Array) -> Columnar:
+    def convert(
+        self,
+        values: pa.Array,
+        keys: pa.Array | None,
+        places: pa.Array,
+        headers: pa.Array | None = None,
+    ) -> Columnar:
         """The messages of the rows the columns take (:class:`Columnar`); the others are
         the caller's. ``values``, ``keys`` (or ``None``) and ``places`` (each record's
-        position) are binary columns of one row per message."""
+        position) are binary columns of one row per message; ``headers`` do not change
+        what Debezium JSON reads."""
         rows: list[np.ndarray] = []
         written: list[pa.Array] = []
         written_keys: list[pa.Array] = []
@@ -302,7 +310,7 @@ class DebeziumToOpenCDC:
         keep = ~(keys_of_rows.refused | refused)
         topics = None
         if self.topic is not None:
-            topics, no_topic = _topics(self.topic, batch.column("metadata"))
+            topics, no_topic = topics_of(self.topic, batch.column("metadata"))
             keep &= ~no_topic
         if not keep.all():
             kept = pa.array(keep)
@@ -315,7 +323,7 @@ class DebeziumToOpenCDC:
         return Columnar(rows, records, keys_of_rows.message_keys, topics)
 
 
-def _topics(
+def topics_of(
     parts: Sequence[tuple[str, str | None]], metadata: pa.MapArray
 ) -> tuple[pa.Array, np.ndarray]:
     """Each row's topic from a template's parts, and the rows without a value it needs

@@ -1,6 +1,5 @@
-"""``convert``'s columnar path: chunks of Debezium JSON messages written as OpenCDC protobuf
-or JSON from Arrow columns
-(:class:`~cdc_connectors.columnar.debezium_opencdc.DebeziumToOpenCDC`).
+"""``convert``'s columnar path: chunks of Debezium JSON or Avro messages written as OpenCDC
+protobuf or JSON from Arrow columns (:func:`~cdc_connectors.columnar.choose.columns_for`).
 
 The convert loop goes through a chunk in message order: each run of messages the columns
 wrote is passed on at once (:meth:`WrittenChunk.write_run`), any other message goes the
@@ -22,7 +21,8 @@ from cdc_connectors.formats.base import Format, Message
 from cdc_connectors.opencdc import CodecError
 
 if TYPE_CHECKING:
-    from cdc_connectors.columnar.debezium_opencdc import Columnar, DebeziumToOpenCDC
+    from cdc_connectors.columnar.choose import ColumnarConverter
+    from cdc_connectors.columnar.debezium_opencdc import Columnar
 
 __all__ = ["ChunkWriter", "WrittenChunk", "chunks", "serves"]
 
@@ -37,6 +37,16 @@ def _place(message: Message) -> bytes | None:
         return None
 
 
+def _headers(messages: list[Message]) -> pa.Array | None:
+    """The messages' Kafka headers as Arrow's ``list<struct<key, value>>``; ``None`` for
+    none."""
+    if not any(m.headers for m in messages):
+        return None
+    type_ = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+    rows = [[{"key": k, "value": v} for k, v in m.headers or ()] for m in messages]
+    return pa.array(rows, type_)
+
+
 def serves(decoder: Format, encoder: Format) -> bool:
     """Whether the columns write what ``decoder`` then ``encoder`` write."""
     from cdc_connectors.formats.debezium import DebeziumJsonFormat
@@ -47,9 +57,9 @@ def serves(decoder: Format, encoder: Format) -> bool:
         OpenCDCJsonFormat,
     ):
         return False  # no need to load the columnar machinery (it brings pyspark's types)
-    from cdc_connectors.columnar.debezium_opencdc import DebeziumToOpenCDC
+    from cdc_connectors.columnar import choose
 
-    return DebeziumToOpenCDC.serves(decoder, encoder)
+    return choose.serves(decoder, encoder)
 
 
 def chunks(items: Iterable[Item], size: int) -> Iterator[list[Item]]:
@@ -68,11 +78,11 @@ class ChunkWriter:
     """Writes the messages of chunks the columns take to ``writer``'s stream."""
 
     def __init__(self, decoder: Format, encoder: Format, writer: MessageWriter):
-        from cdc_connectors.columnar.debezium_opencdc import DebeziumToOpenCDC
-        from cdc_connectors.formats.debezium import DebeziumJsonFormat
+        from cdc_connectors.columnar.choose import columns_for
 
-        assert isinstance(decoder, DebeziumJsonFormat)
-        self.columns: DebeziumToOpenCDC = DebeziumToOpenCDC(decoder, encoder)
+        columns = columns_for(decoder, encoder)
+        assert columns is not None, "see serves()"
+        self.columns: ColumnarConverter = columns
         self.writer = writer
 
     def convert(self, chunk: list[Item]) -> WrittenChunk:
@@ -92,6 +102,7 @@ class ChunkWriter:
             pa.array(values, pa.binary()),
             None if all(k is None for k in keys) else pa.array(keys, pa.binary()),
             places,
+            _headers(messages),
         )
         return WrittenChunk(self.writer, found.rows, len(chunk), self._rendered(found))
 

@@ -115,6 +115,7 @@ __all__ = [
     "UNAVAILABLE_VALUE",
     "DebeziumJsonFormat",
     "Envelope",
+    "avro_to_connect",
     "json_kind",
     "parse_kafka_key",
     "unwrap",
@@ -849,7 +850,7 @@ class DebeziumJsonFormat(Format):
             block = self._connect_blocks.get(named)
             if block is None:
                 resolved = self.store.by_version(*named)
-                block = _avro_to_connect(avro_values.standalone(resolved), resolved.label())
+                block = avro_to_connect(avro_values.standalone(resolved), resolved.label())
                 self._connect_blocks[named] = block
             return dict(block)
         if not images:
@@ -1185,16 +1186,18 @@ _AVRO_PRIMITIVE = {
 }
 
 
-def _avro_to_connect(avro: Any, where: str, optional: bool = False) -> dict[str, Any]:
+def avro_to_connect(avro: Any, where: str, optional: bool = False) -> dict[str, Any]:
+    """The Kafka Connect schema block of an Avro schema (expanded JSON), as AvroData
+    reads it back; a :class:`CodecError` naming ``where`` for what Connect has no type of."""
     if isinstance(avro, list):
         members = [m for m in avro if m != "null"]
         if len(members) != 1:
             raise CodecError(f"{where}: Kafka Connect has no unions like {avro!r:.80}")
-        return _avro_to_connect(members[0], where, optional or len(members) < len(avro))
+        return avro_to_connect(members[0], where, optional or len(members) < len(avro))
     node: Mapping[str, Any] = {"type": avro} if isinstance(avro, str) else avro
     kind = node.get("type")
     if isinstance(kind, dict | list):
-        return _avro_to_connect(kind, where, optional)
+        return avro_to_connect(kind, where, optional)
     block: dict[str, Any]
     logical = node.get("logicalType")
     if logical == "decimal":
@@ -1216,7 +1219,7 @@ def _avro_to_connect(avro: Any, where: str, optional: bool = False) -> dict[str,
         space = node.get("namespace")
         fields = []
         for avro_field in node.get("fields", []):
-            child = _avro_to_connect(avro_field["type"], f"{where}.{avro_field['name']}")
+            child = avro_to_connect(avro_field["type"], f"{where}.{avro_field['name']}")
             own = avro_field.get("connect.parameters")
             if isinstance(own, Mapping):
                 # A named type shared by several columns (connect_to_avro) carries the first
@@ -1231,9 +1234,9 @@ def _avro_to_connect(avro: Any, where: str, optional: bool = False) -> dict[str,
             fields.append({**child, "field": avro_field["name"]})
         block = {"type": "struct", "name": f"{space}.{name}" if space else name, "fields": fields}
     elif kind == "array":
-        block = {"type": "array", "items": _avro_to_connect(node["items"], f"{where}[]")}
+        block = {"type": "array", "items": avro_to_connect(node["items"], f"{where}[]")}
     elif kind == "map":
-        values = _avro_to_connect(node["values"], f"{where}{{}}")
+        values = avro_to_connect(node["values"], f"{where}{{}}")
         block = {"type": "map", "keys": {"type": "string", "optional": False}, "values": values}
     elif kind == "enum":
         symbols = ",".join(node.get("symbols", []))

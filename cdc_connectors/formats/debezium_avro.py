@@ -183,13 +183,16 @@ class DebeziumAvroFormat(DebeziumJsonFormat):
             images = (record.payload.before, record.payload.after)
             if schema is None or (part == "payload" and images == (None, None)):
                 continue
-            found = self._registered_row(part, schema, collection)
+            found = self.registered_row(part, schema, collection)
             if found is not None:
                 framing.set_conduit_schema(record.metadata, part, *found)
 
-    def _registered_row(
+    def registered_row(
         self, part: Part, writer: Resolved, collection: str | None
     ) -> tuple[str, int] | None:
+        """The subject and version the row (``payload``: ``after``'s record type) or key
+        schema of ``writer`` is registered under for ``collection`` (Conduit's subjects),
+        registered once; ``None`` when it is no record."""
         cache = (writer.schema_id, f"{part}:{collection}")
         if cache in self._named:
             return self._named[cache]

@@ -45,7 +45,8 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from cdc_connectors.columnar.debezium_opencdc import Columnar, DebeziumToOpenCDC
+from cdc_connectors.columnar.choose import columns_for
+from cdc_connectors.columnar.debezium_opencdc import Columnar
 from cdc_connectors.connectors.errors import ConnectorError
 from cdc_connectors.connectors.messages import (
     DLQ_ERROR,
@@ -55,7 +56,6 @@ from cdc_connectors.connectors.messages import (
 )
 from cdc_connectors.convert.deadletter import dead_letter
 from cdc_connectors.formats.base import Format, Message, SkipMessage
-from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.opencdc import CodecError, Record
 from cdc_connectors.opencdc.json_codec import record_to_json
 from cdc_connectors.spark.arrow import records_from_batch, records_to_batch
@@ -427,16 +427,14 @@ def converter(
     source's format and encoded with the destination's, in one pass; a message that does
     not decode and a record that does not encode are dead letters, as in the two-step way.
 
-    Debezium JSON (a dialect described by its envelope) to OpenCDC protobuf or JSON, with
-    or without a topic template, is written from columns
-    (:class:`~cdc_connectors.columnar.debezium_opencdc.DebeziumToOpenCDC`): only the
-    messages the columns cannot take exactly go the per-message way, in the same output
-    order."""
+    Debezium JSON (a dialect described by its envelope) and Debezium Avro to OpenCDC
+    protobuf or JSON, with or without a topic template, are written from columns
+    (:func:`~cdc_connectors.columnar.choose.columns_for`): only the messages the columns
+    cannot take exactly go the per-message way, in the same output order."""
     columns = None
     template = getattr(route, "template", None)  # a TopicRoute's, rendered from columns too
-    if (route is None or template is not None) and DebeziumToOpenCDC.serves(source.fmt, fmt):
-        assert isinstance(source.fmt, DebeziumJsonFormat)
-        columns = DebeziumToOpenCDC(source.fmt, fmt, None if template is None else template.parts)
+    if route is None or template is not None:
+        columns = columns_for(source.fmt, fmt, None if template is None else template.parts)
 
     def convert(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -451,6 +449,7 @@ def converter(
                     batch.column("value"),
                     keys if keys.null_count < len(keys) else None,
                     _places(batch),
+                    batch.column("headers") if "headers" in batch.schema.names else None,
                 )
                 rest = np.ones(batch.num_rows, dtype=bool)
                 rest[found.rows] = False

@@ -99,6 +99,7 @@ from cdc_connectors.spark.schema import OPENCDC_ARROW_SCHEMA, OPENCDC_SCHEMA
 __all__ = [
     "TypedDebeziumDecoder",
     "TypedKeyReader",
+    "doubles_for_floats",
     "infer_envelope",
     "output_schema",
     "spark_schema",
@@ -250,7 +251,7 @@ class TypedDebeziumDecoder:
         self.floats_as_doubles = floats_as_doubles
         self.row_type = decoder.arrow_type
         if floats_as_doubles:
-            widened = _doubles_for_floats(self.row_type)
+            widened = doubles_for_floats(self.row_type)
             assert isinstance(widened, pa.StructType)
             self.row_type = widened
         self.schema = output_schema(self.row_type)
@@ -714,10 +715,10 @@ def _rebuilt(
     )
 
 
-def _doubles_for_floats(type_: pa.DataType) -> pa.DataType:
+def doubles_for_floats(type_: pa.DataType) -> pa.DataType:
     """``type_`` with every ``float32`` (at any depth of structs) a ``float64``."""
     if pa.types.is_struct(type_):
-        return pa.struct([field.with_type(_doubles_for_floats(field.type)) for field in type_])
+        return pa.struct([field.with_type(doubles_for_floats(field.type)) for field in type_])
     return pa.float64() if type_ == pa.float32() else type_
 
 

@@ -153,6 +153,9 @@ class EnvelopeColumns:
         unavailable = _unavailable(after)
         if unavailable is not None:
             metadata.append((f"{self.prefix}.unavailable.columns", unavailable))
+        created_at, beyond = self._created_at(source)
+        read_at, read_beyond = _nanos(payload, self.times)
+        bad |= beyond | read_beyond
         return {
             "operation": operation,
             "before": before,
@@ -163,21 +166,22 @@ class EnvelopeColumns:
                 if self.collection is None
                 else pa.array([self.collection] * len(payload), pa.string())
             ),
-            "created_at": pc.cast(self._created_at(source), pa.string()),
-            "read_at": _nanos(payload, self.times),
+            "created_at": pc.cast(created_at, pa.string()),
+            "read_at": read_at,
         }, bad
 
-    def _created_at(self, source: pa.StructArray) -> pa.Array:
-        """The source's time, else its step of milliseconds (:attr:`Envelope.step_time`)."""
-        found = _nanos(source, TIME_FIELDS)
+    def _created_at(self, source: pa.StructArray) -> tuple[pa.Array, np.ndarray]:
+        """The source's time, else its step of milliseconds (:attr:`Envelope.step_time`),
+        and the rows with a time beyond 64 bits of nanoseconds."""
+        found, beyond = _nanos(source, TIME_FIELDS)
         if self.step_time is None:
-            return found
+            return found, beyond
         step = source.field(self.step_time)
         fits = pc.and_(
             pc.greater_equal(step, 0), pc.less_equal(step, (2**63 - 1) // _NANOS_PER_MILLI)
         )
         nanos = pc.multiply(pc.if_else(fits, step, pa.scalar(None, pa.int64())), _NANOS_PER_MILLI)
-        return pc.coalesce(found, nanos)
+        return pc.coalesce(found, nanos), beyond
 
 
 def metadata_map(
@@ -243,20 +247,30 @@ def _collection(source: pa.StructArray, before_table: tuple[str, ...]) -> pa.Arr
         elif name == "table":  # none names the collection (opencdc.collection is refused)
             return pa.nulls(len(source), pa.string())
     table = parts[-1]
+    # pyarrow 26's "skip" drops a row whose parts are all null: a row without a table is
+    # given one here, then no collection below.
+    parts[-1] = pc.fill_null(table, "")
     joined = pc.binary_join_element_wise(*parts, ".", null_handling="skip")
     return pc.if_else(pc.is_valid(table), joined, pa.scalar(None, pa.string()))
 
 
-def _nanos(block: pa.StructArray, times: Iterable[tuple[str, int]]) -> pa.Array:
+def _nanos(block: pa.StructArray, times: Iterable[tuple[str, int]]) -> tuple[pa.Array, np.ndarray]:
+    """The first time field set, in nanoseconds, and the rows with a time that 64 bits of
+    nanoseconds do not hold (the per-message way says what becomes of them)."""
     found: pa.Array | None = None
+    beyond = np.zeros(len(block), dtype=bool)
     for name, factor in times:
         if block.type.get_field_index(name) < 0:
             continue
-        column = pc.multiply_checked(block.field(name), factor)
+        column = block.field(name)
+        limit = (2**63 - 1) // factor
+        outside = pc.or_(pc.greater(column, limit), pc.less(column, -limit))
+        beyond |= mask(outside)
+        column = pc.multiply(pc.if_else(outside, pa.scalar(None, pa.int64()), column), factor)
         found = column if found is None else pc.coalesce(found, column)
     if found is None:
-        return pa.nulls(len(block), pa.int64())
-    return found
+        return pa.nulls(len(block), pa.int64()), beyond
+    return found, beyond
 
 
 def _unavailable(array: pa.StructArray) -> pa.Array | None:

@@ -1,0 +1,57 @@
+"""Which columnar converter writes a source format's messages in a destination format.
+
+:func:`columns_for` gives the converter of a pair of formats the columns serve (Debezium
+JSON dialects described by their envelope, :mod:`~cdc_connectors.columnar.debezium_opencdc`;
+``debezium-avro``, :mod:`~cdc_connectors.columnar.debezium_avro_opencdc`; each to OpenCDC
+protobuf or JSON), else ``None``: the per-message way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import pyarrow as pa
+
+from cdc_connectors.columnar.debezium_avro_opencdc import DebeziumAvroToOpenCDC
+from cdc_connectors.columnar.debezium_opencdc import Columnar, DebeziumToOpenCDC
+from cdc_connectors.formats.base import Format
+from cdc_connectors.formats.debezium import DebeziumJsonFormat
+from cdc_connectors.formats.debezium_avro import DebeziumAvroFormat
+
+__all__ = ["ColumnarConverter", "columns_for", "serves"]
+
+
+class ColumnarConverter(Protocol):
+    """Raw messages -> the destination's messages of the rows the columns take."""
+
+    def convert(
+        self,
+        values: pa.Array,
+        keys: pa.Array | None,
+        places: pa.Array,
+        headers: pa.Array | None = None,
+    ) -> Columnar: ...
+
+
+def serves(source: Format, destination: Format) -> bool:
+    """Whether the columns write what ``source.decode`` then ``destination.encode`` do."""
+    return DebeziumToOpenCDC.serves(source, destination) or DebeziumAvroToOpenCDC.serves(
+        source, destination
+    )
+
+
+def columns_for(
+    source: Format,
+    destination: Format,
+    topic: Sequence[tuple[str, str | None]] | None = None,
+) -> ColumnarConverter | None:
+    """The converter of ``source`` to ``destination`` (``topic``: a Kafka topic template's
+    parts, rendered per message), or ``None`` when the columns do not serve them."""
+    if DebeziumAvroToOpenCDC.serves(source, destination):
+        assert isinstance(source, DebeziumAvroFormat)
+        return DebeziumAvroToOpenCDC(source, destination, topic)
+    if DebeziumToOpenCDC.serves(source, destination):
+        assert isinstance(source, DebeziumJsonFormat)
+        return DebeziumToOpenCDC(source, destination, topic)
+    return None

@@ -1,0 +1,487 @@
+"""Debezium Avro messages -> OpenCDC protobuf or JSON messages, from Arrow columns.
+
+:class:`DebeziumAvroToOpenCDC` takes a batch of raw ``debezium-avro`` messages (what
+Confluent's AvroConverter writes: a magic byte, a schema id, the Avro body) and writes the
+``opencdc-proto`` or ``opencdc-json`` message of every one it can take exactly, byte for
+byte what :meth:`DebeziumAvroFormat.decode` then the destination's ``encode`` give:
+
+- per envelope schema id (the writer schema, fetched once from the registry), the bodies
+  are decoded into one Arrow struct column
+  (:class:`~cdc_connectors.spark.avro_decode.AvroBatchDecoder`);
+- the envelope's fields become the operation and metadata columns
+  (:class:`~cdc_connectors.spark.envelope_columns.EnvelopeColumns`, shared with Debezium
+  JSON), the row and key schemas are named (``opencdc.payload.schema.*``,
+  ``opencdc.key.schema.*``) as registered once per writer schema and collection;
+- the images are written by the same record writers as Debezium JSON's
+  (:class:`~cdc_connectors.columnar.proto_records.ProtoRecordWriter`,
+  :class:`~cdc_connectors.columnar.json_records.JsonRecordWriter`), typed by the Avro
+  schema alone (its logical types; ``connect.name`` does not change a value the
+  per-message way reads, so a ``MicroTimestamp`` stays the integer it is);
+- Avro keys of a record schema are decoded and written likewise, raw keys as they are.
+
+Every other message is left to the caller, for the per-message way: a tombstone, a body
+that is not Confluent-framed or whose schema id is in a header (``__value_schema_id``), an
+id the registry does not know, a body that does not decode, a GUID-framed or non-record
+key, and any row the columns cannot write exactly (an integer or decimal a double would
+change, an unknown op, a change without the image it needs).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cdc_connectors.columnar import wire
+from cdc_connectors.columnar.debezium_keys import Keys, Layout, merged, raw_fields, typed_fields
+from cdc_connectors.columnar.debezium_opencdc import Columnar, layout_of, topics_of
+from cdc_connectors.columnar.json_records import JsonRecordWriter
+from cdc_connectors.columnar.json_text import struct_text
+from cdc_connectors.columnar.proto_records import NotColumnar, ProtoRecordWriter, struct_body
+from cdc_connectors.formats.base import Format
+from cdc_connectors.formats.debezium import avro_to_connect
+from cdc_connectors.formats.debezium_avro import DebeziumAvroFormat
+from cdc_connectors.opencdc import CodecError
+from cdc_connectors.registry.store import Resolved
+from cdc_connectors.schema import avro_values, framing
+from cdc_connectors.schema.connect import parse_connect_schema
+from cdc_connectors.schema.errors import SchemaError
+from cdc_connectors.schema.subjects import Part
+from cdc_connectors.spark.avro_decode import AvroBatchDecoder
+from cdc_connectors.spark.debezium_typed import doubles_for_floats, output_schema
+from cdc_connectors.spark.envelope_columns import EnvelopeColumns, mask, metadata_map
+from cdc_connectors.spark.envelope_columns import NotColumnar as EnvelopeNotColumnar
+
+__all__ = ["DebeziumAvroToOpenCDC"]
+
+#: Writer schemas kept decoders for, values and keys each; the least recently used goes.
+MAX_SCHEMAS = 32
+_MAGIC = 0
+_HEADER = 5  # the magic byte and a 4-byte schema id
+_IMAGES = ("before", "after")
+# Avro properties that name a Connect type without changing the value Avro reads.
+_CONNECT_NAMES = ("connect.name", "connect.version", "connect.doc", "connect.parameters")
+
+
+@dataclass
+class _Value:
+    """One envelope writer schema: its decoder, envelope fields and record writer."""
+
+    writer: Resolved
+    decoder: AvroBatchDecoder
+    envelope: EnvelopeColumns
+    row_type: pa.StructType
+    records: ProtoRecordWriter | JsonRecordWriter
+
+
+@dataclass
+class _Key:
+    """One key writer schema (a record): its decoder and writers."""
+
+    writer: Resolved
+    decoder: AvroBatchDecoder
+    proto: object | None
+    text: object
+
+
+class DebeziumAvroToOpenCDC:
+    """Debezium Avro -> OpenCDC protobuf or JSON, column by column (module docstring)."""
+
+    def __init__(
+        self,
+        fmt: DebeziumAvroFormat,
+        destination: Format,
+        topic: Sequence[tuple[str, str | None]] | None = None,
+    ):
+        """``topic``: a Kafka topic template's parts, as
+        :class:`~cdc_connectors.columnar.debezium_opencdc.DebeziumToOpenCDC` takes them."""
+        layout = layout_of(destination)
+        assert layout is not None, "see serves()"
+        self.fmt = fmt
+        self.layout: Layout = layout
+        self.topic = None if topic is None else tuple(topic)
+        self._values: OrderedDict[int, _Value | None] = OrderedDict()
+        self._keys: OrderedDict[int, _Key | None] = OrderedDict()
+
+    @staticmethod
+    def serves(source: Format, destination: Format) -> bool:
+        """Whether the columns write what ``source.decode`` and ``destination.encode`` do:
+        ``debezium-avro`` itself, without ``key.fields``, to OpenCDC protobuf or JSON."""
+        return (
+            type(source) is DebeziumAvroFormat
+            and not source.key_fields
+            and layout_of(destination) is not None
+        )
+
+    def convert(
+        self,
+        values: pa.Array,
+        keys: pa.Array | None,
+        places: pa.Array,
+        headers: pa.Array | None = None,
+    ) -> Columnar:
+        """The messages of the rows the columns take; the others are the caller's.
+        ``values``, ``keys`` (or ``None``) and ``places`` are binary columns of one row per
+        message; ``headers`` (Kafka's ``list<struct<key, value>>``, or ``None``) tells the
+        messages whose schema id is in a header, which go the per-message way."""
+        if values.type != pa.binary():
+            values = values.cast(pa.binary())
+        framed, ids = _framed(values)
+        if headers is not None:
+            framed &= ~_schema_headers(headers)
+        parts: list[Columnar] = []
+        for schema_id in np.unique(ids[framed]):
+            value = self._value(int(schema_id))
+            if value is None:
+                continue
+            rows = np.flatnonzero(framed & (ids == schema_id))
+            try:
+                found = self._write(value, values, keys, places, rows)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, NotColumnar):
+                found = None  # a batch the kernels refuse (a time beyond 64 bits of ns)
+            if found is not None:
+                parts.append(found)
+        return _together(parts, self.topic is not None)
+
+    # --- schemas ------------------------------------------------------------------------
+
+    def _value(self, schema_id: int) -> _Value | None:
+        if schema_id in self._values:
+            self._values.move_to_end(schema_id)
+            return self._values[schema_id]
+        found = None
+        try:
+            found = self._learn_value(schema_id)
+        except (CodecError, SchemaError, NotColumnar, EnvelopeNotColumnar):
+            found = None
+        except (ValueError, TypeError, KeyError):
+            found = None  # a writer schema the typed columns have no reading of
+        self._values[schema_id] = found
+        while len(self._values) > MAX_SCHEMAS:
+            self._values.popitem(last=False)
+        return found
+
+    def _learn_value(self, schema_id: int) -> _Value | None:
+        writer = self.fmt.store.by_id(schema_id)
+        if writer.schema_type != "AVRO":
+            return None
+        shape = avro_values.standalone(writer)
+        if not isinstance(shape, dict) or shape.get("type") != "record":
+            return None
+        fields = {f.get("name"): f for f in shape.get("fields", []) if isinstance(f, dict)}
+        row = _image_row(fields.get("before"), fields.get("after"))
+        if row is None or not row.get("fields"):
+            return None
+        envelope_block = avro_to_connect(_plain(shape), "value")
+        row_connect = parse_connect_schema(avro_to_connect(_plain(row), "value.after"))
+        envelope = EnvelopeColumns(envelope_block, row_connect, self.fmt)
+        decoder = AvroBatchDecoder(shape)
+        decoded = decoder.arrow_type
+        row_type = decoded.field("after").type
+        if decoded.field("before").type != row_type or _naive_times(row_type):
+            return None
+        if decoded.field("op").type != pa.string():
+            return None
+        widened = doubles_for_floats(row_type)
+        assert isinstance(widened, pa.StructType)
+        records: ProtoRecordWriter | JsonRecordWriter = (
+            ProtoRecordWriter(row_connect, widened)
+            if self.layout == "proto"
+            else JsonRecordWriter(row_connect, widened)
+        )
+        return _Value(writer, decoder, envelope, widened, records)
+
+    def _key(self, schema_id: int) -> _Key | None:
+        if schema_id in self._keys:
+            self._keys.move_to_end(schema_id)
+            return self._keys[schema_id]
+        found = None
+        try:
+            writer = self.fmt.store.by_id(schema_id)
+            shape = avro_values.standalone(writer) if writer.schema_type == "AVRO" else None
+            if isinstance(shape, dict) and shape.get("type") == "record" and shape.get("fields"):
+                connect = parse_connect_schema(avro_to_connect(_plain(shape), "key"))
+                decoder = AvroBatchDecoder(shape)
+                if not _naive_times(decoder.arrow_type):
+                    row_type = doubles_for_floats(decoder.arrow_type)
+                    assert isinstance(row_type, pa.StructType)
+                    proto = struct_body(connect, row_type) if self.layout == "proto" else None
+                    found = _Key(writer, decoder, proto, struct_text(connect, row_type))
+        except (CodecError, SchemaError, NotColumnar, ValueError, TypeError, KeyError):
+            found = None
+        self._keys[schema_id] = found
+        while len(self._keys) > MAX_SCHEMAS:
+            self._keys.popitem(last=False)
+        return found
+
+    # --- writing ------------------------------------------------------------------------
+
+    def _write(
+        self,
+        value: _Value,
+        values: pa.Array,
+        keys: pa.Array | None,
+        places: pa.Array,
+        rows: np.ndarray,
+    ) -> Columnar | None:
+        count = len(rows)
+        taken = pa.array(rows)
+        bodies = values.take(taken).to_pylist()
+        decoded, problems = value.decoder.decode(bodies, [_HEADER] * count)
+        bad = np.array([p is not None for p in problems], dtype=bool)
+        payload = _payload(decoded, value.envelope)
+        before = decoded.field("before").cast(value.row_type)
+        after = decoded.field("after").cast(value.row_type)
+        columns, refused = value.envelope.columns(payload, before, after)
+        bad |= refused
+        message_keys, key_schemas = self._keys_of(None if keys is None else keys.take(taken), count)
+        bad |= message_keys.refused
+        more, unnamed = self._schema_entries(
+            value, columns["collection"], before, after, key_schemas
+        )
+        bad |= unnamed
+        batch = pa.RecordBatch.from_arrays(
+            [
+                places.take(taken),
+                columns["operation"],
+                metadata_map(columns, count, more),
+                pa.nulls(count, output_schema(value.row_type).field("key").type),
+                before,
+                after,
+            ],
+            schema=output_schema(value.row_type),
+        )
+        records, unwritten = value.records.write(batch, message_keys.fields)
+        bad |= unwritten
+        topics = None
+        if self.topic is not None:
+            topics, no_topic = topics_of(self.topic, batch.column("metadata"))
+            bad |= no_topic
+        keep = ~bad
+        if not keep.any():
+            return None
+        kept = pa.array(keep)
+        return Columnar(
+            rows[keep],
+            records.filter(kept),
+            message_keys.message_keys.filter(kept),
+            None if topics is None else topics.filter(kept),
+        )
+
+    def _keys_of(
+        self, keys: pa.Array | None, count: int
+    ) -> tuple[Keys, list[tuple[np.ndarray, Resolved]]]:
+        """The record keys of the messages' Kafka keys (``None``: no keys), and the rows of
+        each key schema (for naming it)."""
+        if keys is None:
+            return merged([], count, np.zeros(count, dtype=bool), self.layout), []
+        if keys.type != pa.binary():
+            keys = keys.cast(pa.binary())
+        valid = wire.valid(keys)
+        starts = np.zeros(count, dtype=np.int16) - 1
+        first = pc.binary_slice(keys, 0, 1)
+        for byte in (0, 1):
+            starts[wire.mask(pc.equal(first, pa.scalar(bytes([byte]), pa.binary())))] = byte
+        # A key that does not start with a magic byte is raw; a GUID-framed one and an
+        # Avro key the columns do not write go the per-message way.
+        raw = valid & (starts < 0)
+        refused = valid & (starts == 1)
+        parts: list[tuple[np.ndarray, pa.Array, pa.Array]] = []
+        named: list[tuple[np.ndarray, Resolved]] = []
+        if raw.any():
+            rows = np.flatnonzero(raw)
+            parts.append((rows, *raw_fields(keys.take(pa.array(rows)), self.layout)))
+        avro, ids = _framed(keys)
+        avro &= valid & (starts == 0)
+        refused |= valid & (starts == 0) & ~avro  # too short for a frame
+        for schema_id in np.unique(ids[avro]):
+            rows = np.flatnonzero(avro & (ids == schema_id))
+            key = self._key(int(schema_id))
+            if key is None:
+                refused[rows] = True
+                continue
+            decoded, problems = key.decoder.decode(
+                keys.take(pa.array(rows)).to_pylist(), [_HEADER] * len(rows)
+            )
+            typed = decoded.cast(doubles_for_floats(decoded.type))
+            bad = np.array([p is not None for p in problems], dtype=bool)
+            found = typed_fields(key.proto, key.text, typed, bad)
+            written = np.zeros(len(rows), dtype=bool)
+            if found is not None:
+                written[found[0]] = True
+                parts.append((rows[found[0]], found[1], found[2]))
+                named.append((rows[found[0]], key.writer))
+            refused[rows[~written]] = True
+        return merged(parts, count, refused, self.layout), named
+
+    def _schema_entries(
+        self,
+        value: _Value,
+        collection: pa.Array,
+        before: pa.Array,
+        after: pa.Array,
+        keys: list[tuple[np.ndarray, Resolved]],
+    ) -> tuple[list[tuple[str, pa.Array]], np.ndarray]:
+        """``opencdc.payload.schema.*`` of each row with an image and
+        ``opencdc.key.schema.*`` of each row with an Avro key: the row and key schemas as
+        registered under Conduit's subjects, once per writer schema and collection; and
+        the rows whose schema the registry refused (the per-message way says so)."""
+        refused = np.zeros(len(collection), dtype=bool)
+        with_image = mask(pc.or_(pc.is_valid(before), pc.is_valid(after)))
+        payload = [(np.flatnonzero(with_image), value.writer)]
+        entries = self._named("payload", payload, collection, refused)
+        return entries + self._named("key", keys, collection, refused), refused
+
+    def _named(
+        self,
+        part: Part,
+        groups: list[tuple[np.ndarray, Resolved]],
+        collection: pa.Array,
+        refused: np.ndarray,
+    ) -> list[tuple[str, pa.Array]]:
+        count = len(collection)
+        subjects: list[str | None] = [None] * count
+        versions: list[str | None] = [None] * count
+        names = collection.to_pylist()
+        for rows, writer in groups:
+            found: dict[str | None, tuple[str, int] | None] = {}
+            for row in rows.tolist():
+                name = names[row]
+                if name not in found:
+                    try:
+                        found[name] = self.fmt.registered_row(part, writer, name)
+                    except CodecError:
+                        found[name] = None
+                        refused[[r for r in rows.tolist() if names[r] == name]] = True
+                named = found[name]
+                if named is not None:
+                    subjects[row], versions[row] = named[0], str(named[1])
+        if all(s is None for s in subjects):
+            return []
+        subject_key, version_key = framing.CONDUIT_KEYS[part]
+        return [
+            (subject_key, pa.array(subjects, pa.string())),
+            (version_key, pa.array(versions, pa.string())),
+        ]
+
+
+def _framed(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Which values start with Confluent's magic byte and a schema id, and each one's id
+    (0 for the others)."""
+    count = len(values)
+    sizes = wire.lengths(values)
+    framed = wire.valid(values) & (sizes >= _HEADER)
+    ids = np.zeros(count, dtype=np.int64)
+    data = values.buffers()[2]
+    if not framed.any() or data is None:
+        return framed, ids
+    offsets = np.frombuffer(values.buffers()[1], dtype=np.int32)[values.offset :][:count]
+    buffer = np.frombuffer(data, dtype=np.uint8)
+    starts = offsets[framed].astype(np.int64)
+    framed[framed] = buffer[starts] == _MAGIC
+    starts = offsets[framed].astype(np.int64)
+    found = np.zeros(len(starts), dtype=np.int64)
+    for at in range(1, _HEADER):
+        found = (found << 8) | buffer[starts + at]
+    ids[framed] = found
+    framed &= ids > 0
+    return framed, ids
+
+
+def _schema_headers(headers: pa.Array) -> np.ndarray:
+    """Messages with a ``__value_schema_id`` or ``__key_schema_id`` header."""
+    count = len(headers)
+    if not count or headers.null_count == count:
+        return np.zeros(count, dtype=bool)
+    names = pc.struct_field(pc.list_flatten(headers), "key")
+    hits = wire.mask(
+        pc.is_in(
+            names,
+            pa.array([framing.KEY_SCHEMA_ID_HEADER, framing.VALUE_SCHEMA_ID_HEADER], names.type),
+        )
+    )
+    rows = pc.list_parent_indices(headers).to_numpy()
+    found = np.zeros(count, dtype=bool)
+    found[rows[hits]] = True
+    return found
+
+
+def _image_row(before: Any, after: Any) -> dict[str, Any] | None:
+    """The record type of the images (``["null", record]`` in both), or ``None``."""
+    rows = []
+    for field in (before, after):
+        kind = field.get("type") if isinstance(field, dict) else None
+        members = [m for m in kind if m != "null"] if isinstance(kind, list) else []
+        if len(members) != 1 or not isinstance(members[0], dict):
+            return None
+        if members[0].get("type") != "record":
+            return None
+        rows.append(members[0])
+    return rows[1] if rows[0] == rows[1] else None
+
+
+def _plain(avro: Any) -> Any:
+    """``avro`` without the properties naming Connect types, which the per-message way's
+    values do not follow (only Avro's logical types give a value a type of its own)."""
+    found = copy.deepcopy(avro)
+    stack = [found]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for name in _CONNECT_NAMES:
+                node.pop(name, None)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return found
+
+
+def _naive_times(type_: pa.DataType) -> bool:
+    """Whether ``type_`` holds a timestamp without a time zone (Avro's local timestamps,
+    which the record writers would give one)."""
+    if pa.types.is_struct(type_):
+        return any(_naive_times(field.type) for field in type_)
+    if pa.types.is_map(type_):
+        return _naive_times(type_.item_type)
+    if pa.types.is_list(type_):
+        return _naive_times(type_.value_type)
+    return bool(pa.types.is_timestamp(type_) and type_.tz is None)
+
+
+def _payload(decoded: pa.StructArray, envelope: EnvelopeColumns) -> pa.StructArray:
+    """The decoded envelopes with the fields :class:`EnvelopeColumns` reads, typed as it
+    reads them (an Avro ``int`` as a 64-bit integer)."""
+    fields = [pa.field("before", decoded.type.field("before").type)]
+    fields.append(pa.field("after", decoded.type.field("after").type))
+    arrays = [decoded.field("before"), decoded.field("after")]
+    for field in envelope.fields():
+        index = decoded.type.get_field_index(field.name)
+        if index < 0:
+            arrays.append(pa.nulls(len(decoded), field.type))
+        else:
+            arrays.append(decoded.field(index).cast(field.type))
+        fields.append(field)
+    return pa.StructArray.from_arrays(arrays, fields=fields)
+
+
+def _together(parts: list[Columnar], routed: bool) -> Columnar:
+    if not parts:
+        empty = np.zeros(0, dtype=np.int64)
+        none = pa.array([], pa.binary())
+        return Columnar(empty, none, none, pa.array([], pa.string()) if routed else None)
+    every = np.concatenate([p.rows for p in parts])
+    order = np.argsort(every, kind="stable")
+    take = pa.array(order)
+    topics = [p.topics for p in parts if p.topics is not None]
+    return Columnar(
+        every[order],
+        pa.concat_arrays([p.values for p in parts]).take(take),
+        pa.concat_arrays([p.keys for p in parts]).take(take),
+        pa.concat_arrays(topics).take(take) if routed else None,
+    )

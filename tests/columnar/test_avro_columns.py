@@ -1,0 +1,187 @@
+"""A fused pipeline stage and ``convert`` write Debezium Avro as OpenCDC protobuf or JSON
+from columns: the same stage rows (messages, their order, dead letters) as the per-message
+way, on generated batches."""
+
+from __future__ import annotations
+
+import base64
+import io
+import time
+from pathlib import Path
+
+import orjson
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cdc_connectors.connectors.kafka_read import RAW_ARROW_SCHEMA
+from cdc_connectors.convert.deadletter import DeadLetterWriter
+from cdc_connectors.convert.engine import convert_stream
+from cdc_connectors.formats.base import Format, Message
+from cdc_connectors.formats.debezium_avro import DebeziumAvroFormat
+from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
+from cdc_connectors.opencdc import Record
+from cdc_connectors.pipeline.plan import SourceFormat, converter
+from cdc_connectors.registry import open_registry
+from cdc_connectors.schema import framing
+from tests.columnar.debezium_avro_batches import batches
+from tests.columnar.test_pipeline_columns import per_message
+from tests.hypothesis_profiles import examples
+
+REGISTRY = "memory://avro-columns"
+PerMessageDebeziumAvro = per_message(DebeziumAvroFormat)
+DESTINATIONS = {"proto": OpenCDCProtoFormat, "json": OpenCDCJsonFormat}
+_HEADERS = RAW_ARROW_SCHEMA.field("headers").type
+
+
+@pytest.fixture(autouse=True)
+def _fixed_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(time, "time_ns", lambda: 1_700_000_000_000_000_000)
+
+
+def _raw(messages: list[tuple[bytes | None, bytes | None, bool]], ids: int) -> pa.RecordBatch:
+    count = len(messages)
+    headers = [
+        [{"key": framing.VALUE_SCHEMA_ID_HEADER, "value": framing.frame(ids, b"")}]
+        if in_header
+        else None
+        for _, _, in_header in messages
+    ]
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([k for k, _, _ in messages], pa.binary()),
+            pa.array([v for _, v, _ in messages], pa.binary()),
+            pa.array(["orders"] * count, pa.string()),
+            pa.array([n % 3 for n in range(count)], pa.int32()),
+            pa.array(range(100, 100 + count), pa.int64()),
+            pa.nulls(count, RAW_ARROW_SCHEMA.field("timestamp").type),
+            pa.array([0] * count, pa.int32()),
+            pa.array(headers, _HEADERS),
+        ],
+        schema=RAW_ARROW_SCHEMA,
+    )
+
+
+def _stage(fmt: DebeziumAvroFormat, raw: pa.RecordBatch, to: str) -> list[dict[str, object]]:
+    source = SourceFormat(fmt, "cdc-kafka", fail_fast=False)
+    rows = []
+    for batch in converter(source, DESTINATIONS[to]({}), "p:out")(iter([raw])):
+        rows.extend(batch.to_pylist())
+    return rows
+
+
+def _without_flag(rows: list[dict[str, object]]) -> list[dict[str, object]]:
+    return [{k: v for k, v in row.items() if k != "_per_message"} for row in rows]
+
+
+@pytest.mark.parametrize("to", ["proto", "json"])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_columns_give_the_stage_rows_of_the_per_message_way(to: str, data: st.DataObject) -> None:
+    registry = open_registry(REGISTRY)
+    messages = data.draw(batches(registry))
+    raw = _raw(messages, 1)
+    ours = _stage(DebeziumAvroFormat(registry=REGISTRY), raw, to)
+    assert _without_flag(ours) == _without_flag(
+        _stage(PerMessageDebeziumAvro(registry=REGISTRY), raw, to)
+    )
+
+
+def _orders(registry_url: str, count: int) -> list[tuple[bytes | None, bytes | None, bool]]:
+    """Change events of the orders table as Debezium's AvroConverter writes them."""
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+
+    from tests.formats.test_debezium_avro import AFTER, ENVELOPE, KEY, KEY_SCHEMA, VALUE, event
+
+    registry = open_registry(registry_url)
+    values = AvroSerializer(registry, orjson.dumps(ENVELOPE).decode())
+    keys = AvroSerializer(registry, orjson.dumps(KEY_SCHEMA).decode())
+    messages: list[tuple[bytes | None, bytes | None, bool]] = []
+    for n in range(count):
+        change = event() if n % 3 else event(op="u", before=AFTER, after={**AFTER, "notes": None})
+        messages.append((keys({"id": n}, KEY), values(change, VALUE), False))
+    return messages
+
+
+@pytest.mark.parametrize("to", ["proto", "json"])
+def test_change_events_come_from_columns(to: str, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/r.db"
+    raw = _raw([*_orders(url, 30), (b"raw key", None, False)], 1)
+    ours = _stage(DebeziumAvroFormat(registry=url), raw, to)
+    assert [row["_per_message"] for row in ours] == [False] * 30  # the tombstone is skipped
+    assert _without_flag(ours) == _without_flag(
+        _stage(PerMessageDebeziumAvro(registry=url), raw, to)
+    )
+    first = ours[0]["_message_value"]
+    assert isinstance(first, bytes)
+    if to == "json":
+        record = orjson.loads(first)
+        assert record["key"] == {"id": 0}
+        assert record["metadata"]["opencdc.payload.schema.subject"] == "shop.public.orders.payload"
+        assert record["metadata"]["opencdc.key.schema.subject"] == "shop.public.orders.key"
+        assert record["payload"]["before"]["price"] == 12.34
+
+
+def test_a_schema_id_in_a_header_goes_the_per_message_way(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/r.db"
+    messages = _orders(url, 4)
+    key, value, _ = messages[1]
+    assert value is not None
+    schema_id = int.from_bytes(value[1:5], "big")
+    # The body alone starts with 0x00 (a null "before"): only the header tells its schema.
+    messages[1] = (key, value[5:], True)
+    raw = _raw(messages, schema_id)
+    ours = _stage(DebeziumAvroFormat(registry=url), raw, "proto")
+    assert [row["_per_message"] for row in ours] == [False, True, False, False]
+    assert _without_flag(ours) == _without_flag(
+        _stage(PerMessageDebeziumAvro(registry=url), raw, "proto")
+    )
+
+
+@pytest.mark.parametrize("to", [OpenCDCProtoFormat, OpenCDCJsonFormat])
+def test_convert_writes_debezium_avro_from_columns(to: type[Format], tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/r.db"
+    messages = _orders(url, 12)
+    lines = (
+        b"".join(
+            orjson.dumps(
+                {
+                    "key": base64.b64encode(k or b"").decode(),
+                    "value": base64.b64encode(v or b"").decode(),
+                }
+            )
+            + b"\n"
+            for k, v, _ in messages
+        )
+        + orjson.dumps({"key": None, "value": base64.b64encode(b"\x00junk").decode()})
+        + b"\n"
+    )
+
+    def convert(fmt: DebeziumAvroFormat) -> tuple[bytes, bytes, str]:
+        out, letters = io.BytesIO(), io.BytesIO()
+        stats = convert_stream(
+            io.BytesIO(lines),
+            out,
+            fmt,
+            to({}),
+            kv_in=True,
+            kv_out=True,
+            dead_letters=DeadLetterWriter(letters, "convert"),
+            source_name="in.jsonl",
+        )
+        return out.getvalue(), letters.getvalue(), stats.summary()
+
+    fmt = DebeziumAvroFormat(registry=url)
+    decoded: list[object] = []
+    original = fmt.decode
+
+    def counted(message: Message) -> list[Record]:
+        decoded.append(message)
+        return original(message)
+
+    fmt.decode = counted  # type: ignore[method-assign]
+    ours = convert(fmt)
+    assert ours == convert(PerMessageDebeziumAvro(registry=url))
+    assert len(decoded) == 1  # the junk alone, to its dead letter
+    assert ours[1].count(b"\n") == 1
