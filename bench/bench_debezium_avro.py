@@ -1,0 +1,128 @@
+"""``convert --from debezium-avro --to opencdc-proto`` against confluent-kafka's
+``AvroDeserializer`` of the same values, on one core.
+
+``convert_debezium_avro_vs_deserializer``: the events of :mod:`bench.postgres_events`
+(an 11-column orders table: a decimal, micro timestamps, a date, an enum, a UUID, a double)
+as Confluent's AvroConverter writes them (the Avro schema ``connect_to_avro`` gives for the
+schema block, Confluent framing, key and value), converted by the command in this process
+(click's runner: files in and out, the registry a SQLite file), against the deserializer
+decoding each value alone (no key, nothing written). Best of ``BENCH_ROUNDS``, in turn.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import tempfile
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import fastavro
+import orjson
+from click.testing import CliRunner
+from confluent_kafka.schema_registry import Schema
+from confluent_kafka.schema_registry.avro import AvroDeserializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+from bench.common import entry, rates
+from bench.pipeline_runs import ROUNDS
+from bench.postgres_events import events
+from cdc_connectors.cli import main
+from cdc_connectors.registry import open_registry
+from cdc_connectors.schema import framing
+from cdc_connectors.schema.connect import ConnectSchema, connect_to_avro, parse_connect_schema
+
+LINES = 20_000
+_CONTEXT = SerializationContext("shop.public.orders", MessageField.VALUE)
+
+
+def _datum(node: ConnectSchema, value: Any) -> Any:
+    """A Connect JSON value as the Avro datum AvroConverter writes for it."""
+    if value is None:
+        return None
+    if node.name == "org.apache.kafka.connect.data.Decimal":
+        unscaled = int.from_bytes(base64.b64decode(value), "big", signed=True)
+        return Decimal(unscaled).scaleb(-int(node.parameters.get("scale", "0")))
+    if node.type == "bytes":
+        return base64.b64decode(value)
+    if node.type == "struct":
+        return {name: _datum(child, value.get(name)) for name, child in node.fields}
+    if node.type == "array" and node.items is not None:
+        return [_datum(node.items, item) for item in value]
+    return value
+
+
+def avro_events(n: int, registry_url: str) -> list[tuple[bytes, bytes]]:
+    """``n`` events of :mod:`bench.postgres_events` as AvroConverter writes them, their
+    schemas registered at ``registry_url``."""
+    registry = open_registry(registry_url)
+    written: list[tuple[bytes, bytes]] = []
+    parsed: dict[bytes, tuple[int, Any, ConnectSchema]] = {}
+    for key, value in events(n):
+        out = []
+        for part, text in (("key", key), ("value", value)):
+            document = orjson.loads(text)
+            block = orjson.dumps(document["schema"])
+            if block not in parsed:
+                avro = connect_to_avro(document["schema"])
+                subject = f"shop.public.orders-{part}"
+                schema_id = registry.register_schema(
+                    subject, Schema(orjson.dumps(avro).decode(), "AVRO")
+                )
+                parsed[block] = (
+                    schema_id,
+                    fastavro.parse_schema(avro),
+                    parse_connect_schema(document["schema"]),
+                )
+            schema_id, avro_schema, connect = parsed[block]
+            body = io.BytesIO()
+            fastavro.schemaless_writer(body, avro_schema, _datum(connect, document["payload"]))
+            out.append(framing.frame(schema_id, body.getvalue()))
+        written.append((out[0], out[1]))
+    return written
+
+
+def run() -> dict[str, dict[str, Any]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        url = f"sqlite:///{tmp}/registry.db"
+        messages = avro_events(LINES, url)
+        source = Path(tmp) / "debezium.avro.kv.jsonl"
+        target = Path(tmp) / "records.pb"
+        source.write_bytes(
+            b"".join(
+                orjson.dumps(
+                    {"key": base64.b64encode(k).decode(), "value": base64.b64encode(v).decode()}
+                )
+                + b"\n"
+                for k, v in messages
+            )
+        )
+        runner = CliRunner()
+        command = ["convert", "--from", "debezium-avro", "--to", "opencdc-proto", "--kv"]
+        command += ["--registry", url]
+        deserialize = AvroDeserializer(open_registry(url))
+        values = [v for _, v in messages]
+
+        def ours() -> None:
+            done = runner.invoke(main, [*command, str(source), "-o", str(target)])
+            assert done.exit_code == 0, done.output
+
+        def anchor() -> None:
+            for value in values:
+                deserialize(value, _CONTEXT)
+
+        measured = rates({"ours": ours, "anchor": anchor}, LINES, rounds=ROUNDS)
+    return {
+        "convert_debezium_avro_vs_deserializer": entry(
+            measured["ours"],
+            "msg/s",
+            "confluent-kafka's AvroDeserializer of each value",
+            measured["anchor"],
+        )
+    }
+
+
+if __name__ == "__main__":
+    for name, row in run().items():
+        print(name, row)
