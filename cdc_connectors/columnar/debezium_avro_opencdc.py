@@ -53,6 +53,7 @@ from cdc_connectors.schema import avro_values, framing
 from cdc_connectors.schema.connect import parse_connect_schema
 from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.schema.subjects import Part
+from cdc_connectors.spark.arrow_lists import item_rows, list_sizes
 from cdc_connectors.spark.avro_decode import AvroBatchDecoder
 from cdc_connectors.spark.debezium_typed import doubles_for_floats, output_schema
 from cdc_connectors.spark.envelope_columns import EnvelopeColumns, mask, metadata_map
@@ -186,8 +187,16 @@ class DebeziumAvroToOpenCDC:
         row_type = decoded.field("after").type
         if decoded.field("before").type != row_type or _naive_times(row_type):
             return None
-        if decoded.field("op").type != pa.string():
-            return None
+        if decoded.field("op").type != pa.string() or _has_logical(row, ("uuid",)):
+            return None  # fastavro checks a uuid and writes it canonical: per message
+        for field in envelope.fields()[1:]:
+            # Metadata as the per-message way writes it: text, integers and booleans as they
+            # are (an Avro logical type makes a value of its own, a cast would change it).
+            index = decoded.get_field_index(field.name)
+            if index >= 0 and not _reads_as(decoded.field(index).type, field.type):
+                return None
+            if _has_logical(fields.get(field.name)):
+                return None
         widened = doubles_for_floats(row_type)
         assert isinstance(widened, pa.StructType)
         records: ProtoRecordWriter | JsonRecordWriter = (
@@ -205,7 +214,12 @@ class DebeziumAvroToOpenCDC:
         try:
             writer = self.fmt.store.by_id(schema_id)
             shape = avro_values.standalone(writer) if writer.schema_type == "AVRO" else None
-            if isinstance(shape, dict) and shape.get("type") == "record" and shape.get("fields"):
+            if (
+                isinstance(shape, dict)
+                and shape.get("type") == "record"
+                and shape.get("fields")
+                and not _has_logical(shape, ("uuid",))
+            ):
                 connect = parse_connect_schema(avro_to_connect(_plain(shape), "key"))
                 decoder = AvroBatchDecoder(shape)
                 if not _naive_times(decoder.arrow_type):
@@ -239,7 +253,7 @@ class DebeziumAvroToOpenCDC:
         before = decoded.field("before").cast(value.row_type)
         after = decoded.field("after").cast(value.row_type)
         columns, refused = value.envelope.columns(payload, before, after)
-        bad |= refused
+        bad |= refused | _non_finite(before) | _non_finite(after)
         message_keys, key_schemas = self._keys_of(None if keys is None else keys.take(taken), count)
         bad |= message_keys.refused
         more, unnamed = self._schema_entries(
@@ -310,7 +324,7 @@ class DebeziumAvroToOpenCDC:
                 keys.take(pa.array(rows)).to_pylist(), [_HEADER] * len(rows)
             )
             typed = decoded.cast(doubles_for_floats(decoded.type))
-            bad = np.array([p is not None for p in problems], dtype=bool)
+            bad = np.array([p is not None for p in problems], dtype=bool) | _non_finite(typed)
             found = typed_fields(key.proto, key.text, typed, bad)
             written = np.zeros(len(rows), dtype=bool)
             if found is not None:
@@ -439,6 +453,51 @@ def _plain(avro: Any) -> Any:
             stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)
+    return found
+
+
+def _has_logical(avro: Any, names: tuple[str, ...] | None = None) -> bool:
+    """Whether ``avro`` (expanded schema JSON) has a logical type (one of ``names``)."""
+    stack = [avro]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            logical = node.get("logicalType")
+            if isinstance(logical, str) and (names is None or logical in names):
+                return True
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
+
+
+def _reads_as(decoded: pa.DataType, wanted: pa.DataType) -> bool:
+    """Whether a decoded column of type ``decoded`` holds what :class:`EnvelopeColumns`
+    reads as ``wanted`` without a cast changing a value (an ``int`` as 64 bits)."""
+    if pa.types.is_struct(wanted):
+        return pa.types.is_struct(decoded) and all(
+            decoded.get_field_index(field.name) >= 0
+            and _reads_as(decoded.field(field.name).type, field.type)
+            for field in wanted
+        )
+    if pa.types.is_integer(wanted):
+        return bool(pa.types.is_integer(decoded))
+    return bool(decoded == wanted)
+
+
+def _non_finite(array: pa.Array) -> np.ndarray:
+    """Rows holding a NaN or an infinity anywhere (JSON has none: the per-message way
+    refuses them)."""
+    found = np.zeros(len(array), dtype=bool)
+    if pa.types.is_struct(array.type):
+        for index in range(array.type.num_fields):
+            found |= _non_finite(array.field(index))
+    elif pa.types.is_list(array.type):
+        inner = _non_finite(pc.list_flatten(array))
+        if inner.any():
+            found[item_rows(list_sizes(array))[inner]] = True
+    elif pa.types.is_floating(array.type):
+        found |= mask(pc.invert(pc.is_finite(array)))
     return found
 
 

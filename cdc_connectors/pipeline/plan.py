@@ -224,16 +224,28 @@ def _letters_batch(letters: pa.RecordBatch, kind: int) -> pa.RecordBatch:
 
 
 def _encode_one(
-    fmt: Format, record: Record, route: Route | None, node_id: str, where: str
+    fmt: Format,
+    record: Record,
+    route: Route | None,
+    node_id: str,
+    where: str,
+    source: Message | None = None,
 ) -> tuple[Message, str | None] | Record:
     """The message of ``record`` and its topic (``route``'s), or its dead letter when the
-    destination cannot encode it or route it."""
+    destination cannot encode it or route it: the record as OpenCDC JSON, or the
+    ``source`` message it was read from when the record has no JSON form (a NaN)."""
     try:
         topic = route(record) if route is not None else None
         return fmt.encode(record), topic
     except (CodecError, ValueError, ConnectorError) as exc:
         reason = exc.reason if isinstance(exc, CodecError) else str(exc)
-        return dead_letter(Message(record_to_json(record), where=where), reason, node_id)
+        try:
+            letter = Message(record_to_json(record), where=where)
+        except CodecError:
+            if source is None:
+                raise
+            letter = Message(source.value, source.key, where=where)
+        return dead_letter(letter, reason, node_id)
 
 
 def _routed(
@@ -364,7 +376,7 @@ def _per_message(
         for record in found:
             if not record.position:
                 record.position = where
-            encoded = _encode_one(fmt, record, route, node_id, message.where)
+            encoded = _encode_one(fmt, record, route, node_id, message.where, message)
             if isinstance(encoded, Record):
                 done.encode_letters.append(encoded)
                 continue

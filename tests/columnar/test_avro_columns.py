@@ -185,3 +185,103 @@ def test_convert_writes_debezium_avro_from_columns(to: type[Format], tmp_path: P
     assert ours == convert(PerMessageDebeziumAvro(registry=url))
     assert len(decoded) == 1  # the junk alone, to its dead letter
     assert ours[1].count(b"\n") == 1
+
+
+def _envelope(row_fields: list[dict[str, object]], **more: object) -> dict[str, object]:
+    """An envelope schema of ``row_fields``, with ``source`` and ``ts_ms`` as given."""
+    from tests.columnar.debezium_avro_batches import SOURCE
+
+    row = {"type": "record", "name": "Value", "namespace": "shop.public.t", "fields": row_fields}
+    return {
+        "type": "record",
+        "name": "Envelope",
+        "namespace": "shop.public.t",
+        "fields": [
+            {"name": "before", "type": ["null", row], "default": None},
+            {"name": "after", "type": ["null", "Value"], "default": None},
+            {"name": "source", "type": more.get("source", SOURCE)},
+            {"name": "op", "type": "string"},
+            {"name": "ts_ms", "type": more.get("ts_ms", ["null", "long"]), "default": None},
+        ],
+    }
+
+
+_SOURCE_VALUE = {
+    "version": "2.5.0",
+    "connector": "postgresql",
+    "name": "shop",
+    "ts_ms": 1_700_000_000_000,
+    "snapshot": "false",
+    "db": "shop",
+    "schema": "public",
+    "table": "t",
+    "txId": None,
+    "lsn": None,
+    "xmin": None,
+    "flag": None,
+}
+_LOGICAL_SOURCE = {
+    "type": "record",
+    "name": "Source",
+    "fields": [
+        {"name": "table", "type": "string"},
+        {"name": "ts_ms", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+    ],
+}
+AGREE_ON = {
+    "a NaN": (
+        _envelope([{"name": "id", "type": "long"}, {"name": "c", "type": "double"}]),
+        {"id": 1, "c": float("nan")},
+        {},
+    ),
+    "an infinity in an array": (
+        _envelope(
+            [
+                {"name": "id", "type": "long"},
+                {"name": "c", "type": {"type": "array", "items": "float"}},
+            ]
+        ),
+        {"id": 1, "c": [1.0, float("-inf")]},
+        {},
+    ),
+    "a uuid that is none": (
+        _envelope(
+            [
+                {"name": "id", "type": "long"},
+                {"name": "u", "type": {"type": "string", "logicalType": "uuid"}},
+            ]
+        ),
+        {"id": 1, "u": "not a uuid"},
+        {},
+    ),
+    "a source time of a logical type": (
+        _envelope([{"name": "id", "type": "long"}], source=_LOGICAL_SOURCE),
+        {"id": 1},
+        {"source": {"table": "t", "ts_ms": 1_700_000_000_000}},
+    ),
+    "a ts_ms that is a double": (
+        _envelope([{"name": "id", "type": "long"}], ts_ms=["null", "double"]),
+        {"id": 1},
+        {"ts_ms": 1.7e12},
+    ),
+}
+
+
+@pytest.mark.parametrize("case", AGREE_ON, ids=str)
+@pytest.mark.parametrize("to", ["proto", "json"])
+def test_the_two_ways_agree_on(case: str, to: str, tmp_path: Path) -> None:
+    from confluent_kafka.schema_registry import Schema
+
+    from tests.columnar.debezium_avro_batches import body
+
+    schema, after, changes = AGREE_ON[case]
+    url = f"sqlite:///{tmp_path}/r.db"
+    schema_id = open_registry(url).register_schema(
+        "t-value", Schema(orjson.dumps(schema).decode(), "AVRO")
+    )
+    event = {"before": None, "after": after, "source": _SOURCE_VALUE, "op": "c", "ts_ms": None}
+    event.update(changes)
+    value = framing.frame(schema_id, body(schema, event))
+    raw = _raw([(None, value, False)], schema_id)
+    ours = _stage(DebeziumAvroFormat(registry=url), raw, to)
+    assert ours == _stage(PerMessageDebeziumAvro(registry=url), raw, to)
