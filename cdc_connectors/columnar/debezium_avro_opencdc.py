@@ -28,7 +28,6 @@ change, an unknown op, a change without the image it needs).
 
 from __future__ import annotations
 
-import copy
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,12 +37,21 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdc_connectors.columnar import wire
-from cdc_connectors.columnar.debezium_keys import Keys, Layout, merged, raw_fields, typed_fields
+from cdc_connectors.columnar.avro_frames import (
+    HEADER,
+    AvroKeys,
+    frames,
+    has_logical,
+    naive_times,
+    non_finite,
+    plain,
+    schema_headers,
+    together,
+)
+from cdc_connectors.columnar.debezium_keys import Layout
 from cdc_connectors.columnar.debezium_opencdc import Columnar, layout_of, topics_of
 from cdc_connectors.columnar.json_records import JsonRecordWriter
-from cdc_connectors.columnar.json_text import struct_text
-from cdc_connectors.columnar.proto_records import NotColumnar, ProtoRecordWriter, struct_body
+from cdc_connectors.columnar.proto_records import NotColumnar, ProtoRecordWriter
 from cdc_connectors.formats.base import Format
 from cdc_connectors.formats.debezium import avro_to_connect
 from cdc_connectors.formats.debezium_avro import DebeziumAvroFormat
@@ -53,7 +61,6 @@ from cdc_connectors.schema import avro_values, framing
 from cdc_connectors.schema.connect import parse_connect_schema
 from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.schema.subjects import Part
-from cdc_connectors.spark.arrow_lists import item_rows, list_sizes
 from cdc_connectors.spark.avro_decode import AvroBatchDecoder
 from cdc_connectors.spark.debezium_typed import doubles_for_floats, output_schema
 from cdc_connectors.spark.envelope_columns import EnvelopeColumns, mask, metadata_map
@@ -61,13 +68,9 @@ from cdc_connectors.spark.envelope_columns import NotColumnar as EnvelopeNotColu
 
 __all__ = ["DebeziumAvroToOpenCDC"]
 
-#: Writer schemas kept decoders for, values and keys each; the least recently used goes.
+#: Writer schemas kept decoders for; the least recently used goes first.
 MAX_SCHEMAS = 32
-_MAGIC = 0
-_HEADER = 5  # the magic byte and a 4-byte schema id
 _IMAGES = ("before", "after")
-# Avro properties that name a Connect type without changing the value Avro reads.
-_CONNECT_NAMES = ("connect.name", "connect.version", "connect.doc", "connect.parameters")
 
 
 @dataclass
@@ -79,16 +82,6 @@ class _Value:
     envelope: EnvelopeColumns
     row_type: pa.StructType
     records: ProtoRecordWriter | JsonRecordWriter
-
-
-@dataclass
-class _Key:
-    """One key writer schema (a record): its decoder and writers."""
-
-    writer: Resolved
-    decoder: AvroBatchDecoder
-    proto: object | None
-    text: object
 
 
 class DebeziumAvroToOpenCDC:
@@ -108,7 +101,7 @@ class DebeziumAvroToOpenCDC:
         self.layout: Layout = layout
         self.topic = None if topic is None else tuple(topic)
         self._values: OrderedDict[int, _Value | None] = OrderedDict()
-        self._keys: OrderedDict[int, _Key | None] = OrderedDict()
+        self._keys = AvroKeys(fmt, layout)
 
     @staticmethod
     def serves(source: Format, destination: Format) -> bool:
@@ -133,9 +126,9 @@ class DebeziumAvroToOpenCDC:
         messages whose schema id is in a header, which go the per-message way."""
         if values.type != pa.binary():
             values = values.cast(pa.binary())
-        framed, ids = _framed(values)
+        framed, ids = frames(values)
         if headers is not None:
-            framed &= ~_schema_headers(headers)
+            framed &= ~schema_headers(headers)
         parts: list[Columnar] = []
         for schema_id in np.unique(ids[framed]):
             value = self._value(int(schema_id))
@@ -148,7 +141,7 @@ class DebeziumAvroToOpenCDC:
                 found = None  # a batch the kernels refuse (a time beyond 64 bits of ns)
             if found is not None:
                 parts.append(found)
-        return _together(parts, self.topic is not None)
+        return together(parts, self.topic is not None)
 
     # --- schemas ------------------------------------------------------------------------
 
@@ -179,15 +172,15 @@ class DebeziumAvroToOpenCDC:
         row = _image_row(fields.get("before"), fields.get("after"))
         if row is None or not row.get("fields"):
             return None
-        envelope_block = avro_to_connect(_plain(shape), "value")
-        row_connect = parse_connect_schema(avro_to_connect(_plain(row), "value.after"))
+        envelope_block = avro_to_connect(plain(shape), "value")
+        row_connect = parse_connect_schema(avro_to_connect(plain(row), "value.after"))
         envelope = EnvelopeColumns(envelope_block, row_connect, self.fmt)
         decoder = AvroBatchDecoder(shape)
         decoded = decoder.arrow_type
         row_type = decoded.field("after").type
-        if decoded.field("before").type != row_type or _naive_times(row_type):
+        if decoded.field("before").type != row_type or naive_times(row_type):
             return None
-        if decoded.field("op").type != pa.string() or _has_logical(row, ("uuid",)):
+        if decoded.field("op").type != pa.string() or has_logical(row, ("uuid",)):
             return None  # fastavro checks a uuid and writes it canonical: per message
         for field in envelope.fields()[1:]:
             # Metadata as the per-message way writes it: text, integers and booleans as they
@@ -195,7 +188,7 @@ class DebeziumAvroToOpenCDC:
             index = decoded.get_field_index(field.name)
             if index >= 0 and not _reads_as(decoded.field(index).type, field.type):
                 return None
-            if _has_logical(fields.get(field.name)):
+            if has_logical(fields.get(field.name)):
                 return None
         widened = doubles_for_floats(row_type)
         assert isinstance(widened, pa.StructType)
@@ -205,34 +198,6 @@ class DebeziumAvroToOpenCDC:
             else JsonRecordWriter(row_connect, widened)
         )
         return _Value(writer, decoder, envelope, widened, records)
-
-    def _key(self, schema_id: int) -> _Key | None:
-        if schema_id in self._keys:
-            self._keys.move_to_end(schema_id)
-            return self._keys[schema_id]
-        found = None
-        try:
-            writer = self.fmt.store.by_id(schema_id)
-            shape = avro_values.standalone(writer) if writer.schema_type == "AVRO" else None
-            if (
-                isinstance(shape, dict)
-                and shape.get("type") == "record"
-                and shape.get("fields")
-                and not _has_logical(shape, ("uuid",))
-            ):
-                connect = parse_connect_schema(avro_to_connect(_plain(shape), "key"))
-                decoder = AvroBatchDecoder(shape)
-                if not _naive_times(decoder.arrow_type):
-                    row_type = doubles_for_floats(decoder.arrow_type)
-                    assert isinstance(row_type, pa.StructType)
-                    proto = struct_body(connect, row_type) if self.layout == "proto" else None
-                    found = _Key(writer, decoder, proto, struct_text(connect, row_type))
-        except (CodecError, SchemaError, NotColumnar, ValueError, TypeError, KeyError):
-            found = None
-        self._keys[schema_id] = found
-        while len(self._keys) > MAX_SCHEMAS:
-            self._keys.popitem(last=False)
-        return found
 
     # --- writing ------------------------------------------------------------------------
 
@@ -247,14 +212,16 @@ class DebeziumAvroToOpenCDC:
         count = len(rows)
         taken = pa.array(rows)
         bodies = values.take(taken).to_pylist()
-        decoded, problems = value.decoder.decode(bodies, [_HEADER] * count)
+        decoded, problems = value.decoder.decode(bodies, [HEADER] * count)
         bad = np.array([p is not None for p in problems], dtype=bool)
         payload = _payload(decoded, value.envelope)
         before = decoded.field("before").cast(value.row_type)
         after = decoded.field("after").cast(value.row_type)
         columns, refused = value.envelope.columns(payload, before, after)
-        bad |= refused | _non_finite(before) | _non_finite(after)
-        message_keys, key_schemas = self._keys_of(None if keys is None else keys.take(taken), count)
+        bad |= refused | non_finite(before) | non_finite(after)
+        message_keys, key_schemas = self._keys.write(
+            None if keys is None else keys.take(taken), count
+        )
         bad |= message_keys.refused
         more, unnamed = self._schema_entries(
             value, columns["collection"], before, after, key_schemas
@@ -287,52 +254,6 @@ class DebeziumAvroToOpenCDC:
             message_keys.message_keys.filter(kept),
             None if topics is None else topics.filter(kept),
         )
-
-    def _keys_of(
-        self, keys: pa.Array | None, count: int
-    ) -> tuple[Keys, list[tuple[np.ndarray, Resolved]]]:
-        """The record keys of the messages' Kafka keys (``None``: no keys), and the rows of
-        each key schema (for naming it)."""
-        if keys is None:
-            return merged([], count, np.zeros(count, dtype=bool), self.layout), []
-        if keys.type != pa.binary():
-            keys = keys.cast(pa.binary())
-        valid = wire.valid(keys)
-        starts = np.zeros(count, dtype=np.int16) - 1
-        first = pc.binary_slice(keys, 0, 1)
-        for byte in (0, 1):
-            starts[wire.mask(pc.equal(first, pa.scalar(bytes([byte]), pa.binary())))] = byte
-        # A key that does not start with a magic byte is raw; a GUID-framed one and an
-        # Avro key the columns do not write go the per-message way.
-        raw = valid & (starts < 0)
-        refused = valid & (starts == 1)
-        parts: list[tuple[np.ndarray, pa.Array, pa.Array]] = []
-        named: list[tuple[np.ndarray, Resolved]] = []
-        if raw.any():
-            rows = np.flatnonzero(raw)
-            parts.append((rows, *raw_fields(keys.take(pa.array(rows)), self.layout)))
-        avro, ids = _framed(keys)
-        avro &= valid & (starts == 0)
-        refused |= valid & (starts == 0) & ~avro  # too short for a frame
-        for schema_id in np.unique(ids[avro]):
-            rows = np.flatnonzero(avro & (ids == schema_id))
-            key = self._key(int(schema_id))
-            if key is None:
-                refused[rows] = True
-                continue
-            decoded, problems = key.decoder.decode(
-                keys.take(pa.array(rows)).to_pylist(), [_HEADER] * len(rows)
-            )
-            typed = decoded.cast(doubles_for_floats(decoded.type))
-            bad = np.array([p is not None for p in problems], dtype=bool) | _non_finite(typed)
-            found = typed_fields(key.proto, key.text, typed, bad)
-            written = np.zeros(len(rows), dtype=bool)
-            if found is not None:
-                written[found[0]] = True
-                parts.append((rows[found[0]], found[1], found[2]))
-                named.append((rows[found[0]], key.writer))
-            refused[rows[~written]] = True
-        return merged(parts, count, refused, self.layout), named
 
     def _schema_entries(
         self,
@@ -385,47 +306,6 @@ class DebeziumAvroToOpenCDC:
         ]
 
 
-def _framed(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """Which values start with Confluent's magic byte and a schema id, and each one's id
-    (0 for the others)."""
-    count = len(values)
-    sizes = wire.lengths(values)
-    framed = wire.valid(values) & (sizes >= _HEADER)
-    ids = np.zeros(count, dtype=np.int64)
-    data = values.buffers()[2]
-    if not framed.any() or data is None:
-        return framed, ids
-    offsets = np.frombuffer(values.buffers()[1], dtype=np.int32)[values.offset :][:count]
-    buffer = np.frombuffer(data, dtype=np.uint8)
-    starts = offsets[framed].astype(np.int64)
-    framed[framed] = buffer[starts] == _MAGIC
-    starts = offsets[framed].astype(np.int64)
-    found = np.zeros(len(starts), dtype=np.int64)
-    for at in range(1, _HEADER):
-        found = (found << 8) | buffer[starts + at]
-    ids[framed] = found
-    framed &= ids > 0
-    return framed, ids
-
-
-def _schema_headers(headers: pa.Array) -> np.ndarray:
-    """Messages with a ``__value_schema_id`` or ``__key_schema_id`` header."""
-    count = len(headers)
-    if not count or headers.null_count == count:
-        return np.zeros(count, dtype=bool)
-    names = pc.struct_field(pc.list_flatten(headers), "key")
-    hits = wire.mask(
-        pc.is_in(
-            names,
-            pa.array([framing.KEY_SCHEMA_ID_HEADER, framing.VALUE_SCHEMA_ID_HEADER], names.type),
-        )
-    )
-    rows = pc.list_parent_indices(headers).to_numpy()
-    found = np.zeros(count, dtype=bool)
-    found[rows[hits]] = True
-    return found
-
-
 def _image_row(before: Any, after: Any) -> dict[str, Any] | None:
     """The record type of the images (``["null", record]`` in both), or ``None``."""
     rows = []
@@ -438,37 +318,6 @@ def _image_row(before: Any, after: Any) -> dict[str, Any] | None:
             return None
         rows.append(members[0])
     return rows[1] if rows[0] == rows[1] else None
-
-
-def _plain(avro: Any) -> Any:
-    """``avro`` without the properties naming Connect types, which the per-message way's
-    values do not follow (only Avro's logical types give a value a type of its own)."""
-    found = copy.deepcopy(avro)
-    stack = [found]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            for name in _CONNECT_NAMES:
-                node.pop(name, None)
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-    return found
-
-
-def _has_logical(avro: Any, names: tuple[str, ...] | None = None) -> bool:
-    """Whether ``avro`` (expanded schema JSON) has a logical type (one of ``names``)."""
-    stack = [avro]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            logical = node.get("logicalType")
-            if isinstance(logical, str) and (names is None or logical in names):
-                return True
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-    return False
 
 
 def _reads_as(decoded: pa.DataType, wanted: pa.DataType) -> bool:
@@ -485,34 +334,6 @@ def _reads_as(decoded: pa.DataType, wanted: pa.DataType) -> bool:
     return bool(decoded == wanted)
 
 
-def _non_finite(array: pa.Array) -> np.ndarray:
-    """Rows holding a NaN or an infinity anywhere (JSON has none: the per-message way
-    refuses them)."""
-    found = np.zeros(len(array), dtype=bool)
-    if pa.types.is_struct(array.type):
-        for index in range(array.type.num_fields):
-            found |= _non_finite(array.field(index))
-    elif pa.types.is_list(array.type):
-        inner = _non_finite(pc.list_flatten(array))
-        if inner.any():
-            found[item_rows(list_sizes(array))[inner]] = True
-    elif pa.types.is_floating(array.type):
-        found |= mask(pc.invert(pc.is_finite(array)))
-    return found
-
-
-def _naive_times(type_: pa.DataType) -> bool:
-    """Whether ``type_`` holds a timestamp without a time zone (Avro's local timestamps,
-    which the record writers would give one)."""
-    if pa.types.is_struct(type_):
-        return any(_naive_times(field.type) for field in type_)
-    if pa.types.is_map(type_):
-        return _naive_times(type_.item_type)
-    if pa.types.is_list(type_):
-        return _naive_times(type_.value_type)
-    return bool(pa.types.is_timestamp(type_) and type_.tz is None)
-
-
 def _payload(decoded: pa.StructArray, envelope: EnvelopeColumns) -> pa.StructArray:
     """The decoded envelopes with the fields :class:`EnvelopeColumns` reads, typed as it
     reads them (an Avro ``int`` as a 64-bit integer)."""
@@ -527,20 +348,3 @@ def _payload(decoded: pa.StructArray, envelope: EnvelopeColumns) -> pa.StructArr
             arrays.append(decoded.field(index).cast(field.type))
         fields.append(field)
     return pa.StructArray.from_arrays(arrays, fields=fields)
-
-
-def _together(parts: list[Columnar], routed: bool) -> Columnar:
-    if not parts:
-        empty = np.zeros(0, dtype=np.int64)
-        none = pa.array([], pa.binary())
-        return Columnar(empty, none, none, pa.array([], pa.string()) if routed else None)
-    every = np.concatenate([p.rows for p in parts])
-    order = np.argsort(every, kind="stable")
-    take = pa.array(order)
-    topics = [p.topics for p in parts if p.topics is not None]
-    return Columnar(
-        every[order],
-        pa.concat_arrays([p.values for p in parts]).take(take),
-        pa.concat_arrays([p.keys for p in parts]).take(take),
-        pa.concat_arrays(topics).take(take) if routed else None,
-    )

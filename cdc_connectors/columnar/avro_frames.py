@@ -1,0 +1,285 @@
+"""Confluent-framed Avro messages as Arrow columns: what the columnar Avro converters share.
+
+- :func:`frames` finds the messages framed as Confluent's serializers frame them (magic byte,
+  schema id, body) and their schema ids, with numpy on the value buffer;
+  :func:`schema_headers` the messages whose schema id is in a Kafka header instead;
+- :class:`AvroKeys` turns Kafka keys into the record keys the OpenCDC writers write: raw keys
+  as they are, Avro keys of a record schema decoded and written from columns;
+- :func:`plain`, :func:`has_logical`, :func:`naive_times`, :func:`non_finite` tell what the
+  columns write exactly as the per-message way does (its values follow Avro's logical types
+  alone, JSON has no NaN, a local timestamp has no zone);
+- :func:`together` merges the :class:`Columnar` parts of a batch in message order.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cdc_connectors.columnar import wire
+from cdc_connectors.columnar.debezium_keys import Keys, Layout, merged, raw_fields, typed_fields
+from cdc_connectors.columnar.debezium_opencdc import Columnar
+from cdc_connectors.columnar.json_text import struct_text
+from cdc_connectors.columnar.proto_records import NotColumnar, struct_body
+from cdc_connectors.formats.debezium import avro_to_connect
+from cdc_connectors.opencdc import CodecError
+from cdc_connectors.registry.store import Resolved, SchemaStore
+from cdc_connectors.schema import avro_values, framing
+from cdc_connectors.schema.connect import parse_connect_schema
+from cdc_connectors.schema.errors import SchemaError
+from cdc_connectors.spark.arrow_lists import item_rows, list_sizes
+from cdc_connectors.spark.avro_decode import AvroBatchDecoder
+from cdc_connectors.spark.debezium_typed import doubles_for_floats
+from cdc_connectors.spark.envelope_columns import mask
+
+__all__ = [
+    "HEADER",
+    "AvroKeys",
+    "frames",
+    "has_logical",
+    "naive_times",
+    "non_finite",
+    "plain",
+    "schema_headers",
+    "together",
+]
+
+#: Writer schemas kept decoders for; the least recently used goes first.
+MAX_SCHEMAS = 32
+#: The magic byte and a 4-byte schema id.
+HEADER = 5
+_MAGIC = 0
+# Avro properties that name a Connect type without changing the value Avro reads.
+_CONNECT_NAMES = ("connect.name", "connect.version", "connect.doc", "connect.parameters")
+
+
+class Registered(Protocol):
+    """A format that reads through a registry: its schema store."""
+
+    @property
+    def store(self) -> SchemaStore: ...
+
+
+@dataclass
+class _Key:
+    """One key writer schema (a record): its decoder and writers."""
+
+    writer: Resolved
+    decoder: AvroBatchDecoder
+    proto: object | None
+    text: object
+
+
+class AvroKeys:
+    """Kafka keys -> :class:`Keys` for one destination layout: raw keys as they are (all of
+    them with ``raw``), Avro keys of a record schema from columns; a GUID-framed key, one
+    of another schema or one that does not decode is refused (the per-message way)."""
+
+    def __init__(self, fmt: Registered, layout: Layout, raw: bool = False):
+        self.fmt = fmt  # its store is opened where the keys are read (not pickled)
+        self.layout: Layout = layout
+        self.raw = raw
+        self._keys: OrderedDict[int, _Key | None] = OrderedDict()
+
+    def _key(self, schema_id: int) -> _Key | None:
+        if schema_id in self._keys:
+            self._keys.move_to_end(schema_id)
+            return self._keys[schema_id]
+        found = None
+        try:
+            writer = self.fmt.store.by_id(schema_id)
+            shape = avro_values.standalone(writer) if writer.schema_type == "AVRO" else None
+            if (
+                isinstance(shape, dict)
+                and shape.get("type") == "record"
+                and shape.get("fields")
+                and not has_logical(shape, ("uuid",))
+            ):
+                connect = parse_connect_schema(avro_to_connect(plain(shape), "key"))
+                decoder = AvroBatchDecoder(shape)
+                if not naive_times(decoder.arrow_type):
+                    row_type = doubles_for_floats(decoder.arrow_type)
+                    assert isinstance(row_type, pa.StructType)
+                    proto = struct_body(connect, row_type) if self.layout == "proto" else None
+                    found = _Key(writer, decoder, proto, struct_text(connect, row_type))
+        except (CodecError, SchemaError, NotColumnar, ValueError, TypeError, KeyError):
+            found = None
+        self._keys[schema_id] = found
+        while len(self._keys) > MAX_SCHEMAS:
+            self._keys.popitem(last=False)
+        return found
+
+    def write(
+        self, keys: pa.Array | None, count: int
+    ) -> tuple[Keys, list[tuple[np.ndarray, Resolved]]]:
+        """The record keys of the messages' Kafka keys (``None``: no keys), and the rows of
+        each key schema (for naming it)."""
+        if keys is None:
+            return merged([], count, np.zeros(count, dtype=bool), self.layout), []
+        if keys.type != pa.binary():
+            keys = keys.cast(pa.binary())
+        if self.raw:
+            rows = np.flatnonzero(wire.valid(keys))
+            parts = (
+                [(rows, *raw_fields(keys.take(pa.array(rows)), self.layout))] if len(rows) else []
+            )
+            return merged(parts, count, np.zeros(count, dtype=bool), self.layout), []
+        valid = wire.valid(keys)
+        starts = np.zeros(count, dtype=np.int16) - 1
+        first = pc.binary_slice(keys, 0, 1)
+        for byte in (0, 1):
+            starts[wire.mask(pc.equal(first, pa.scalar(bytes([byte]), pa.binary())))] = byte
+        # A key that does not start with a magic byte is raw; a GUID-framed one and an
+        # Avro key the columns do not write go the per-message way.
+        raw = valid & (starts < 0)
+        refused = valid & (starts == 1)
+        parts = []
+        named: list[tuple[np.ndarray, Resolved]] = []
+        if raw.any():
+            rows = np.flatnonzero(raw)
+            parts.append((rows, *raw_fields(keys.take(pa.array(rows)), self.layout)))
+        avro, ids = frames(keys)
+        avro &= valid & (starts == 0)
+        refused |= valid & (starts == 0) & ~avro  # too short for a frame
+        for schema_id in np.unique(ids[avro]):
+            rows = np.flatnonzero(avro & (ids == schema_id))
+            key = self._key(int(schema_id))
+            if key is None:
+                refused[rows] = True
+                continue
+            decoded, problems = key.decoder.decode(
+                keys.take(pa.array(rows)).to_pylist(), [HEADER] * len(rows)
+            )
+            typed = decoded.cast(doubles_for_floats(decoded.type))
+            bad = np.array([p is not None for p in problems], dtype=bool) | non_finite(typed)
+            found = typed_fields(key.proto, key.text, typed, bad)
+            written = np.zeros(len(rows), dtype=bool)
+            if found is not None:
+                written[found[0]] = True
+                parts.append((rows[found[0]], found[1], found[2]))
+                named.append((rows[found[0]], key.writer))
+            refused[rows[~written]] = True
+        return merged(parts, count, refused, self.layout), named
+
+
+def frames(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Which values start with Confluent's magic byte and a schema id, and each one's id
+    (0 for the others)."""
+    count = len(values)
+    sizes = wire.lengths(values)
+    framed = wire.valid(values) & (sizes >= HEADER)
+    ids = np.zeros(count, dtype=np.int64)
+    data = values.buffers()[2]
+    if not framed.any() or data is None:
+        return framed, ids
+    offsets = np.frombuffer(values.buffers()[1], dtype=np.int32)[values.offset :][:count]
+    buffer = np.frombuffer(data, dtype=np.uint8)
+    starts = offsets[framed].astype(np.int64)
+    framed[framed] = buffer[starts] == _MAGIC
+    starts = offsets[framed].astype(np.int64)
+    found = np.zeros(len(starts), dtype=np.int64)
+    for at in range(1, HEADER):
+        found = (found << 8) | buffer[starts + at]
+    ids[framed] = found
+    framed &= ids > 0
+    return framed, ids
+
+
+def schema_headers(headers: pa.Array) -> np.ndarray:
+    """Messages with a ``__value_schema_id`` or ``__key_schema_id`` header."""
+    count = len(headers)
+    if not count or headers.null_count == count:
+        return np.zeros(count, dtype=bool)
+    names = pc.struct_field(pc.list_flatten(headers), "key")
+    hits = wire.mask(
+        pc.is_in(
+            names,
+            pa.array([framing.KEY_SCHEMA_ID_HEADER, framing.VALUE_SCHEMA_ID_HEADER], names.type),
+        )
+    )
+    rows = pc.list_parent_indices(headers).to_numpy()
+    found = np.zeros(count, dtype=bool)
+    found[rows[hits]] = True
+    return found
+
+
+def plain(avro: Any) -> Any:
+    """``avro`` without the properties naming Connect types, which the per-message way's
+    values do not follow (only Avro's logical types give a value a type of its own)."""
+    found = copy.deepcopy(avro)
+    stack = [found]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for name in _CONNECT_NAMES:
+                node.pop(name, None)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return found
+
+
+def has_logical(avro: Any, names: tuple[str, ...] | None = None) -> bool:
+    """Whether ``avro`` (expanded schema JSON) has a logical type (one of ``names``)."""
+    stack = [avro]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            logical = node.get("logicalType")
+            if isinstance(logical, str) and (names is None or logical in names):
+                return True
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
+
+
+def non_finite(array: pa.Array) -> np.ndarray:
+    """Rows holding a NaN or an infinity anywhere (JSON has none: the per-message way
+    refuses them)."""
+    found = np.zeros(len(array), dtype=bool)
+    if pa.types.is_struct(array.type):
+        for index in range(array.type.num_fields):
+            found |= non_finite(array.field(index))
+    elif pa.types.is_list(array.type):
+        inner = non_finite(pc.list_flatten(array))
+        if inner.any():
+            found[item_rows(list_sizes(array))[inner]] = True
+    elif pa.types.is_floating(array.type):
+        found |= mask(pc.invert(pc.is_finite(array)))
+    return found
+
+
+def naive_times(type_: pa.DataType) -> bool:
+    """Whether ``type_`` holds a timestamp without a time zone (Avro's local timestamps,
+    which the record writers would give one)."""
+    if pa.types.is_struct(type_):
+        return any(naive_times(field.type) for field in type_)
+    if pa.types.is_map(type_):
+        return naive_times(type_.item_type)
+    if pa.types.is_list(type_):
+        return naive_times(type_.value_type)
+    return bool(pa.types.is_timestamp(type_) and type_.tz is None)
+
+
+def together(parts: list[Columnar], routed: bool) -> Columnar:
+    if not parts:
+        empty = np.zeros(0, dtype=np.int64)
+        none = pa.array([], pa.binary())
+        return Columnar(empty, none, none, pa.array([], pa.string()) if routed else None)
+    every = np.concatenate([p.rows for p in parts])
+    order = np.argsort(every, kind="stable")
+    take = pa.array(order)
+    topics = [p.topics for p in parts if p.topics is not None]
+    return Columnar(
+        every[order],
+        pa.concat_arrays([p.values for p in parts]).take(take),
+        pa.concat_arrays([p.keys for p in parts]).take(take),
+        pa.concat_arrays(topics).take(take) if routed else None,
+    )
