@@ -2,8 +2,9 @@
 
 :func:`columns_for` gives the converter of a pair of formats the columns serve (Debezium
 JSON dialects described by their envelope, :mod:`~cdc_connectors.columnar.debezium_opencdc`;
-``debezium-avro``, :mod:`~cdc_connectors.columnar.debezium_avro_opencdc`; each to OpenCDC
-protobuf or JSON), else ``None``: the per-message way.
+``debezium-avro``, :mod:`~cdc_connectors.columnar.debezium_avro_opencdc`; ``avro`` rows,
+:mod:`~cdc_connectors.columnar.avro_opencdc`; each to OpenCDC protobuf or JSON), else
+``None``: the per-message way.
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ from typing import Protocol
 
 import pyarrow as pa
 
+from cdc_connectors.columnar.avro_opencdc import AvroToOpenCDC
 from cdc_connectors.columnar.debezium_avro_opencdc import DebeziumAvroToOpenCDC
 from cdc_connectors.columnar.debezium_opencdc import Columnar, DebeziumToOpenCDC
+from cdc_connectors.formats.avro import AvroFormat
 from cdc_connectors.formats.base import Format
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.formats.debezium_avro import DebeziumAvroFormat
@@ -36,8 +39,9 @@ class ColumnarConverter(Protocol):
 
 def serves(source: Format, destination: Format) -> bool:
     """Whether the columns write what ``source.decode`` then ``destination.encode`` do."""
-    return DebeziumToOpenCDC.serves(source, destination) or DebeziumAvroToOpenCDC.serves(
-        source, destination
+    return any(
+        converter.serves(source, destination)
+        for converter in (DebeziumToOpenCDC, DebeziumAvroToOpenCDC, AvroToOpenCDC)
     )
 
 
@@ -51,6 +55,9 @@ def columns_for(
     if DebeziumAvroToOpenCDC.serves(source, destination):
         assert isinstance(source, DebeziumAvroFormat)
         return DebeziumAvroToOpenCDC(source, destination, topic)
+    if AvroToOpenCDC.serves(source, destination):
+        assert isinstance(source, AvroFormat)
+        return AvroToOpenCDC(source, destination, topic)
     if DebeziumToOpenCDC.serves(source, destination):
         assert isinstance(source, DebeziumJsonFormat)
         return DebeziumToOpenCDC(source, destination, topic)

@@ -29,7 +29,7 @@ from cdc_connectors.schema.connect import ConnectSchema
 from cdc_connectors.spark.arrow_lists import item_rows, list_sizes
 from cdc_connectors.spark.schema import OPENCDC_ARROW_SCHEMA
 
-__all__ = ["TIME_FIELDS", "EnvelopeColumns", "NotColumnar", "mask", "metadata_map"]
+__all__ = ["TIME_FIELDS", "EnvelopeColumns", "NotColumnar", "map_column", "mask", "metadata_map"]
 
 #: The envelope's time fields, each with its nanoseconds per unit.
 TIME_FIELDS = (("ts_ns", 1), ("ts_us", 1_000), ("ts_ms", 1_000_000))
@@ -197,7 +197,7 @@ def metadata_map(
     read_at = pc.fill_null(columns["read_at"], pa.scalar(time.time_ns(), pa.int64()))
     entries.append((keys.READ_AT, pc.cast(read_at, pa.string())))
     entries.extend(more)
-    return _map_array(entries, count)
+    return map_column(entries, count)
 
 
 def mask(array: Any) -> np.ndarray:
@@ -305,7 +305,7 @@ def _placeholders(column: pa.Array) -> np.ndarray | None:
     return found
 
 
-def _map_array(entries: list[tuple[str, pa.Array]], count: int) -> pa.MapArray:
+def map_column(entries: list[tuple[str, pa.Array]], count: int) -> pa.MapArray:
     """A ``map<string,string>`` column from (key, values) columns; null values left out."""
     width = len(entries)
     values = pa.concat_arrays([pc.cast(v, pa.string()) for _, v in entries])

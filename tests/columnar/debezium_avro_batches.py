@@ -400,3 +400,45 @@ def _key(ids: list[int]) -> st.SearchStrategy[bytes | None]:
 
 def _schema(avro: dict[str, Any]) -> Schema:
     return Schema(orjson.dumps(avro).decode(), "AVRO")
+
+
+@st.composite
+def row_batches(
+    draw: st.DrawFn, registry: SchemaRegistry
+) -> list[tuple[bytes | None, bytes | None, bool]]:
+    """(key, value, whether the value's schema id travels in a header) of each message of
+    a batch of rows as Kafka's Avro serializers write them (``avro``): two row schemas of
+    the columns above, tombstones, and junk."""
+    batch = next(_BATCHES)
+    tables = []
+    for name in ("t", "u"):
+        schema, columns = draw(envelope(f"{name}{batch}"))
+        row = schema["fields"][0]["type"][1]  # the before/after record
+        tables.append((row, columns))
+    ids = [
+        registry.register_schema(f"rows-{name}{batch}-value", _schema(row))
+        for name, (row, _) in zip(("t", "u"), tables, strict=True)
+    ]
+    key_ids = [
+        registry.register_schema("t-key", _schema(KEY_SCHEMA)),
+        registry.register_schema("u-key", _schema(OTHER_KEY_SCHEMA)),
+    ]
+    messages: list[tuple[bytes | None, bytes | None, bool]] = []
+    for _ in range(draw(st.integers(1, 20))):
+        kind = draw(st.integers(0, 11))
+        in_header = False
+        if kind == 0:
+            value: bytes | None = draw(_JUNK | st.none())
+        else:
+            which = int(kind % 5 == 0)
+            row, columns = tables[which]
+            data = body(row, draw(_image(columns)))
+            shape = draw(st.integers(0, 19))
+            if shape == 0:
+                data = data[: draw(st.integers(0, len(data) - 1))]
+            elif shape == 1:
+                data += b"\x00"
+            in_header = shape == 2
+            value = data if in_header else framing.frame(ids[which], data)
+        messages.append((draw(_key(key_ids)), value, in_header))
+    return messages

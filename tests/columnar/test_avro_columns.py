@@ -1,6 +1,6 @@
-"""A fused pipeline stage and ``convert`` write Debezium Avro as OpenCDC protobuf or JSON
-from columns: the same stage rows (messages, their order, dead letters) as the per-message
-way, on generated batches."""
+"""A fused pipeline stage and ``convert`` write Debezium Avro and Avro rows as OpenCDC
+protobuf or JSON from columns: the same stage rows (messages, their order, dead letters)
+as the per-message way, on generated batches."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from cdc_connectors.connectors.kafka_read import RAW_ARROW_SCHEMA
 from cdc_connectors.convert.deadletter import DeadLetterWriter
 from cdc_connectors.convert.engine import convert_stream
+from cdc_connectors.formats.avro import AvroFormat
 from cdc_connectors.formats.base import Format, Message
 from cdc_connectors.formats.debezium_avro import DebeziumAvroFormat
 from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
@@ -25,7 +26,7 @@ from cdc_connectors.opencdc import Record
 from cdc_connectors.pipeline.plan import SourceFormat, converter
 from cdc_connectors.registry import open_registry
 from cdc_connectors.schema import framing
-from tests.columnar.debezium_avro_batches import batches
+from tests.columnar.debezium_avro_batches import batches, row_batches
 from tests.columnar.test_pipeline_columns import per_message
 from tests.hypothesis_profiles import examples
 
@@ -285,3 +286,55 @@ def test_the_two_ways_agree_on(case: str, to: str, tmp_path: Path) -> None:
     raw = _raw([(None, value, False)], schema_id)
     ours = _stage(DebeziumAvroFormat(registry=url), raw, to)
     assert ours == _stage(PerMessageDebeziumAvro(registry=url), raw, to)
+
+
+class PerMessageAvro(AvroFormat):
+    """``avro`` as it is, under another class, which the columns do not serve."""
+
+
+ROW_OPTIONS = [{}, {"topic": "orders"}, {"raw.keys": "true"}]
+
+
+@pytest.mark.parametrize("options", ROW_OPTIONS, ids=str)
+@pytest.mark.parametrize("to", ["proto", "json"])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_avro_rows_from_columns_are_those_of_the_per_message_way(
+    options: dict[str, str], to: str, data: st.DataObject
+) -> None:
+    messages = data.draw(row_batches(open_registry(REGISTRY)))
+    raw = _raw(messages, 1)
+    ours = _stage(AvroFormat(options, registry=REGISTRY), raw, to)
+    assert _without_flag(ours) == _without_flag(
+        _stage(PerMessageAvro(options, registry=REGISTRY), raw, to)
+    )
+
+
+@pytest.mark.parametrize("to", ["proto", "json"])
+def test_avro_rows_come_from_columns(to: str, tmp_path: Path) -> None:
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+
+    from tests.formats.test_debezium_avro import AFTER, KEY, KEY_SCHEMA, ROW, VALUE
+
+    url = f"sqlite:///{tmp_path}/r.db"
+    registry = open_registry(url)
+    values = AvroSerializer(registry, orjson.dumps(ROW).decode())
+    keys = AvroSerializer(registry, orjson.dumps(KEY_SCHEMA).decode())
+    messages = [(keys({"id": n}, KEY), values({**AFTER, "id": n}, VALUE), False) for n in range(20)]
+    raw = _raw([*messages, (keys({"id": 99}, KEY), None, False)], 1)
+    options = {"topic": "shop.public.orders"}
+    ours = _stage(AvroFormat(options, registry=url), raw, to)
+    assert [row["_per_message"] for row in ours] == [False] * 20 + [True]  # the delete
+    assert _without_flag(ours) == _without_flag(
+        _stage(PerMessageAvro(options, registry=url), raw, to)
+    )
+    if to == "json":
+        first = ours[0]["_message_value"]
+        assert isinstance(first, bytes)
+        record = orjson.loads(first)
+        assert record["key"] == {"id": 0}
+        assert record["metadata"] == {
+            "opencdc.collection": "shop.public.orders",
+            "opencdc.version": "v1",
+        }
+        assert record["payload"]["after"]["price"] == 12.34
