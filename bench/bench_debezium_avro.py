@@ -1,12 +1,14 @@
-"""``convert --from debezium-avro --to opencdc-proto`` against confluent-kafka's
-``AvroDeserializer`` of the same values, on one core.
+"""``convert --from debezium-avro`` (and ``--from avro``) ``--to opencdc-proto`` against
+confluent-kafka's ``AvroDeserializer`` of the same values, on one core.
 
 ``convert_debezium_avro_vs_deserializer``: the events of :mod:`bench.postgres_events`
 (an 11-column orders table: a decimal, micro timestamps, a date, an enum, a UUID, a double)
 as Confluent's AvroConverter writes them (the Avro schema ``connect_to_avro`` gives for the
 schema block, Confluent framing, key and value), converted by the command in this process
 (click's runner: files in and out, the registry a SQLite file), against the deserializer
-decoding each value alone (no key, nothing written). Best of ``BENCH_ROUNDS``, in turn.
+decoding each value alone (no key, nothing written). ``convert_avro_vs_deserializer``: the
+same rows alone (each event's ``after``, as a Kafka Avro serializer writes a table's rows),
+``--from avro``. Best of ``BENCH_ROUNDS``, in turn.
 """
 
 from __future__ import annotations
@@ -53,16 +55,27 @@ def _datum(node: ConnectSchema, value: Any) -> Any:
     return value
 
 
-def avro_events(n: int, registry_url: str) -> list[tuple[bytes, bytes]]:
-    """``n`` events of :mod:`bench.postgres_events` as AvroConverter writes them, their
-    schemas registered at ``registry_url``."""
+def avro_events(n: int, registry_url: str, rows: bool = False) -> list[tuple[bytes, bytes]]:
+    """``n`` events of :mod:`bench.postgres_events` as AvroConverter writes them (``rows``:
+    each event's ``after`` row alone), their schemas registered at ``registry_url``."""
     registry = open_registry(registry_url)
     written: list[tuple[bytes, bytes]] = []
     parsed: dict[bytes, tuple[int, Any, ConnectSchema]] = {}
-    for key, value in events(n):
+    for key, value in events(2 * n):
+        if len(written) == n:
+            break
+        if rows and orjson.loads(value)["payload"]["after"] is None:
+            continue  # a delete: a table's topic holds a tombstone
         out = []
         for part, text in (("key", key), ("value", value)):
             document = orjson.loads(text)
+            if rows and part == "value":
+                fields = document["schema"]["fields"]
+                after = next(f for f in fields if f["field"] == "after")
+                document = {
+                    "schema": {**after, "optional": False},
+                    "payload": document["payload"]["after"],
+                }
             block = orjson.dumps(document["schema"])
             if block not in parsed:
                 avro = connect_to_avro(document["schema"])
@@ -84,10 +97,17 @@ def avro_events(n: int, registry_url: str) -> list[tuple[bytes, bytes]]:
 
 
 def run() -> dict[str, dict[str, Any]]:
+    return {
+        "convert_debezium_avro_vs_deserializer": _measured("debezium-avro", rows=False),
+        "convert_avro_vs_deserializer": _measured("avro", rows=True),
+    }
+
+
+def _measured(source_format: str, rows: bool) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite:///{tmp}/registry.db"
-        messages = avro_events(LINES, url)
-        source = Path(tmp) / "debezium.avro.kv.jsonl"
+        messages = avro_events(LINES, url, rows)
+        source = Path(tmp) / "in.kv.jsonl"
         target = Path(tmp) / "records.pb"
         source.write_bytes(
             b"".join(
@@ -99,7 +119,7 @@ def run() -> dict[str, dict[str, Any]]:
             )
         )
         runner = CliRunner()
-        command = ["convert", "--from", "debezium-avro", "--to", "opencdc-proto", "--kv"]
+        command = ["convert", "--from", source_format, "--to", "opencdc-proto", "--kv"]
         command += ["--registry", url]
         deserialize = AvroDeserializer(open_registry(url))
         values = [v for _, v in messages]
@@ -113,14 +133,12 @@ def run() -> dict[str, dict[str, Any]]:
                 deserialize(value, _CONTEXT)
 
         measured = rates({"ours": ours, "anchor": anchor}, LINES, rounds=ROUNDS)
-    return {
-        "convert_debezium_avro_vs_deserializer": entry(
-            measured["ours"],
-            "msg/s",
-            "confluent-kafka's AvroDeserializer of each value",
-            measured["anchor"],
-        )
-    }
+    return entry(
+        measured["ours"],
+        "msg/s",
+        "confluent-kafka's AvroDeserializer of each value",
+        measured["anchor"],
+    )
 
 
 if __name__ == "__main__":

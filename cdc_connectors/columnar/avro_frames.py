@@ -45,9 +45,11 @@ __all__ = [
     "has_logical",
     "naive_times",
     "non_finite",
+    "odd_uuids",
     "plain",
     "schema_headers",
     "together",
+    "uuid_fields",
 ]
 
 #: Writer schemas kept decoders for; the least recently used goes first.
@@ -55,6 +57,7 @@ MAX_SCHEMAS = 32
 #: The magic byte and a 4-byte schema id.
 HEADER = 5
 _MAGIC = 0
+_CANONICAL_UUID = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 # Avro properties that name a Connect type without changing the value Avro reads.
 _CONNECT_NAMES = ("connect.name", "connect.version", "connect.doc", "connect.parameters")
 
@@ -74,6 +77,7 @@ class _Key:
     decoder: AvroBatchDecoder
     proto: object | None
     text: object
+    uuids: list[tuple[str, ...]]
 
 
 class AvroKeys:
@@ -95,11 +99,12 @@ class AvroKeys:
         try:
             writer = self.fmt.store.by_id(schema_id)
             shape = avro_values.standalone(writer) if writer.schema_type == "AVRO" else None
+            uuids = uuid_fields(shape)
             if (
                 isinstance(shape, dict)
                 and shape.get("type") == "record"
                 and shape.get("fields")
-                and not has_logical(shape, ("uuid",))
+                and uuids is not None
             ):
                 connect = parse_connect_schema(avro_to_connect(plain(shape), "key"))
                 decoder = AvroBatchDecoder(shape)
@@ -107,7 +112,8 @@ class AvroKeys:
                     row_type = doubles_for_floats(decoder.arrow_type)
                     assert isinstance(row_type, pa.StructType)
                     proto = struct_body(connect, row_type) if self.layout == "proto" else None
-                    found = _Key(writer, decoder, proto, struct_text(connect, row_type))
+                    text = struct_text(connect, row_type)
+                    found = _Key(writer, decoder, proto, text, uuids)
         except (CodecError, SchemaError, NotColumnar, ValueError, TypeError, KeyError):
             found = None
         self._keys[schema_id] = found
@@ -158,6 +164,7 @@ class AvroKeys:
             )
             typed = decoded.cast(doubles_for_floats(decoded.type))
             bad = np.array([p is not None for p in problems], dtype=bool) | non_finite(typed)
+            bad |= odd_uuids(typed, key.uuids)
             found = typed_fields(key.proto, key.text, typed, bad)
             written = np.zeros(len(rows), dtype=bool)
             if found is not None:
@@ -238,6 +245,46 @@ def has_logical(avro: Any, names: tuple[str, ...] | None = None) -> bool:
         elif isinstance(node, list):
             stack.extend(node)
     return False
+
+
+def uuid_fields(record: Any) -> list[tuple[str, ...]] | None:
+    """The paths (field names through records) of the ``uuid`` strings of an Avro record
+    (expanded schema JSON); ``None`` when one sits where no path reaches (an array, a map,
+    a union of several types)."""
+    found: list[tuple[str, ...]] = []
+
+    def walk(node: Any, path: tuple[str, ...]) -> bool:
+        if isinstance(node, list):
+            members = [m for m in node if m != "null"]
+            if len(members) != 1:
+                return not has_logical(node, ("uuid",))
+            return walk(members[0], path)
+        if not isinstance(node, dict):
+            return True
+        if node.get("logicalType") == "uuid" and node.get("type") == "string":
+            found.append(path)
+            return True
+        if node.get("type") == "record":
+            return all(walk(f.get("type"), (*path, f.get("name"))) for f in node.get("fields", []))
+        if isinstance(node.get("type"), dict | list):
+            return walk(node["type"], path)
+        return not has_logical(node, ("uuid",))
+
+    return found if walk(record, ()) else None
+
+
+def odd_uuids(array: pa.StructArray, paths: list[tuple[str, ...]]) -> np.ndarray:
+    """Rows with a ``uuid`` at one of ``paths`` that is not spelled as Python spells a UUID
+    (lowercase, hyphenated): the per-message way reads it as a UUID and writes it so, or
+    refuses it."""
+    found = np.zeros(len(array), dtype=bool)
+    for path in paths:
+        column: pa.Array = array
+        for name in path:
+            column = pc.struct_field(column, name)
+        odd = pc.invert(pc.match_substring_regex(column, _CANONICAL_UUID))
+        found |= mask(odd)
+    return found
 
 
 def non_finite(array: pa.Array) -> np.ndarray:

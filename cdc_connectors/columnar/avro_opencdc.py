@@ -30,12 +30,13 @@ from cdc_connectors.columnar.avro_frames import (
     HEADER,
     AvroKeys,
     frames,
-    has_logical,
     naive_times,
     non_finite,
+    odd_uuids,
     plain,
     schema_headers,
     together,
+    uuid_fields,
 )
 from cdc_connectors.columnar.debezium_keys import Layout
 from cdc_connectors.columnar.debezium_opencdc import Columnar, layout_of, topics_of
@@ -66,6 +67,7 @@ class _Row:
     decoder: AvroBatchDecoder
     row_type: pa.StructType
     records: ProtoRecordWriter | JsonRecordWriter
+    uuids: list[tuple[str, ...]]
 
 
 class AvroToOpenCDC:
@@ -146,8 +148,9 @@ class AvroToOpenCDC:
         shape = avro_values.standalone(writer)
         if not isinstance(shape, dict) or shape.get("type") != "record" or not shape.get("fields"):
             return None
-        if has_logical(shape, ("uuid",)):
-            return None  # fastavro checks a uuid and writes it canonical: per message
+        uuids = uuid_fields(shape)
+        if uuids is None:
+            return None
         connect = parse_connect_schema(avro_to_connect(plain(shape), "value"))
         decoder = AvroBatchDecoder(shape)
         if naive_times(decoder.arrow_type):
@@ -159,7 +162,7 @@ class AvroToOpenCDC:
             if self.layout == "proto"
             else JsonRecordWriter(connect, row_type)
         )
-        return _Row(decoder, row_type, records)
+        return _Row(decoder, row_type, records, uuids)
 
     def _write(
         self,
@@ -174,7 +177,7 @@ class AvroToOpenCDC:
         decoded, problems = row.decoder.decode(values.take(taken).to_pylist(), [HEADER] * count)
         bad = np.array([p is not None for p in problems], dtype=bool)
         after = decoded.cast(row.row_type)
-        bad |= non_finite(after)
+        bad |= non_finite(after) | odd_uuids(after, row.uuids)
         message_keys, _ = self._keys.write(None if keys is None else keys.take(taken), count)
         bad |= message_keys.refused
         version = pa.array([metadata_keys.OPENCDC_VERSION] * count, pa.string())

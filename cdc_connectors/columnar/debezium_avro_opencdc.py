@@ -44,9 +44,11 @@ from cdc_connectors.columnar.avro_frames import (
     has_logical,
     naive_times,
     non_finite,
+    odd_uuids,
     plain,
     schema_headers,
     together,
+    uuid_fields,
 )
 from cdc_connectors.columnar.debezium_keys import Layout
 from cdc_connectors.columnar.debezium_opencdc import Columnar, layout_of, topics_of
@@ -82,6 +84,8 @@ class _Value:
     envelope: EnvelopeColumns
     row_type: pa.StructType
     records: ProtoRecordWriter | JsonRecordWriter
+    #: The paths of the row's ``uuid`` strings (:func:`avro_frames.odd_uuids`).
+    uuids: list[tuple[str, ...]]
 
 
 class DebeziumAvroToOpenCDC:
@@ -180,8 +184,9 @@ class DebeziumAvroToOpenCDC:
         row_type = decoded.field("after").type
         if decoded.field("before").type != row_type or naive_times(row_type):
             return None
-        if decoded.field("op").type != pa.string() or has_logical(row, ("uuid",)):
-            return None  # fastavro checks a uuid and writes it canonical: per message
+        uuids = uuid_fields(row)
+        if decoded.field("op").type != pa.string() or uuids is None:
+            return None
         for field in envelope.fields()[1:]:
             # Metadata as the per-message way writes it: text, integers and booleans as they
             # are (an Avro logical type makes a value of its own, a cast would change it).
@@ -197,7 +202,7 @@ class DebeziumAvroToOpenCDC:
             if self.layout == "proto"
             else JsonRecordWriter(row_connect, widened)
         )
-        return _Value(writer, decoder, envelope, widened, records)
+        return _Value(writer, decoder, envelope, widened, records, uuids)
 
     # --- writing ------------------------------------------------------------------------
 
@@ -219,6 +224,7 @@ class DebeziumAvroToOpenCDC:
         after = decoded.field("after").cast(value.row_type)
         columns, refused = value.envelope.columns(payload, before, after)
         bad |= refused | non_finite(before) | non_finite(after)
+        bad |= odd_uuids(before, value.uuids) | odd_uuids(after, value.uuids)
         message_keys, key_schemas = self._keys.write(
             None if keys is None else keys.take(taken), count
         )

@@ -113,7 +113,15 @@ COLUMNS: list[tuple[Any, st.SearchStrategy[Any]]] = [
     ),
     ({"type": "long", "logicalType": "timestamp-micros"}, _TIMESTAMPS),
     ({"type": "long", "logicalType": "time-micros"}, st.times()),
-    ({"type": "string", "logicalType": "uuid"}, st.uuids().map(str)),
+    (
+        {"type": "string", "logicalType": "uuid"},
+        _mostly(
+            st.uuids().map(str),
+            st.uuids().map(lambda u: str(u).upper())
+            | st.uuids().map(lambda u: u.hex)
+            | st.sampled_from(["not a uuid", "", "{12345678-1234-5678-1234-567812345678}"]),
+        ),
+    ),
     (
         _named("string", "io.debezium.data.Enum", **{"connect.parameters": {"allowed": "a,b,c"}}),
         st.sampled_from(["a", "b", "c"]),
@@ -211,7 +219,11 @@ KEY_SCHEMA = {
     "type": "record",
     "name": "Key",
     "namespace": "shop.public.t",
-    "fields": [{"name": "id", "type": "long"}, {"name": "code", "type": ["null", "string"]}],
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "code", "type": ["null", "string"]},
+        {"name": "ref", "type": ["null", {"type": "string", "logicalType": "uuid"}]},
+    ],
     "connect.name": "shop.public.t.Key",
 }
 OTHER_KEY_SCHEMA = {
@@ -384,9 +396,13 @@ def batches(
 def _key(ids: list[int]) -> st.SearchStrategy[bytes | None]:
     return st.one_of(
         st.none(),
-        st.fixed_dictionaries({"id": st.integers(-(2**62), 2**62), "code": st.none() | _TEXT}).map(
-            lambda k: framing.frame(ids[0], body(KEY_SCHEMA, k))
-        ),
+        st.fixed_dictionaries(
+            {
+                "id": st.integers(-(2**62), 2**62),
+                "code": st.none() | _TEXT,
+                "ref": st.none() | st.uuids().map(str) | st.uuids().map(lambda u: u.hex),
+            }
+        ).map(lambda k: framing.frame(ids[0], body(KEY_SCHEMA, k))),
         st.fixed_dictionaries(
             {
                 "x": st.floats(allow_nan=False, allow_infinity=False),
