@@ -3,7 +3,8 @@
 :func:`columns_for` gives the converter of a pair of formats the columns serve (Debezium
 JSON dialects described by their envelope, :mod:`~cdc_connectors.columnar.debezium_opencdc`;
 ``debezium-avro``, :mod:`~cdc_connectors.columnar.debezium_avro_opencdc`; ``avro`` rows,
-:mod:`~cdc_connectors.columnar.avro_opencdc`; each to OpenCDC protobuf or JSON), else
+:mod:`~cdc_connectors.columnar.avro_opencdc`; ``protobuf`` rows,
+:mod:`~cdc_connectors.columnar.protobuf_opencdc`; each to OpenCDC protobuf or JSON), else
 ``None``: the per-message way.
 """
 
@@ -17,10 +18,12 @@ import pyarrow as pa
 from cdc_connectors.columnar.avro_opencdc import AvroToOpenCDC
 from cdc_connectors.columnar.debezium_avro_opencdc import DebeziumAvroToOpenCDC
 from cdc_connectors.columnar.debezium_opencdc import Columnar, DebeziumToOpenCDC
+from cdc_connectors.columnar.protobuf_opencdc import ProtobufToOpenCDC
 from cdc_connectors.formats.avro import AvroFormat
 from cdc_connectors.formats.base import Format
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.formats.debezium_avro import DebeziumAvroFormat
+from cdc_connectors.formats.protobuf import ProtobufFormat
 
 __all__ = ["ColumnarConverter", "columns_for", "serves"]
 
@@ -41,7 +44,12 @@ def serves(source: Format, destination: Format) -> bool:
     """Whether the columns write what ``source.decode`` then ``destination.encode`` do."""
     return any(
         converter.serves(source, destination)
-        for converter in (DebeziumToOpenCDC, DebeziumAvroToOpenCDC, AvroToOpenCDC)
+        for converter in (
+            DebeziumToOpenCDC,
+            DebeziumAvroToOpenCDC,
+            AvroToOpenCDC,
+            ProtobufToOpenCDC,
+        )
     )
 
 
@@ -55,6 +63,9 @@ def columns_for(
     if DebeziumAvroToOpenCDC.serves(source, destination):
         assert isinstance(source, DebeziumAvroFormat)
         return DebeziumAvroToOpenCDC(source, destination, topic)
+    if ProtobufToOpenCDC.serves(source, destination):
+        assert isinstance(source, ProtobufFormat)
+        return ProtobufToOpenCDC(source, destination, topic)
     if AvroToOpenCDC.serves(source, destination):
         assert isinstance(source, AvroFormat)
         return AvroToOpenCDC(source, destination, topic)

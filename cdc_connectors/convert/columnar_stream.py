@@ -1,4 +1,4 @@
-"""``convert``'s columnar path: chunks of Debezium JSON or Avro, or Avro rows, written as OpenCDC
+"""``convert``'s columnar path: chunks of Debezium JSON or Avro, Avro or Protobuf rows, as OpenCDC
 protobuf or JSON from Arrow columns (:func:`~cdc_connectors.columnar.choose.columns_for`).
 
 The convert loop goes through a chunk in message order: each run of messages the columns
@@ -49,11 +49,11 @@ def _headers(messages: list[Message]) -> pa.Array | None:
 
 def serves(decoder: Format, encoder: Format) -> bool:
     """Whether the columns write what ``decoder`` then ``encoder`` write."""
-    from cdc_connectors.formats.avro import AvroFormat
+    from cdc_connectors.formats.avro import SchemaRowFormat
     from cdc_connectors.formats.debezium import DebeziumJsonFormat
     from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
 
-    if not isinstance(decoder, DebeziumJsonFormat | AvroFormat) or type(encoder) not in (
+    if not isinstance(decoder, DebeziumJsonFormat | SchemaRowFormat) or type(encoder) not in (
         OpenCDCProtoFormat,
         OpenCDCJsonFormat,
     ):

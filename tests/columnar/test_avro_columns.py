@@ -22,11 +22,13 @@ from cdc_connectors.formats.avro import AvroFormat
 from cdc_connectors.formats.base import Format, Message
 from cdc_connectors.formats.debezium_avro import DebeziumAvroFormat
 from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
+from cdc_connectors.formats.protobuf import ProtobufFormat
 from cdc_connectors.opencdc import Record
 from cdc_connectors.pipeline.plan import SourceFormat, converter
 from cdc_connectors.registry import open_registry
 from cdc_connectors.schema import framing
 from tests.columnar.debezium_avro_batches import batches, row_batches
+from tests.columnar.protobuf_batches import batches as protobuf_batches
 from tests.columnar.test_pipeline_columns import per_message
 from tests.hypothesis_profiles import examples
 
@@ -353,3 +355,70 @@ def test_the_bench_events_come_from_columns(source: str, rows: bool, tmp_path: P
     )
     ours = _stage(fmt, raw, "proto")
     assert [row["_per_message"] for row in ours] == [False] * 40
+
+
+class PerMessageProtobuf(ProtobufFormat):
+    """``protobuf`` as it is, under another class, which the columns do not serve."""
+
+
+@pytest.mark.parametrize("options", ROW_OPTIONS, ids=str)
+@pytest.mark.parametrize("to", ["proto", "json"])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_protobuf_rows_from_columns_are_those_of_the_per_message_way(
+    options: dict[str, str], to: str, data: st.DataObject
+) -> None:
+    messages = data.draw(protobuf_batches(open_registry(REGISTRY)))
+    raw = _raw(messages, 1)
+    ours = _stage(ProtobufFormat(options, registry=REGISTRY), raw, to)
+    assert _without_flag(ours) == _without_flag(
+        _stage(PerMessageProtobuf(options, registry=REGISTRY), raw, to)
+    )
+
+
+@pytest.mark.parametrize("to", ["proto", "json"])
+def test_protobuf_rows_come_from_columns(to: str, tmp_path: Path) -> None:
+    import datetime as dt
+
+    from confluent_kafka.schema_registry import Schema
+
+    from cdc_connectors.schema.protobuf import from_dict, message_class
+    from tests.schema.test_protobuf_codec import ORDER
+
+    url = f"sqlite:///{tmp_path}/r.db"
+    schema_id = open_registry(url).register_schema("orders-value", Schema(ORDER, "PROTOBUF"))
+    order = message_class(ORDER)
+    row = {
+        "customer": "ann",
+        "email": "ann@example.com",
+        "amount": 12.5,
+        "created_at": dt.datetime(2025, 1, 2, 3, 4, 5, 6000, tzinfo=dt.UTC),
+        "ship_to": {"street": "1 Main St", "city": "Oslo"},
+        "tags": ["gift"],
+        "status": "SHIPPED",
+        "points": 7,
+    }
+    messages = [
+        (
+            str(n).encode(),
+            b"\x00"
+            + schema_id.to_bytes(4, "big")
+            + b"\x00"
+            + from_dict({**row, "id": n}, order).SerializeToString(),
+            False,
+        )
+        for n in range(20)
+    ]
+    raw = _raw(messages, 1)
+    ours = _stage(ProtobufFormat({"topic": "orders"}, registry=url), raw, to)
+    assert [r["_per_message"] for r in ours] == [False] * 20
+    per_message = _stage(PerMessageProtobuf({"topic": "orders"}, registry=url), raw, to)
+    assert _without_flag(ours) == _without_flag(per_message)
+    if to == "json":
+        first = ours[1]["_message_value"]
+        assert isinstance(first, bytes)
+        record = orjson.loads(first)
+        assert record["key"] == base64.b64encode(b"1").decode()
+        after = record["payload"]["after"]
+        assert after["created_at"] == "2025-01-02T03:04:05.006000+00:00"
+        assert after["status"] == "SHIPPED" and after["note"] is None and after["paid"] is False
