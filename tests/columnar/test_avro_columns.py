@@ -346,7 +346,7 @@ def test_avro_rows_come_from_columns(to: str, tmp_path: Path) -> None:
 def test_the_bench_events_come_from_columns(source: str, rows: bool, tmp_path: Path) -> None:
     """PostgreSQL's types as AvroConverter writes them (a decimal, micro timestamps, a date,
     an enum, a ``uuid``): none goes the per-message way."""
-    from bench.bench_debezium_avro import avro_events
+    from bench.bench_registry_convert import avro_events
 
     url = f"sqlite:///{tmp_path}/r.db"
     raw = _raw([(k, v, False) for k, v in avro_events(40, url, rows)], 1)
