@@ -26,12 +26,13 @@ from cdc_connectors.columnar import wire
 from cdc_connectors.columnar.debezium_keys import Keys, Layout, merged, raw_fields, typed_fields
 from cdc_connectors.columnar.debezium_opencdc import Columnar
 from cdc_connectors.columnar.json_text import struct_text
+from cdc_connectors.columnar.kinds import column_kind
 from cdc_connectors.columnar.proto_records import NotColumnar, struct_body
 from cdc_connectors.formats.debezium import avro_to_connect
 from cdc_connectors.opencdc import CodecError
 from cdc_connectors.registry.store import Resolved, SchemaStore
 from cdc_connectors.schema import avro_values, framing
-from cdc_connectors.schema.connect import parse_connect_schema
+from cdc_connectors.schema.connect import ConnectSchema, parse_connect_schema
 from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.spark.arrow_lists import item_rows, list_sizes
 from cdc_connectors.spark.avro_decode import AvroBatchDecoder
@@ -46,6 +47,7 @@ __all__ = [
     "naive_times",
     "non_finite",
     "odd_uuids",
+    "out_of_range",
     "plain",
     "schema_headers",
     "together",
@@ -57,6 +59,12 @@ MAX_SCHEMAS = 32
 #: The magic byte and a 4-byte schema id.
 HEADER = 5
 _MAGIC = 0
+_MICROS_PER_DAY = 86_400_000_000
+#: The counts of Python's first and last datetime (microseconds) and date (days).
+_RANGES = {
+    "timestamp": (-62_135_596_800_000_000, 253_402_300_799_999_999),
+    "date": (-719_162, 2_932_896),
+}
 _CANONICAL_UUID = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 # Avro properties that name a Connect type without changing the value Avro reads.
 _CONNECT_NAMES = ("connect.name", "connect.version", "connect.doc", "connect.parameters")
@@ -78,6 +86,7 @@ class _Key:
     proto: object | None
     text: object
     uuids: list[tuple[str, ...]]
+    connect: ConnectSchema
 
 
 class AvroKeys:
@@ -113,7 +122,7 @@ class AvroKeys:
                     assert isinstance(row_type, pa.StructType)
                     proto = struct_body(connect, row_type) if self.layout == "proto" else None
                     text = struct_text(connect, row_type)
-                    found = _Key(writer, decoder, proto, text, uuids)
+                    found = _Key(writer, decoder, proto, text, uuids, connect)
         except (CodecError, SchemaError, NotColumnar, ValueError, TypeError, KeyError):
             found = None
         self._keys[schema_id] = found
@@ -164,7 +173,7 @@ class AvroKeys:
             )
             typed = decoded.cast(doubles_for_floats(decoded.type))
             bad = np.array([p is not None for p in problems], dtype=bool) | non_finite(typed)
-            bad |= odd_uuids(typed, key.uuids)
+            bad |= odd_uuids(typed, key.uuids) | out_of_range(key.connect, typed)
             found = typed_fields(key.proto, key.text, typed, bad)
             written = np.zeros(len(rows), dtype=bool)
             if found is not None:
@@ -284,6 +293,33 @@ def odd_uuids(array: pa.StructArray, paths: list[tuple[str, ...]]) -> np.ndarray
             column = pc.struct_field(column, name)
         odd = pc.invert(pc.match_substring_regex(column, _CANONICAL_UUID))
         found |= mask(odd)
+    return found
+
+
+def out_of_range(node: ConnectSchema, array: pa.Array) -> np.ndarray:
+    """Rows holding a time Python's types do not hold (a timestamp or a date outside years
+    1..9999, a time of day outside 00:00..24:00): Arrow holds them, the per-message way
+    refuses them."""
+    found = np.zeros(len(array), dtype=bool)
+    kind = column_kind(node, array.type)
+    if kind is None:
+        return found
+    if kind.name == "struct":
+        for name, child in node.fields:
+            found |= out_of_range(child, pc.struct_field(array, name))
+    elif kind.name == "list" and node.items is not None:
+        inner = out_of_range(node.items, pc.list_flatten(array))
+        if inner.any():
+            found[item_rows(list_sizes(array))[inner]] = True
+    elif kind.name in ("timestamp", "date", "time_of_day"):
+        if kind.name == "time_of_day":
+            low, high = 0, _MICROS_PER_DAY // kind.unit - 1
+            values = array
+        else:
+            low, high = _RANGES[kind.name]
+            values = array.cast(pa.int64() if kind.name == "timestamp" else pa.int32())
+        outside = pc.or_(pc.less(values, low), pc.greater(values, high))
+        found |= mask(outside)
     return found
 
 

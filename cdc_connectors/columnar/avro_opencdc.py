@@ -33,6 +33,7 @@ from cdc_connectors.columnar.avro_frames import (
     naive_times,
     non_finite,
     odd_uuids,
+    out_of_range,
     plain,
     schema_headers,
     together,
@@ -48,7 +49,7 @@ from cdc_connectors.formats.debezium import avro_to_connect
 from cdc_connectors.opencdc import CodecError
 from cdc_connectors.opencdc import keys as metadata_keys
 from cdc_connectors.schema import avro_values
-from cdc_connectors.schema.connect import parse_connect_schema
+from cdc_connectors.schema.connect import ConnectSchema, parse_connect_schema
 from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.spark.avro_decode import AvroBatchDecoder
 from cdc_connectors.spark.debezium_typed import doubles_for_floats, output_schema
@@ -68,6 +69,7 @@ class _Row:
     row_type: pa.StructType
     records: ProtoRecordWriter | JsonRecordWriter
     uuids: list[tuple[str, ...]]
+    connect: ConnectSchema
 
 
 class AvroToOpenCDC:
@@ -162,7 +164,7 @@ class AvroToOpenCDC:
             if self.layout == "proto"
             else JsonRecordWriter(connect, row_type)
         )
-        return _Row(decoder, row_type, records, uuids)
+        return _Row(decoder, row_type, records, uuids, connect)
 
     def _write(
         self,
@@ -177,7 +179,7 @@ class AvroToOpenCDC:
         decoded, problems = row.decoder.decode(values.take(taken).to_pylist(), [HEADER] * count)
         bad = np.array([p is not None for p in problems], dtype=bool)
         after = decoded.cast(row.row_type)
-        bad |= non_finite(after) | odd_uuids(after, row.uuids)
+        bad |= non_finite(after) | odd_uuids(after, row.uuids) | out_of_range(row.connect, after)
         message_keys, _ = self._keys.write(None if keys is None else keys.take(taken), count)
         bad |= message_keys.refused
         version = pa.array([metadata_keys.OPENCDC_VERSION] * count, pa.string())

@@ -45,6 +45,7 @@ from cdc_connectors.columnar.avro_frames import (
     naive_times,
     non_finite,
     odd_uuids,
+    out_of_range,
     plain,
     schema_headers,
     together,
@@ -60,7 +61,7 @@ from cdc_connectors.formats.debezium_avro import DebeziumAvroFormat
 from cdc_connectors.opencdc import CodecError
 from cdc_connectors.registry.store import Resolved
 from cdc_connectors.schema import avro_values, framing
-from cdc_connectors.schema.connect import parse_connect_schema
+from cdc_connectors.schema.connect import ConnectSchema, parse_connect_schema
 from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.schema.subjects import Part
 from cdc_connectors.spark.avro_decode import AvroBatchDecoder
@@ -86,6 +87,7 @@ class _Value:
     records: ProtoRecordWriter | JsonRecordWriter
     #: The paths of the row's ``uuid`` strings (:func:`avro_frames.odd_uuids`).
     uuids: list[tuple[str, ...]]
+    row: ConnectSchema
 
 
 class DebeziumAvroToOpenCDC:
@@ -202,7 +204,7 @@ class DebeziumAvroToOpenCDC:
             if self.layout == "proto"
             else JsonRecordWriter(row_connect, widened)
         )
-        return _Value(writer, decoder, envelope, widened, records, uuids)
+        return _Value(writer, decoder, envelope, widened, records, uuids, row_connect)
 
     # --- writing ------------------------------------------------------------------------
 
@@ -225,6 +227,7 @@ class DebeziumAvroToOpenCDC:
         columns, refused = value.envelope.columns(payload, before, after)
         bad |= refused | non_finite(before) | non_finite(after)
         bad |= odd_uuids(before, value.uuids) | odd_uuids(after, value.uuids)
+        bad |= out_of_range(value.row, before) | out_of_range(value.row, after)
         message_keys, key_schemas = self._keys.write(
             None if keys is None else keys.take(taken), count
         )

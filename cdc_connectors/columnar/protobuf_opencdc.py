@@ -15,9 +15,11 @@ the record writers Debezium's columns use.
 Every other message is left to the caller, for the per-message way: a tombstone, another
 message of the file, a schema id in a header, a body that does not parse, a message with
 a real ``oneof`` (only its set member is written), a map, ``Struct``/``Value``/``Any`` or
-another well-known type but ``Timestamp`` and the wrappers, an enum number the schema does
-not name (the per-message way writes the number), a NaN, and every Protobuf-framed key
-(raw keys are written as they are).
+another well-known type but ``Timestamp`` and the wrappers, a proto2 group, an enum with
+aliases, a message without fields (anywhere), an enum number the schema does not name (the
+per-message way writes the number), a NaN, and every Protobuf-framed key (raw keys are
+written as they are). A schema ptars cannot read (it panics, as on an ``edition`` file)
+goes the per-message way too.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from cdc_connectors.columnar.avro_frames import (
@@ -125,6 +128,10 @@ class ProtobufToOpenCDC:
                 found = self._write(row, values, keys, places, rows)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, NotColumnar):
                 found = None
+            except BaseException as exc:  # a ptars panic: the per-message way reads them
+                if isinstance(exc, KeyboardInterrupt | SystemExit | GeneratorExit):
+                    raise
+                found = None
             if found is not None:
                 parts.append(found)
         return together(parts, self.topic is not None)
@@ -137,6 +144,10 @@ class ProtobufToOpenCDC:
             found = self._learn(schema_id)
         except (CodecError, SchemaError, NotColumnar, ValueError, TypeError, KeyError):
             found = None  # a writer schema the columns have no reading of
+        except BaseException as exc:  # ptars panics (a PanicException) on what it cannot read
+            if isinstance(exc, KeyboardInterrupt | SystemExit | GeneratorExit):
+                raise
+            found = None
         self._rows[schema_id] = found
         while len(self._rows) > MAX_SCHEMAS:
             self._rows.popitem(last=False)
@@ -147,8 +158,10 @@ class ProtobufToOpenCDC:
         if writer.schema_type != "PROTOBUF":
             return None
         cls = message_class(writer.text, writer.references, (0,))
-        if not _plain_message(cls.DESCRIPTOR, ()):
-            return None
+        file = descriptor_pb2.FileDescriptorProto()
+        cls.DESCRIPTOR.file.CopyToProto(file)
+        if file.syntax not in ("", "proto2", "proto3") or not _plain_message(cls.DESCRIPTOR, ()):
+            return None  # ptars panics on editions
         decoder = ProtobufBatchDecoder(cls)
         row_type = doubles_for_floats(decoder.arrow_type)
         assert isinstance(row_type, pa.StructType)
@@ -225,12 +238,16 @@ def _plain_message(descriptor: Descriptor, seen: tuple[str, ...]) -> bool:
     """Whether every field of messages of ``descriptor`` is written from columns as the
     per-message way writes it: no real oneof, map, recursion, or well-known type but
     ``Timestamp`` and the wrappers."""
-    if descriptor.full_name in seen:
-        return False
+    if descriptor.full_name in seen or not descriptor.fields:
+        return False  # recursive, or no field (ptars gives no column to count rows by)
     real = {o.name for o in descriptor.oneofs} - synthetic_oneofs(descriptor)
     if real:
         return False
     for fd in descriptor.fields:
+        if fd.type == _FD.TYPE_GROUP:
+            return False  # ptars does not read groups
+        if fd.enum_type is not None and _aliased(fd.enum_type):
+            return False  # the per-message way names a number by its last name
         child = fd.message_type
         if child is None:
             continue
@@ -244,6 +261,12 @@ def _plain_message(descriptor: Descriptor, seen: tuple[str, ...]) -> bool:
         if not _plain_message(child, (*seen, descriptor.full_name)):
             return False
     return True
+
+
+def _aliased(enum: Any) -> bool:
+    """Whether an enum gives a number more than one name (``allow_alias``)."""
+    numbers = [value.number for value in enum.values]
+    return len(set(numbers)) < len(numbers)
 
 
 def _unnamed_enums(descriptor: Descriptor, array: pa.Array) -> np.ndarray:

@@ -39,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
+from google.protobuf import descriptor_pb2, descriptor_pool
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import DecodeError, Message
 from google.protobuf.message_factory import GetMessageClass
@@ -79,7 +80,12 @@ _PTARS = PtarsConfig(timestamp_unit="us", timestamp_tz="UTC", enum_repr="string"
 
 
 def _fast_handler(descriptor: Descriptor) -> Any:
-    """The ptars handler of a message, or ``None`` where its columns need the slow way."""
+    """The ptars handler of a message, or ``None`` where its columns need the slow way.
+
+    ptars folds a Timestamp's ``nanos`` into its seconds, so one of nanos outside
+    0..999,999,999 (which the slow way refuses) would read as another time: the handler
+    reads every Timestamp as a plain message of its ``seconds`` and ``nanos`` instead
+    (:func:`_raw_timestamps`), and :meth:`ProtobufBatchDecoder._decode_fast` checks both."""
     stack, seen = [descriptor], set()
     while stack:
         message = stack.pop()
@@ -89,7 +95,91 @@ def _fast_handler(descriptor: Descriptor) -> Any:
             continue
         seen.add(message.full_name)
         stack.extend(fd.message_type for fd in message.fields if fd.message_type is not None)
-    return HandlerPool([descriptor.file], config=_PTARS).get_for_message(descriptor)
+    raw = _raw_timestamps(descriptor)
+    return HandlerPool([raw.file], config=_PTARS).get_for_message(raw)
+
+
+_RAW_TIMESTAMP_FILE = "cdc_connectors/raw_timestamp.proto"
+_RAW_TIMESTAMP = "cdc_connectors.internal.RawTimestamp"
+
+
+def _raw_timestamps(descriptor: Descriptor) -> Descriptor:
+    """``descriptor`` in a pool of its own where every ``google.protobuf.Timestamp`` field
+    is a message ``{int64 seconds = 1; int32 nanos = 2;}``: the same bytes, read as they
+    are."""
+    pool = descriptor_pool.DescriptorPool()
+    raw = descriptor_pb2.FileDescriptorProto(
+        name=_RAW_TIMESTAMP_FILE, package="cdc_connectors.internal", syntax="proto3"
+    )
+    message = raw.message_type.add(name="RawTimestamp")
+    message.field.add(name="seconds", number=1, type=_FD.TYPE_INT64, label=_FD.LABEL_OPTIONAL)
+    message.field.add(name="nanos", number=2, type=_FD.TYPE_INT32, label=_FD.LABEL_OPTIONAL)
+    pool.AddSerializedFile(raw.SerializeToString())
+    added = {_RAW_TIMESTAMP_FILE}
+
+    def add(file: Any) -> None:
+        if file.name in added:
+            return
+        added.add(file.name)
+        for dependency in file.dependencies:
+            add(dependency)
+        proto = descriptor_pb2.FileDescriptorProto()
+        file.CopyToProto(proto)
+        if _retarget(proto.message_type):
+            proto.dependency.append(_RAW_TIMESTAMP_FILE)
+        pool.AddSerializedFile(proto.SerializeToString())
+
+    add(descriptor.file)
+    found: Descriptor = pool.FindMessageTypeByName(descriptor.full_name)
+    return found
+
+
+def _retarget(messages: Any) -> bool:
+    """Point the Timestamp fields of ``messages`` (and their nested types) at the raw
+    message; whether any was."""
+    changed = False
+    for message in messages:
+        for field in message.field:
+            if field.type_name == "." + TIMESTAMP:
+                field.type_name = "." + _RAW_TIMESTAMP
+                changed = True
+        changed |= _retarget(message.nested_type)
+    return changed
+
+
+def _timestamps(column: pa.Array, type_: pa.DataType) -> pa.Array | None:
+    """``column`` as ptars built it (Timestamps as raw ``{seconds, nanos}`` structs) in
+    the Arrow type ``type_``; ``None`` when a Timestamp lies outside years 1..9999 or its
+    nanos outside 0..999,999,999 (the slow way says which row)."""
+    if pa.types.is_timestamp(type_) and pa.types.is_struct(column.type):
+        seconds = column.field("seconds").cast(pa.int64())
+        nanos = column.field("nanos").cast(pa.int64())
+        valid = pc.is_valid(column)
+        bad = pc.or_(
+            pc.or_(pc.less(seconds, MIN_SECONDS), pc.greater(seconds, MAX_SECONDS)),
+            pc.or_(pc.less(nanos, 0), pc.greater_equal(nanos, 1_000_000_000)),
+        )
+        if pc.any(pc.and_(valid, bad)).as_py():
+            return None
+        micros = pc.add(pc.multiply(seconds, 1_000_000), pc.divide(nanos, 1000))
+        micros = pc.if_else(valid, micros, pa.scalar(None, pa.int64()))
+        return micros.cast(type_)
+    if pa.types.is_struct(type_) and pa.types.is_struct(column.type):
+        children = []
+        for field in type_:
+            child = _timestamps(column.field(field.name), field.type)
+            if child is None:
+                return None
+            children.append(child)
+        nulls = None if column.null_count == 0 else pc.is_null(column)
+        return pa.StructArray.from_arrays(children, fields=list(type_), mask=nulls)
+    if pa.types.is_list(type_) and pa.types.is_list(column.type):
+        items = _timestamps(column.values, type_.value_type)
+        if items is None:
+            return None
+        nulls = None if column.null_count == 0 else pc.is_null(column)
+        return pa.ListArray.from_arrays(column.offsets, items, type=type_, mask=nulls)
+    return column if column.type == type_ else column.cast(type_)
 
 
 class ProtobufBatchDecoder:
@@ -114,11 +204,13 @@ class ProtobufBatchDecoder:
             batch = self._fast.list_to_record_batch(bodies)
             fields = list(self.arrow_type)
             columns = [
-                column if column.type == field.type else column.cast(field.type)
+                _timestamps(column, field.type)
                 for column, field in zip(batch.columns, fields, strict=True)
             ]
         except (ValueError, TypeError, pa.ArrowException):
             return None  # a body that does not parse, a None, a type that does not cast
+        if any(column is None for column in columns):
+            return None  # a Timestamp Python does not hold: the slow way says which
         array = pa.StructArray.from_arrays(columns, fields=fields)
         return array if _timestamps_in_range(array) else None
 

@@ -422,3 +422,66 @@ def test_protobuf_rows_come_from_columns(to: str, tmp_path: Path) -> None:
         after = record["payload"]["after"]
         assert after["created_at"] == "2025-01-02T03:04:05.006000+00:00"
         assert after["status"] == "SHIPPED" and after["note"] is None and after["paid"] is False
+
+
+def _avro_row(field_type: object, value: object) -> tuple[str, str, bytes]:
+    from tests.columnar.debezium_avro_batches import body
+
+    schema = {"type": "record", "name": "R", "fields": [{"name": "x", "type": field_type}]}
+    return "AVRO", orjson.dumps(schema).decode(), body(schema, {"x": value})
+
+
+_TIMESTAMP_PROTO = """syntax = "proto3";
+import "google/protobuf/timestamp.proto";
+message M { google.protobuf.Timestamp t = 1; repeated google.protobuf.Timestamp ts = 2; }
+"""
+ROWS_AGREE_ON = {
+    "an Avro timestamp in year 10000": _avro_row(
+        {"type": "long", "logicalType": "timestamp-millis"}, 253_402_300_800_005
+    ),
+    "an Avro date beyond year 9999": _avro_row({"type": "int", "logicalType": "date"}, 3_000_000),
+    "an Avro time of 24 hours": _avro_row(
+        {"type": "long", "logicalType": "time-micros"}, 86_400_000_000
+    ),
+    "an Avro time before midnight": _avro_row({"type": "int", "logicalType": "time-millis"}, -1),
+    "Protobuf nanos beyond a second": (
+        "PROTOBUF",
+        _TIMESTAMP_PROTO,
+        b"\x0a\x06\x10\x80\x94\xeb\xdc\x03",  # t {nanos: 1e9}
+    ),
+    "Protobuf negative nanos in a list": (
+        "PROTOBUF",
+        _TIMESTAMP_PROTO,
+        b"\x12\x0b\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01",  # ts [{nanos: -1}]
+    ),
+    "a Protobuf edition": ("PROTOBUF", 'edition = "2023"; message M { int32 x = 1; }', b"\x08\x01"),
+    "a Protobuf message without fields": ("PROTOBUF", 'syntax = "proto3"; message M {}', b""),
+    "a Protobuf enum alias": (
+        "PROTOBUF",
+        'syntax = "proto3"; message M { E e = 1; }\n'
+        "enum E { option allow_alias = true; Z = 0; A = 1; AA = 1; }",
+        b"\x08\x01",
+    ),
+    "a proto2 group": (
+        "PROTOBUF",
+        'syntax = "proto2"; message M { optional group G = 1 { optional int32 a = 2; } }',
+        b"\x0b\x10\x04\x0c",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", ROWS_AGREE_ON, ids=str)
+@pytest.mark.parametrize("to", ["proto", "json"])
+def test_the_row_formats_agree_on(case: str, to: str, tmp_path: Path) -> None:
+    from confluent_kafka.schema_registry import Schema
+
+    kind, text, body = ROWS_AGREE_ON[case]
+    url = f"sqlite:///{tmp_path}/r.db"
+    schema_id = open_registry(url).register_schema("t-value", Schema(text, kind))
+    header = b"\x00" + schema_id.to_bytes(4, "big") + (b"\x00" if kind == "PROTOBUF" else b"")
+    raw = _raw([(None, header + body, False)], schema_id)
+    ours_format, per_message = (
+        (AvroFormat, PerMessageAvro) if kind == "AVRO" else (ProtobufFormat, PerMessageProtobuf)
+    )
+    ours = _stage(ours_format(registry=url), raw, to)
+    assert _without_flag(ours) == _without_flag(_stage(per_message(registry=url), raw, to))

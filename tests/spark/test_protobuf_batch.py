@@ -318,3 +318,18 @@ def test_a_batch_the_fast_path_cannot_take_goes_message_by_message():
     stamp.seconds += 86_400  # year 10000: no Python datetime holds it
     array, errors = fast.decode([past.SerializeToString(), good], [0, 0])
     assert errors[0] and "visits" in errors[0] and errors[1] is None
+
+
+def test_a_timestamp_with_nanos_beyond_a_second_is_refused_not_folded() -> None:
+    """ptars would read nanos 1e9 as one more second; the row is refused as the slow way
+    refuses it, and the batch's other rows keep their values."""
+    cls = message_class(
+        'syntax = "proto3";\nimport "google/protobuf/timestamp.proto";\n'
+        "message M { google.protobuf.Timestamp t = 1; }\n"
+    )
+    good = b"\x0a\x04\x08\x01\x10\x02"  # t {seconds: 1, nanos: 2}
+    folded = b"\x0a\x06\x10\x80\x94\xeb\xdc\x03"  # t {nanos: 1e9}
+    array, errors = ProtobufBatchDecoder(cls).decode([good, folded], [0, 0])
+    assert errors[0] is None and errors[1] is not None and "1000000000ns" in errors[1]
+    assert array.to_pylist()[0] == {"t": datetime.datetime(1970, 1, 1, 0, 0, 1, tzinfo=UTC)}
+    assert array.to_pylist()[1] is None
