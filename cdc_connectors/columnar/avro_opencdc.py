@@ -8,7 +8,7 @@ whose ``after`` is the row, the key as the record's key, ``opencdc.collection`` 
 ``topic`` option when set. Per writer schema id the bodies are decoded into one struct
 column (:class:`~cdc_connectors.spark.avro_decode.AvroBatchDecoder`) and written by the
 record writers Debezium's columns use, typed by Avro alone; keys as
-:class:`~cdc_connectors.columnar.avro_frames.AvroKeys` reads them.
+:class:`~cdc_connectors.columnar.confluent_frames.SchemaKeys` reads them.
 
 Every other message is left to the caller, for the per-message way: a tombstone (a delete),
 a body whose schema id is in a header, an id the registry does not know, a body that does
@@ -26,9 +26,9 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from cdc_connectors.columnar.avro_frames import (
+from cdc_connectors.columnar.confluent_frames import (
     HEADER,
-    AvroKeys,
+    SchemaKeys,
     frames,
     naive_times,
     non_finite,
@@ -89,7 +89,7 @@ class AvroToOpenCDC:
         self.layout: Layout = layout
         self.topic = None if topic is None else tuple(topic)
         self._rows: OrderedDict[int, _Row | None] = OrderedDict()
-        self._keys = AvroKeys(fmt, layout, raw=fmt.raw_keys)
+        self._keys = SchemaKeys(fmt, layout, raw=fmt.raw_keys)
 
     @staticmethod
     def serves(source: Format, destination: Format) -> bool:

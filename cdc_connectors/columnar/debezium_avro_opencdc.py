@@ -37,9 +37,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdc_connectors.columnar.avro_frames import (
+from cdc_connectors.columnar.confluent_frames import (
     HEADER,
-    AvroKeys,
+    SchemaKeys,
     frames,
     has_logical,
     naive_times,
@@ -85,7 +85,7 @@ class _Value:
     envelope: EnvelopeColumns
     row_type: pa.StructType
     records: ProtoRecordWriter | JsonRecordWriter
-    #: The paths of the row's ``uuid`` strings (:func:`avro_frames.odd_uuids`).
+    #: The paths of the row's ``uuid`` strings (:func:`confluent_frames.odd_uuids`).
     uuids: list[tuple[str, ...]]
     row: ConnectSchema
 
@@ -107,7 +107,7 @@ class DebeziumAvroToOpenCDC:
         self.layout: Layout = layout
         self.topic = None if topic is None else tuple(topic)
         self._values: OrderedDict[int, _Value | None] = OrderedDict()
-        self._keys = AvroKeys(fmt, layout)
+        self._keys = SchemaKeys(fmt, layout)
 
     @staticmethod
     def serves(source: Format, destination: Format) -> bool:

@@ -27,16 +27,12 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-from google.protobuf import descriptor_pb2
-from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
-from cdc_connectors.columnar.avro_frames import (
-    AvroKeys,
+from cdc_connectors.columnar.confluent_frames import (
+    SchemaKeys,
     frames,
     non_finite,
     schema_headers,
@@ -46,26 +42,28 @@ from cdc_connectors.columnar.debezium_keys import Layout
 from cdc_connectors.columnar.debezium_opencdc import Columnar, layout_of, topics_of
 from cdc_connectors.columnar.json_records import JsonRecordWriter
 from cdc_connectors.columnar.proto_records import NotColumnar, ProtoRecordWriter
+from cdc_connectors.columnar.protobuf_shapes import (
+    FIRST_MESSAGE,
+    connect_block,
+    first_message,
+    readable,
+    unnamed_enums,
+)
 from cdc_connectors.formats.base import Format
 from cdc_connectors.formats.protobuf import ProtobufFormat
 from cdc_connectors.opencdc import CodecError
 from cdc_connectors.opencdc import keys as metadata_keys
 from cdc_connectors.schema.connect import parse_connect_schema
 from cdc_connectors.schema.errors import SchemaError
-from cdc_connectors.schema.protobuf import TIMESTAMP, WRAPPERS, message_class, synthetic_oneofs
-from cdc_connectors.spark.arrow_lists import item_rows, list_sizes
+from cdc_connectors.schema.protobuf import message_class
 from cdc_connectors.spark.debezium_typed import doubles_for_floats, output_schema
-from cdc_connectors.spark.envelope_columns import map_column, mask
+from cdc_connectors.spark.envelope_columns import map_column
 from cdc_connectors.spark.protobuf_batch import ProtobufBatchDecoder
 
 __all__ = ["ProtobufToOpenCDC"]
 
 #: Writer schemas kept decoders for; the least recently used goes first.
 MAX_SCHEMAS = 32
-# The magic byte, a 4-byte schema id and the index path [0] (one zero byte).
-_FIRST_MESSAGE = 6
-_NUMBER = "^-?[0-9]+$"
-_FD = FieldDescriptor
 
 
 @dataclass
@@ -94,8 +92,7 @@ class ProtobufToOpenCDC:
         self.layout: Layout = layout
         self.topic = None if topic is None else tuple(topic)
         self._rows: OrderedDict[int, _Row | None] = OrderedDict()
-        # Avro keys only: a Protobuf key's schema is refused there (the per-message way).
-        self._keys = AvroKeys(fmt, layout, raw=fmt.raw_keys)
+        self._keys = SchemaKeys(fmt, layout, raw=fmt.raw_keys)
 
     @staticmethod
     def serves(source: Format, destination: Format) -> bool:
@@ -115,7 +112,7 @@ class ProtobufToOpenCDC:
         if values.type != pa.binary():
             values = values.cast(pa.binary())
         framed, ids = frames(values)
-        framed &= _first_message(values)
+        framed &= first_message(values)
         if headers is not None:
             framed &= ~schema_headers(headers)
         parts: list[Columnar] = []
@@ -158,14 +155,12 @@ class ProtobufToOpenCDC:
         if writer.schema_type != "PROTOBUF":
             return None
         cls = message_class(writer.text, writer.references, (0,))
-        file = descriptor_pb2.FileDescriptorProto()
-        cls.DESCRIPTOR.file.CopyToProto(file)
-        if file.syntax not in ("", "proto2", "proto3") or not _plain_message(cls.DESCRIPTOR, ()):
-            return None  # ptars panics on editions
+        if not readable(cls.DESCRIPTOR):
+            return None
         decoder = ProtobufBatchDecoder(cls)
         row_type = doubles_for_floats(decoder.arrow_type)
         assert isinstance(row_type, pa.StructType)
-        connect = parse_connect_schema(_connect_block(row_type, "value"))
+        connect = parse_connect_schema(connect_block(row_type, "value"))
         records: ProtoRecordWriter | JsonRecordWriter = (
             ProtoRecordWriter(connect, row_type)
             if self.layout == "proto"
@@ -184,10 +179,10 @@ class ProtobufToOpenCDC:
         count = len(rows)
         taken = pa.array(rows)
         decoded, problems = row.decoder.decode(
-            values.take(taken).to_pylist(), [_FIRST_MESSAGE] * count
+            values.take(taken).to_pylist(), [FIRST_MESSAGE] * count
         )
         bad = np.array([p is not None for p in problems], dtype=bool)
-        bad |= _unnamed_enums(row.decoder.cls.DESCRIPTOR, decoded)
+        bad |= unnamed_enums(row.decoder.cls.DESCRIPTOR, decoded)
         after = decoded.cast(row.row_type)
         bad |= non_finite(after)
         message_keys, _ = self._keys.write(None if keys is None else keys.take(taken), count)
@@ -225,108 +220,3 @@ class ProtobufToOpenCDC:
             message_keys.message_keys.filter(kept),
             None if topics is None else topics.filter(kept),
         )
-
-
-def _first_message(values: pa.Array) -> np.ndarray:
-    """Values whose index path is ``[0]``: a zero byte after the schema id."""
-    sixth = pc.binary_slice(values, 5, 6)
-    found: np.ndarray = mask(pc.equal(sixth, pa.scalar(b"\x00", pa.binary())))
-    return found
-
-
-def _plain_message(descriptor: Descriptor, seen: tuple[str, ...]) -> bool:
-    """Whether every field of messages of ``descriptor`` is written from columns as the
-    per-message way writes it: no real oneof, map, recursion, or well-known type but
-    ``Timestamp`` and the wrappers."""
-    if descriptor.full_name in seen or not descriptor.fields:
-        return False  # recursive, or no field (ptars gives no column to count rows by)
-    real = {o.name for o in descriptor.oneofs} - synthetic_oneofs(descriptor)
-    if real:
-        return False
-    for fd in descriptor.fields:
-        if fd.type == _FD.TYPE_GROUP:
-            return False  # ptars does not read groups
-        if fd.enum_type is not None and _aliased(fd.enum_type):
-            return False  # the per-message way names a number by its last name
-        child = fd.message_type
-        if child is None:
-            continue
-        if child.GetOptions().map_entry:
-            return False
-        name = child.full_name
-        if name == TIMESTAMP or name in WRAPPERS:
-            continue
-        if name.startswith("google.protobuf."):
-            return False
-        if not _plain_message(child, (*seen, descriptor.full_name)):
-            return False
-    return True
-
-
-def _aliased(enum: Any) -> bool:
-    """Whether an enum gives a number more than one name (``allow_alias``)."""
-    numbers = [value.number for value in enum.values]
-    return len(set(numbers)) < len(numbers)
-
-
-def _unnamed_enums(descriptor: Descriptor, array: pa.Array) -> np.ndarray:
-    """Rows holding an enum number the schema has no name for (read as its decimal text;
-    the per-message way writes the number)."""
-    found = np.zeros(len(array), dtype=bool)
-    for fd in descriptor.fields:
-        if fd.type not in (_FD.TYPE_ENUM, _FD.TYPE_MESSAGE):
-            continue
-        column = pc.struct_field(array, fd.name)
-        repeated = bool(fd.is_repeated)
-        if repeated:
-            sizes = list_sizes(column)
-            column = pc.list_flatten(column)
-        if fd.type == _FD.TYPE_ENUM:
-            hits = mask(pc.match_substring_regex(column, _NUMBER))
-        elif fd.message_type.full_name == TIMESTAMP or fd.message_type.full_name in WRAPPERS:
-            continue
-        else:
-            hits = _unnamed_enums(fd.message_type, column)
-        if repeated:
-            if hits.any():
-                found[item_rows(sizes)[hits]] = True
-        else:
-            found |= hits
-    return found
-
-
-def _connect_block(type_: pa.DataType, where: str) -> dict[str, Any]:
-    """The Kafka Connect schema of a column of Arrow type ``type_``, for the writers: plain
-    types, a ``decimal(20,0)`` (a uint64) as Connect's decimal, a timestamp as its
-    ``Timestamp``."""
-    block: dict[str, Any]
-    if pa.types.is_struct(type_):
-        fields = [{**_connect_block(f.type, f"{where}.{f.name}"), "field": f.name} for f in type_]
-        block = {"type": "struct", "fields": fields}
-    elif pa.types.is_list(type_):
-        block = {"type": "array", "items": _connect_block(type_.value_type, f"{where}[]")}
-    elif pa.types.is_decimal(type_):
-        block = {
-            "type": "bytes",
-            "name": "org.apache.kafka.connect.data.Decimal",
-            "parameters": {
-                "scale": str(type_.scale),
-                "connect.decimal.precision": str(type_.precision),
-            },
-        }
-    elif pa.types.is_timestamp(type_) and type_.tz is not None:
-        block = {"type": "int64", "name": "org.apache.kafka.connect.data.Timestamp"}
-    elif pa.types.is_integer(type_):
-        block = {"type": "int64"}
-    elif type_ == pa.float64():
-        block = {"type": "double"}
-    elif type_ == pa.bool_():
-        block = {"type": "boolean"}
-    elif type_ == pa.string():
-        block = {"type": "string"}
-    elif type_ == pa.binary():
-        block = {"type": "bytes"}
-    else:
-        raise NotColumnar(f"{where}: {type_} has no columnar writer")
-    block["optional"] = True
-    return block

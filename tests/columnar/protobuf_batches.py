@@ -73,6 +73,27 @@ message Other {
 }
 """
 
+KEY = """
+syntax = "proto3";
+package shop.v1;
+
+import "google/protobuf/timestamp.proto";
+
+message Key {
+  int64 id = 1;
+  string region = 2;
+  Tier tier = 3;
+  google.protobuf.Timestamp at = 4;
+}
+enum Tier {
+  TIER_UNSPECIFIED = 0;
+  GOLD = 1;
+}
+message Other {
+  int64 id = 1;
+}
+"""
+
 CHOICE = """
 syntax = "proto3";
 package shop.v1;
@@ -162,7 +183,9 @@ def batches(
     batch = next(_BATCHES)
     row_id = registry.register_schema(f"proto-rows{batch}-value", Schema(ROW, "PROTOBUF"))
     choice_id = registry.register_schema(f"proto-choice{batch}-value", Schema(CHOICE, "PROTOBUF"))
+    key_id = registry.register_schema("proto-key", Schema(KEY, "PROTOBUF"))
     row_cls = message_class(ROW, (), (0,))
+    key_cls = message_class(KEY, (), (0,))
     other_cls = message_class(ROW, (), (1,))
     choice_cls = message_class(CHOICE, (), (0,))
     messages: list[tuple[bytes | None, bytes | None, bool]] = []
@@ -190,6 +213,18 @@ def batches(
                 body = body[: draw(st.integers(0, len(body) - 1))]
             in_header = shape == 1
             value = b"\x00" + body if in_header else _framed(row_id, b"\x00", body)
-        key = draw(st.none() | st.binary(max_size=5) | st.just(b"\x00\x00\x00\x00\x01\x00"))
+        key = draw(
+            st.none()
+            | st.binary(max_size=5)
+            | st.just(b"\x00\x00\x00\x00\x01\x00")
+            | st.fixed_dictionaries(
+                {"id": _ints(64), "region": _TEXT},
+                optional={
+                    "tier": st.sampled_from(["GOLD", "TIER_UNSPECIFIED", 1, 5]),
+                    "at": _TIMES,
+                },
+            ).map(lambda k: _framed(key_id, b"\x00", from_dict(k, key_cls).SerializeToString()))
+            | st.just(_framed(key_id, b"\x02\x02", b"\x08\x01"))  # the file's second message
+        )
         messages.append((key, value, in_header))
     return messages

@@ -3,8 +3,9 @@
 - :func:`frames` finds the messages framed as Confluent's serializers frame them (magic byte,
   schema id, body) and their schema ids, with numpy on the value buffer;
   :func:`schema_headers` the messages whose schema id is in a Kafka header instead;
-- :class:`AvroKeys` turns Kafka keys into the record keys the OpenCDC writers write: raw keys
-  as they are, Avro keys of a record schema decoded and written from columns;
+- :class:`SchemaKeys` turns Kafka keys into the record keys the OpenCDC writers write: raw keys
+  as they are, Avro keys of a record schema and Protobuf keys of a message decoded and
+  written from columns;
 - :func:`plain`, :func:`has_logical`, :func:`naive_times`, :func:`non_finite` tell what the
   columns write exactly as the per-message way does (its values follow Avro's logical types
   alone, JSON has no NaN, a local timestamp has no zone);
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import copy
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -28,20 +30,29 @@ from cdc_connectors.columnar.debezium_opencdc import Columnar
 from cdc_connectors.columnar.json_text import struct_text
 from cdc_connectors.columnar.kinds import column_kind
 from cdc_connectors.columnar.proto_records import NotColumnar, struct_body
+from cdc_connectors.columnar.protobuf_shapes import (
+    FIRST_MESSAGE,
+    connect_block,
+    first_message,
+    readable,
+    unnamed_enums,
+)
 from cdc_connectors.formats.debezium import avro_to_connect
 from cdc_connectors.opencdc import CodecError
 from cdc_connectors.registry.store import Resolved, SchemaStore
 from cdc_connectors.schema import avro_values, framing
 from cdc_connectors.schema.connect import ConnectSchema, parse_connect_schema
 from cdc_connectors.schema.errors import SchemaError
+from cdc_connectors.schema.protobuf import message_class
 from cdc_connectors.spark.arrow_lists import item_rows, list_sizes
 from cdc_connectors.spark.avro_decode import AvroBatchDecoder
 from cdc_connectors.spark.debezium_typed import doubles_for_floats
 from cdc_connectors.spark.envelope_columns import mask
+from cdc_connectors.spark.protobuf_batch import ProtobufBatchDecoder
 
 __all__ = [
     "HEADER",
-    "AvroKeys",
+    "SchemaKeys",
     "frames",
     "has_logical",
     "naive_times",
@@ -79,20 +90,22 @@ class Registered(Protocol):
 
 @dataclass
 class _Key:
-    """One key writer schema (a record): its decoder and writers."""
+    """One key writer schema (a record or message): how its keys are read into a typed
+    struct column (and the rows it does not take), and its writers."""
 
     writer: Resolved
-    decoder: AvroBatchDecoder
+    read: Callable[[list[bytes]], tuple[pa.StructArray, np.ndarray]]
     proto: object | None
     text: object
-    uuids: list[tuple[str, ...]]
-    connect: ConnectSchema
+    #: A Protobuf key, whose index path must be [0] (the byte 0 after the id).
+    protobuf: bool = False
 
 
-class AvroKeys:
+class SchemaKeys:
     """Kafka keys -> :class:`Keys` for one destination layout: raw keys as they are (all of
-    them with ``raw``), Avro keys of a record schema from columns; a GUID-framed key, one
-    of another schema or one that does not decode is refused (the per-message way)."""
+    them with ``raw``); keys in Confluent's wire format of an Avro record or a Protobuf
+    message (the file's first) from columns; a GUID-framed key, one of another schema or
+    one that does not decode is refused (the per-message way)."""
 
     def __init__(self, fmt: Registered, layout: Layout, raw: bool = False):
         self.fmt = fmt  # its store is opened where the keys are read (not pickled)
@@ -107,28 +120,72 @@ class AvroKeys:
         found = None
         try:
             writer = self.fmt.store.by_id(schema_id)
-            shape = avro_values.standalone(writer) if writer.schema_type == "AVRO" else None
-            uuids = uuid_fields(shape)
-            if (
-                isinstance(shape, dict)
-                and shape.get("type") == "record"
-                and shape.get("fields")
-                and uuids is not None
-            ):
-                connect = parse_connect_schema(avro_to_connect(plain(shape), "key"))
-                decoder = AvroBatchDecoder(shape)
-                if not naive_times(decoder.arrow_type):
-                    row_type = doubles_for_floats(decoder.arrow_type)
-                    assert isinstance(row_type, pa.StructType)
-                    proto = struct_body(connect, row_type) if self.layout == "proto" else None
-                    text = struct_text(connect, row_type)
-                    found = _Key(writer, decoder, proto, text, uuids, connect)
+            if writer.schema_type == "AVRO":
+                found = self._avro(writer)
+            elif writer.schema_type == "PROTOBUF":
+                found = self._protobuf(writer)
         except (CodecError, SchemaError, NotColumnar, ValueError, TypeError, KeyError):
+            found = None
+        except BaseException as exc:  # ptars panics (a PanicException) on what it cannot read
+            if isinstance(exc, KeyboardInterrupt | SystemExit | GeneratorExit):
+                raise
             found = None
         self._keys[schema_id] = found
         while len(self._keys) > MAX_SCHEMAS:
             self._keys.popitem(last=False)
         return found
+
+    def _avro(self, writer: Resolved) -> _Key | None:
+        shape = avro_values.standalone(writer)
+        uuids = uuid_fields(shape)
+        if not isinstance(shape, dict) or shape.get("type") != "record" or not shape.get("fields"):
+            return None
+        if uuids is None:
+            return None
+        connect = parse_connect_schema(avro_to_connect(plain(shape), "key"))
+        decoder = AvroBatchDecoder(shape)
+        if naive_times(decoder.arrow_type):
+            return None
+        row_type = doubles_for_floats(decoder.arrow_type)
+        assert isinstance(row_type, pa.StructType)
+
+        def read(keys: list[bytes]) -> tuple[pa.StructArray, np.ndarray]:
+            decoded, problems = decoder.decode(keys, [HEADER] * len(keys))
+            typed = decoded.cast(row_type)
+            bad = np.array([p is not None for p in problems], dtype=bool) | non_finite(typed)
+            return typed, bad | odd_uuids(typed, uuids) | out_of_range(connect, typed)
+
+        return self._writers(writer, read, connect, row_type)
+
+    def _protobuf(self, writer: Resolved) -> _Key | None:
+        cls = message_class(writer.text, writer.references, (0,))
+        if not readable(cls.DESCRIPTOR):
+            return None
+        decoder = ProtobufBatchDecoder(cls)
+        row_type = doubles_for_floats(decoder.arrow_type)
+        assert isinstance(row_type, pa.StructType)
+        connect = parse_connect_schema(connect_block(row_type, "key"))
+
+        def read(keys: list[bytes]) -> tuple[pa.StructArray, np.ndarray]:
+            decoded, problems = decoder.decode(keys, [FIRST_MESSAGE] * len(keys))
+            bad = np.array([p is not None for p in problems], dtype=bool)
+            bad |= unnamed_enums(cls.DESCRIPTOR, decoded)
+            typed = decoded.cast(row_type)
+            return typed, bad | non_finite(typed)
+
+        found = self._writers(writer, read, connect, row_type)
+        found.protobuf = True
+        return found
+
+    def _writers(
+        self,
+        writer: Resolved,
+        read: Callable[[list[bytes]], tuple[pa.StructArray, np.ndarray]],
+        connect: ConnectSchema,
+        row_type: pa.StructType,
+    ) -> _Key:
+        proto = struct_body(connect, row_type) if self.layout == "proto" else None
+        return _Key(writer, read, proto, struct_text(connect, row_type))
 
     def write(
         self, keys: pa.Array | None, count: int
@@ -159,21 +216,23 @@ class AvroKeys:
         if raw.any():
             rows = np.flatnonzero(raw)
             parts.append((rows, *raw_fields(keys.take(pa.array(rows)), self.layout)))
-        avro, ids = frames(keys)
-        avro &= valid & (starts == 0)
-        refused |= valid & (starts == 0) & ~avro  # too short for a frame
-        for schema_id in np.unique(ids[avro]):
-            rows = np.flatnonzero(avro & (ids == schema_id))
+        framed, ids = frames(keys)
+        framed &= valid & (starts == 0)
+        refused |= valid & (starts == 0) & ~framed  # too short for a frame
+        for schema_id in np.unique(ids[framed]):
+            rows = np.flatnonzero(framed & (ids == schema_id))
             key = self._key(int(schema_id))
             if key is None:
                 refused[rows] = True
                 continue
-            decoded, problems = key.decoder.decode(
-                keys.take(pa.array(rows)).to_pylist(), [HEADER] * len(rows)
-            )
-            typed = decoded.cast(doubles_for_floats(decoded.type))
-            bad = np.array([p is not None for p in problems], dtype=bool) | non_finite(typed)
-            bad |= odd_uuids(typed, key.uuids) | out_of_range(key.connect, typed)
+            if key.protobuf:
+                # another message of the file than its first: the per-message way
+                first = first_message(keys.take(pa.array(rows)))
+                refused[rows[~first]] = True
+                rows = rows[first]
+                if not len(rows):
+                    continue
+            typed, bad = key.read(keys.take(pa.array(rows)).to_pylist())
             found = typed_fields(key.proto, key.text, typed, bad)
             written = np.zeros(len(rows), dtype=bool)
             if found is not None:
