@@ -297,12 +297,11 @@ class PerMessageAvro(AvroFormat):
 ROW_OPTIONS = [{}, {"topic": "orders"}, {"raw.keys": "true"}]
 
 
-@pytest.mark.parametrize("options", ROW_OPTIONS, ids=str)
 @pytest.mark.parametrize("to", ["proto", "json"])
-@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), options=st.sampled_from(ROW_OPTIONS))
 def test_avro_rows_from_columns_are_those_of_the_per_message_way(
-    options: dict[str, str], to: str, data: st.DataObject
+    to: str, data: st.DataObject, options: dict[str, str]
 ) -> None:
     messages = data.draw(row_batches(open_registry(REGISTRY)))
     raw = _raw(messages, 1)
@@ -361,12 +360,11 @@ class PerMessageProtobuf(ProtobufFormat):
     """``protobuf`` as it is, under another class, which the columns do not serve."""
 
 
-@pytest.mark.parametrize("options", ROW_OPTIONS, ids=str)
 @pytest.mark.parametrize("to", ["proto", "json"])
-@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), options=st.sampled_from(ROW_OPTIONS))
 def test_protobuf_rows_from_columns_are_those_of_the_per_message_way(
-    options: dict[str, str], to: str, data: st.DataObject
+    to: str, data: st.DataObject, options: dict[str, str]
 ) -> None:
     messages = data.draw(protobuf_batches(open_registry(REGISTRY)))
     raw = _raw(messages, 1)
