@@ -13,8 +13,10 @@ record writers Debezium's columns use, typed by Avro alone; keys as
 Every other message is left to the caller, for the per-message way: a tombstone (a delete),
 a body whose schema id is in a header, an id the registry does not know, a body that does
 not decode, a row schema with a union of several types (its branches travel in metadata),
-a map, a ``uuid`` or a local timestamp, a NaN, a GUID-framed key, and a ``reader`` other
-than the writer's schema.
+a map or a local timestamp, a ``uuid`` not spelled as it reads back, a NaN, a time Python
+does not hold, a GUID-framed key, and a writer schema the ``reader`` schema cannot read.
+With ``reader=latest`` (or a version) each writer version is decoded into the reader's
+columns (Avro schema resolution), as the per-message way reads it.
 """
 
 from __future__ import annotations
@@ -94,13 +96,8 @@ class AvroToOpenCDC:
     @staticmethod
     def serves(source: Format, destination: Format) -> bool:
         """Whether the columns write what ``source.decode`` and ``destination.encode`` do:
-        ``avro`` itself, read with each message's writer schema, to OpenCDC protobuf or
-        JSON."""
-        return (
-            type(source) is AvroFormat
-            and source.reader_choice == "writer"
-            and layout_of(destination) is not None
-        )
+        ``avro`` itself (any ``reader``), to OpenCDC protobuf or JSON."""
+        return type(source) is AvroFormat and layout_of(destination) is not None
 
     def convert(
         self,
@@ -147,14 +144,21 @@ class AvroToOpenCDC:
         writer = self.fmt.store.by_id(schema_id)
         if writer.schema_type != "AVRO":
             return None
-        shape = avro_values.standalone(writer)
+        written = avro_values.standalone(writer)
+        rows = self.fmt.record_decoder
+        reader = rows.reader_of(writer, "payload")  # the ``reader`` option's, as decode's
+        if reader is not None and reader.schema_id == writer.schema_id:
+            reader = None
+        if reader is not None and rows.resolvable(writer, reader) is not None:
+            return None  # a dead letter saying why, the per-message way
+        shape = written if reader is None else avro_values.standalone(reader)
         if not isinstance(shape, dict) or shape.get("type") != "record" or not shape.get("fields"):
             return None
         uuids = uuid_fields(shape)
         if uuids is None:
             return None
         connect = parse_connect_schema(avro_to_connect(plain(shape), "value"))
-        decoder = AvroBatchDecoder(shape)
+        decoder = AvroBatchDecoder(written, None if reader is None else shape)
         if naive_times(decoder.arrow_type):
             return None
         row_type = doubles_for_floats(decoder.arrow_type)

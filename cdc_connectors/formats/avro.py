@@ -246,6 +246,19 @@ class AvroFormat(SchemaRowFormat):
     name = "avro"
     schema_type = "AVRO"
 
+    @property
+    def record_decoder(self) -> RecordDecoder:
+        """What reads this format's rows: writer schemas by id, the ``reader`` option's
+        reader schema by subject (chosen once per subject for this format)."""
+        if self._decoder is None:
+            self._decoder = RecordDecoder(
+                self.store,
+                reader=self.reader_choice,
+                subject_strategy=self.strategy_name,
+                topic=self.topic,
+            )
+        return self._decoder
+
     def check_schema_files(self) -> None:
         for part, option in (("key", "key.schema"), ("payload", "value.schema")):
             text = self.schema_files[part]
@@ -339,14 +352,7 @@ class AvroFormat(SchemaRowFormat):
     def decode_row(
         self, data: bytes, part: Part, header: bytes | None, branches: avro_values.Branches
     ) -> dict[str, Any]:
-        if self._decoder is None:
-            self._decoder = RecordDecoder(
-                self.store,
-                reader=self.reader_choice,
-                subject_strategy=self.strategy_name,
-                topic=self.topic,
-            )
-        value: dict[str, Any] = self._decoder.decode_value(
+        value: dict[str, Any] = self.record_decoder.decode_value(
             data, part, header=header, branches=branches
         )
         return value

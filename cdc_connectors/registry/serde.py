@@ -224,7 +224,7 @@ class RecordDecoder:
             return read_protobuf(
                 data, framing.read_frame(data, protobuf=True, header=header), writer
             )
-        reader = self._reader(writer, part, None)
+        reader = self.reader_of(writer, part)
         value, found = self._read(data, frame.offset, writer, reader, part)
         if branches is not None:
             branches.update(found)
@@ -252,7 +252,7 @@ class RecordDecoder:
                     return read_protobuf(data, framing.read_frame(data, protobuf=True), writer)
             else:
                 return data
-            reader = self._reader(writer, part, record)
+            reader = self.reader_of(writer, part, record)
             value, branches = self._read(data, offset, writer, reader, where)
             if branches:
                 found[where] = branches
@@ -265,7 +265,12 @@ class RecordDecoder:
             return self.store.by_id(frame.schema_id)
         return self.store.by_guid(str(frame.guid))
 
-    def _reader(self, writer: Resolved, part: Part, record: Record | None) -> Resolved | None:
+    def reader_of(
+        self, writer: Resolved, part: Part, record: Record | None = None
+    ) -> Resolved | None:
+        """The reader schema data of ``writer`` is read as (``None``: the writer's own), by
+        the subject the writer was registered under or the strategy names; asked once per
+        subject for this decoder."""
         if self.reader == "writer":
             return None
         subject = writer.subject
@@ -300,7 +305,7 @@ class RecordDecoder:
         if writer.schema_type != "AVRO":
             raise CodecError(f"{writer.label()} is {writer.schema_type}; this decoder reads Avro")
         if reader is not None and reader.schema_id != writer.schema_id:
-            problem = self._resolvable(writer, reader)
+            problem = self.resolvable(writer, reader)
             if problem is not None:
                 writer = self.store.named(writer, reader.subject or "")
                 raise CodecError(
@@ -323,7 +328,8 @@ class RecordDecoder:
             value, branches = avro_values.union_branches(shape, value)
         return avro_values.to_structured(value), branches
 
-    def _resolvable(self, writer: Resolved, reader: Resolved) -> str | None:
+    def resolvable(self, writer: Resolved, reader: Resolved) -> str | None:
+        """Why data of ``writer`` cannot be read as ``reader``; ``None`` when it can."""
         pair = (writer.schema_id, reader.schema_id)
         if pair not in self._checked:
             problem = resolution_problem(writer, reader)

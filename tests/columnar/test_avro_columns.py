@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import io
+import itertools
 import time
 from pathlib import Path
 
@@ -33,6 +34,7 @@ from tests.columnar.test_pipeline_columns import per_message
 from tests.hypothesis_profiles import examples
 
 REGISTRY = "memory://avro-columns"
+_TOPICS = itertools.count()
 PerMessageDebeziumAvro = per_message(DebeziumAvroFormat)
 DESTINATIONS = {"proto": OpenCDCProtoFormat, "json": OpenCDCJsonFormat}
 _HEADERS = RAW_ARROW_SCHEMA.field("headers").type
@@ -483,3 +485,75 @@ def test_the_row_formats_agree_on(case: str, to: str, tmp_path: Path) -> None:
     )
     ours = _stage(ours_format(registry=url), raw, to)
     assert _without_flag(ours) == _without_flag(_stage(per_message(registry=url), raw, to))
+
+
+_V1 = {
+    "type": "record",
+    "name": "Row",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "n", "type": "int"},
+        {"name": "f", "type": "float"},
+        {"name": "name", "type": "string"},
+    ],
+}
+_V2 = {
+    "type": "record",
+    "name": "Row",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "n", "type": "long"},
+        {"name": "f", "type": "double"},
+        {"name": "name", "type": "string"},
+        {"name": "extra", "type": ["null", "string"], "default": None},
+    ],
+}
+_EVOLVED_ROWS = st.fixed_dictionaries(
+    {
+        "id": st.integers(-(2**63), 2**63 - 1),
+        "n": st.integers(-(2**31), 2**31 - 1),
+        "f": st.floats(width=32, allow_nan=False, allow_infinity=False),
+        "name": st.text(max_size=5),
+    }
+)
+
+
+@pytest.mark.parametrize("reader", ["latest", "1", "2"])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rows=st.lists(
+        st.tuples(st.booleans(), _EVOLVED_ROWS, st.none() | st.text(max_size=3)),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_rows_of_every_version_read_as_the_reader_schema(
+    reader: str, rows: list[tuple[bool, dict[str, object], str | None]]
+) -> None:
+    """``reader``: every writer version decoded into the reader's columns (Avro schema
+    resolution: int to long, float to double, a field added with a default; a newer version
+    read as an older one drops the field, and a long that does not narrow is a dead
+    letter), as the per-message way reads them."""
+    from confluent_kafka.schema_registry import Schema
+
+    from tests.columnar.debezium_avro_batches import body
+
+    registry = open_registry(REGISTRY)
+    topic = f"evolved{next(_TOPICS)}"
+    ids = [
+        registry.register_schema(f"{topic}-value", Schema(orjson.dumps(v).decode(), "AVRO"))
+        for v in (_V1, _V2)
+    ]
+    messages: list[tuple[bytes | None, bytes | None, bool]] = []
+    for newer, row, extra in rows:
+        schema = _V2 if newer else _V1
+        value = {**row, "extra": extra} if newer else row
+        messages.append((None, framing.frame(ids[newer], body(schema, value)), False))
+    raw = _raw(messages, 1)
+    options = {"reader": reader, "topic": topic}
+    ours = _stage(AvroFormat(options, registry=REGISTRY), raw, "json")
+    assert _without_flag(ours) == _without_flag(
+        _stage(PerMessageAvro(options, registry=REGISTRY), raw, "json")
+    )
+    if reader != "1":
+        assert not any(r["_per_message"] for r in ours)  # every version from columns
