@@ -716,9 +716,11 @@ def _rebuilt(
 
 
 def doubles_for_floats(type_: pa.DataType) -> pa.DataType:
-    """``type_`` with every ``float32`` (at any depth of structs) a ``float64``."""
+    """``type_`` with every ``float32`` (at any depth of structs and lists) a ``float64``."""
     if pa.types.is_struct(type_):
         return pa.struct([field.with_type(doubles_for_floats(field.type)) for field in type_])
+    if pa.types.is_list(type_):
+        return pa.list_(type_.value_field.with_type(doubles_for_floats(type_.value_type)))
     return pa.float64() if type_ == pa.float32() else type_
 
 

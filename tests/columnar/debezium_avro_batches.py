@@ -148,6 +148,12 @@ COLUMNS: list[tuple[Any, st.SearchStrategy[Any]]] = [
     ({"type": "array", "items": ["null", "int"]}, st.lists(st.none() | _ints(32), max_size=3)),
     ({"type": "array", "items": "string"}, st.lists(_TEXT, max_size=3)),
     (
+        {"type": "array", "items": ["null", "float"]},
+        st.lists(
+            st.none() | st.floats(width=32, allow_nan=False, allow_infinity=False), max_size=3
+        ),
+    ),
+    (
         {"type": "array", "items": "double"},
         st.lists(st.floats(allow_nan=False, allow_infinity=False), max_size=3),
     ),

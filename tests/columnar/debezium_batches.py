@@ -159,6 +159,12 @@ COLUMNS: list[tuple[dict[str, Any], st.SearchStrategy[Any]]] = [
         _mostly(st.lists(_TEXT, max_size=4), st.just(["a", None]) | st.just("not a list")),
     ),
     (
+        {"type": "array", "items": {"type": "float", "optional": True}},
+        st.lists(
+            st.none() | st.floats(width=32, allow_nan=False, allow_infinity=False), max_size=3
+        ),
+    ),
+    (
         {"type": "array", "items": {"type": "double", "optional": True}},
         st.lists(
             st.none() | st.floats(allow_nan=False, allow_infinity=False) | st.integers(-3, 3),

@@ -458,7 +458,8 @@ def test_numerics_of_variable_scale_come_from_columns_as_their_exact_text(to: st
 
 @pytest.mark.parametrize("to", ["proto", "json"])
 def test_arrays_come_from_columns(to: str) -> None:
-    # PostgreSQL's arrays: text[], int[], numeric(10,2)[], arrays of arrays and of structs.
+    # PostgreSQL's arrays: text[], int[], real[], numeric(10,2)[], arrays of arrays and of
+    # structs.
     fields = [
         {**block, "optional": True, "field": f"c{n}"}
         for n, (block, _) in enumerate(COLUMNS)
@@ -475,6 +476,7 @@ def test_arrays_come_from_columns(to: str) -> None:
         "int64": [2**40, -3],
         "string": ["a", 'q"uote', "é"],
         "double": [0.5, None, 3],
+        "float": [0.1, None, 2.5],  # float32: 0.1 reads as the double its text reads as
         "bytes": [unscaled(150), None],
         "array": [[True], None, []],
         "struct": [{"n": 1, "t": 1_700_000_000_000_000}, None],
@@ -488,7 +490,7 @@ def test_arrays_come_from_columns(to: str) -> None:
     rows = _all_from_columns(_events(fields, images), to)
     if to == "json":
         after = orjson.loads(rows[3]["_message_value"])["payload"]["after"]
-        plain = ("int32", "int64", "string", "double", "array")
+        plain = ("int32", "int64", "string", "double", "float", "array")
         for f in fields:
             kind = f["items"]["type"]  # type: ignore[index]
             if kind in plain:
