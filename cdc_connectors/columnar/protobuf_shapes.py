@@ -54,6 +54,8 @@ def plain_message(descriptor: Descriptor, seen: tuple[str, ...]) -> bool:
     ``Timestamp`` and the wrappers."""
     if descriptor.full_name in seen or not descriptor.fields:
         return False  # recursive, or no field (ptars gives no column to count rows by)
+    if descriptor.extension_ranges:
+        return False  # extensions, which ptars does not read
     real = {o.name for o in descriptor.oneofs} - synthetic_oneofs(descriptor)
     if real:
         return False

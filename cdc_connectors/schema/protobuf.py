@@ -418,7 +418,8 @@ def to_dict(message: Message) -> dict[str, Any]:
     """Every field of ``message`` as an exact Python value.
 
     int64 and uint64 are ints, bytes bytes, enums their value names (the number when
-    the schema has no name for it), repeated fields lists, maps dicts, Timestamps aware
+    the schema has no name for it), repeated fields lists, maps dicts, a set proto2
+    extension under its full name in brackets (``[shop.v1.note]``), Timestamps aware
     UTC datetimes (microseconds: the nanoseconds beyond them are dropped), wrappers
     their value, Struct/Value/ListValue plain JSON values. Unset message fields and
     unset fields with presence (proto3 ``optional``, proto2 ``optional``) are None;
@@ -495,6 +496,10 @@ def _reader(descriptor: Descriptor) -> _Reader:
         out = template.copy()
         for fd, value in message.ListFields():
             name = fd.name
+            if fd.is_extension:
+                # as protobuf's JSON mapping names it; no field of the message has brackets
+                name = f"[{fd.full_name}]"
+                converters.setdefault(name, _field_reader(fd))
             convert = converters[name]
             if convert is None:
                 out[name] = value

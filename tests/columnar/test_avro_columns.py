@@ -462,6 +462,12 @@ ROWS_AGREE_ON = {
         "enum E { option allow_alias = true; Z = 0; A = 1; AA = 1; }",
         b"\x08\x01",
     ),
+    "a proto2 extension": (
+        "PROTOBUF",
+        'syntax = "proto2"; message M { optional int32 a = 1; extensions 100 to 200; }\n'
+        "extend M { optional int32 x = 100; }",
+        b"\x08\x01\xa0\x06\x05",
+    ),
     "a proto2 group": (
         "PROTOBUF",
         'syntax = "proto2"; message M { optional group G = 1 { optional int32 a = 2; } }',

@@ -517,3 +517,14 @@ def test_round_trip_property(data):
     message = cls.FromString(from_dict(data, cls).SerializeToString())
     assert to_dict(message) == data
     assert from_dict(to_dict(message), cls) == message
+
+
+def test_a_set_extension_reads_under_its_bracketed_full_name() -> None:
+    cls = message_class(
+        'syntax = "proto2";\npackage shop.v1;\n'
+        "message M { optional int32 a = 1; extensions 100 to 200; }\n"
+        "extend M { optional string note = 100; }\n"
+    )
+    message = cls.FromString(b"\x08\x01\xa2\x06\x02hi")
+    assert to_dict(message) == {"a": 1, "[shop.v1.note]": "hi"}
+    assert to_dict(cls.FromString(b"\x08\x01")) == {"a": 1}
