@@ -4,7 +4,8 @@
 JSON dialects described by their envelope, :mod:`~cdc_connectors.columnar.debezium_opencdc`;
 ``debezium-avro``, :mod:`~cdc_connectors.columnar.debezium_avro_opencdc`; ``avro`` rows,
 :mod:`~cdc_connectors.columnar.avro_opencdc`; ``protobuf`` rows,
-:mod:`~cdc_connectors.columnar.protobuf_opencdc`; each to OpenCDC protobuf or JSON), else
+:mod:`~cdc_connectors.columnar.protobuf_opencdc`; CDL's Debezium JSON,
+:mod:`~cdc_connectors.columnar.cdl_opencdc`; each to OpenCDC protobuf or JSON), else
 ``None``: the per-message way.
 """
 
@@ -16,11 +17,13 @@ from typing import Protocol
 import pyarrow as pa
 
 from cdc_connectors.columnar.avro_opencdc import AvroToOpenCDC
+from cdc_connectors.columnar.cdl_opencdc import CdlToOpenCDC
 from cdc_connectors.columnar.debezium_avro_opencdc import DebeziumAvroToOpenCDC
 from cdc_connectors.columnar.debezium_opencdc import Columnar, DebeziumToOpenCDC
 from cdc_connectors.columnar.protobuf_opencdc import ProtobufToOpenCDC
 from cdc_connectors.formats.avro import AvroFormat
 from cdc_connectors.formats.base import Format
+from cdc_connectors.formats.cdl import CdlJsonFormat
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.formats.debezium_avro import DebeziumAvroFormat
 from cdc_connectors.formats.protobuf import ProtobufFormat
@@ -49,6 +52,7 @@ def serves(source: Format, destination: Format) -> bool:
             DebeziumAvroToOpenCDC,
             AvroToOpenCDC,
             ProtobufToOpenCDC,
+            CdlToOpenCDC,
         )
     )
 
@@ -63,6 +67,9 @@ def columns_for(
     if DebeziumAvroToOpenCDC.serves(source, destination):
         assert isinstance(source, DebeziumAvroFormat)
         return DebeziumAvroToOpenCDC(source, destination, topic)
+    if CdlToOpenCDC.serves(source, destination):
+        assert isinstance(source, CdlJsonFormat)
+        return CdlToOpenCDC(source, destination, topic)
     if ProtobufToOpenCDC.serves(source, destination):
         assert isinstance(source, ProtobufFormat)
         return ProtobufToOpenCDC(source, destination, topic)

@@ -50,10 +50,13 @@ def _headers(messages: list[Message]) -> pa.Array | None:
 def serves(decoder: Format, encoder: Format) -> bool:
     """Whether the columns write what ``decoder`` then ``encoder`` write."""
     from cdc_connectors.formats.avro import SchemaRowFormat
+    from cdc_connectors.formats.cdl import CdlJsonFormat
     from cdc_connectors.formats.debezium import DebeziumJsonFormat
     from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
 
-    if not isinstance(decoder, DebeziumJsonFormat | SchemaRowFormat) or type(encoder) not in (
+    if not isinstance(decoder, DebeziumJsonFormat | SchemaRowFormat | CdlJsonFormat) or type(
+        encoder
+    ) not in (
         OpenCDCProtoFormat,
         OpenCDCJsonFormat,
     ):

@@ -63,14 +63,14 @@ import orjson
 
 from cdc_connectors.formats.base import Format, Message, SkipMessage
 from cdc_connectors.formats.debezium import DebeziumJsonFormat, Envelope
-from cdc_connectors.opencdc import CodecError, Metadata, Operation, Record
+from cdc_connectors.opencdc import CodecError, Operation, Record
 from cdc_connectors.opencdc.data import Data
 from cdc_connectors.opencdc.json_codec import json_error, load_exact
 from cdc_connectors.schema.avro_values import to_structured
 from cdc_connectors.schema.connect import ConnectSchema, connect_value, parse_connect_schema
 from cdc_connectors.schema.errors import SchemaError
 
-__all__ = ["CdlJsonFormat"]
+__all__ = ["CdlDebeziumJson", "CdlJsonFormat"]
 
 PREFIX = "cdl"
 _OPERATIONS = {"INSERT": Operation.CREATE, "UPDATE": Operation.UPDATE, "DELETE": Operation.DELETE}
@@ -87,17 +87,14 @@ _ROW_FIELDS = frozenset({"data", "before", "unique", "transaction"})
 _SCHEMA_CACHE_SIZE = 64
 
 
-class _CdlDebeziumJson(DebeziumJsonFormat):
-    """CDL's Debezium JSON (2.0): Debezium's mapping, metadata under ``cdl.*``."""
+class CdlDebeziumJson(DebeziumJsonFormat):
+    """CDL's Debezium JSON (2.0): Debezium's mapping, metadata under ``cdl.*``; ``unique``
+    is the record's key (:meth:`CdlJsonFormat.decode` passes it in as the key). Described
+    by its envelope alone, so the columnar path reads it too."""
 
     name = "cdl-json"
     writable = False
-    envelope = Envelope(prefix=PREFIX)
-
-    def extra_metadata(self, payload: Mapping[str, Any], metadata: Metadata) -> None:
-        # ``unique`` is the record's key already (passed in as the key)
-        rest = {field: value for field, value in payload.items() if field != "unique"}
-        super().extra_metadata(rest, metadata)
+    envelope = Envelope(prefix=PREFIX, key_field="unique", marks={"message_version": "2.0"})
 
 
 class CdlJsonFormat(Format):
@@ -114,9 +111,14 @@ class CdlJsonFormat(Format):
 
     def configure(self) -> None:
         # 2.0 is Debezium JSON: the Debezium format reads it, and checks the shared options.
-        self._debezium = _CdlDebeziumJson(self.settings, self.registry_url)
+        self._debezium = CdlDebeziumJson(self.settings, self.registry_url)
         self.key_fields = self._debezium.key_fields
         self._schemas: dict[bytes, ConnectSchema] = {}
+
+    @property
+    def v2(self) -> CdlDebeziumJson:
+        """What reads ``message_version`` 2.0: Debezium's mapping, as configured here."""
+        return self._debezium
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)

@@ -209,6 +209,11 @@ class Envelope:
     #: An update's ``after`` without columns its ``before`` has deleted them: they are null
     #: in ``after`` and named in ``<prefix>.deleted.columns`` (Lindorm's column deletion).
     deleted_columns: bool = False
+    #: A payload field that holds the record's key, not metadata (CDL's ``unique``).
+    key_field: str | None = None
+    #: Payload fields whose values mark the dialect's own messages (CDL's
+    #: ``message_version`` ``2.0``); a reader of several layouts reads the others its way.
+    marks: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 class DebeziumJsonFormat(Format):
@@ -360,8 +365,9 @@ class DebeziumJsonFormat(Format):
     def extra_metadata(self, payload: Mapping[str, Any], metadata: Metadata) -> None:
         """Add format-specific metadata; by default every payload field that has no place
         of its own goes to ``<prefix>.<field>``."""
+        key_field = self.envelope.key_field
         for field, value in payload.items():
-            if field not in _ENVELOPE:
+            if field not in _ENVELOPE and field != key_field:
                 _put(metadata, f"{self.prefix}.{field}", value)
 
     # --- reading -----------------------------------------------------------------------------

@@ -316,7 +316,10 @@ def _text_timestamp(value: Any, params: Params) -> dt.datetime:
     # A wall-clock value without an offset is read as UTC, as Debezium's Timestamp types are.
     if parsed.tzinfo is None:
         return parsed.replace(tzinfo=dt.UTC)
-    return parsed.astimezone(dt.UTC)
+    try:
+        return parsed.astimezone(dt.UTC)
+    except OverflowError:  # 0001-01-01T00:00+01:00 is in year 0 in UTC
+        raise _Invalid(f"{text!r} is outside years 1..9999 in UTC") from None
 
 
 # --- value writers: structured data (what records hold) -> Connect JSON ------------------
@@ -446,8 +449,10 @@ class Columnar:
     ``time_of_day`` (a count of ``micros_per_unit`` microseconds past midnight, within
     ``bounds``), ``text`` (the JSON string is the value), ``timestamp`` (a count of
     ``micros_per_unit`` microseconds since the epoch), ``decimal`` (base64 two's
-    complement), ``enum`` (one of the ``allowed`` parameter), ``uuid`` (canonical text) or
-    ``by_value`` (an object the type's own ``convert`` reads, one value at a time).
+    complement), ``decimal_text`` (a decimal's plain text), ``iso_timestamp`` (ISO 8601
+    date-time text, UTC without an offset), ``enum`` (one of the ``allowed`` parameter),
+    ``uuid`` (canonical text) or ``by_value`` (an object the type's own ``convert`` reads,
+    one value at a time).
     """
 
     kind: str
@@ -617,6 +622,7 @@ SEMANTIC_TYPES: Mapping[str, SemanticType] = {
         _text_decimal,
         "decimal(38, 18) unless parameters say",
         _write_text_decimal,
+        columnar=Columnar("decimal_text"),
     ),
     _CDL + "timestamp": SemanticType(
         "string",
@@ -624,6 +630,7 @@ SEMANTIC_TYPES: Mapping[str, SemanticType] = {
         _text_timestamp,
         "UTC timestamp (us); no offset = UTC",
         _write_text_instant,
+        columnar=Columnar("iso_timestamp"),
     ),
 }
 #: Avro logical type -> (Connect type, Connect name) of what it reads back as.

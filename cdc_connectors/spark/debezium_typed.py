@@ -979,6 +979,10 @@ def _column(node: ConnectSchema, target: pa.DataType, optional: bool | None = No
             return _Column(pa.string(), _decimal_text(scale, precision, optional))
         if way.kind == "timestamp" and pa.types.is_timestamp(target):
             return _Column(pa.int64(), _timestamp(way.micros_per_unit, optional))
+        if way.kind == "decimal_text" and pa.types.is_decimal(target):
+            return _Column(pa.string(), _plain_decimal(target, optional))
+        if way.kind == "iso_timestamp" and target == pa.timestamp("us", tz="UTC"):
+            return _Column(pa.string(), _iso_timestamp(optional))
         if way.kind == "enum" and target == pa.string():
             return _Column(pa.string(), _enum(node.parameters.get("allowed"), optional))
         if way.kind == "uuid" and target == pa.string():
@@ -1240,6 +1244,80 @@ def _timestamp(micros_per_unit: int, optional: bool) -> Convert:
         if micros_per_unit != 1:
             array = pc.multiply(array, micros_per_unit)
         return _Flagged(pc.cast(array, target), bad)
+
+    return convert
+
+
+# A decimal's plain text, as Decimal() reads it the same (no exponent, no NaN, no -0).
+_PLAIN_DECIMAL = "^[-+]?[0-9]+(\\.[0-9]+)?$"
+_NEGATIVE_ZERO = "^-0+(\\.0+)?$"
+# ISO 8601 date-times Python's fromisoformat and Arrow read alike: a real time of day, a
+# fraction of at most microseconds, an offset within a day or none (UTC).
+_ISO_DATE_TIME = (
+    "^[0-9]{4}-[0-9]{2}-[0-9]{2}[T ]([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,6})?"
+    "(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])?$"
+)
+_WITH_OFFSET = "(Z|[+-][0-9]{2}:[0-9]{2})$"
+
+
+def _plain_decimal(target: pa.Decimal128Type, optional: bool) -> Convert:
+    """Decimal text (CDL's) -> ``target``: text that is no plain decimal, has more fraction
+    digits than the scale or more digits than the precision goes the per-message way."""
+    whole = target.precision - target.scale
+
+    def convert(array: pa.Array) -> _Flagged:
+        bad = _nulls_bad(array, optional)
+        text = pc.utf8_trim_whitespace(array)
+        plain = pc.and_(
+            pc.match_substring_regex(text, _PLAIN_DECIMAL),
+            pc.invert(pc.match_substring_regex(text, _NEGATIVE_ZERO)),
+        )
+        unsigned = pc.utf8_ltrim(text, "+-")
+        point = pc.find_substring(unsigned, ".")
+        length = pc.utf8_length(unsigned)
+        integral = pc.if_else(pc.equal(point, -1), length, point)
+        fraction = pc.if_else(pc.equal(point, -1), 0, pc.subtract(pc.subtract(length, point), 1))
+        leading = pc.utf8_length(pc.utf8_ltrim(pc.utf8_slice_codeunits(unsigned, 0, 10**6), "0"))
+        digits = pc.subtract(integral, pc.subtract(length, leading))  # integral digits, no 0s
+        fits = pc.and_(
+            plain,
+            pc.and_(pc.less_equal(fraction, target.scale), pc.less_equal(digits, whole)),
+        )
+        fits = pc.fill_null(fits, False)
+        bad |= mask(pc.and_(pc.is_valid(array), pc.invert(fits)))
+        kept = pc.if_else(fits, pc.utf8_ltrim(text, "+"), pa.scalar(None, pa.string()))
+        return _Flagged(pc.cast(kept, target), bad)
+
+    return convert
+
+
+def _iso_timestamp(optional: bool) -> Convert:
+    """ISO 8601 text (CDL's timestamps; without an offset, UTC) -> microseconds since the
+    epoch: text the pattern does not take, a day that is not in its month or a time
+    outside years 1..9999 goes the per-message way."""
+    target = pa.timestamp("us", tz="UTC")
+
+    def convert(array: pa.Array) -> _Flagged:
+        bad = _nulls_bad(array, optional)
+        fits = pc.fill_null(pc.match_substring_regex(array, _ISO_DATE_TIME), False)
+        day = pc.utf8_slice_codeunits(array, 0, 10)
+        real_day = pc.is_valid(pc.strptime(day, "%Y-%m-%d", unit="s", error_is_null=True))
+        fits = pc.and_(
+            pc.and_(fits, real_day), pc.not_equal(pc.utf8_slice_codeunits(array, 0, 4), "0000")
+        )
+        fits = pc.fill_null(fits, False)
+        text = pc.if_else(fits, array, pa.scalar("1970-01-01T00:00:00Z", pa.string()))
+        text = pc.replace_substring_regex(text, "^([0-9-]{10}) ", "\\1T")
+        zoned = pc.match_substring_regex(text, _WITH_OFFSET)
+        text = pc.if_else(zoned, text, pc.binary_join_element_wise(text, "Z", ""))
+        micros = pc.cast(text, target).cast(pa.int64())
+        fits = pc.and_(
+            fits, pc.and_(pc.greater_equal(micros, _MIN_MICROS), pc.less_equal(micros, _MAX_MICROS))
+        )
+        fits = pc.fill_null(fits, False)
+        bad |= mask(pc.and_(pc.is_valid(array), pc.invert(fits)))
+        micros = pc.if_else(fits, micros, pa.scalar(None, pa.int64()))
+        return _Flagged(micros.cast(target), bad)
 
     return convert
 

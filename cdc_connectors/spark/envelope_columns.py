@@ -78,10 +78,18 @@ class EnvelopeColumns:
         if self.step_time is not None and dict(self.source_fields)[self.step_time] != pa.int64():
             raise NotColumnar(f"source.{self.step_time}: a step that is no integer")
         self.transaction_fields = _scalar_fields(blocks.get("transaction"), "transaction")
+        if dialect.key_field is not None and dialect.key_field in blocks:
+            raise NotColumnar(f"keys in the payload's {dialect.key_field!r} (told per message)")
         self.extra_fields = [
             (name, _scalar_type(block))
             for name, block in blocks.items()
             if name not in _KNOWN_PAYLOAD
+        ]
+        extras = dict(self.extra_fields)
+        if any(extras.get(name) != pa.string() for name in dialect.marks):
+            raise NotColumnar("no field that marks the dialect's messages")
+        self.marks = [
+            (name, pa.scalar(value, pa.string())) for name, value in dialect.marks.items()
         ]
         self.times = [(name, factor) for name, factor in TIME_FIELDS if name in blocks]
         parts = (*dialect.collection_parts, *dialect.table_fields)
@@ -127,6 +135,9 @@ class EnvelopeColumns:
             bad |= mask(pc.is_in(op, self.refused_ops))
         for image in self.refused_images:
             bad |= mask(pc.is_valid(payload.field(image)))
+        for name, value in self.marks:
+            # another layout of the dialect's (CDL's 1.0): the per-message way reads it
+            bad |= ~mask(pc.equal(payload.field(name), value))
         operation = pc.take(self.operation_names, pc.fill_null(index, 0))
         source = payload.field("source")
         if self.collection is None:

@@ -18,6 +18,8 @@ from cdc_connectors.columnar.debezium_opencdc import DebeziumToOpenCDC
 from cdc_connectors.connectors.kafka_read import RAW_ARROW_SCHEMA
 from cdc_connectors.connectors.kafka_write import TopicTemplate
 from cdc_connectors.formats.arcion import ArcionJsonFormat
+from cdc_connectors.formats.base import Format
+from cdc_connectors.formats.cdl import CdlJsonFormat
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.formats.lindorm import LindormJsonFormat
 from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
@@ -25,6 +27,7 @@ from cdc_connectors.formats.ydb_debezium import YdbDebeziumJsonFormat
 from cdc_connectors.opencdc.metadata import Metadata
 from cdc_connectors.pipeline.connectors import TopicRoute
 from cdc_connectors.pipeline.plan import SourceFormat, converter
+from tests.columnar.cdl_batches import cdl_batches
 from tests.columnar.debezium_batches import (
     COLUMNS,
     KEY_SCHEMA,
@@ -98,6 +101,10 @@ DESTINATIONS = {"proto": OpenCDCProtoFormat, "json": OpenCDCJsonFormat}
 def _stage(
     fmt: DebeziumJsonFormat, raw: pa.RecordBatch, to: str = "proto"
 ) -> list[dict[str, object]]:
+    return _stage_of(fmt, raw, to)
+
+
+def _stage_of(fmt: Format, raw: pa.RecordBatch, to: str = "proto") -> list[dict[str, object]]:
     source = SourceFormat(fmt, "cdc-kafka", fail_fast=False)
     return _rows(converter(source, DESTINATIONS[to]({}), "p:out")(iter([raw])))
 
@@ -742,3 +749,30 @@ def test_minus_zero_doubles_are_written_as_the_per_message_way_reads_them(to: st
     assert _rows(iter(out)) == _stage(PerMessageDebezium({}), raw, to)
     per_message = [flag for b in out for flag in b.column("_per_message").to_pylist()]
     assert per_message == [False, True, False, False, False, True]
+
+
+class PerMessageCdl(CdlJsonFormat):
+    """``cdl-json`` as it is, under another class, which the columns do not serve."""
+
+
+@pytest.mark.parametrize("to", ["proto", "json"])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(messages=cdl_batches())
+def test_cdl_changes_from_columns_are_those_of_the_per_message_way(
+    to: str, messages: list[tuple[bytes | None, bytes | None]]
+) -> None:
+    raw = _raw(messages)
+    assert _stage_of(CdlJsonFormat({}), raw, to) == _stage_of(PerMessageCdl({}), raw, to)
+
+
+def test_cdl_debezium_json_comes_from_columns() -> None:
+    lines = Path("examples/cdl/ct_pg2hudi.kv.jsonl").read_bytes().splitlines()
+    messages = [orjson.loads(line) for line in lines if line.strip()]
+    raw = _raw([(None, orjson.dumps(m["value"])) for m in messages])
+    source = SourceFormat(CdlJsonFormat({}), "cdc-kafka", fail_fast=False)
+    out = list(converter(source, OpenCDCJsonFormat({}), "p")(iter([raw])))
+    flags = [flag for b in out for flag in b.column("_per_message").to_pylist()]
+    assert flags.count(False) >= 2  # the inserts and updates; a delete without before goes its way
+    assert _rows(iter(out)) == _stage_of(PerMessageCdl({}), raw, "json")
+    first = orjson.loads(_rows(iter(out))[0]["_message_value"])
+    assert first["metadata"]["cdl.message_version"] == "2.0"

@@ -130,3 +130,12 @@ def test_lindorm_names_its_collection_by_namespace_and_table() -> None:
 
 def test_the_typed_decoder_of_a_debezium_envelope_is_columnar() -> None:
     assert TypedDebeziumDecoder(DebeziumJsonFormat(), ENVELOPE)._plan is not None
+
+
+def test_cdl_debezium_json_is_described_by_its_envelope() -> None:
+    """CDL's 2.0 messages (read inside ``cdl-json``) get the fast decoders too: ``unique``
+    and ``message_version`` are envelope data, not hooks."""
+    from cdc_connectors.formats.cdl import CdlDebeziumJson
+
+    assert CdlDebeziumJson.described_by_envelope()
+    assert CdlDebeziumJson.envelope.key_field == "unique"

@@ -61,6 +61,8 @@ def test_columnar_reading_matches_the_connect_type(name: str) -> None:
         "time_of_day": numbers,
         "timestamp": {"int64"},
         "decimal": {"bytes"},
+        "decimal_text": {"string"},
+        "iso_timestamp": {"string"},
         "text": {"string"},
         "enum": {"string"},
         "uuid": {"string"},
