@@ -37,6 +37,7 @@ from cdc_connectors.columnar.confluent_frames import (
     odd_uuids,
     out_of_range,
     plain,
+    same_logical_types,
     schema_headers,
     together,
     uuid_fields,
@@ -152,6 +153,8 @@ class AvroToOpenCDC:
         if reader is not None and rows.resolvable(writer, reader) is not None:
             return None  # a dead letter saying why, the per-message way
         shape = written if reader is None else avro_values.standalone(reader)
+        if reader is not None and not same_logical_types(written, shape):
+            return None  # fastavro keeps the writer's logical types: the per-message way
         if not isinstance(shape, dict) or shape.get("type") != "record" or not shape.get("fields"):
             return None
         uuids = uuid_fields(shape)

@@ -60,6 +60,7 @@ __all__ = [
     "odd_uuids",
     "out_of_range",
     "plain",
+    "same_logical_types",
     "schema_headers",
     "together",
     "uuid_fields",
@@ -313,6 +314,45 @@ def has_logical(avro: Any, names: tuple[str, ...] | None = None) -> bool:
         elif isinstance(node, list):
             stack.extend(node)
     return False
+
+
+def logical_types(avro: Any) -> dict[tuple[str, ...], str | None]:
+    """The logical type (or none) at each place of an Avro schema (expanded JSON): fields
+    by name, array items as ``[]``, map values as ``{}``, union members by their type."""
+    found: dict[tuple[str, ...], str | None] = {}
+
+    def walk(node: Any, path: tuple[str, ...]) -> None:
+        if isinstance(node, list):
+            for member in node:
+                kind = member.get("type") if isinstance(member, dict) else member
+                walk(member, (*path, f"|{kind if isinstance(kind, str) else '?'}"))
+            return
+        if not isinstance(node, dict):
+            found[path] = None
+            return
+        logical = node.get("logicalType")
+        found[path] = logical if isinstance(logical, str) else None
+        kind = node.get("type")
+        if kind == "record":
+            for field in node.get("fields", []):
+                walk(field.get("type"), (*path, str(field.get("name"))))
+        elif kind == "array":
+            walk(node.get("items"), (*path, "[]"))
+        elif kind == "map":
+            walk(node.get("values"), (*path, "{}"))
+        elif isinstance(kind, dict | list):
+            walk(kind, path)
+
+    walk(avro, ())
+    return found
+
+
+def same_logical_types(writer: Any, reader: Any) -> bool:
+    """Whether a writer and a reader schema give every place they share the same logical
+    type: where they differ, fastavro reads the writer's (a ``long`` read as a
+    ``timestamp-millis`` stays an integer), which the reader's columns would not."""
+    written, read = logical_types(writer), logical_types(reader)
+    return all(read[place] == kind for place, kind in written.items() if place in read)
 
 
 def uuid_fields(record: Any) -> list[tuple[str, ...]] | None:

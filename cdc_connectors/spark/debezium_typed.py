@@ -149,6 +149,10 @@ _INEXACT_NUMBER = "|".join(
 # A message holding more than one JSON document (or the start of another after its own):
 # read together, documents could shift between messages.
 _TWO_DOCUMENTS = "\\}[ \\t\\n\\r]*\\{"
+# A before or after image spelt {} (or a column of that name holding {}: sent the
+# per-message way too, rarely).
+_EMPTY_IMAGE = '"(before|after)"[ \\t\\n\\r]*:[ \\t\\n\\r]*\\{[ \\t\\n\\r]*\\}'
+
 _EXACT_DOUBLE = float(2**53)
 _MIN_MICROS, _MAX_MICROS = -62_135_596_800_000_000, 253_402_300_799_999_999
 # One thread: a Spark Python worker has one core; 1 MiB blocks parse fastest here.
@@ -456,6 +460,8 @@ class TypedDebeziumDecoder:
         # here as the per-message way refuses them (the batch goes that way).
         payload.validate(full=True)
         columns, bad = self._plan.convert(payload)
+        # An image spelt {} is none (Arcion's "absent"); Arrow reads it as a row of nulls.
+        bad |= mask(pc.match_substring_regex(rest, _EMPTY_IMAGE))
         if self._plan.has_doubles:
             # Numbers a double would change, and NaN / Infinity, which JSON has not: Arrow
             # reads them all; the per-message way refuses them.

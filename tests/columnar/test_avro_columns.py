@@ -563,3 +563,38 @@ def test_rows_of_every_version_read_as_the_reader_schema(
     )
     if reader != "1":
         assert not any(r["_per_message"] for r in ours)  # every version from columns
+
+
+@pytest.mark.parametrize(
+    ("written", "read", "value"),
+    [
+        ("long", {"type": "long", "logicalType": "timestamp-millis"}, 5),
+        ({"type": "long", "logicalType": "timestamp-millis"}, "long", 5),
+        ("int", {"type": "int", "logicalType": "date"}, 5),
+    ],
+    ids=["long read as a timestamp", "a timestamp read as long", "int read as a date"],
+)
+def test_a_reader_of_another_logical_type_reads_as_the_per_message_way(
+    written: object, read: object, value: int, tmp_path: Path
+) -> None:
+    """fastavro keeps the writer's logical type where the reader's differs: the columns
+    leave such a writer version to the per-message way."""
+    from confluent_kafka.schema_registry import Schema
+
+    from tests.columnar.debezium_avro_batches import body
+
+    def row(kind: object) -> dict[str, object]:
+        return {"type": "record", "name": "R", "fields": [{"name": "x", "type": kind}]}
+
+    url = f"sqlite:///{tmp_path}/r.db"
+    registry = open_registry(url)
+    ids = [
+        registry.register_schema("t-value", Schema(orjson.dumps(row(kind)).decode(), "AVRO"))
+        for kind in (written, read)
+    ]
+    raw = _raw([(None, framing.frame(ids[0], body(row(written), {"x": value})), False)], 1)
+    options = {"reader": "latest", "topic": "t"}
+    ours = _stage(AvroFormat(options, registry=url), raw, "json")
+    assert _without_flag(ours) == _without_flag(
+        _stage(PerMessageAvro(options, registry=url), raw, "json")
+    )

@@ -776,3 +776,50 @@ def test_cdl_debezium_json_comes_from_columns() -> None:
     assert _rows(iter(out)) == _stage_of(PerMessageCdl({}), raw, "json")
     first = orjson.loads(_rows(iter(out))[0]["_message_value"])
     assert first["metadata"]["cdl.message_version"] == "2.0"
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"before": None, "after": {}, "op": "c"},
+        {"before": {}, "after": {"id": 1}, "op": "u"},
+        {"before": {}, "after": None, "op": "d"},
+        {"before": {"id": 1}, "after": {"id": None}, "op": "u"},
+    ],
+    ids=["create of {}", "update from {}", "delete of {}", "explicit nulls"],
+)
+@pytest.mark.parametrize("fmt", [DebeziumJsonFormat, CdlJsonFormat], ids=["debezium", "cdl"])
+def test_an_image_spelt_empty_is_none_as_the_per_message_way_reads_it(
+    payload: dict[str, object], fmt: type[Format]
+) -> None:
+    row = {
+        "type": "struct",
+        "optional": True,
+        "fields": [{"type": "int32", "optional": True, "field": "id"}],
+    }
+    source = {
+        "type": "struct",
+        "optional": False,
+        "field": "source",
+        "fields": [
+            {"type": "string", "optional": False, "field": "table"},
+            {"type": "int64", "optional": False, "field": "ts_ms"},
+        ],
+    }
+    schema = {
+        "type": "struct",
+        "optional": False,
+        "name": "v",
+        "fields": [
+            {**row, "field": "before"},
+            {**row, "field": "after"},
+            source,
+            {"type": "string", "optional": False, "field": "op"},
+            {"type": "string", "optional": True, "field": "message_version"},
+        ],
+    }
+    event = {**payload, "source": {"table": "t", "ts_ms": 1}, "message_version": "2.0"}
+    raw = _raw([(None, orjson.dumps({"schema": schema, "payload": event}))] * 2)
+    per_message = PerMessageCdl if fmt is CdlJsonFormat else PerMessageDebezium
+    for to in ("proto", "json"):
+        assert _stage_of(fmt({}), raw, to) == _stage_of(per_message({}), raw, to)
