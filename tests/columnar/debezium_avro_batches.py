@@ -389,7 +389,7 @@ def batches(
             data = body(schema, draw(change_event(schema, columns)))
             shape = draw(st.integers(0, 19))
             if shape == 0:
-                data = data[: draw(st.integers(0, len(data) - 1))]  # truncated
+                data = data[: draw(st.integers(0, 2**16)) % len(data)]  # truncated
             elif shape == 1:
                 data += b"\x00"  # a byte left over
             in_header = shape == 2
@@ -457,7 +457,7 @@ def row_batches(
             data = body(row, draw(_image(columns)))
             shape = draw(st.integers(0, 19))
             if shape == 0:
-                data = data[: draw(st.integers(0, len(data) - 1))]
+                data = data[: draw(st.integers(0, 2**16)) % len(data)]
             elif shape == 1:
                 data += b"\x00"
             in_header = shape == 2
