@@ -21,7 +21,6 @@ columns (Avro schema resolution), as the per-message way reads it.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -31,37 +30,27 @@ import pyarrow as pa
 from cdc_connectors.columnar.confluent_frames import (
     HEADER,
     SchemaKeys,
-    frames,
     naive_times,
     non_finite,
     odd_uuids,
     out_of_range,
     plain,
     same_logical_types,
-    schema_headers,
-    together,
     uuid_fields,
 )
-from cdc_connectors.columnar.debezium_keys import Layout
-from cdc_connectors.columnar.debezium_opencdc import Columnar, layout_of, topics_of
+from cdc_connectors.columnar.debezium_opencdc import Columnar, layout_of
+from cdc_connectors.columnar.framed_converter import FramedToOpenCDC, created
 from cdc_connectors.columnar.json_records import JsonRecordWriter
-from cdc_connectors.columnar.proto_records import NotColumnar, ProtoRecordWriter
+from cdc_connectors.columnar.proto_records import ProtoRecordWriter
 from cdc_connectors.formats.avro import AvroFormat
 from cdc_connectors.formats.base import Format
 from cdc_connectors.formats.debezium import avro_to_connect
-from cdc_connectors.opencdc import CodecError
-from cdc_connectors.opencdc import keys as metadata_keys
 from cdc_connectors.schema import avro_values
 from cdc_connectors.schema.connect import ConnectSchema, parse_connect_schema
-from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.spark.avro_decode import AvroBatchDecoder
-from cdc_connectors.spark.debezium_typed import doubles_for_floats, output_schema
-from cdc_connectors.spark.envelope_columns import map_column
+from cdc_connectors.spark.debezium_typed import doubles_for_floats
 
 __all__ = ["AvroToOpenCDC"]
-
-#: Writer schemas kept decoders for; the least recently used goes first.
-MAX_SCHEMAS = 32
 
 
 @dataclass
@@ -75,7 +64,7 @@ class _Row:
     connect: ConnectSchema
 
 
-class AvroToOpenCDC:
+class AvroToOpenCDC(FramedToOpenCDC):
     """Avro rows -> OpenCDC protobuf or JSON, column by column (module docstring)."""
 
     def __init__(
@@ -84,15 +73,9 @@ class AvroToOpenCDC:
         destination: Format,
         topic: Sequence[tuple[str, str | None]] | None = None,
     ):
-        """``topic``: a Kafka topic template's parts, as
-        :class:`~cdc_connectors.columnar.debezium_opencdc.DebeziumToOpenCDC` takes them."""
-        layout = layout_of(destination)
-        assert layout is not None, "see serves()"
-        self.fmt = fmt
-        self.layout: Layout = layout
-        self.topic = None if topic is None else tuple(topic)
-        self._rows: OrderedDict[int, _Row | None] = OrderedDict()
-        self._keys = SchemaKeys(fmt, layout, raw=fmt.raw_keys)
+        super().__init__(fmt, destination, topic)
+        self.fmt: AvroFormat = fmt
+        self._keys = SchemaKeys(fmt, self.layout, raw=fmt.raw_keys)
 
     @staticmethod
     def serves(source: Format, destination: Format) -> bool:
@@ -100,48 +83,7 @@ class AvroToOpenCDC:
         ``avro`` itself (any ``reader``), to OpenCDC protobuf or JSON."""
         return type(source) is AvroFormat and layout_of(destination) is not None
 
-    def convert(
-        self,
-        values: pa.Array,
-        keys: pa.Array | None,
-        places: pa.Array,
-        headers: pa.Array | None = None,
-    ) -> Columnar:
-        """The messages of the rows the columns take; the others are the caller's (as
-        :meth:`DebeziumAvroToOpenCDC.convert`)."""
-        if values.type != pa.binary():
-            values = values.cast(pa.binary())
-        framed, ids = frames(values)
-        if headers is not None:
-            framed &= ~schema_headers(headers)
-        parts: list[Columnar] = []
-        for schema_id in np.unique(ids[framed]):
-            row = self._row(int(schema_id))
-            if row is None:
-                continue
-            rows = np.flatnonzero(framed & (ids == schema_id))
-            try:
-                found = self._write(row, values, keys, places, rows)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, NotColumnar):
-                found = None
-            if found is not None:
-                parts.append(found)
-        return together(parts, self.topic is not None)
-
-    def _row(self, schema_id: int) -> _Row | None:
-        if schema_id in self._rows:
-            self._rows.move_to_end(schema_id)
-            return self._rows[schema_id]
-        try:
-            found = self._learn(schema_id)
-        except (CodecError, SchemaError, NotColumnar, ValueError, TypeError, KeyError):
-            found = None  # a writer schema the columns have no reading of
-        self._rows[schema_id] = found
-        while len(self._rows) > MAX_SCHEMAS:
-            self._rows.popitem(last=False)
-        return found
-
-    def _learn(self, schema_id: int) -> _Row | None:
+    def learn(self, schema_id: int) -> _Row | None:
         writer = self.fmt.store.by_id(schema_id)
         if writer.schema_type != "AVRO":
             return None
@@ -173,9 +115,9 @@ class AvroToOpenCDC:
         )
         return _Row(decoder, row_type, records, uuids, connect)
 
-    def _write(
+    def write(
         self,
-        row: _Row,
+        schema: _Row,
         values: pa.Array,
         keys: pa.Array | None,
         places: pa.Array,
@@ -183,43 +125,11 @@ class AvroToOpenCDC:
     ) -> Columnar | None:
         count = len(rows)
         taken = pa.array(rows)
-        decoded, problems = row.decoder.decode(values.take(taken).to_pylist(), [HEADER] * count)
+        decoded, problems = schema.decoder.decode(values.take(taken).to_pylist(), [HEADER] * count)
         bad = np.array([p is not None for p in problems], dtype=bool)
-        after = decoded.cast(row.row_type)
-        bad |= non_finite(after) | odd_uuids(after, row.uuids) | out_of_range(row.connect, after)
+        after = decoded.cast(schema.row_type)
+        bad |= non_finite(after) | odd_uuids(after, schema.uuids)
+        bad |= out_of_range(schema.connect, after)
         message_keys, _ = self._keys.write(None if keys is None else keys.take(taken), count)
-        bad |= message_keys.refused
-        version = pa.array([metadata_keys.OPENCDC_VERSION] * count, pa.string())
-        entries = [(metadata_keys.VERSION, version)]
-        if self.fmt.topic is not None:
-            entries.append(
-                (metadata_keys.COLLECTION, pa.array([self.fmt.topic] * count, pa.string()))
-            )
-        schema = output_schema(row.row_type)
-        batch = pa.RecordBatch.from_arrays(
-            [
-                places.take(taken),
-                pa.array(["create"] * count, pa.string()),
-                map_column(entries, count),
-                pa.nulls(count, schema.field("key").type),
-                pa.nulls(count, row.row_type),
-                after,
-            ],
-            schema=schema,
-        )
-        records, unwritten = row.records.write(batch, message_keys.fields)
-        bad |= unwritten
-        topics = None
-        if self.topic is not None:
-            topics, no_topic = topics_of(self.topic, batch.column("metadata"))
-            bad |= no_topic
-        keep = ~bad
-        if not keep.any():
-            return None
-        kept = pa.array(keep)
-        return Columnar(
-            rows[keep],
-            records.filter(kept),
-            message_keys.message_keys.filter(kept),
-            None if topics is None else topics.filter(kept),
-        )
+        batch = created(places.take(taken), after, schema.row_type, self.fmt.topic)
+        return self.written(rows, batch, schema.records, message_keys, bad)

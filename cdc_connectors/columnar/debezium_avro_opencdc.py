@@ -28,7 +28,6 @@ change, an unknown op, a change without the image it needs).
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,21 +39,18 @@ import pyarrow.compute as pc
 from cdc_connectors.columnar.confluent_frames import (
     HEADER,
     SchemaKeys,
-    frames,
     has_logical,
     naive_times,
     non_finite,
     odd_uuids,
     out_of_range,
     plain,
-    schema_headers,
-    together,
     uuid_fields,
 )
-from cdc_connectors.columnar.debezium_keys import Layout
-from cdc_connectors.columnar.debezium_opencdc import Columnar, layout_of, topics_of
+from cdc_connectors.columnar.debezium_opencdc import Columnar, layout_of
+from cdc_connectors.columnar.framed_converter import FramedToOpenCDC
 from cdc_connectors.columnar.json_records import JsonRecordWriter
-from cdc_connectors.columnar.proto_records import NotColumnar, ProtoRecordWriter
+from cdc_connectors.columnar.proto_records import ProtoRecordWriter
 from cdc_connectors.formats.base import Format
 from cdc_connectors.formats.debezium import avro_to_connect
 from cdc_connectors.formats.debezium_avro import DebeziumAvroFormat
@@ -62,17 +58,13 @@ from cdc_connectors.opencdc import CodecError
 from cdc_connectors.registry.store import Resolved
 from cdc_connectors.schema import avro_values, framing
 from cdc_connectors.schema.connect import ConnectSchema, parse_connect_schema
-from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.schema.subjects import Part
 from cdc_connectors.spark.avro_decode import AvroBatchDecoder
 from cdc_connectors.spark.debezium_typed import doubles_for_floats, output_schema
 from cdc_connectors.spark.envelope_columns import EnvelopeColumns, mask, metadata_map
-from cdc_connectors.spark.envelope_columns import NotColumnar as EnvelopeNotColumnar
 
 __all__ = ["DebeziumAvroToOpenCDC"]
 
-#: Writer schemas kept decoders for; the least recently used goes first.
-MAX_SCHEMAS = 32
 _IMAGES = ("before", "after")
 
 
@@ -90,7 +82,7 @@ class _Value:
     row: ConnectSchema
 
 
-class DebeziumAvroToOpenCDC:
+class DebeziumAvroToOpenCDC(FramedToOpenCDC):
     """Debezium Avro -> OpenCDC protobuf or JSON, column by column (module docstring)."""
 
     def __init__(
@@ -99,15 +91,9 @@ class DebeziumAvroToOpenCDC:
         destination: Format,
         topic: Sequence[tuple[str, str | None]] | None = None,
     ):
-        """``topic``: a Kafka topic template's parts, as
-        :class:`~cdc_connectors.columnar.debezium_opencdc.DebeziumToOpenCDC` takes them."""
-        layout = layout_of(destination)
-        assert layout is not None, "see serves()"
-        self.fmt = fmt
-        self.layout: Layout = layout
-        self.topic = None if topic is None else tuple(topic)
-        self._values: OrderedDict[int, _Value | None] = OrderedDict()
-        self._keys = SchemaKeys(fmt, layout)
+        super().__init__(fmt, destination, topic)
+        self.fmt: DebeziumAvroFormat = fmt
+        self._keys = SchemaKeys(fmt, self.layout)
 
     @staticmethod
     def serves(source: Format, destination: Format) -> bool:
@@ -119,55 +105,7 @@ class DebeziumAvroToOpenCDC:
             and layout_of(destination) is not None
         )
 
-    def convert(
-        self,
-        values: pa.Array,
-        keys: pa.Array | None,
-        places: pa.Array,
-        headers: pa.Array | None = None,
-    ) -> Columnar:
-        """The messages of the rows the columns take; the others are the caller's.
-        ``values``, ``keys`` (or ``None``) and ``places`` are binary columns of one row per
-        message; ``headers`` (Kafka's ``list<struct<key, value>>``, or ``None``) tells the
-        messages whose schema id is in a header, which go the per-message way."""
-        if values.type != pa.binary():
-            values = values.cast(pa.binary())
-        framed, ids = frames(values)
-        if headers is not None:
-            framed &= ~schema_headers(headers)
-        parts: list[Columnar] = []
-        for schema_id in np.unique(ids[framed]):
-            value = self._value(int(schema_id))
-            if value is None:
-                continue
-            rows = np.flatnonzero(framed & (ids == schema_id))
-            try:
-                found = self._write(value, values, keys, places, rows)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, NotColumnar):
-                found = None  # a batch the kernels refuse (a time beyond 64 bits of ns)
-            if found is not None:
-                parts.append(found)
-        return together(parts, self.topic is not None)
-
-    # --- schemas ------------------------------------------------------------------------
-
-    def _value(self, schema_id: int) -> _Value | None:
-        if schema_id in self._values:
-            self._values.move_to_end(schema_id)
-            return self._values[schema_id]
-        found = None
-        try:
-            found = self._learn_value(schema_id)
-        except (CodecError, SchemaError, NotColumnar, EnvelopeNotColumnar):
-            found = None
-        except (ValueError, TypeError, KeyError):
-            found = None  # a writer schema the typed columns have no reading of
-        self._values[schema_id] = found
-        while len(self._values) > MAX_SCHEMAS:
-            self._values.popitem(last=False)
-        return found
-
-    def _learn_value(self, schema_id: int) -> _Value | None:
+    def learn(self, schema_id: int) -> _Value | None:
         writer = self.fmt.store.by_id(schema_id)
         if writer.schema_type != "AVRO":
             return None
@@ -208,9 +146,9 @@ class DebeziumAvroToOpenCDC:
 
     # --- writing ------------------------------------------------------------------------
 
-    def _write(
+    def write(
         self,
-        value: _Value,
+        schema: _Value,
         values: pa.Array,
         keys: pa.Array | None,
         places: pa.Array,
@@ -219,21 +157,20 @@ class DebeziumAvroToOpenCDC:
         count = len(rows)
         taken = pa.array(rows)
         bodies = values.take(taken).to_pylist()
-        decoded, problems = value.decoder.decode(bodies, [HEADER] * count)
+        decoded, problems = schema.decoder.decode(bodies, [HEADER] * count)
         bad = np.array([p is not None for p in problems], dtype=bool)
-        payload = _payload(decoded, value.envelope)
-        before = decoded.field("before").cast(value.row_type)
-        after = decoded.field("after").cast(value.row_type)
-        columns, refused = value.envelope.columns(payload, before, after)
+        payload = _payload(decoded, schema.envelope)
+        before = decoded.field("before").cast(schema.row_type)
+        after = decoded.field("after").cast(schema.row_type)
+        columns, refused = schema.envelope.columns(payload, before, after)
         bad |= refused | non_finite(before) | non_finite(after)
-        bad |= odd_uuids(before, value.uuids) | odd_uuids(after, value.uuids)
-        bad |= out_of_range(value.row, before) | out_of_range(value.row, after)
+        bad |= odd_uuids(before, schema.uuids) | odd_uuids(after, schema.uuids)
+        bad |= out_of_range(schema.row, before) | out_of_range(schema.row, after)
         message_keys, key_schemas = self._keys.write(
             None if keys is None else keys.take(taken), count
         )
-        bad |= message_keys.refused
         more, unnamed = self._schema_entries(
-            value, columns["collection"], before, after, key_schemas
+            schema, columns["collection"], before, after, key_schemas
         )
         bad |= unnamed
         batch = pa.RecordBatch.from_arrays(
@@ -241,28 +178,13 @@ class DebeziumAvroToOpenCDC:
                 places.take(taken),
                 columns["operation"],
                 metadata_map(columns, count, more),
-                pa.nulls(count, output_schema(value.row_type).field("key").type),
+                pa.nulls(count, output_schema(schema.row_type).field("key").type),
                 before,
                 after,
             ],
-            schema=output_schema(value.row_type),
+            schema=output_schema(schema.row_type),
         )
-        records, unwritten = value.records.write(batch, message_keys.fields)
-        bad |= unwritten
-        topics = None
-        if self.topic is not None:
-            topics, no_topic = topics_of(self.topic, batch.column("metadata"))
-            bad |= no_topic
-        keep = ~bad
-        if not keep.any():
-            return None
-        kept = pa.array(keep)
-        return Columnar(
-            rows[keep],
-            records.filter(kept),
-            message_keys.message_keys.filter(kept),
-            None if topics is None else topics.filter(kept),
-        )
+        return self.written(rows, batch, schema.records, message_keys, bad)
 
     def _schema_entries(
         self,
