@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import itertools
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -373,30 +374,9 @@ def batches(
         registry.register_schema(f"{table}{batch}-value", _schema(schema))
         for table, (schema, _) in zip(("t", "u"), tables, strict=True)
     ]
-    key_ids = [
-        registry.register_schema("t-key", _schema(KEY_SCHEMA)),
-        registry.register_schema("u-key", _schema(OTHER_KEY_SCHEMA)),
-    ]
-    messages: list[tuple[bytes | None, bytes | None, bool]] = []
-    for _ in range(draw(st.integers(1, 20))):
-        kind = draw(st.integers(0, 11))
-        in_header = False
-        if kind == 0:
-            value: bytes | None = draw(_JUNK | st.none())
-        else:
-            which = int(kind % 5 == 0)
-            schema, columns = tables[which]
-            data = body(schema, draw(change_event(schema, columns)))
-            shape = draw(st.integers(0, 19))
-            if shape == 0:
-                data = data[: draw(st.integers(0, 2**16)) % len(data)]  # truncated
-            elif shape == 1:
-                data += b"\x00"  # a byte left over
-            in_header = shape == 2
-            value = data if in_header else framing.frame(ids[which], data)
-        key = draw(_key(key_ids))
-        messages.append((key, value, in_header))
-    return messages
+    return draw(
+        _messages(registry, tables, ids, lambda schema, columns: change_event(schema, columns))
+    )
 
 
 def _key(ids: list[int]) -> st.SearchStrategy[bytes | None]:
@@ -441,6 +421,20 @@ def row_batches(
         registry.register_schema(f"rows-{name}{batch}-value", _schema(row))
         for name, (row, _) in zip(("t", "u"), tables, strict=True)
     ]
+    return draw(_messages(registry, tables, ids, lambda _, columns: _image(columns)))
+
+
+@st.composite
+def _messages(
+    draw: st.DrawFn,
+    registry: SchemaRegistry,
+    tables: list[tuple[dict[str, Any], list[Column]]],
+    ids: list[int],
+    values: Callable[[dict[str, Any], list[Column]], st.SearchStrategy[Any]],
+) -> list[tuple[bytes | None, bytes | None, bool]]:
+    """Messages of the two ``tables`` (schema, columns), registered as ``ids``, with
+    ``values`` of theirs: framed, truncated, with a byte left over, with the schema id in
+    a header; junk; keys of every kind."""
     key_ids = [
         registry.register_schema("t-key", _schema(KEY_SCHEMA)),
         registry.register_schema("u-key", _schema(OTHER_KEY_SCHEMA)),
@@ -453,13 +447,13 @@ def row_batches(
             value: bytes | None = draw(_JUNK | st.none())
         else:
             which = int(kind % 5 == 0)
-            row, columns = tables[which]
-            data = body(row, draw(_image(columns)))
+            schema, columns = tables[which]
+            data = body(schema, draw(values(schema, columns)))
             shape = draw(st.integers(0, 19))
             if shape == 0:
-                data = data[: draw(st.integers(0, 2**16)) % len(data)]
+                data = data[: draw(st.integers(0, 2**16)) % len(data)]  # truncated
             elif shape == 1:
-                data += b"\x00"
+                data += b"\x00"  # a byte left over
             in_header = shape == 2
             value = data if in_header else framing.frame(ids[which], data)
         messages.append((draw(_key(key_ids)), value, in_header))
