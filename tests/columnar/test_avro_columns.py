@@ -81,7 +81,7 @@ def _without_flag(rows: list[dict[str, object]]) -> list[dict[str, object]]:
 
 
 @pytest.mark.parametrize("to", ["proto", "json"])
-@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_columns_give_the_stage_rows_of_the_per_message_way(to: str, data: st.DataObject) -> None:
     registry = open_registry(REGISTRY)
@@ -300,7 +300,7 @@ ROW_OPTIONS = [{}, {"topic": "orders"}, {"raw.keys": "true"}]
 
 
 @pytest.mark.parametrize("to", ["proto", "json"])
-@settings(max_examples=examples(45), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(35), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), options=st.sampled_from(ROW_OPTIONS))
 def test_avro_rows_from_columns_are_those_of_the_per_message_way(
     to: str, data: st.DataObject, options: dict[str, str]
@@ -363,7 +363,7 @@ class PerMessageProtobuf(ProtobufFormat):
 
 
 @pytest.mark.parametrize("to", ["proto", "json"])
-@settings(max_examples=examples(45), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(35), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), options=st.sampled_from(ROW_OPTIONS))
 def test_protobuf_rows_from_columns_are_those_of_the_per_message_way(
     to: str, data: st.DataObject, options: dict[str, str]

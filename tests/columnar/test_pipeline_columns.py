@@ -756,7 +756,7 @@ class PerMessageCdl(CdlJsonFormat):
 
 
 @pytest.mark.parametrize("to", ["proto", "json"])
-@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(messages=cdl_batches())
 def test_cdl_changes_from_columns_are_those_of_the_per_message_way(
     to: str, messages: list[tuple[bytes | None, bytes | None]]
