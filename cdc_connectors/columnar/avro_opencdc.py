@@ -21,7 +21,6 @@ columns (Avro schema resolution), as the per-message way reads it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,7 +28,6 @@ import pyarrow as pa
 
 from cdc_connectors.columnar.confluent_frames import (
     HEADER,
-    SchemaKeys,
     naive_times,
     non_finite,
     odd_uuids,
@@ -67,15 +65,7 @@ class _Row:
 class AvroToOpenCDC(FramedToOpenCDC):
     """Avro rows -> OpenCDC protobuf or JSON, column by column (module docstring)."""
 
-    def __init__(
-        self,
-        fmt: AvroFormat,
-        destination: Format,
-        topic: Sequence[tuple[str, str | None]] | None = None,
-    ):
-        super().__init__(fmt, destination, topic)
-        self.fmt: AvroFormat = fmt
-        self._keys = SchemaKeys(fmt, self.layout, raw=fmt.raw_keys)
+    fmt: AvroFormat
 
     @staticmethod
     def serves(source: Format, destination: Format) -> bool:
@@ -108,11 +98,7 @@ class AvroToOpenCDC(FramedToOpenCDC):
             return None
         row_type = doubles_for_floats(decoder.arrow_type)
         assert isinstance(row_type, pa.StructType)
-        records: ProtoRecordWriter | JsonRecordWriter = (
-            ProtoRecordWriter(connect, row_type)
-            if self.layout == "proto"
-            else JsonRecordWriter(connect, row_type)
-        )
+        records = self.records_writer(connect, row_type)
         return _Row(decoder, row_type, records, uuids, connect)
 
     def write(
@@ -130,6 +116,6 @@ class AvroToOpenCDC(FramedToOpenCDC):
         after = decoded.cast(schema.row_type)
         bad |= non_finite(after) | odd_uuids(after, schema.uuids)
         bad |= out_of_range(schema.connect, after)
-        message_keys, _ = self._keys.write(None if keys is None else keys.take(taken), count)
+        message_keys, _ = self.keys.write(None if keys is None else keys.take(taken), count)
         batch = created(places.take(taken), after, schema.row_type, self.fmt.topic)
         return self.written(rows, batch, schema.records, message_keys, bad)

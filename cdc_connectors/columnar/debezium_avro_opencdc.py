@@ -28,7 +28,6 @@ change, an unknown op, a change without the image it needs).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +37,6 @@ import pyarrow.compute as pc
 
 from cdc_connectors.columnar.confluent_frames import (
     HEADER,
-    SchemaKeys,
     has_logical,
     naive_times,
     non_finite,
@@ -85,15 +83,7 @@ class _Value:
 class DebeziumAvroToOpenCDC(FramedToOpenCDC):
     """Debezium Avro -> OpenCDC protobuf or JSON, column by column (module docstring)."""
 
-    def __init__(
-        self,
-        fmt: DebeziumAvroFormat,
-        destination: Format,
-        topic: Sequence[tuple[str, str | None]] | None = None,
-    ):
-        super().__init__(fmt, destination, topic)
-        self.fmt: DebeziumAvroFormat = fmt
-        self._keys = SchemaKeys(fmt, self.layout)
+    fmt: DebeziumAvroFormat
 
     @staticmethod
     def serves(source: Format, destination: Format) -> bool:
@@ -137,11 +127,7 @@ class DebeziumAvroToOpenCDC(FramedToOpenCDC):
                 return None
         widened = doubles_for_floats(row_type)
         assert isinstance(widened, pa.StructType)
-        records: ProtoRecordWriter | JsonRecordWriter = (
-            ProtoRecordWriter(row_connect, widened)
-            if self.layout == "proto"
-            else JsonRecordWriter(row_connect, widened)
-        )
+        records = self.records_writer(row_connect, widened)
         return _Value(writer, decoder, envelope, widened, records, uuids, row_connect)
 
     # --- writing ------------------------------------------------------------------------
@@ -166,7 +152,7 @@ class DebeziumAvroToOpenCDC(FramedToOpenCDC):
         bad |= refused | non_finite(before) | non_finite(after)
         bad |= odd_uuids(before, schema.uuids) | odd_uuids(after, schema.uuids)
         bad |= out_of_range(schema.row, before) | out_of_range(schema.row, after)
-        message_keys, key_schemas = self._keys.write(
+        message_keys, key_schemas = self.keys.write(
             None if keys is None else keys.take(taken), count
         )
         more, unnamed = self._schema_entries(

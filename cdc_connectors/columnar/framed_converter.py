@@ -16,13 +16,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from cdc_connectors.columnar.confluent_frames import frames, schema_headers, together
+from cdc_connectors.columnar.confluent_frames import SchemaKeys, frames, schema_headers, together
 from cdc_connectors.columnar.debezium_keys import Keys, Layout
 from cdc_connectors.columnar.debezium_opencdc import Columnar, layout_of, topics_of
 from cdc_connectors.columnar.json_records import JsonRecordWriter
 from cdc_connectors.columnar.proto_records import ProtoRecordWriter
 from cdc_connectors.formats.base import Format
 from cdc_connectors.opencdc import keys as metadata_keys
+from cdc_connectors.schema.connect import ConnectSchema
 from cdc_connectors.spark.debezium_typed import output_schema
 from cdc_connectors.spark.envelope_columns import map_column
 
@@ -50,6 +51,16 @@ class FramedToOpenCDC:
         self.layout: Layout = layout
         self.topic = None if topic is None else tuple(topic)
         self._schemas: OrderedDict[int, Any] = OrderedDict()
+        #: The record keys of the messages' Kafka keys (raw ones all raw with ``raw.keys``).
+        self.keys = SchemaKeys(fmt, layout, raw=getattr(fmt, "raw_keys", False))
+
+    def records_writer(
+        self, row: ConnectSchema, row_type: pa.StructType
+    ) -> ProtoRecordWriter | JsonRecordWriter:
+        """The writer of this destination's records for rows of ``row`` typed ``row_type``."""
+        if self.layout == "proto":
+            return ProtoRecordWriter(row, row_type)
+        return JsonRecordWriter(row, row_type)
 
     def convert(
         self,

@@ -24,13 +24,12 @@ goes the per-message way too.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
-from cdc_connectors.columnar.confluent_frames import SchemaKeys, non_finite
+from cdc_connectors.columnar.confluent_frames import non_finite
 from cdc_connectors.columnar.debezium_opencdc import Columnar, layout_of
 from cdc_connectors.columnar.framed_converter import FramedToOpenCDC, created
 from cdc_connectors.columnar.json_records import JsonRecordWriter
@@ -64,15 +63,7 @@ class _Row:
 class ProtobufToOpenCDC(FramedToOpenCDC):
     """Protobuf rows -> OpenCDC protobuf or JSON, column by column (module docstring)."""
 
-    def __init__(
-        self,
-        fmt: ProtobufFormat,
-        destination: Format,
-        topic: Sequence[tuple[str, str | None]] | None = None,
-    ):
-        super().__init__(fmt, destination, topic)
-        self.fmt: ProtobufFormat = fmt
-        self._keys = SchemaKeys(fmt, self.layout, raw=fmt.raw_keys)
+    fmt: ProtobufFormat
 
     @staticmethod
     def serves(source: Format, destination: Format) -> bool:
@@ -94,11 +85,7 @@ class ProtobufToOpenCDC(FramedToOpenCDC):
         row_type = doubles_for_floats(decoder.arrow_type)
         assert isinstance(row_type, pa.StructType)
         connect = parse_connect_schema(connect_block(row_type, "value"))
-        records: ProtoRecordWriter | JsonRecordWriter = (
-            ProtoRecordWriter(connect, row_type)
-            if self.layout == "proto"
-            else JsonRecordWriter(connect, row_type)
-        )
+        records = self.records_writer(connect, row_type)
         return _Row(decoder, row_type, records)
 
     def write(
@@ -118,6 +105,6 @@ class ProtobufToOpenCDC(FramedToOpenCDC):
         bad |= unnamed_enums(schema.decoder.cls.DESCRIPTOR, decoded)
         after = decoded.cast(schema.row_type)
         bad |= non_finite(after)
-        message_keys, _ = self._keys.write(None if keys is None else keys.take(taken), count)
+        message_keys, _ = self.keys.write(None if keys is None else keys.take(taken), count)
         batch = created(places.take(taken), after, schema.row_type, self.fmt.topic)
         return self.written(rows, batch, schema.records, message_keys, bad)
