@@ -53,10 +53,11 @@ def serves(decoder: Format, encoder: Format) -> bool:
     from cdc_connectors.formats.cdl import CdlJsonFormat
     from cdc_connectors.formats.debezium import DebeziumJsonFormat
     from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
+    from cdc_connectors.formats.ydb import YdbJsonFormat
 
-    if not isinstance(decoder, DebeziumJsonFormat | SchemaRowFormat | CdlJsonFormat) or type(
-        encoder
-    ) not in (
+    if not isinstance(
+        decoder, DebeziumJsonFormat | SchemaRowFormat | CdlJsonFormat | YdbJsonFormat
+    ) or type(encoder) not in (
         OpenCDCProtoFormat,
         OpenCDCJsonFormat,
     ):

@@ -58,13 +58,15 @@ from cdc_connectors.opencdc.json_codec import json_error, load_exact
 from cdc_connectors.opencdc.structured import MAX_INT
 from cdc_connectors.text import printable
 
-__all__ = ["MODES", "YdbJsonFormat"]
+__all__ = ["IMAGE_MODES", "MODES", "OPERATIONS", "YdbJsonFormat"]
 
 #: The changefeed modes ``mode`` takes (YDB's ``MODE`` setting).
 MODES = ("UPDATES", "NEW_IMAGE", "OLD_IMAGE", "NEW_AND_OLD_IMAGES", "KEYS_ONLY")
-_IMAGE_MODES = frozenset({"NEW_IMAGE", "OLD_IMAGE", "NEW_AND_OLD_IMAGES"})
-# ``reset`` is what YDB writes for REPLACE: a whole new row where ``update`` patches one.
-_OPERATIONS = ("update", "reset", "erase")
+#: The modes whose records carry row images.
+IMAGE_MODES = frozenset({"NEW_IMAGE", "OLD_IMAGE", "NEW_AND_OLD_IMAGES"})
+#: A record's operation members. ``reset`` is what YDB writes for REPLACE: a whole new row
+#: where ``update`` patches one.
+OPERATIONS = ("update", "reset", "erase")
 _IMAGES = ("oldImage", "newImage")
 _NS_PER_MS = 1_000_000
 
@@ -164,7 +166,7 @@ class YdbJsonFormat(Format):
             return self._resolved(obj)
 
         key = self._key(obj)
-        present = [name for name in _OPERATIONS if name in obj]
+        present = [name for name in OPERATIONS if name in obj]
         if not present:
             raise CodecError("no operation: the record has neither 'update' nor 'erase'")
         if len(present) > 1:
@@ -174,7 +176,7 @@ class YdbJsonFormat(Format):
         if not isinstance(changed, dict):
             raise CodecError(f"{op} must be an object, not {_kind(changed)}")
         old, new = (_columns(obj, name) for name in _IMAGES)
-        self._check_shape(op, changed, old, new)
+        self.check_shape(op, changed, old, new)
 
         metadata: dict[str, str] = {}
         created_at = None
@@ -183,7 +185,7 @@ class YdbJsonFormat(Format):
             metadata["ydb.step"], metadata["ydb.txId"] = str(step), str(tx_id)
             created_at = step * _NS_PER_MS
 
-        images = old is not None or new is not None or self.mode in _IMAGE_MODES
+        images = old is not None or new is not None or self.mode in IMAGE_MODES
         before, after = old, new
         if op == "erase":
             operation = Operation.DELETE
@@ -238,7 +240,7 @@ class YdbJsonFormat(Format):
             )
         return key
 
-    def _check_shape(
+    def check_shape(
         self,
         op: str,
         changed: dict[str, Any],
@@ -256,7 +258,7 @@ class YdbJsonFormat(Format):
         ]
         if images and mode in {"UPDATES", "KEYS_ONLY"}:
             raise CodecError(f"{images[0]} in {mode} mode, which carries no row images")
-        if changed and (images or mode in _IMAGE_MODES or mode == "KEYS_ONLY"):
+        if changed and (images or mode in IMAGE_MODES or mode == "KEYS_ONLY"):
             # YDB lists the changed columns only when it sends no image.
             raise CodecError(
                 f"{op} holds columns in {mode or 'an image'} mode, where it is an empty flag"

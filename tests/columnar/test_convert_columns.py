@@ -1,6 +1,6 @@
-"""``convert --from debezium-json --to opencdc-proto`` (and ``--to opencdc-json``) writes
-from columns: the same output bytes, counts and dead letters as the per-message way, on
-generated streams."""
+"""``convert --from debezium-json --to opencdc-proto`` (and ``--to opencdc-json``, and
+``--from ydb-json``) writes from columns: the same output bytes, counts and dead letters
+as the per-message way, on generated streams."""
 
 from __future__ import annotations
 
@@ -21,8 +21,10 @@ from cdc_connectors.convert.engine import FailFast, convert_stream
 from cdc_connectors.formats.base import Format
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
+from cdc_connectors.formats.ydb import YdbJsonFormat
 from cdc_connectors.opencdc.metadata import Metadata
 from tests.columnar.debezium_batches import KEY_SCHEMA, batches, schemaless_batches
+from tests.columnar.ydb_json_batches import YDB_SETTINGS, ydb_json_batches
 from tests.hypothesis_profiles import examples
 
 
@@ -62,7 +64,7 @@ def _is_json(data: bytes) -> bool:
 
 
 def _convert(
-    fmt: DebeziumJsonFormat,
+    fmt: Format,
     data: bytes,
     kv_in: bool,
     kv_out: bool,
@@ -130,3 +132,28 @@ def test_a_stream_of_good_messages_is_written_from_columns(to: type[Format], kv:
         assert base64.b64decode(first["value"]).startswith(b"\n\nin.jsonl:1\x10\x02")
     else:
         assert first["value"]["position"] == base64.b64encode(b"in.jsonl:1").decode()
+
+
+class PerMessageYdbJson(YdbJsonFormat):
+    """``ydb-json`` as is, under another class, which the columns do not serve."""
+
+
+@pytest.mark.parametrize("to", [OpenCDCProtoFormat, OpenCDCJsonFormat])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    messages=ydb_json_batches(),
+    ydb_settings=YDB_SETTINGS,
+    kv_out=st.booleans(),
+    fail_fast=st.sampled_from([False, False, True]),
+)
+def test_ydb_records_convert_as_the_per_message_way_converts_them(
+    to: type[Format],
+    messages: list[tuple[bytes | None, bytes | None]],
+    ydb_settings: dict[str, str],
+    kv_out: bool,
+    fail_fast: bool,
+) -> None:
+    data = b"".join(v.replace(b"\n", b" ") + b"\n" for _, v in messages if v)
+    ours = _convert(YdbJsonFormat(ydb_settings), data, False, kv_out, fail_fast, to)
+    theirs = _convert(PerMessageYdbJson(ydb_settings), data, False, kv_out, fail_fast, to)
+    assert ours == theirs

@@ -23,6 +23,7 @@ from cdc_connectors.formats.cdl import CdlJsonFormat
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.formats.lindorm import LindormJsonFormat
 from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
+from cdc_connectors.formats.ydb import YdbJsonFormat
 from cdc_connectors.formats.ydb_debezium import YdbDebeziumJsonFormat
 from cdc_connectors.opencdc.metadata import Metadata
 from cdc_connectors.pipeline.connectors import TopicRoute
@@ -41,6 +42,7 @@ from tests.columnar.debezium_batches import (
     unscaled,
     ydb_batches,
 )
+from tests.columnar.ydb_json_batches import YDB_SETTINGS, ydb_json_batches
 from tests.hypothesis_profiles import examples
 
 F = TypeVar("F", bound=DebeziumJsonFormat)
@@ -823,3 +825,47 @@ def test_an_image_spelt_empty_is_none_as_the_per_message_way_reads_it(
     per_message = PerMessageCdl if fmt is CdlJsonFormat else PerMessageDebezium
     for to in ("proto", "json"):
         assert _stage_of(fmt({}), raw, to) == _stage_of(per_message({}), raw, to)
+
+
+class PerMessageYdbJson(YdbJsonFormat):
+    """``ydb-json`` as it is, under another class, which the columns do not serve."""
+
+
+@pytest.mark.parametrize("to", ["proto", "json"])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(messages=ydb_json_batches(), ydb_settings=YDB_SETTINGS)
+def test_ydb_records_from_columns_are_those_of_the_per_message_way(
+    to: str, messages: list[tuple[bytes | None, bytes | None]], ydb_settings: dict[str, str]
+) -> None:
+    raw = _raw(messages)
+    assert _stage_of(YdbJsonFormat(ydb_settings), raw, to) == _stage_of(
+        PerMessageYdbJson(ydb_settings), raw, to
+    )
+
+
+@pytest.mark.parametrize("to", ["proto", "json"])
+@pytest.mark.parametrize(
+    ("ydb_settings", "record"),
+    [
+        ({}, b'{"key":[%d],"update":{"name":"a","amount":1.5},"ts":[1670792400890,7]}'),
+        (
+            {"mode": "NEW_AND_OLD_IMAGES", "key.columns": "id"},
+            b'{"key":[%d],"update":{},"newImage":{"name":"b","n":null},'
+            b'"oldImage":{"name":"a","n":2},"ts":[1670792400890,7]}',
+        ),
+        (
+            {"mode": "KEYS_ONLY", "collection": "orders", "key.columns": "id,code"},
+            b'{"key":[%d,"x"],"erase":{}}',
+        ),
+    ],
+    ids=["updates", "images", "keys only"],
+)
+def test_ydb_records_come_from_columns(
+    to: str, ydb_settings: dict[str, str], record: bytes
+) -> None:
+    raw = _raw([(None, record % n) for n in range(50)] + [(None, b'{"resolved":[1,2]}')])
+    source = SourceFormat(YdbJsonFormat(ydb_settings), "cdc-kafka", fail_fast=False)
+    out = list(converter(source, DESTINATIONS[to]({}), "p")(iter([raw])))
+    flags = [flag for b in out for flag in b.column("_per_message").to_pylist()]
+    assert flags == [False] * 50  # the resolved timestamp is skipped the per-message way
+    assert _rows(iter(out)) == _stage_of(PerMessageYdbJson(ydb_settings), raw, to)
