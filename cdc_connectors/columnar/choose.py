@@ -6,7 +6,8 @@ JSON dialects described by their envelope, :mod:`~cdc_connectors.columnar.debezi
 :mod:`~cdc_connectors.columnar.avro_opencdc`; ``protobuf`` rows,
 :mod:`~cdc_connectors.columnar.protobuf_opencdc`; CDL's Debezium JSON,
 :mod:`~cdc_connectors.columnar.cdl_opencdc`; YDB's own JSON,
-:mod:`~cdc_connectors.columnar.ydb_opencdc`; each to OpenCDC protobuf or JSON), else
+:mod:`~cdc_connectors.columnar.ydb_opencdc`; OpenCDC JSON itself,
+:mod:`~cdc_connectors.columnar.opencdc_json_opencdc`; each to OpenCDC protobuf or JSON), else
 ``None``: the per-message way.
 """
 
@@ -21,6 +22,7 @@ from cdc_connectors.columnar.avro_opencdc import AvroToOpenCDC
 from cdc_connectors.columnar.cdl_opencdc import CdlToOpenCDC
 from cdc_connectors.columnar.debezium_avro_opencdc import DebeziumAvroToOpenCDC
 from cdc_connectors.columnar.debezium_opencdc import Columnar, DebeziumToOpenCDC
+from cdc_connectors.columnar.opencdc_json_opencdc import OpenCDCJsonToOpenCDC
 from cdc_connectors.columnar.protobuf_opencdc import ProtobufToOpenCDC
 from cdc_connectors.columnar.ydb_opencdc import YdbToOpenCDC
 from cdc_connectors.formats.avro import AvroFormat
@@ -28,6 +30,7 @@ from cdc_connectors.formats.base import Format
 from cdc_connectors.formats.cdl import CdlJsonFormat
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.formats.debezium_avro import DebeziumAvroFormat
+from cdc_connectors.formats.opencdc import OpenCDCJsonFormat
 from cdc_connectors.formats.protobuf import ProtobufFormat
 from cdc_connectors.formats.ydb import YdbJsonFormat
 
@@ -57,6 +60,7 @@ def serves(source: Format, destination: Format) -> bool:
             ProtobufToOpenCDC,
             CdlToOpenCDC,
             YdbToOpenCDC,
+            OpenCDCJsonToOpenCDC,
         )
     )
 
@@ -80,6 +84,9 @@ def columns_for(
     if AvroToOpenCDC.serves(source, destination):
         assert isinstance(source, AvroFormat)
         return AvroToOpenCDC(source, destination, topic)
+    if OpenCDCJsonToOpenCDC.serves(source, destination):
+        assert isinstance(source, OpenCDCJsonFormat)
+        return OpenCDCJsonToOpenCDC(source, destination, topic)
     if YdbToOpenCDC.serves(source, destination):
         assert isinstance(source, YdbJsonFormat)
         return YdbToOpenCDC(source, destination, topic)

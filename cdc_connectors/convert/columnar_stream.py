@@ -56,7 +56,8 @@ def serves(decoder: Format, encoder: Format) -> bool:
     from cdc_connectors.formats.ydb import YdbJsonFormat
 
     if not isinstance(
-        decoder, DebeziumJsonFormat | SchemaRowFormat | CdlJsonFormat | YdbJsonFormat
+        decoder,
+        DebeziumJsonFormat | SchemaRowFormat | CdlJsonFormat | YdbJsonFormat | OpenCDCJsonFormat,
     ) or type(encoder) not in (
         OpenCDCProtoFormat,
         OpenCDCJsonFormat,

@@ -439,8 +439,8 @@ def converter(
     source's format and encoded with the destination's, in one pass; a message that does
     not decode and a record that does not encode are dead letters, as in the two-step way.
 
-    Debezium JSON (a dialect described by its envelope) and Debezium Avro to OpenCDC
-    protobuf or JSON, with or without a topic template, are written from columns
+    The formats the columns serve to OpenCDC protobuf or JSON, with or without a topic
+    template, are written from columns
     (:func:`~cdc_connectors.columnar.choose.columns_for`): only the messages the columns
     cannot take exactly go the per-message way, in the same output order."""
     columns = None

@@ -1,6 +1,6 @@
 """``convert --from debezium-json --to opencdc-proto`` (and ``--to opencdc-json``, and
-``--from ydb-json``) writes from columns: the same output bytes, counts and dead letters
-as the per-message way, on generated streams."""
+``--from ydb-json`` or ``opencdc-json``) writes from columns: the same output bytes, counts
+and dead letters as the per-message way, on generated streams."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
 from cdc_connectors.formats.ydb import YdbJsonFormat
 from cdc_connectors.opencdc.metadata import Metadata
 from tests.columnar.debezium_batches import KEY_SCHEMA, batches, schemaless_batches
+from tests.columnar.opencdc_json_batches import opencdc_json_batches
 from tests.columnar.ydb_json_batches import YDB_SETTINGS, ydb_json_batches
 from tests.hypothesis_profiles import examples
 
@@ -156,4 +157,27 @@ def test_ydb_records_convert_as_the_per_message_way_converts_them(
     data = b"".join(v.replace(b"\n", b" ") + b"\n" for _, v in messages if v)
     ours = _convert(YdbJsonFormat(ydb_settings), data, False, kv_out, fail_fast, to)
     theirs = _convert(PerMessageYdbJson(ydb_settings), data, False, kv_out, fail_fast, to)
+    assert ours == theirs
+
+
+class PerMessageOpenCDCJson(OpenCDCJsonFormat):
+    """``opencdc-json`` as is, under another class, which the columns do not serve."""
+
+
+@pytest.mark.parametrize("to", [OpenCDCProtoFormat, OpenCDCJsonFormat])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    messages=opencdc_json_batches(),
+    kv_out=st.booleans(),
+    fail_fast=st.sampled_from([False, False, True]),
+)
+def test_opencdc_json_records_convert_as_the_per_message_way_converts_them(
+    to: type[Format],
+    messages: list[tuple[bytes | None, bytes | None]],
+    kv_out: bool,
+    fail_fast: bool,
+) -> None:
+    data = b"".join(v.replace(b"\n", b" ") + b"\n" for _, v in messages if v)
+    ours = _convert(OpenCDCJsonFormat({}), data, False, kv_out, fail_fast, to)
+    theirs = _convert(PerMessageOpenCDCJson({}), data, False, kv_out, fail_fast, to)
     assert ours == theirs

@@ -42,6 +42,7 @@ from tests.columnar.debezium_batches import (
     unscaled,
     ydb_batches,
 )
+from tests.columnar.opencdc_json_batches import opencdc_json_batches
 from tests.columnar.ydb_json_batches import YDB_SETTINGS, ydb_json_batches
 from tests.hypothesis_profiles import examples
 
@@ -869,3 +870,43 @@ def test_ydb_records_come_from_columns(
     flags = [flag for b in out for flag in b.column("_per_message").to_pylist()]
     assert flags == [False] * 50  # the resolved timestamp is skipped the per-message way
     assert _rows(iter(out)) == _stage_of(PerMessageYdbJson(ydb_settings), raw, to)
+
+
+class PerMessageOpenCDCJson(OpenCDCJsonFormat):
+    """``opencdc-json`` as it is, under another class, which the columns do not serve."""
+
+
+@pytest.mark.parametrize("to", ["proto", "json"])
+@pytest.mark.parametrize("raw_as_string", [False, True], ids=["base64", "raw.as.string"])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(messages=opencdc_json_batches())
+def test_opencdc_json_records_from_columns_are_those_of_the_per_message_way(
+    to: str, raw_as_string: bool, messages: list[tuple[bytes | None, bytes | None]]
+) -> None:
+    raw = _raw(messages)
+    options = {"raw.as.string": "true"} if raw_as_string else {}
+    assert _stage_of(OpenCDCJsonFormat(options), raw, to) == _stage_of(
+        PerMessageOpenCDCJson(options), raw, to
+    )
+
+
+@pytest.mark.parametrize("to", ["proto", "json"])
+def test_opencdc_json_records_come_from_columns(to: str) -> None:
+    records = [
+        {
+            "position": "cG9zLTE=",
+            "operation": "update",
+            "metadata": {"opencdc.collection": "orders", "opencdc.readAt": "1"},
+            "key": {"id": n},
+            "payload": {"before": None, "after": {"id": n, "total": 1.5, "tags": ["a"]}},
+        }
+        for n in range(40)
+    ]
+    records += [{"operation": "delete", "key": "cmF3", "payload": {"before": {"id": 1}}}] * 5
+    records += [{"operation": "create", "payload": {"after": "cmF3"}}]  # raw: its own way
+    raw = _raw([(None, orjson.dumps(r)) for r in records])
+    source = SourceFormat(OpenCDCJsonFormat({}), "cdc-kafka", fail_fast=False)
+    out = list(converter(source, DESTINATIONS[to]({}), "p")(iter([raw])))
+    flags = [flag for b in out for flag in b.column("_per_message").to_pylist()]
+    assert flags == [False] * 45 + [True]
+    assert _rows(iter(out)) == _stage_of(PerMessageOpenCDCJson({}), raw, to)

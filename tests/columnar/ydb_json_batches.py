@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 _NAMES = ["id", "name", "amount", "note", "flag", "é k"]
 # Each kind of column value, as JSON text.
-_KIND_VALUES = {
+KIND_VALUES = {
     "int": st.one_of(
         st.integers(-(2**40), 2**40),
         st.sampled_from([0, -1, 2**53 + 1, 2**63 - 1, -(2**63), 2**63, 2**64 - 1, 2**64]),
@@ -25,8 +25,13 @@ _KIND_VALUES = {
     ),
     "string": st.text(max_size=6).map(lambda s: orjson.dumps(s).decode()),
     "bool": st.sampled_from(["true", "false"]),
+    "ints": st.lists(st.one_of(st.integers(-5, 5), st.none()), max_size=3).map(
+        lambda items: orjson.dumps(items).decode()
+    ),
 }
-_ODD_VALUES = st.sampled_from(["null", '{"a": 1}', "[1, 2]", "-0", "1", "1.5", '"x"', "true"])
+ODD_VALUES = st.sampled_from(
+    ["null", '{"a": 1}', "[1, 2]", '[1, "a"]', "[[1]]", "-0", "1", "1.5", '"x"', "true"]
+)
 _OPERATIONS = ("update", "reset", "erase")
 
 
@@ -42,9 +47,9 @@ def _row(draw: st.DrawFn, kinds: dict[str, str], keyed: bool) -> str:
         kind = kinds.get(name, "int")
         value = draw(
             st.one_of(
-                _KIND_VALUES[kind],
+                KIND_VALUES[kind],
                 st.just("null"),
-                _ODD_VALUES if draw(st.integers(0, 7)) == 0 else _KIND_VALUES[kind],
+                ODD_VALUES if draw(st.integers(0, 7)) == 0 else KIND_VALUES[kind],
             )
         )
         parts.append(f'"{name}":{value}')
@@ -70,7 +75,7 @@ def _record(draw: st.DrawFn, kinds: dict[str, str], key_kinds: list[str]) -> byt
         )
     members = []
     size = draw(st.sampled_from([len(key_kinds), len(key_kinds), 1, 3]))
-    key = [draw(_KIND_VALUES[key_kinds[n % len(key_kinds)]]) for n in range(size)]
+    key = [draw(KIND_VALUES[key_kinds[n % len(key_kinds)]]) for n in range(size)]
     if draw(st.integers(0, 15)) == 0:
         key = draw(st.sampled_from([[], ["null"], ['{"a":1}'], ["1.0", '"x"']]))
     if draw(st.integers(0, 25)) != 0:
@@ -114,7 +119,7 @@ def _record(draw: st.DrawFn, kinds: dict[str, str], key_kinds: list[str]) -> byt
 def ydb_json_batches(draw: st.DrawFn) -> list[tuple[bytes | None, bytes | None]]:
     """A batch of (Kafka key, value) messages of YDB records (module docstring)."""
     names = draw(st.lists(st.sampled_from(_NAMES[1:]), unique=True, min_size=1, max_size=4))
-    kinds = {name: draw(st.sampled_from(list(_KIND_VALUES))) for name in names}
+    kinds = {name: draw(st.sampled_from(list(KIND_VALUES))) for name in names}
     key_kinds = draw(st.lists(st.sampled_from(["int", "string", "int"]), min_size=1, max_size=2))
     records = draw(st.lists(_record(kinds, key_kinds), min_size=1, max_size=24))
     return [(None, value) for value in records]
