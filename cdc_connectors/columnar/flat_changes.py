@@ -143,17 +143,22 @@ def _fits(items: Iterable[tuple[str, Any]], kinds: dict[str, Kind]) -> bool:
 
 def _kind(value: Any) -> Kind:
     """A value's kind (``None`` for null, ``False`` for one the columns do not hold)."""
-    kind = type(value)
-    if kind is list:
+    if type(value) is list:
         item: Kind = None
         for each in value:
-            found = _kind(each)
-            if found is False or isinstance(found, tuple):
+            found = _scalar_kind(each)
+            if found is False:
                 return False
             item = _merged(item, found)
             if item is False:
                 return False
         return (list, item)
+    return _scalar_kind(value)
+
+
+def _scalar_kind(value: Any) -> Kind:
+    """A scalar's kind (``None`` for null, ``False`` for anything else)."""
+    kind = type(value)
     if kind not in _FLAT:
         return False
     if kind is type(None):

@@ -1,5 +1,5 @@
-"""``convert``'s columnar path: chunks of Debezium JSON or Avro, Avro or Protobuf rows, as OpenCDC
-protobuf or JSON from Arrow columns (:func:`~cdc_connectors.columnar.choose.columns_for`).
+"""``convert``'s columnar path: chunks of messages of the formats the columns serve, as
+OpenCDC protobuf or JSON from Arrow columns (:func:`~cdc_connectors.columnar.choose.columns_for`).
 
 The convert loop goes through a chunk in message order: each run of messages the columns
 wrote is passed on at once (:meth:`WrittenChunk.write_run`), any other message goes the
@@ -10,6 +10,8 @@ message (``--fail-fast``) stops the run where it would anyway.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from queue import Empty, SimpleQueue
+from threading import Thread
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
     from cdc_connectors.columnar.choose import ColumnarConverter
     from cdc_connectors.columnar.debezium_opencdc import Columnar
 
-__all__ = ["ChunkWriter", "WrittenChunk", "chunks", "serves"]
+__all__ = ["ChunkWriter", "WrittenChunk", "chunks", "live_chunks", "serves"]
 
 Item = Message | CodecError
 _NO_MESSAGE = Message(None)  # stands for a broken item: nothing to write from columns
@@ -80,6 +82,58 @@ def chunks(items: Iterable[Item], size: int) -> Iterator[list[Item]]:
         yield chunk
 
 
+#: How long a chunk of a live stream waits for more messages before it is converted.
+LINGER = 0.05
+
+
+def live_chunks(items: Iterable[Item], size: int, linger: float = LINGER) -> Iterator[list[Item]]:
+    """``items`` of a stream that may pause (a pipe, a terminal) in lists of at most
+    ``size``: a list ends early when no message has come for ``linger`` seconds, so that
+    what has arrived is written without waiting for the rest. A thread reads them."""
+    queue: SimpleQueue[object] = SimpleQueue()
+
+    def read() -> None:
+        try:
+            for item in items:
+                queue.put(item)
+        except BaseException as exc:  # raised again where the items are taken
+            queue.put(_Failed(exc))
+        queue.put(_END)
+
+    Thread(target=read, name="convert-reader", daemon=True).start()
+    chunk: list[Item] = []
+    while True:
+        if chunk:
+            try:
+                got = queue.get(timeout=linger)
+            except Empty:
+                yield chunk
+                chunk = []
+                continue
+        else:
+            got = queue.get()
+        if got is _END:
+            break
+        if isinstance(got, _Failed):
+            raise got.error
+        chunk.append(got)  # type: ignore[arg-type]
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+class _Failed:
+    """The reader's error, passed to the thread that takes the items."""
+
+    def __init__(self, error: BaseException):
+        self.error = error
+
+
+_END = object()
+
+
 class ChunkWriter:
     """Writes the messages of chunks the columns take to ``writer``'s stream."""
 
@@ -110,40 +164,54 @@ class ChunkWriter:
             places,
             _headers(messages),
         )
-        return WrittenChunk(self.writer, found.rows, len(chunk), self._rendered(found))
+        rendered, refused = self._rendered(found)
+        rows = found.rows
+        if refused.any():  # the per-message way makes them dead letters, saying why
+            kept = pa.array(~refused)
+            rows, rendered = rows[~refused], rendered.filter(kept)
+        return WrittenChunk(self.writer, rows, len(chunk), rendered)
 
-    def _rendered(self, found: Columnar) -> pa.Array:
-        """Each written message as the stream's layout holds it (:meth:`MessageWriter.render`)."""
+    def _rendered(self, found: Columnar) -> tuple[pa.Array, np.ndarray]:
+        """Each written message as the stream's layout holds it (:meth:`MessageWriter.render`),
+        and those it cannot hold (a raw key that is neither JSON nor UTF-8 in a text line)."""
         from cdc_connectors.columnar import base64text, wire
         from cdc_connectors.columnar.json_text import joined
 
         layout = self.writer.layout
+        refused = np.zeros(len(found.rows), dtype=bool)
         if layout == "delimited":
             values = wire.Pieces.of(found.values)
-            return (wire.segments([wire.varint(values.sizes)]) + values).joined()
+            return (wire.segments([wire.varint(values.sizes)]) + values).joined(), refused
         if layout == "lines":
-            return joined(found.values, b"\n")
+            return joined(found.values, b"\n"), refused
         null = pa.scalar(b"null", pa.binary())
         if self.writer.fmt.binary:
             keys = pc.fill_null(joined(b'"', base64text.encode(found.keys), b'"'), null)
             keys = pc.if_else(found.keys.is_valid(), keys, null)
-            return joined(b'{"key":', keys, b',"value":"', base64text.encode(found.values), b'"}\n')
+            lines = joined(
+                b'{"key":', keys, b',"value":"', base64text.encode(found.values), b'"}\n'
+            )
+            return lines, refused
         lines = joined(b'{"key":null,"value":', found.values, b"}\n")
         keyed = np.flatnonzero(np.asarray(found.keys.is_valid().to_numpy(zero_copy_only=False)))
         if len(keyed):  # a text format's keys are written as JSON where they are JSON
             taken = pa.array(keyed)
-            one_by_one = [
-                self.writer.render(Message(value, key))
-                for value, key in zip(
-                    found.values.take(taken).to_pylist(),
-                    found.keys.take(taken).to_pylist(),
-                    strict=True,
-                )
-            ]
+            one_by_one: list[bytes | None] = []
+            for row, value, key in zip(
+                keyed,
+                found.values.take(taken).to_pylist(),
+                found.keys.take(taken).to_pylist(),
+                strict=True,
+            ):
+                try:
+                    one_by_one.append(self.writer.render(Message(value, key)))
+                except CodecError:
+                    one_by_one.append(None)
+                    refused[row] = True
             mask = np.zeros(len(lines), dtype=bool)
             mask[keyed] = True
             lines = pc.replace_with_mask(lines, pa.array(mask), pa.array(one_by_one, pa.binary()))
-        return lines
+        return lines, refused
 
 
 class WrittenChunk:

@@ -12,6 +12,7 @@ one line rewritten in place about once a second and cleared at the end.
 from __future__ import annotations
 
 import os
+import stat
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -117,8 +118,7 @@ class FailFast(FailFastError):
         super().__init__(str(error), error=error)
 
 
-#: Messages converted together where the columns write them (Debezium JSON to OpenCDC
-#: protobuf or JSON).
+#: Messages converted together where the columns write them (to OpenCDC protobuf or JSON).
 CHUNK = 4096
 
 
@@ -140,10 +140,12 @@ def convert_stream(
     ``progress`` is given the counts every :data:`PROGRESS_EVERY` messages and cleared
     when the run ends, however it ends, before anyone prints what happened.
 
-    Debezium JSON to OpenCDC protobuf or JSON is converted :data:`CHUNK` messages at a time
-    from Arrow columns (:class:`~cdc_connectors.columnar.debezium_opencdc.DebeziumToOpenCDC`); the
-    messages the columns do not take go the per-message way, so the output, its order,
-    the counts and the dead letters are the same."""
+    The formats the columns serve are converted to OpenCDC protobuf or JSON :data:`CHUNK`
+    messages at a time from Arrow columns
+    (:func:`~cdc_connectors.columnar.choose.columns_for`), a chunk of a stream that pauses
+    (a pipe, a terminal) as soon as its messages stop coming; the messages the columns do
+    not take go the per-message way, so the output, its order, the counts and the dead
+    letters are the same."""
     run = _Conversion(
         decoder,
         encoder,
@@ -156,7 +158,7 @@ def convert_stream(
     items = read_messages(source, type(decoder), kv=kv_in, source=source_name)
     try:
         if _columnar(decoder, encoder):
-            run.by_chunks(items)
+            run.by_chunks(items, live=_live(source))
         else:
             for item in items:
                 run.one(run.counted(item))
@@ -230,14 +232,16 @@ class _Conversion:
             self.progress(self.stats)
         return item
 
-    def by_chunks(self, items: Iterable[Message | CodecError]) -> None:
-        """Convert :data:`CHUNK` messages at a time from Arrow columns; the ones the
-        columns do not take go the per-message way, in their place."""
+    def by_chunks(self, items: Iterable[Message | CodecError], live: bool = False) -> None:
+        """Convert :data:`CHUNK` messages at a time from Arrow columns (fewer when a
+        ``live`` stream pauses); the ones the columns do not take go the per-message way,
+        in their place."""
         from cdc_connectors.convert import columnar_stream
 
         columns = columnar_stream.ChunkWriter(self.decoder, self.encoder, self.writer)
         stats, progress = self.stats, self.progress
-        for chunk in columnar_stream.chunks(items, CHUNK):
+        chunked = columnar_stream.live_chunks if live else columnar_stream.chunks
+        for chunk in chunked(items, CHUNK):
             written = columns.convert(chunk)
             index = 0
             while index < len(chunk):
@@ -257,6 +261,18 @@ class _Conversion:
                 ):
                     progress(stats)
                 index = end
+            if live:  # what has arrived is passed on before the stream goes on
+                self.writer.stream.flush()
+
+
+def _live(source: ByteReader) -> bool:
+    """Whether ``source`` may pause between messages: anything but a regular file (a
+    pipe, a terminal, a socket)."""
+    fileno = getattr(source, "fileno", None)
+    try:
+        return fileno is not None and not stat.S_ISREG(os.fstat(fileno()).st_mode)
+    except (OSError, ValueError):
+        return False  # an in-memory stream (io.BytesIO has fileno, and raises)
 
 
 def _columnar(decoder: Format, encoder: Format) -> bool:

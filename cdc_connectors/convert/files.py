@@ -164,6 +164,10 @@ class Guarded:
         error.closed_pipe = isinstance(exc, BrokenPipeError)
         return error
 
+    def fileno(self) -> int:
+        """The stream's file descriptor (``OSError`` for a stream without one)."""
+        return self.stream.fileno()
+
     def read(self, size: int = -1) -> bytes:
         try:
             return self.stream.read(size)
