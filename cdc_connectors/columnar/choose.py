@@ -7,7 +7,8 @@ JSON dialects described by their envelope, :mod:`~cdc_connectors.columnar.debezi
 :mod:`~cdc_connectors.columnar.protobuf_opencdc`; CDL's Debezium JSON,
 :mod:`~cdc_connectors.columnar.cdl_opencdc`; YDB's own JSON,
 :mod:`~cdc_connectors.columnar.ydb_opencdc`; OpenCDC JSON itself,
-:mod:`~cdc_connectors.columnar.opencdc_json_opencdc`; each to OpenCDC protobuf or JSON), else
+:mod:`~cdc_connectors.columnar.opencdc_json_opencdc`, and protobuf,
+:mod:`~cdc_connectors.columnar.opencdc_proto_opencdc`; each to OpenCDC protobuf or JSON), else
 ``None``: the per-message way.
 """
 
@@ -23,6 +24,7 @@ from cdc_connectors.columnar.cdl_opencdc import CdlToOpenCDC
 from cdc_connectors.columnar.debezium_avro_opencdc import DebeziumAvroToOpenCDC
 from cdc_connectors.columnar.debezium_opencdc import Columnar, DebeziumToOpenCDC
 from cdc_connectors.columnar.opencdc_json_opencdc import OpenCDCJsonToOpenCDC
+from cdc_connectors.columnar.opencdc_proto_opencdc import OpenCDCProtoToOpenCDC
 from cdc_connectors.columnar.protobuf_opencdc import ProtobufToOpenCDC
 from cdc_connectors.columnar.ydb_opencdc import YdbToOpenCDC
 from cdc_connectors.formats.avro import AvroFormat
@@ -30,7 +32,7 @@ from cdc_connectors.formats.base import Format
 from cdc_connectors.formats.cdl import CdlJsonFormat
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.formats.debezium_avro import DebeziumAvroFormat
-from cdc_connectors.formats.opencdc import OpenCDCJsonFormat
+from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
 from cdc_connectors.formats.protobuf import ProtobufFormat
 from cdc_connectors.formats.ydb import YdbJsonFormat
 
@@ -61,6 +63,7 @@ def serves(source: Format, destination: Format) -> bool:
             CdlToOpenCDC,
             YdbToOpenCDC,
             OpenCDCJsonToOpenCDC,
+            OpenCDCProtoToOpenCDC,
         )
     )
 
@@ -87,6 +90,9 @@ def columns_for(
     if OpenCDCJsonToOpenCDC.serves(source, destination):
         assert isinstance(source, OpenCDCJsonFormat)
         return OpenCDCJsonToOpenCDC(source, destination, topic)
+    if OpenCDCProtoToOpenCDC.serves(source, destination):
+        assert isinstance(source, OpenCDCProtoFormat)
+        return OpenCDCProtoToOpenCDC(source, destination, topic)
     if YdbToOpenCDC.serves(source, destination):
         assert isinstance(source, YdbJsonFormat)
         return YdbToOpenCDC(source, destination, topic)

@@ -12,13 +12,15 @@ destination's ``encode`` writes for the record of the same values.
 A row (``before``, ``after``, a structured key) is taken when its values are flat: null,
 booleans, 64-bit integers, doubles, text, or arrays of one of those kinds. Left to the
 caller, for the per-message way: a nested value, a number a double would change (a
-``Decimal``), a row whose images have different columns, a column whose kind differs from
-the rest of its group (OpenCDC JSON tells ``1`` from ``1.0``), an array of mixed kinds,
-and what the writers refuse (an integer a ``Struct`` double would change).
+``Decimal``), NaN and infinities, a row whose images have different columns, a column
+whose kind differs from the rest of its group (OpenCDC JSON tells ``1`` from ``1.0``), an
+array of mixed kinds, and what the writers refuse (an integer a ``Struct`` double would
+change).
 """
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -28,6 +30,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from cdc_connectors.columnar.confluent_frames import non_finite
 from cdc_connectors.columnar.debezium_keys import Layout, merged, raw_fields, typed_fields
 from cdc_connectors.columnar.debezium_opencdc import Columnar, topics_of
 from cdc_connectors.columnar.json_records import JsonRecordWriter
@@ -165,6 +168,8 @@ def _scalar_kind(value: Any) -> Kind:
         return None
     if kind is int and not _INT64[0] <= value <= _INT64[1]:
         return False
+    if kind is float and not math.isfinite(value):
+        return False  # NaN and infinities: no JSON form, the per-message way says so
     return kind
 
 
@@ -243,6 +248,16 @@ class FlatChanges:
                 return None
             rows, changes = rows[fitting], [changes[n] for n in fitting]
             images = _typed(changes, writers)
+        # NaN and infinities, which kinds do not tell: the per-message way refuses them
+        odd = non_finite(images[0]) | non_finite(images[1])
+        if images[2] is not None:
+            odd |= non_finite(images[2])
+        if odd.any():
+            kept = pa.array(~odd)
+            rows, changes = rows[~odd], [c for c, bad in zip(changes, odd, strict=True) if not bad]
+            images = tuple(None if image is None else image.filter(kept) for image in images)  # type: ignore[assignment]
+            if not changes:
+                return None
         count = len(changes)
         batch = pa.RecordBatch.from_arrays(
             [

@@ -59,7 +59,12 @@ def serves(decoder: Format, encoder: Format) -> bool:
 
     if not isinstance(
         decoder,
-        DebeziumJsonFormat | SchemaRowFormat | CdlJsonFormat | YdbJsonFormat | OpenCDCJsonFormat,
+        DebeziumJsonFormat
+        | SchemaRowFormat
+        | CdlJsonFormat
+        | YdbJsonFormat
+        | OpenCDCJsonFormat
+        | OpenCDCProtoFormat,
     ) or type(encoder) not in (
         OpenCDCProtoFormat,
         OpenCDCJsonFormat,

@@ -1,6 +1,6 @@
 """``convert --from debezium-json --to opencdc-proto`` (and ``--to opencdc-json``, and
-``--from ydb-json`` or ``opencdc-json``) writes from columns: the same output bytes, counts
-and dead letters as the per-message way, on generated streams."""
+``--from ydb-json``, ``opencdc-json`` or ``opencdc-proto``) writes from columns: the same
+output bytes, counts and dead letters as the per-message way, on generated streams."""
 
 from __future__ import annotations
 
@@ -18,13 +18,14 @@ from hypothesis import strategies as st
 from cdc_connectors.convert import engine
 from cdc_connectors.convert.deadletter import DeadLetterWriter
 from cdc_connectors.convert.engine import FailFast, convert_stream
-from cdc_connectors.formats.base import Format
+from cdc_connectors.formats.base import Format, Message
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
 from cdc_connectors.formats.ydb import YdbJsonFormat
 from cdc_connectors.opencdc.metadata import Metadata
 from tests.columnar.debezium_batches import KEY_SCHEMA, batches, schemaless_batches
 from tests.columnar.opencdc_json_batches import opencdc_json_batches
+from tests.columnar.opencdc_proto_batches import opencdc_proto_batches
 from tests.columnar.ydb_json_batches import YDB_SETTINGS, ydb_json_batches
 from tests.hypothesis_profiles import examples
 
@@ -180,4 +181,34 @@ def test_opencdc_json_records_convert_as_the_per_message_way_converts_them(
     data = b"".join(v.replace(b"\n", b" ") + b"\n" for _, v in messages if v)
     ours = _convert(OpenCDCJsonFormat({}), data, False, kv_out, fail_fast, to)
     theirs = _convert(PerMessageOpenCDCJson({}), data, False, kv_out, fail_fast, to)
+    assert ours == theirs
+
+
+class PerMessageOpenCDCProto(OpenCDCProtoFormat):
+    """``opencdc-proto`` as is, under another class, which the columns do not serve."""
+
+
+@pytest.mark.parametrize("to", [OpenCDCProtoFormat, OpenCDCJsonFormat])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    messages=opencdc_proto_batches(),
+    kv=st.booleans(),
+    fail_fast=st.sampled_from([False, False, True]),
+)
+def test_opencdc_proto_records_convert_as_the_per_message_way_converts_them(
+    to: type[Format],
+    messages: list[tuple[bytes | None, bytes | None]],
+    kv: bool,
+    fail_fast: bool,
+) -> None:
+    from cdc_connectors.convert.streams import MessageWriter
+
+    data = io.BytesIO()
+    writer = MessageWriter(data, OpenCDCProtoFormat, kv=kv)
+    for _, value in messages:
+        if value is not None:
+            writer.write(Message(value))
+    stream = data.getvalue()
+    ours = _convert(OpenCDCProtoFormat({}), stream, kv, kv, fail_fast, to)
+    theirs = _convert(PerMessageOpenCDCProto({}), stream, kv, kv, fail_fast, to)
     assert ours == theirs

@@ -43,6 +43,7 @@ from tests.columnar.debezium_batches import (
     ydb_batches,
 )
 from tests.columnar.opencdc_json_batches import opencdc_json_batches
+from tests.columnar.opencdc_proto_batches import opencdc_proto_batches
 from tests.columnar.ydb_json_batches import YDB_SETTINGS, ydb_json_batches
 from tests.hypothesis_profiles import examples
 
@@ -910,3 +911,43 @@ def test_opencdc_json_records_come_from_columns(to: str) -> None:
     flags = [flag for b in out for flag in b.column("_per_message").to_pylist()]
     assert flags == [False] * 45 + [True]
     assert _rows(iter(out)) == _stage_of(PerMessageOpenCDCJson({}), raw, to)
+
+
+class PerMessageOpenCDCProto(OpenCDCProtoFormat):
+    """``opencdc-proto`` as it is, under another class, which the columns do not serve."""
+
+
+@pytest.mark.parametrize("to", ["proto", "json"])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(messages=opencdc_proto_batches())
+def test_opencdc_proto_records_from_columns_are_those_of_the_per_message_way(
+    to: str, messages: list[tuple[bytes | None, bytes | None]]
+) -> None:
+    raw = _raw(messages)
+    assert _stage_of(OpenCDCProtoFormat({}), raw, to) == _stage_of(
+        PerMessageOpenCDCProto({}), raw, to
+    )
+
+
+@pytest.mark.parametrize("to", ["proto", "json"])
+def test_opencdc_proto_records_come_from_columns(to: str) -> None:
+    from cdc_connectors.opencdc.json_codec import record_from_json
+    from cdc_connectors.opencdc.proto_codec import record_to_proto_bytes
+
+    records = [
+        {
+            "position": "cG9zLTE=",
+            "operation": "snapshot",
+            "metadata": {"opencdc.collection": "orders"},
+            "key": {"id": n},
+            "payload": {"after": {"id": n, "total": 1.5 + n, "tags": ["a", None]}},
+        }
+        for n in range(30)
+    ]
+    records.append({"operation": "create", "payload": {"after": "cmF3"}})  # raw: its own way
+    raw = _raw([(None, record_to_proto_bytes(record_from_json(orjson.dumps(r)))) for r in records])
+    source = SourceFormat(OpenCDCProtoFormat({}), "cdc-kafka", fail_fast=False)
+    out = list(converter(source, DESTINATIONS[to]({}), "p")(iter([raw])))
+    flags = [flag for b in out for flag in b.column("_per_message").to_pylist()]
+    assert flags == [False] * 30 + [True]
+    assert _rows(iter(out)) == _stage_of(PerMessageOpenCDCProto({}), raw, to)
