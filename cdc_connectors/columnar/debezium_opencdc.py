@@ -40,7 +40,7 @@ from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
 from cdc_connectors.opencdc import CodecError
 from cdc_connectors.spark.debezium_typed import TypedDebeziumDecoder
 
-__all__ = ["Columnar", "DebeziumToOpenCDC", "layout_of", "topics_of"]
+__all__ = ["Columnar", "DebeziumToOpenCDC", "layout_of", "merged_columnar", "topics_of"]
 
 #: Envelope schemas kept decoders for; the least recently used goes first.
 MAX_DECODERS = 32
@@ -141,20 +141,18 @@ class DebeziumToOpenCDC:
                 written_keys.append(found.keys)
                 if found.topics is not None:
                     topics.append(found.topics)
-        if not rows:
-            empty = np.zeros(0, dtype=np.int64)
-            none = pa.array([], pa.binary())
-            return Columnar(
-                empty, none, none, None if self.topic is None else pa.array([], pa.string())
-            )
-        every = np.concatenate(rows)
-        order = np.argsort(every, kind="stable")
-        take = pa.array(order)
-        return Columnar(
-            every[order],
-            pa.concat_arrays(written).take(take),
-            pa.concat_arrays(written_keys).take(take),
-            pa.concat_arrays(topics).take(take) if self.topic is not None else None,
+        return merged_columnar(
+            [
+                Columnar(part, values, keys, part_topics)
+                for part, values, keys, part_topics in zip(
+                    rows,
+                    written,
+                    written_keys,
+                    topics if self.topic is not None else [None] * len(rows),
+                    strict=True,
+                )
+            ],
+            routed=self.topic is not None,
         )
 
     # --- envelope schemas ---------------------------------------------------------------
@@ -321,6 +319,29 @@ class DebeziumToOpenCDC:
                 None if topics is None else topics.filter(kept),
             )
         return Columnar(rows, records, keys_of_rows.message_keys, topics)
+
+
+def merged_columnar(parts: Sequence[Columnar], routed: bool | None = None) -> Columnar:
+    """The messages of several parts of one batch, in the order of their rows (``routed``:
+    each has its topic; by default, whether the first part's messages have)."""
+    if routed is None:
+        routed = bool(parts) and parts[0].topics is not None
+    parts = [part for part in parts if len(part.rows)]
+    if not parts:
+        empty = np.zeros(0, dtype=np.int64)
+        none = pa.array([], pa.binary())
+        return Columnar(empty, none, none, pa.array([], pa.string()) if routed else None)
+    if len(parts) == 1:
+        return parts[0]
+    every = np.concatenate([part.rows for part in parts])
+    order = np.argsort(every, kind="stable")
+    take = pa.array(order)
+    return Columnar(
+        every[order],
+        pa.concat_arrays([part.values for part in parts]).take(take),
+        pa.concat_arrays([part.keys for part in parts]).take(take),
+        pa.concat_arrays([part.topics for part in parts]).take(take) if routed else None,
+    )
 
 
 def topics_of(

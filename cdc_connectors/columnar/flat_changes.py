@@ -10,9 +10,11 @@ writers the Debezium columns use
 destination's ``encode`` writes for the record of the same values.
 
 A row (``before``, ``after``, a structured key) is taken when its values are flat: null,
-booleans, 64-bit integers, doubles, text, or arrays of one of those kinds. Left to the
-caller, for the per-message way: a nested value, a number a double would change (a
-``Decimal``), NaN and infinities, a row whose images have different columns, a column
+booleans, 64-bit integers, doubles, text, decimals of one scale per column (as
+``Decimal``: a Kafka Connect ``Decimal`` column), or arrays of one of those kinds but
+decimals. Left to the
+caller, for the per-message way: a nested value, NaN and infinities, a decimal of another
+scale than its column's, a row whose images have different columns, a column
 whose kind differs from the rest of its group (OpenCDC JSON tells ``1`` from ``1.0``), an
 array of mixed kinds, and what the writers refuse (an integer a ``Struct`` double would
 change).
@@ -24,6 +26,7 @@ import math
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from decimal import Decimal
 from itertools import chain
 from typing import Any
 
@@ -32,10 +35,11 @@ import pyarrow as pa
 
 from cdc_connectors.columnar.confluent_frames import non_finite
 from cdc_connectors.columnar.debezium_keys import Layout, merged, raw_fields, typed_fields
-from cdc_connectors.columnar.debezium_opencdc import Columnar, topics_of
+from cdc_connectors.columnar.debezium_opencdc import Columnar, merged_columnar, topics_of
 from cdc_connectors.columnar.json_records import JsonRecordWriter
 from cdc_connectors.columnar.json_text import struct_text
 from cdc_connectors.columnar.proto_records import NotColumnar, ProtoRecordWriter, struct_body
+from cdc_connectors.opencdc import structured
 from cdc_connectors.schema.connect import ConnectSchema, parse_connect_schema
 from cdc_connectors.spark.schema import OPENCDC_ARROW_SCHEMA
 
@@ -55,6 +59,10 @@ _SCALARS: dict[type, tuple[str, pa.DataType]] = {
     str: ("string", pa.string()),
 }
 _UNTYPED = ("string", pa.string())  # a column null in every change of its group
+_DECIMAL_DIGITS = 38  # decimal128's
+_DECIMAL_NAME = "org.apache.kafka.connect.data.Decimal"
+# Types whose values a change's signature does not tell the kind of.
+_UNSEEN = frozenset((list, Decimal))
 _METADATA = OPENCDC_ARROW_SCHEMA.field("metadata").type
 
 #: A column's kind: a scalar's type, ``(list, item type)`` for an array, ``None`` while
@@ -108,7 +116,7 @@ class _Group:
         if key is not None and not _fits(key.items(), key_kinds):
             return
         self.kinds, self.key_kinds = kinds, key_kinds
-        if False not in signature and list not in _flattened(signature):
+        if False not in signature and _UNSEEN.isdisjoint(_flattened(signature)):
             self.seen.add(signature)
         self.rows.append(row)
         self.changes.append(change)
@@ -150,7 +158,7 @@ def _kind(value: Any) -> Kind:
         item: Kind = None
         for each in value:
             found = _scalar_kind(each)
-            if found is False:
+            if found is False or isinstance(found, tuple):  # no arrays of decimals
                 return False
             item = _merged(item, found)
             if item is False:
@@ -162,6 +170,8 @@ def _kind(value: Any) -> Kind:
 def _scalar_kind(value: Any) -> Kind:
     """A scalar's kind (``None`` for null, ``False`` for anything else)."""
     kind = type(value)
+    if kind is Decimal:
+        return _decimal_kind(value)
     if kind not in _FLAT:
         return False
     if kind is type(None):
@@ -173,13 +183,30 @@ def _scalar_kind(value: Any) -> Kind:
     return kind
 
 
+def _decimal_kind(value: Decimal) -> Kind:
+    """A decimal's kind, ``("decimal", scale)``, where a decimal column of that scale
+    writes its text and double exactly: finite, of at most 38 digits, not of a positive
+    exponent, not a negative zero, and a JSON number (:func:`structured.decimal_problem`)."""
+    sign, digits, exponent = value.as_tuple()
+    if (
+        not isinstance(exponent, int)
+        or exponent > 0
+        or len(digits) > _DECIMAL_DIGITS
+        or -exponent > _DECIMAL_DIGITS
+        or (sign and not any(digits))
+        or structured.decimal_problem(value)
+    ):
+        return False
+    return ("decimal", -exponent)
+
+
 def _merged(one: Kind, other: Kind) -> Kind:
     """The kind of a column holding values of both kinds; ``False`` if none does."""
     if one is None:
         return other
     if other is None or one == other:
         return one
-    if isinstance(one, tuple) and isinstance(other, tuple):
+    if isinstance(one, tuple) and isinstance(other, tuple) and one[0] is list is other[0]:
         item = _merged(one[1], other[1])
         return False if item is False else (list, item)
     return False
@@ -206,32 +233,9 @@ class FlatChanges:
     def write(self, changes: Iterable[tuple[int, FlatChange]]) -> Columnar:
         """The messages of the changes (each with its row in the batch) the columns write,
         in the order of their rows; the others are the caller's."""
-        rows: list[np.ndarray] = []
-        written: list[pa.Array] = []
-        written_keys: list[pa.Array] = []
-        topics: list[pa.Array] = []
-        for group in _groups(changes):
-            found = self._write(group)
-            if found is not None:
-                rows.append(found.rows)
-                written.append(found.values)
-                written_keys.append(found.keys)
-                if found.topics is not None:
-                    topics.append(found.topics)
-        if not rows:
-            empty = np.zeros(0, dtype=np.int64)
-            none = pa.array([], pa.binary())
-            return Columnar(
-                empty, none, none, None if self.topic is None else pa.array([], pa.string())
-            )
-        every = np.concatenate(rows)
-        order = np.argsort(every, kind="stable")
-        take = pa.array(order)
-        return Columnar(
-            every[order],
-            pa.concat_arrays(written).take(take),
-            pa.concat_arrays(written_keys).take(take),
-            pa.concat_arrays(topics).take(take) if self.topic is not None else None,
+        parts = [self._write(group) for group in _groups(changes)]
+        return merged_columnar(
+            [part for part in parts if part is not None], routed=self.topic is not None
         )
 
     def _write(self, group: _Group) -> Columnar | None:
@@ -366,7 +370,18 @@ def _struct(kinds: tuple[tuple[str, Kind], ...]) -> tuple[ConnectSchema, pa.Stru
     blocks = []
     types = []
     for name, kind in kinds:
-        if isinstance(kind, tuple):
+        if isinstance(kind, tuple) and kind[0] == "decimal":
+            blocks.append(
+                {
+                    "field": name,
+                    "type": "bytes",
+                    "name": _DECIMAL_NAME,
+                    "parameters": {"scale": str(kind[1])},
+                    "optional": True,
+                }
+            )
+            types.append(pa.field(name, pa.decimal128(_DECIMAL_DIGITS, kind[1])))
+        elif isinstance(kind, tuple):
             item, item_type = _SCALARS[kind[1]] if kind[1] is not None else _UNTYPED
             blocks.append(
                 {
