@@ -12,7 +12,7 @@ holds it:
 |---|---|---|
 | integers, ``Year``, ``NanoTime``, ``NanoTimestamp`` | int | double; beyond +-2**53 refused |
 | ``double`` (also ``float32`` read as doubles) | float | double |
-| ``decimal(p, s)`` | Decimal | the double; more than 15 digits: refused here |
+| ``decimal(p, s)`` | Decimal | the double; one that changes the value: refused here |
 | ``date`` (Date) | date | ``YYYY-MM-DD`` |
 | ``timestamp`` (Timestamp, MicroTimestamp) | datetime | ``YYYY-MM-DDTHH:MM:SS[.ffffff]+00:00`` |
 | ``int`` / ``bigint`` (Time, MicroTime) | time | ``HH:MM:SS[.ffffff]`` |
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import binascii
 from collections.abc import Callable
+from decimal import Decimal
 
 import numpy as np
 import pyarrow as pa
@@ -396,9 +397,10 @@ def _booleans(array: pa.Array, present: np.ndarray) -> tuple[wire.Segment, wire.
 
 
 def _decimal_numbers(scale: int) -> ValueWriter:
-    """Decimals as the doubles ``float(Decimal)`` gives: the unscaled integer (exact below
-    10**15) divided by 10**scale (exact up to 10**22), rounded once, as the division of two
-    exact doubles is."""
+    """Decimals as the doubles ``float(Decimal)`` gives: the unscaled integer without its
+    trailing zeros (exact below 10**15) divided by 10**scale less those zeros (exact up to
+    10**22), rounded once, as the division of two exact doubles is; a decimal of more
+    digits by ``float`` itself (few are), refused where the double changes it."""
     divisor = float(10**scale) if 0 <= scale <= _MAX_SCALE else None
 
     def write(array: pa.Array, present: np.ndarray) -> tuple[wire.Segment, wire.Pieces, np.ndarray]:
@@ -406,12 +408,32 @@ def _decimal_numbers(scale: int) -> ValueWriter:
         words = np.frombuffer(array.buffers()[1], dtype=np.int64)
         words = words[2 * array.offset : 2 * (array.offset + len(array))].reshape(-1, 2)
         low, high = words[:, 0], words[:, 1]
+        fits = high == (low >> 63)  # the unscaled integer is a 64-bit one
+        # Trailing zeros dropped (12.500 is 125 / 10): fewer digits, the same value.
+        unscaled = np.where(fits, low, 0)
+        scales = np.full(len(array), scale, dtype=np.int64)
+        for _ in range(scale if divisor is not None else 0):
+            tens = (unscaled % 10 == 0) & (unscaled != 0) & (scales > 0)
+            if not tens.any():
+                break
+            unscaled = np.where(tens, unscaled // 10, unscaled)
+            scales -= tens
         # not np.abs: -2**63 has no positive int64
-        small = (high == (low >> 63)) & (low < _EXACT_DIGITS) & (low > -_EXACT_DIGITS)
+        small = fits & (unscaled < _EXACT_DIGITS) & (unscaled > -_EXACT_DIGITS)
         if divisor is None:
             small[:] = False
-        numbers = np.where(small, low, 0).astype(np.float64) / (divisor or 1.0)
-        return (*_fixed(_numbers(numbers, valid), len(array)), valid & ~small)
+        divisors = np.power(10.0, scales)
+        numbers = np.where(small, unscaled, 0).astype(np.float64) / divisors
+        # The rest (more digits): Python's own float(Decimal), where it keeps the value.
+        refused = np.zeros(len(array), dtype=bool)
+        for row in np.flatnonzero(valid & ~small):
+            value = array[int(row)].as_py()
+            number = float(value)
+            if Decimal(repr(number)) == value:
+                numbers[row] = number
+            else:
+                refused[row] = True
+        return (*_fixed(_numbers(numbers, valid), len(array)), refused)
 
     return write
 
