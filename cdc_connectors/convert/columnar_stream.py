@@ -9,9 +9,7 @@ message (``--fail-fast``) stops the run where it would anyway.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from queue import Empty, SimpleQueue
-from threading import Thread
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -26,7 +24,7 @@ if TYPE_CHECKING:
     from cdc_connectors.columnar.choose import ColumnarConverter
     from cdc_connectors.columnar.debezium_opencdc import Columnar
 
-__all__ = ["ChunkWriter", "WrittenChunk", "chunks", "live_chunks", "serves"]
+__all__ = ["ChunkWriter", "WrittenChunk", "chunks", "serves"]
 
 Item = Message | CodecError
 _NO_MESSAGE = Message(None)  # stands for a broken item: nothing to write from columns
@@ -75,68 +73,35 @@ def serves(decoder: Format, encoder: Format) -> bool:
     return choose.serves(decoder, encoder)
 
 
-def chunks(items: Iterable[Item], size: int) -> Iterator[list[Item]]:
-    """``items`` in lists of ``size`` (the last one shorter)."""
+#: The bytes of messages a chunk holds at most: what it writes (JSON escapes make text up
+#: to six times longer) stays within one Arrow column's 2 GiB.
+CHUNK_BYTES = 64 << 20
+
+
+def chunks(
+    items: Iterable[Item], size: int, waiting: Callable[[], bool] | None = None
+) -> Iterator[list[Item]]:
+    """``items`` in lists of at most ``size`` messages and :data:`CHUNK_BYTES` bytes; with
+    ``waiting`` (a stream that may pause: a pipe, a terminal), a list also ends as soon as
+    nothing more is waiting, so that what has arrived is written without waiting for the
+    rest."""
     chunk: list[Item] = []
+    held = 0
     for item in items:
         chunk.append(item)
-        if len(chunk) == size:
+        held += _size(item)
+        if len(chunk) >= size or held >= CHUNK_BYTES or (waiting is not None and not waiting()):
             yield chunk
             chunk = []
+            held = 0
     if chunk:
         yield chunk
 
 
-#: How long a chunk of a live stream waits for more messages before it is converted.
-LINGER = 0.05
-
-
-def live_chunks(items: Iterable[Item], size: int, linger: float = LINGER) -> Iterator[list[Item]]:
-    """``items`` of a stream that may pause (a pipe, a terminal) in lists of at most
-    ``size``: a list ends early when no message has come for ``linger`` seconds, so that
-    what has arrived is written without waiting for the rest. A thread reads them."""
-    queue: SimpleQueue[object] = SimpleQueue()
-
-    def read() -> None:
-        try:
-            for item in items:
-                queue.put(item)
-        except BaseException as exc:  # raised again where the items are taken
-            queue.put(_Failed(exc))
-        queue.put(_END)
-
-    Thread(target=read, name="convert-reader", daemon=True).start()
-    chunk: list[Item] = []
-    while True:
-        if chunk:
-            try:
-                got = queue.get(timeout=linger)
-            except Empty:
-                yield chunk
-                chunk = []
-                continue
-        else:
-            got = queue.get()
-        if got is _END:
-            break
-        if isinstance(got, _Failed):
-            raise got.error
-        chunk.append(got)  # type: ignore[arg-type]
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
-
-
-class _Failed:
-    """The reader's error, passed to the thread that takes the items."""
-
-    def __init__(self, error: BaseException):
-        self.error = error
-
-
-_END = object()
+def _size(item: Item) -> int:
+    if isinstance(item, Message):
+        return len(item.value or b"") + len(item.key or b"")
+    return len(item.data or b"")
 
 
 class ChunkWriter:

@@ -155,10 +155,16 @@ def convert_stream(
         source_name=source_name,
         progress=progress,
     )
+    waiting = None
+    if _columnar(decoder, encoder) and _live(source):
+        source, waiting = _arriving(source)
     items = read_messages(source, type(decoder), kv=kv_in, source=source_name)
     try:
         if _columnar(decoder, encoder):
-            run.by_chunks(items, live=_live(source))
+            from cdc_connectors.convert import columnar_stream
+
+            chunks = columnar_stream.chunks(items, CHUNK, waiting)
+            run.by_chunks(chunks, live=waiting is not None)
         else:
             for item in items:
                 run.one(run.counted(item))
@@ -232,16 +238,15 @@ class _Conversion:
             self.progress(self.stats)
         return item
 
-    def by_chunks(self, items: Iterable[Message | CodecError], live: bool = False) -> None:
-        """Convert :data:`CHUNK` messages at a time from Arrow columns (fewer when a
-        ``live`` stream pauses); the ones the columns do not take go the per-message way,
-        in their place."""
+    def by_chunks(self, chunks: Iterable[list[Message | CodecError]], live: bool = False) -> None:
+        """Convert chunks of messages from Arrow columns (passing on each one of a ``live``
+        stream at once); the ones the columns do not take go the per-message way, in their
+        place."""
         from cdc_connectors.convert import columnar_stream
 
         columns = columnar_stream.ChunkWriter(self.decoder, self.encoder, self.writer)
         stats, progress = self.stats, self.progress
-        chunked = columnar_stream.live_chunks if live else columnar_stream.chunks
-        for chunk in chunked(items, CHUNK):
+        for chunk in chunks:
             written = columns.convert(chunk)
             index = 0
             while index < len(chunk):
@@ -273,6 +278,19 @@ def _live(source: ByteReader) -> bool:
         return fileno is not None and not stat.S_ISREG(os.fstat(fileno()).st_mode)
     except (OSError, ValueError):
         return False  # an in-memory stream (io.BytesIO has fileno, and raises)
+
+
+def _arriving(source: ByteReader) -> tuple[ByteReader, Callable[[], bool]]:
+    """``source`` read as its bytes come (:class:`~cdc_connectors.convert.live_input.
+    LiveInput`, its errors named as ``source`` names them), and what tells whether more is
+    waiting."""
+    from cdc_connectors.convert.files import Guarded
+    from cdc_connectors.convert.live_input import LiveInput
+
+    arriving = LiveInput(source)  # type: ignore[arg-type]  # _live() found its fileno
+    if isinstance(source, Guarded):
+        return Guarded(arriving, source.name), arriving.waiting  # type: ignore[arg-type]
+    return arriving, arriving.waiting
 
 
 def _columnar(decoder: Format, encoder: Format) -> bool:

@@ -1,20 +1,19 @@
 """``convert`` on a stream that pauses (a pipe, a terminal): the columns convert what has
-arrived without waiting for a whole chunk, and pass it on at once."""
+arrived without waiting for a whole chunk, and pass it on at once; chunks hold a bounded
+number of bytes."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
-from cdc_connectors.convert.columnar_stream import live_chunks
+from cdc_connectors.convert.columnar_stream import chunks as chunks_of
+from cdc_connectors.convert.live_input import LiveInput
 from cdc_connectors.formats.base import Message
-from cdc_connectors.opencdc import CodecError
 from tests.conftest import ROOT
 
 LINE = (
@@ -26,33 +25,72 @@ LINE = (
 CONVERT = ["--from", "opencdc-json", "--to", "opencdc-proto"]
 
 
-def test_a_chunk_ends_when_the_stream_pauses() -> None:
-    go_on = threading.Event()
-
-    def items() -> Iterator[Message | CodecError]:
-        yield from (Message(b"%d" % n) for n in range(3))
-        go_on.wait(30)
-        yield Message(b"3")
-
-    chunks = live_chunks(items(), 100, linger=0.01)
-    first = next(chunks)  # would wait for the fourth message if chunks waited to be full
-    assert [m.value for m in first] == [b"0", b"1", b"2"]  # type: ignore[union-attr]
-    go_on.set()
-    assert [[m.value for m in chunk] for chunk in chunks] == [[b"3"]]  # type: ignore[union-attr]
+def test_a_chunk_ends_when_nothing_more_is_waiting() -> None:
+    waiting = iter([True, True, False, True, True, True])
+    items = (Message(b"%d" % n) for n in range(6))
+    chunks = list(chunks_of(items, 100, lambda: next(waiting)))
+    assert [[m.value for m in chunk] for chunk in chunks] == [  # type: ignore[union-attr]
+        [b"0", b"1", b"2"],
+        [b"3", b"4", b"5"],
+    ]
 
 
 def test_a_full_chunk_does_not_wait() -> None:
-    chunks = list(live_chunks((Message(b"x") for _ in range(7)), 3, linger=5))
+    chunks = list(chunks_of((Message(b"x") for _ in range(7)), 3, lambda: True))
     assert [len(chunk) for chunk in chunks] == [3, 3, 1]
 
 
-def test_the_readers_error_is_raised_where_the_chunks_are_taken() -> None:
-    def items() -> Iterator[Message | CodecError]:
-        yield Message(b"x")
-        raise OSError("cannot read <stdin>")
+def test_a_chunk_holds_a_bounded_number_of_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cdc_connectors.convert import columnar_stream
 
-    with pytest.raises(OSError, match="cannot read"):
-        list(live_chunks(items(), 100, linger=0.01))
+    monkeypatch.setattr(columnar_stream, "CHUNK_BYTES", 10)
+    chunks = list(chunks_of((Message(b"abcd") for _ in range(7)), 100))
+    assert [len(chunk) for chunk in chunks] == [3, 3, 1]  # 12 bytes end a chunk
+
+
+def test_live_input_gives_what_has_arrived_and_tells_whether_more_waits() -> None:
+    read, write = os.pipe()
+    try:
+        with os.fdopen(read, "rb") as stream:
+            arriving = LiveInput(stream)
+            assert not arriving.waiting()
+            os.write(write, b"one\ntw")
+            assert arriving.waiting()
+            lines = iter(arriving)
+            assert next(lines) == b"one\n"
+            os.write(write, b"o\nthree")
+            os.close(write)
+            write = -1
+            assert list(lines) == [b"two\n", b"three"]
+            assert arriving.waiting()  # the end is there to read
+            assert arriving.read() == b""
+    finally:
+        if write >= 0:
+            os.close(write)
+
+
+def test_a_run_that_stops_early_on_an_open_pipe_exits_cleanly() -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cdc_connectors.cli", "convert", *CONVERT, "--fail-fast"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert process.stdin is not None and process.stderr is not None
+    try:
+        process.stdin.write(b"bad\n")
+        process.stdin.flush()
+        assert process.wait(timeout=60) == 1  # the pipe is still open
+        stderr = process.stderr.read()
+        assert b"Fatal Python error" not in stderr and b"Traceback" not in stderr
+        assert b"errors 1" in stderr
+    finally:
+        process.stdin.close()
+        if process.poll() is None:
+            process.kill()
+            process.wait()
 
 
 def test_convert_passes_on_what_has_arrived_before_the_stream_ends() -> None:
