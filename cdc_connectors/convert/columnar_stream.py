@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdc_connectors.convert.streams import MessageWriter
+from cdc_connectors.convert.streams import CHUNK_BYTES, MessageWriter
 from cdc_connectors.formats.base import Format, Message
 from cdc_connectors.opencdc import CodecError
 
@@ -73,15 +73,11 @@ def serves(decoder: Format, encoder: Format) -> bool:
     return choose.serves(decoder, encoder)
 
 
-#: The bytes of messages a chunk holds at most: what it writes (JSON escapes make text up
-#: to six times longer) stays within one Arrow column's 2 GiB.
-CHUNK_BYTES = 64 << 20
-
-
 def chunks(
     items: Iterable[Item], size: int, waiting: Callable[[], bool] | None = None
 ) -> Iterator[list[Item]]:
-    """``items`` in lists of at most ``size`` messages and :data:`CHUNK_BYTES` bytes; with
+    """``items`` in lists of at most ``size`` messages and
+    :data:`~cdc_connectors.convert.streams.CHUNK_BYTES` bytes; with
     ``waiting`` (a stream that may pause: a pipe, a terminal), a list also ends as soon as
     nothing more is waiting, so that what has arrived is written without waiting for the
     rest."""

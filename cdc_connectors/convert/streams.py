@@ -388,6 +388,12 @@ def read_messages(
             yield Message(value, key=key, where=where)
 
 
+#: The bytes of messages one chunk of :func:`read_chunks` holds at most: what a batch
+#: writes (JSON escapes make text up to six times longer) stays within one Arrow column's
+#: 2 GiB.
+CHUNK_BYTES = 64 << 20
+
+
 def read_chunks(
     stream: ByteReader,
     fmt: type[Format],
@@ -395,19 +401,24 @@ def read_chunks(
     kv: bool = False,
     source: str = "<stdin>",
     size: int = 10_000,
+    max_bytes: int = CHUNK_BYTES,
 ) -> Iterator[Chunk | CodecError]:
-    """What :func:`read_messages` reads, in chunks of at most ``size`` messages and no object
-    per message (a bulk reader's way in); a broken message is yielded as it is met."""
+    """What :func:`read_messages` reads, in chunks of at most ``size`` messages and
+    ``max_bytes`` bytes, and no object per message (a bulk reader's way in); a broken
+    message is yielded as it is met."""
     chunk = Chunk()
+    held = 0
     if layout_of(fmt, kv) != "kv":
         for item in read_messages(stream, fmt, kv=kv, source=source):
             if isinstance(item, CodecError):
                 yield item
                 continue
             chunk.add(item.value, item.key, item.where)
-            if len(chunk.values) >= size:
+            held += len(item.value or b"") + len(item.key or b"")
+            if len(chunk.values) >= size or held >= max_bytes:
                 yield chunk
                 chunk = Chunk()
+                held = 0
     else:
         binary = fmt.binary
         keys, values, places = chunk.keys, chunk.values, chunk.places
@@ -423,10 +434,12 @@ def read_chunks(
             keys.append(key)
             values.append(value)
             places.append(f"{source}:{number}")
-            if len(values) >= size:
+            held += len(value or b"") + len(key or b"")
+            if len(values) >= size or held >= max_bytes:
                 yield chunk
                 chunk = Chunk()
                 keys, values, places = chunk.keys, chunk.values, chunk.places
+                held = 0
     if chunk.values:
         yield chunk
 

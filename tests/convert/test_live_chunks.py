@@ -43,7 +43,7 @@ def test_a_full_chunk_does_not_wait() -> None:
 def test_a_chunk_holds_a_bounded_number_of_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     from cdc_connectors.convert import columnar_stream
 
-    monkeypatch.setattr(columnar_stream, "CHUNK_BYTES", 10)
+    monkeypatch.setattr(columnar_stream, "CHUNK_BYTES", 10)  # as imported there
     chunks = list(chunks_of((Message(b"abcd") for _ in range(7)), 100))
     assert [len(chunk) for chunk in chunks] == [3, 3, 1]  # 12 bytes end a chunk
 

@@ -96,3 +96,14 @@ def test_convert_stream_yields_the_broken_tail_as_one_located_error():
     assert isinstance(error, CodecError)
     assert error.where == f"s.pb: message 2, byte {len(one)}"
     assert error.data == two[:-3]
+
+
+@pytest.mark.parametrize("kv", [False, True])
+def test_bulk_chunks_hold_a_bounded_number_of_bytes(kv: bool) -> None:
+    from cdc_connectors.convert.streams import Chunk, read_chunks
+    from cdc_connectors.formats.opencdc import OpenCDCJsonFormat
+
+    line = b'{"key":null,"value":{"a":1}}\n' if kv else b'{"a":1}\n'
+    found = list(read_chunks(io.BytesIO(line * 7), OpenCDCJsonFormat, kv=kv, max_bytes=21))
+    assert all(isinstance(chunk, Chunk) for chunk in found)
+    assert [len(chunk.values) for chunk in found] == [3, 3, 1]  # type: ignore[union-attr]
