@@ -28,9 +28,10 @@ from cdc_connectors.columnar.debezium_opencdc import (
     merged_columnar,
 )
 from cdc_connectors.columnar.flat_changes import FlatChange, FlatChanges
+from cdc_connectors.columnar.flat_converter import record_change
 from cdc_connectors.formats.base import Format, Message, SkipMessage
 from cdc_connectors.formats.cdl import CdlJsonFormat
-from cdc_connectors.opencdc import CodecError, Operation
+from cdc_connectors.opencdc import CodecError
 
 # What every CDL JSON 1.0 message holds (however spaced, its value is spelt so).
 _VERSION_1 = '"1.0"'
@@ -113,25 +114,6 @@ class CdlToOpenCDC:
                 continue
             if len(records) != 1:
                 continue
-            record = records[0]
-            payload = record.payload
-            if record.operation is Operation.UNSPECIFIED or not (
-                _row(payload.before) and _row(payload.after)
-            ):
-                continue
-            yield (
-                int(row),
-                FlatChange(
-                    record.position or place,
-                    str(record.operation),
-                    record.metadata,
-                    record.key,
-                    payload.before,  # type: ignore[arg-type]
-                    payload.after,  # type: ignore[arg-type]
-                ),
-            )
-
-
-def _row(image: object) -> bool:
-    """An image the columns write: none or structured."""
-    return image is None or type(image) is dict
+            change = record_change(records[0], place)
+            if change is not None:
+                yield int(row), change

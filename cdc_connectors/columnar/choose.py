@@ -15,7 +15,7 @@ JSON dialects described by their envelope, :mod:`~cdc_connectors.columnar.debezi
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import pyarrow as pa
 
@@ -27,14 +27,7 @@ from cdc_connectors.columnar.opencdc_json_opencdc import OpenCDCJsonToOpenCDC
 from cdc_connectors.columnar.opencdc_proto_opencdc import OpenCDCProtoToOpenCDC
 from cdc_connectors.columnar.protobuf_opencdc import ProtobufToOpenCDC
 from cdc_connectors.columnar.ydb_opencdc import YdbToOpenCDC
-from cdc_connectors.formats.avro import AvroFormat
 from cdc_connectors.formats.base import Format
-from cdc_connectors.formats.cdl import CdlJsonFormat
-from cdc_connectors.formats.debezium import DebeziumJsonFormat
-from cdc_connectors.formats.debezium_avro import DebeziumAvroFormat
-from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
-from cdc_connectors.formats.protobuf import ProtobufFormat
-from cdc_connectors.formats.ydb import YdbJsonFormat
 
 __all__ = ["ColumnarConverter", "columns_for", "serves"]
 
@@ -51,21 +44,23 @@ class ColumnarConverter(Protocol):
     ) -> Columnar: ...
 
 
+#: Each converter, the first that serves a pair of formats taking it (the Avro and CDL
+#: formats are Debezium JSON's subclasses, so they come before it).
+CONVERTERS: tuple[Any, ...] = (
+    DebeziumAvroToOpenCDC,
+    CdlToOpenCDC,
+    ProtobufToOpenCDC,
+    AvroToOpenCDC,
+    OpenCDCJsonToOpenCDC,
+    OpenCDCProtoToOpenCDC,
+    YdbToOpenCDC,
+    DebeziumToOpenCDC,
+)
+
+
 def serves(source: Format, destination: Format) -> bool:
     """Whether the columns write what ``source.decode`` then ``destination.encode`` do."""
-    return any(
-        converter.serves(source, destination)
-        for converter in (
-            DebeziumToOpenCDC,
-            DebeziumAvroToOpenCDC,
-            AvroToOpenCDC,
-            ProtobufToOpenCDC,
-            CdlToOpenCDC,
-            YdbToOpenCDC,
-            OpenCDCJsonToOpenCDC,
-            OpenCDCProtoToOpenCDC,
-        )
-    )
+    return any(converter.serves(source, destination) for converter in CONVERTERS)
 
 
 def columns_for(
@@ -75,28 +70,8 @@ def columns_for(
 ) -> ColumnarConverter | None:
     """The converter of ``source`` to ``destination`` (``topic``: a Kafka topic template's
     parts, rendered per message), or ``None`` when the columns do not serve them."""
-    if DebeziumAvroToOpenCDC.serves(source, destination):
-        assert isinstance(source, DebeziumAvroFormat)
-        return DebeziumAvroToOpenCDC(source, destination, topic)
-    if CdlToOpenCDC.serves(source, destination):
-        assert isinstance(source, CdlJsonFormat)
-        return CdlToOpenCDC(source, destination, topic)
-    if ProtobufToOpenCDC.serves(source, destination):
-        assert isinstance(source, ProtobufFormat)
-        return ProtobufToOpenCDC(source, destination, topic)
-    if AvroToOpenCDC.serves(source, destination):
-        assert isinstance(source, AvroFormat)
-        return AvroToOpenCDC(source, destination, topic)
-    if OpenCDCJsonToOpenCDC.serves(source, destination):
-        assert isinstance(source, OpenCDCJsonFormat)
-        return OpenCDCJsonToOpenCDC(source, destination, topic)
-    if OpenCDCProtoToOpenCDC.serves(source, destination):
-        assert isinstance(source, OpenCDCProtoFormat)
-        return OpenCDCProtoToOpenCDC(source, destination, topic)
-    if YdbToOpenCDC.serves(source, destination):
-        assert isinstance(source, YdbJsonFormat)
-        return YdbToOpenCDC(source, destination, topic)
-    if DebeziumToOpenCDC.serves(source, destination):
-        assert isinstance(source, DebeziumJsonFormat)
-        return DebeziumToOpenCDC(source, destination, topic)
+    for converter in CONVERTERS:
+        if converter.serves(source, destination):
+            found: ColumnarConverter = converter(source, destination, topic)
+            return found
     return None

@@ -17,14 +17,11 @@ would change, columns of mixed kinds).
 from __future__ import annotations
 
 import binascii
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
-import pyarrow as pa
-
-from cdc_connectors.columnar.debezium_opencdc import Columnar, layout_of
-from cdc_connectors.columnar.flat_changes import FlatChange, FlatChanges
-from cdc_connectors.formats.base import Format
+from cdc_connectors.columnar.flat_changes import FlatChange
+from cdc_connectors.columnar.flat_converter import FlatToOpenCDC
 from cdc_connectors.formats.opencdc import OpenCDCJsonFormat
 from cdc_connectors.opencdc import CodecError, Operation
 from cdc_connectors.opencdc.json_codec import load_exact
@@ -35,39 +32,13 @@ _RECORD_FIELDS = frozenset(("operation", "payload", "position"))
 _UNREAD = object()  # a key or image the columns do not read
 
 
-class OpenCDCJsonToOpenCDC:
+class OpenCDCJsonToOpenCDC(FlatToOpenCDC):
     """``opencdc-json`` -> OpenCDC protobuf or JSON, column by column (module docstring)."""
 
-    def __init__(
-        self,
-        fmt: OpenCDCJsonFormat,
-        destination: Format,
-        topic: Sequence[tuple[str, str | None]] | None = None,
-    ):
-        layout = layout_of(destination)
-        assert layout is not None, "see serves()"
-        self.fmt = fmt
-        self._changes = FlatChanges(layout, None if topic is None else tuple(topic))
+    source = OpenCDCJsonFormat
+    fmt: OpenCDCJsonFormat
 
-    @staticmethod
-    def serves(source: Format, destination: Format) -> bool:
-        """Whether the columns write what ``source.decode`` and ``destination.encode`` do:
-        ``opencdc-json`` itself, to OpenCDC protobuf or JSON."""
-        return type(source) is OpenCDCJsonFormat and layout_of(destination) is not None
-
-    def convert(
-        self,
-        values: pa.Array,
-        keys: pa.Array | None,
-        places: pa.Array,
-        headers: pa.Array | None = None,
-    ) -> Columnar:
-        """The messages of the rows the columns take; the others are the caller's. A
-        record carries its own key: the Kafka keys and headers do not change it; a record
-        without a position is given its message's place, as the per-message way gives it."""
-        return self._changes.write(self._read(values.to_pylist(), places.to_pylist()))
-
-    def _read(
+    def read(
         self, values: list[bytes | None], places: list[bytes]
     ) -> Iterator[tuple[int, FlatChange]]:
         for row, value in enumerate(values):

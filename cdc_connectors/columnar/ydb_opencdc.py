@@ -20,10 +20,8 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-import pyarrow as pa
-
-from cdc_connectors.columnar.debezium_opencdc import Columnar, layout_of
-from cdc_connectors.columnar.flat_changes import FlatChange, FlatChanges
+from cdc_connectors.columnar.flat_changes import FlatChange
+from cdc_connectors.columnar.flat_converter import FlatToOpenCDC
 from cdc_connectors.formats.base import Format
 from cdc_connectors.formats.ydb import IMAGE_MODES, OPERATIONS, YdbJsonFormat
 from cdc_connectors.opencdc import CodecError, keys
@@ -35,8 +33,11 @@ _INT64_MAX = 2**63 - 1
 _NS_PER_MS = 1_000_000
 
 
-class YdbToOpenCDC:
+class YdbToOpenCDC(FlatToOpenCDC):
     """``ydb-json`` -> OpenCDC protobuf or JSON, column by column (module docstring)."""
+
+    source = YdbJsonFormat
+    fmt: YdbJsonFormat
 
     def __init__(
         self,
@@ -44,34 +45,14 @@ class YdbToOpenCDC:
         destination: Format,
         topic: Sequence[tuple[str, str | None]] | None = None,
     ):
-        layout = layout_of(destination)
-        assert layout is not None, "see serves()"
-        self.fmt = fmt
+        super().__init__(fmt, destination, topic)
         self._key_names = frozenset(fmt.key_columns or ())
-        self._changes = FlatChanges(layout, None if topic is None else tuple(topic))
         standard = {keys.VERSION: keys.OPENCDC_VERSION}
         if fmt.collection is not None:
             standard[keys.COLLECTION] = fmt.collection
         self._standard = standard
 
-    @staticmethod
-    def serves(source: Format, destination: Format) -> bool:
-        """Whether the columns write what ``source.decode`` and ``destination.encode`` do:
-        ``ydb-json`` itself, to OpenCDC protobuf or JSON."""
-        return type(source) is YdbJsonFormat and layout_of(destination) is not None
-
-    def convert(
-        self,
-        values: pa.Array,
-        keys: pa.Array | None,
-        places: pa.Array,
-        headers: pa.Array | None = None,
-    ) -> Columnar:
-        """The messages of the rows the columns take; the others are the caller's. YDB's
-        records carry their own key: the Kafka keys and headers do not change them."""
-        return self._changes.write(self._read(values.to_pylist(), places.to_pylist()))
-
-    def _read(
+    def read(
         self, values: list[bytes | None], places: list[bytes]
     ) -> Iterator[tuple[int, FlatChange]]:
         read_at = str(time.time_ns())
