@@ -37,6 +37,8 @@ def column_kind(node: ConnectSchema, type_: pa.DataType) -> ColumnKind | None:
     if pa.types.is_timestamp(type_) and type_.unit == "us":
         return ColumnKind("timestamp")
     if pa.types.is_decimal128(type_):
+        if node.type == "int64" and type_.scale == 0:
+            return ColumnKind("integer")  # an unsigned 64-bit integer (protobuf's uint64)
         return ColumnKind("decimal", type_.scale)
     if (way is not None and way.kind == "decimal") or (
         pa.types.is_floating(type_) and type_ != pa.float64()

@@ -374,6 +374,11 @@ def _numbers(numbers: np.ndarray, valid: np.ndarray) -> wire.Segment:
 
 def _integers(array: pa.Array, present: np.ndarray) -> tuple[wire.Segment, wire.Pieces, np.ndarray]:
     valid = present & wire.valid(array)
+    if pa.types.is_decimal(array.type):
+        # An unsigned 64-bit integer (protobuf's uint64, held as decimal(20,0)) may not fit
+        # the int64 cast: what is beyond 2**53 becomes 2**53 + 1 first, refused as such.
+        beyond = pc.fill_null(pc.greater(array, pa.scalar(_EXACT).cast(array.type)), False)
+        array = pc.if_else(beyond, pa.scalar(_EXACT + 1).cast(array.type), array)
     found = np.asarray(pc.fill_null(array.cast(pa.int64()), 0).to_numpy(), dtype=np.int64)
     bad = valid & ((found > _EXACT) | (found < -_EXACT))
     return (*_fixed(_numbers(found.astype(np.float64), valid), len(array)), bad)

@@ -113,7 +113,7 @@ def unnamed_enums(descriptor: Descriptor, array: pa.Array) -> np.ndarray:
 
 def connect_block(type_: pa.DataType, where: str) -> dict[str, Any]:
     """The Kafka Connect schema of a column of Arrow type ``type_``, for the writers: plain
-    types, a ``decimal(20,0)`` (a uint64) as Connect's decimal, a timestamp as its
+    types, a ``decimal(20,0)`` (a uint64) as an integer, a timestamp as its
     ``Timestamp``."""
     block: dict[str, Any]
     if pa.types.is_struct(type_):
@@ -121,19 +121,10 @@ def connect_block(type_: pa.DataType, where: str) -> dict[str, Any]:
         block = {"type": "struct", "fields": fields}
     elif pa.types.is_list(type_):
         block = {"type": "array", "items": connect_block(type_.value_type, f"{where}[]")}
-    elif pa.types.is_decimal(type_):
-        block = {
-            "type": "bytes",
-            "name": "org.apache.kafka.connect.data.Decimal",
-            "parameters": {
-                "scale": str(type_.scale),
-                "connect.decimal.precision": str(type_.precision),
-            },
-        }
+    elif pa.types.is_decimal(type_) or pa.types.is_integer(type_):
+        block = {"type": "int64"}  # decimal(20,0): a uint64, an integer the way per message
     elif pa.types.is_timestamp(type_) and type_.tz is not None:
         block = {"type": "int64", "name": "org.apache.kafka.connect.data.Timestamp"}
-    elif pa.types.is_integer(type_):
-        block = {"type": "int64"}
     elif type_ == pa.float64():
         block = {"type": "double"}
     elif type_ == pa.bool_():

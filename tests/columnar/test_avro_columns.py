@@ -598,3 +598,45 @@ def test_a_reader_of_another_logical_type_reads_as_the_per_message_way(
     assert _without_flag(ours) == _without_flag(
         _stage(PerMessageAvro(options, registry=url), raw, "json")
     )
+
+
+@pytest.mark.parametrize("to", ["proto", "json"])
+def test_unsigned_64_bit_integers_beyond_2_53_are_refused_as_any_integer(to: str) -> None:
+    from confluent_kafka.schema_registry import Schema
+
+    from cdc_connectors.schema.protobuf import from_dict, message_class
+    from tests.columnar.protobuf_batches import ROW
+
+    registry = open_registry(REGISTRY)
+    schema_id = registry.register_schema("proto-unsigned-value", Schema(ROW, "PROTOBUF"))
+    row = message_class(ROW, (), (0,))
+    numbers = [2**53 - 1, 2**53, 2**53 + 1, 2**53 + 2, 2**63, 2**64 - 1]
+    messages = [
+        (
+            None,
+            b"\x00"
+            + schema_id.to_bytes(4, "big")
+            + b"\x00"
+            + from_dict({"id": n, field: number}, row).SerializeToString(),
+            False,
+        )
+        for n, (field, number) in enumerate(
+            (field, number) for field in ("u64", "points") for number in numbers
+        )
+    ]
+    raw = _raw(messages, 1)
+    ours = _stage(ProtobufFormat({}, registry=REGISTRY), raw, to)
+    assert _without_flag(ours) == _without_flag(
+        _stage(PerMessageProtobuf({}, registry=REGISTRY), raw, to)
+    )
+    errors = sorted(
+        dict(row["metadata"])["conduit.dlq.nack.error"].split(":")[0]  # type: ignore[call-overload]
+        for row in ours
+        if row["operation"] == "dead-letter"
+    )
+    beyond = sum(number > 2**53 for number in numbers)
+    if to == "proto":
+        assert errors == ["payload.after.points"] * beyond + ["payload.after.u64"] * beyond
+    else:
+        assert errors == []
+    assert sum(bool(r["_per_message"]) for r in ours) == len(errors)
