@@ -3,7 +3,9 @@
 - ``default``: Hypothesis' own (100 examples a test), for a run by hand;
 - ``ci`` (loaded when ``CI`` is set): no per-example deadline, the same examples every run;
 - ``check`` (``make check``, ``--hypothesis-profile=check``): a tenth of the examples, so
-  that the fast tier stays fast; ``make test`` runs the full counts.
+  that the fast tier stays fast; ``make test`` runs the full counts;
+- ``hunt`` (``--hypothesis-profile=hunt``): ten times the examples, new ones each run, for
+  a long search by hand (the columnar paths against the per-message way, say).
 
 A test that asks for more or fewer examples than Hypothesis' 100 says so with
 :func:`examples`, which scales its count with the profile's.
@@ -24,6 +26,12 @@ settings.register_profile(
 settings.register_profile(
     "check",
     max_examples=FULL // 10,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "hunt",
+    max_examples=FULL * 10,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )

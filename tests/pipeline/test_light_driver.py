@@ -13,7 +13,15 @@ from cdc_connectors.pipeline.config import parse
 from cdc_connectors.pipeline.launch import spark_submit_command
 from cdc_connectors.pipeline.runner import light_driver
 from cdc_connectors.spark.session import LIGHT_JVM, java_options, log_config
+from tests.jvm_archive import ARCHIVE_OPTIONS
 from tests.pipeline.support import files_pipeline
+
+
+@pytest.fixture(autouse=True)
+def _no_compiler_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The suite's own JVM options (tests/conftest.py) choose the compilers; these tests
+    are of the product's choice, made in an environment that makes none."""
+    monkeypatch.setenv("SPARK_SUBMIT_OPTS", ARCHIVE_OPTIONS)
 
 
 def _config(tmp_path: Path, *pipelines: dict, **spark: object):  # type: ignore[no-untyped-def]
