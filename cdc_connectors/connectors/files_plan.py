@@ -30,7 +30,8 @@ from cdc_connectors.connectors.files import (
     raw_bytes,
 )
 from cdc_connectors.connectors.messages import SettingError
-from cdc_connectors.convert.streams import Chunk, read_chunks
+from cdc_connectors.convert.line_chunks import LineChunk, line_chunks
+from cdc_connectors.convert.streams import CHUNK_BYTES, Chunk, layout_of, read_chunks
 from cdc_connectors.opencdc import CodecError
 from cdc_connectors.text import printable
 
@@ -99,12 +100,32 @@ def raw_batches(settings: Settings, file: str) -> Iterator[pa.RecordBatch | Code
     try:
         with open_input(file) as stream:
             size = settings.batch_size
+            if layout_of(fmt, settings.kv) == "lines" and _is_text(file):
+                # one message per line: the lines straight into Arrow columns
+                for lines in line_chunks(stream, file, size, CHUNK_BYTES):
+                    yield _lines_batch(lines)
+                return
             for chunk in read_chunks(stream, fmt, kv=settings.kv, source=file, size=size):
                 yield chunk if isinstance(chunk, CodecError) else _batch(chunk)
     except (OSError, EOFError, zlib.error) as exc:
         # as cdc-files reads it: the rest of the file is the dead letter
         reason = f"cannot read {printable(file)}: {exc}"
         yield CodecError(reason, where=printable(file), data=raw_bytes(file))
+
+
+def _is_text(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _lines_batch(lines: LineChunk) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays(
+        [pa.nulls(len(lines), pa.binary()), lines.values, lines.places().cast(pa.string())],
+        schema=RAW_ARROW,
+    )
 
 
 def _batch(chunk: Chunk) -> pa.RecordBatch:

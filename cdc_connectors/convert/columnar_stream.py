@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cdc_connectors.convert.line_chunks import LineChunk
 from cdc_connectors.convert.streams import CHUNK_BYTES, MessageWriter
 from cdc_connectors.formats.base import Format, Message
 from cdc_connectors.opencdc import CodecError
@@ -111,8 +112,20 @@ class ChunkWriter:
         self.columns: ColumnarConverter = columns
         self.writer = writer
 
-    def convert(self, chunk: list[Item]) -> WrittenChunk:
+    def convert(self, chunk: list[Item] | LineChunk) -> WrittenChunk:
         """The messages of ``chunk`` written from columns, ready to be passed on."""
+        if isinstance(chunk, LineChunk):  # lines read as columns: no message objects
+            found = self.columns.convert(chunk.values, None, chunk.places(), None)
+        else:
+            found = self._convert_messages(chunk)
+        rendered, refused = self._rendered(found)
+        rows = found.rows
+        if refused.any():  # the per-message way makes them dead letters, saying why
+            kept = pa.array(~refused)
+            rows, rendered = rows[~refused], rendered.filter(kept)
+        return WrittenChunk(self.writer, rows, len(chunk), rendered)
+
+    def _convert_messages(self, chunk: list[Item]) -> Columnar:
         messages = [item if isinstance(item, Message) else _NO_MESSAGE for item in chunk]
         values = [m.value for m in messages]
         keys = [m.key for m in messages]
@@ -124,18 +137,12 @@ class ChunkWriter:
             encoded = [_place(m) for m in messages]
             values = [None if p is None else v for v, p in zip(values, encoded, strict=True)]
             places = pa.array([p or b"" for p in encoded], pa.binary())
-        found = self.columns.convert(
+        return self.columns.convert(
             pa.array(values, pa.binary()),
             None if all(k is None for k in keys) else pa.array(keys, pa.binary()),
             places,
             _headers(messages),
         )
-        rendered, refused = self._rendered(found)
-        rows = found.rows
-        if refused.any():  # the per-message way makes them dead letters, saying why
-            kept = pa.array(~refused)
-            rows, rendered = rows[~refused], rendered.filter(kept)
-        return WrittenChunk(self.writer, rows, len(chunk), rendered)
 
     def _rendered(self, found: Columnar) -> tuple[pa.Array, np.ndarray]:
         """Each written message as the stream's layout holds it (:meth:`MessageWriter.render`),

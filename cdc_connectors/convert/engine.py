@@ -17,13 +17,23 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from cdc_connectors.convert.deadletter import DeadLetterWriter
-from cdc_connectors.convert.streams import ByteReader, ByteWriter, MessageWriter, read_messages
+from cdc_connectors.convert.streams import (
+    CHUNK_BYTES,
+    ByteReader,
+    ByteWriter,
+    MessageWriter,
+    layout_of,
+    read_messages,
+)
 from cdc_connectors.errors import FailFastError
 from cdc_connectors.formats.base import Format, Message, SkipMessage
 from cdc_connectors.opencdc import CodecError
+
+if TYPE_CHECKING:
+    from cdc_connectors.convert.line_chunks import LineChunk
 
 
 @dataclass
@@ -163,7 +173,13 @@ def convert_stream(
         if _columnar(decoder, encoder):
             from cdc_connectors.convert import columnar_stream
 
-            chunks = columnar_stream.chunks(items, CHUNK, waiting)
+            chunks: Iterable[list[Message | CodecError] | LineChunk]
+            if waiting is None and _lines_of_text(decoder, kv_in, source_name):
+                from cdc_connectors.convert.line_chunks import line_chunks
+
+                chunks = line_chunks(source, source_name, CHUNK, CHUNK_BYTES)
+            else:
+                chunks = columnar_stream.chunks(items, CHUNK, waiting)
             run.by_chunks(chunks, live=waiting is not None)
         else:
             for item in items:
@@ -238,7 +254,9 @@ class _Conversion:
             self.progress(self.stats)
         return item
 
-    def by_chunks(self, chunks: Iterable[list[Message | CodecError]], live: bool = False) -> None:
+    def by_chunks(
+        self, chunks: Iterable[list[Message | CodecError] | LineChunk], live: bool = False
+    ) -> None:
         """Convert chunks of messages from Arrow columns (passing on each one of a ``live``
         stream at once); the ones the columns do not take go the per-message way, in their
         place."""
@@ -291,6 +309,19 @@ def _arriving(source: ByteReader) -> tuple[ByteReader, Callable[[], bool]]:
     if isinstance(source, Guarded):
         return Guarded(arriving, source.name), arriving.waiting  # type: ignore[arg-type]
     return arriving, arriving.waiting
+
+
+def _lines_of_text(decoder: Format, kv: bool, source_name: str) -> bool:
+    """Whether the input is read as lines straight into Arrow columns
+    (:func:`~cdc_connectors.convert.line_chunks.line_chunks`): one message per line (no
+    ``--kv``), from a source whose name is text (it is in every place)."""
+    if layout_of(type(decoder), kv) != "lines":
+        return False
+    try:
+        source_name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _columnar(decoder: Format, encoder: Format) -> bool:

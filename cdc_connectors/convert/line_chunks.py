@@ -1,0 +1,173 @@
+"""The lines of a file as Arrow columns, without a Python object per line.
+
+:func:`line_chunks` reads a stream of one message per line in large blocks and yields
+:class:`LineChunk` s: the lines' contents as one Arrow binary array and their line
+numbers as one numpy array, what :func:`~cdc_connectors.convert.streams.read_messages`
+gives one :class:`~cdc_connectors.formats.base.Message` at a time for the same stream. A
+line is what ends at a ``\\n`` (or at the end of the stream); blank lines (nothing but
+ASCII whitespace) are skipped, yet counted; a line's content has its trailing ``\\r`` and
+``\\n`` removed, and nothing else. A chunk gives a :class:`Message` only for the lines
+asked for (:meth:`LineChunk.__getitem__`): the ones the columns leave to the per-message way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Protocol
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cdc_connectors.formats.base import Message
+
+__all__ = ["BLOCK", "LineChunk", "line_chunks"]
+
+#: Bytes read from the stream at a time.
+BLOCK = 8 << 20
+_NEWLINE, _RETURN = 0x0A, 0x0D
+# What bytes.strip() removes: a line of nothing else is blank.
+_WHITESPACE = np.zeros(256, dtype=bool)
+_WHITESPACE[list(b" \t\n\r\x0b\x0c")] = True
+
+
+class _Reader(Protocol):
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+class LineChunk:
+    """Some lines of a stream, in order: their contents (``values``) and line numbers."""
+
+    def __init__(self, values: pa.BinaryArray, numbers: np.ndarray, source: str):
+        self.values = values
+        self.numbers = numbers
+        self.source = source
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __getitem__(self, index: int) -> Message:
+        """The line ``index`` as the per-message way reads it."""
+        value: bytes = self.values[index].as_py()
+        return Message(value, where=f"{self.source}:{int(self.numbers[index])}")
+
+    def places(self) -> pa.Array:
+        """Each line's place, ``source:number``, as UTF-8 bytes."""
+        numbers = pa.array(self.numbers, pa.int64()).cast(pa.string())
+        places = pc.binary_join_element_wise(f"{self.source}:", numbers, "")
+        return places.cast(pa.binary())
+
+
+def line_chunks(
+    stream: _Reader, source: str, size: int, max_bytes: int, block: int = BLOCK
+) -> Iterator[LineChunk]:
+    """The lines of ``stream`` (named ``source`` in their places) in chunks of at most
+    ``size`` lines and ``max_bytes`` bytes of content (a longer line is a chunk of its own)."""
+    pending = _Pending(source, size, max_bytes)
+    first = 1  # the number of the first line of what is read next
+    held: list[bytes] = []  # the start of a line not ended yet
+    while True:
+        data = stream.read(block)
+        if not data:
+            break
+        end = data.rfind(b"\n")
+        if end < 0:
+            held.append(data)
+            continue
+        region = b"".join([*held, data[: end + 1]]) if held else data[: end + 1]
+        held = [data[end + 1 :]] if end + 1 < len(data) else []
+        values, numbers = _lines(region, first)
+        first += region.count(b"\n")
+        yield from pending.add(values, numbers)
+    rest = b"".join(held)
+    if rest:
+        values, numbers = _lines(rest + b"\n", first)
+        yield from pending.add(values, numbers)
+    yield from pending.flush()
+
+
+def _lines(region: bytes, first: int) -> tuple[pa.BinaryArray, np.ndarray]:
+    """The non-blank lines of ``region`` (whole lines, each ending in ``\\n``) and their
+    numbers, counting from ``first``."""
+    data = np.frombuffer(region, dtype=np.uint8)
+    ends = np.flatnonzero(data == _NEWLINE)
+    starts = np.empty_like(ends)
+    starts[0] = 0
+    starts[1:] = ends[:-1] + 1
+    numbers = np.arange(first, first + len(ends), dtype=np.int64)
+    stops = ends.copy()  # where each content ends: before the \n and any \r before it
+    returns = (stops > starts) & (data[stops - 1] == _RETURN)
+    while returns.any():
+        stops[returns] -= 1
+        returns = (stops > starts) & (data[stops - 1] == _RETURN)
+    # Blank: empty, or nothing but whitespace; a line starting with anything else is not.
+    blank = (stops == starts) | _WHITESPACE[data[np.minimum(starts, ends)]]
+    for row in np.flatnonzero(blank):
+        blank[row] = not region[starts[row] : stops[row]].strip()
+    keep = ~blank
+    if (stops == ends).all():  # no \r: each line is its bytes less the \n
+        wide = len(region) >= 2**31
+        offsets = np.append(starts, len(region)).astype(np.int64 if wide else np.int32)
+        whole = _binary(len(ends), offsets, region)
+        values = pc.binary_slice(whole, 0, -1)
+    else:  # gather the contents, dropping each line's ending
+        lengths = np.empty(2 * len(ends), dtype=np.int64)
+        lengths[0::2] = stops - starts
+        lengths[1::2] = ends + 1 - stops
+        content = np.repeat(np.tile(np.array([True, False]), len(ends)), lengths)
+        sizes = stops - starts
+        offsets = np.zeros(len(ends) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        if offsets[-1] < 2**31:
+            offsets = offsets.astype(np.int32)
+        values = _binary(len(ends), offsets, data[content].tobytes())
+    if not keep.all():
+        values = values.filter(pa.array(keep))
+        numbers = numbers[keep]
+    return values, numbers
+
+
+def _binary(count: int, offsets: np.ndarray, data: bytes) -> pa.Array:
+    type_ = pa.binary() if offsets.dtype == np.int32 else pa.large_binary()
+    array = pa.Array.from_buffers(type_, count, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    return array.cast(pa.binary()) if type_ != pa.binary() else array
+
+
+class _Pending:
+    """Lines read but not yet yielded, cut into chunks."""
+
+    def __init__(self, source: str, size: int, max_bytes: int):
+        self.source, self.size, self.max_bytes = source, size, max_bytes
+        self.values: list[pa.Array] = []
+        self.numbers: list[np.ndarray] = []
+        self.count = 0
+        self.bytes = 0
+
+    def add(self, values: pa.Array, numbers: np.ndarray) -> Iterator[LineChunk]:
+        offsets = np.frombuffer(values.buffers()[1], dtype=np.int32)
+        offsets = offsets[values.offset : values.offset + len(values) + 1]
+        total = np.cumsum(np.diff(offsets.astype(np.int64)))
+        at = 0
+        while at < len(values):
+            # the lines this chunk still takes: up to size lines, and up to max_bytes (at
+            # least one line, however long)
+            room = self.size - self.count
+            before = total[at - 1] if at else 0
+            fits = int(np.searchsorted(total[at:], before + self.max_bytes - self.bytes, "right"))
+            taken = max(1 if self.count == 0 else 0, min(room, fits))
+            if taken:
+                self.values.append(values.slice(at, taken))
+                self.numbers.append(numbers[at : at + taken])
+                self.count += taken
+                self.bytes += int(total[at + taken - 1] - before)
+                at += taken
+            if self.count >= self.size or self.bytes >= self.max_bytes or at < len(values):
+                yield from self.flush()
+
+    def flush(self) -> Iterator[LineChunk]:
+        if not self.count:
+            return
+        values = self.values[0] if len(self.values) == 1 else pa.concat_arrays(self.values)
+        numbers = self.numbers[0] if len(self.numbers) == 1 else np.concatenate(self.numbers)
+        self.values, self.numbers, self.count, self.bytes = [], [], 0, 0
+        yield LineChunk(values, numbers, self.source)

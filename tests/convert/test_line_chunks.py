@@ -1,0 +1,104 @@
+"""Lines read straight into Arrow columns are the messages the per-message reading gives."""
+
+from __future__ import annotations
+
+import gzip
+import io
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cdc_connectors.connectors.files import Settings
+from cdc_connectors.connectors.files_plan import raw_batches
+from cdc_connectors.convert.line_chunks import line_chunks
+from cdc_connectors.convert.streams import read_messages
+from cdc_connectors.formats.debezium import DebeziumJsonFormat
+from tests.hypothesis_profiles import examples
+
+# Bytes that make lines interesting: endings, whitespace of every kind, a brace, non-UTF-8.
+_PIECES = st.sampled_from(
+    [b"\n", b"\r", b"\r\n", b" ", b"\t", b"\x0b", b"\x0c", b"{", b"x", b"\xff", b"\xc3\xa9"]
+)
+_STREAMS = st.lists(_PIECES | st.binary(max_size=6), max_size=60).map(b"".join)
+
+
+def _per_message(data: bytes) -> list[tuple[bytes | None, str]]:
+    messages = read_messages(io.BytesIO(data), DebeziumJsonFormat, source="in.jsonl")
+    return [(m.value, m.where) for m in messages]  # type: ignore[union-attr]
+
+
+def _columns(data: bytes, size: int, max_bytes: int, block: int) -> list[tuple[bytes, str]]:
+    found = []
+    for chunk in line_chunks(io.BytesIO(data), "in.jsonl", size, max_bytes, block):
+        assert 0 < len(chunk) <= size
+        values = chunk.values.to_pylist()
+        assert len(chunk) == 1 or sum(len(v) for v in values) <= max_bytes
+        places = [p.decode() for p in chunk.places().to_pylist()]
+        assert [chunk[i].value for i in range(len(chunk))] == values
+        assert [chunk[i].where for i in range(len(chunk))] == places
+        found += list(zip(values, places, strict=True))
+    return found
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(
+    data=_STREAMS,
+    size=st.integers(1, 5),
+    max_bytes=st.integers(1, 12),
+    block=st.integers(1, 16),
+)
+def test_lines_as_columns_are_the_messages_of_the_per_message_reading(
+    data: bytes, size: int, max_bytes: int, block: int
+) -> None:
+    assert _columns(data, size, max_bytes, block) == _per_message(data)
+
+
+def test_windows_endings_blank_lines_and_a_last_line_without_an_ending() -> None:
+    data = b'{"a":1}\r\n\r\n  \t\n{"b":2}\r\r\n x \n\n{"c":3}'
+    assert _columns(data, 10, 1 << 20, 1 << 20) == [
+        (b'{"a":1}', "in.jsonl:1"),
+        (b'{"b":2}', "in.jsonl:4"),
+        (b" x ", "in.jsonl:5"),
+        (b'{"c":3}', "in.jsonl:7"),
+    ]
+    assert _columns(data, 10, 1 << 20, 1 << 20) == _per_message(data)
+
+
+def test_a_line_longer_than_a_block_and_a_chunk_is_one_message() -> None:
+    long = b"y" * 1000
+    data = b"a\n" + long + b"\nb\n"
+    assert _columns(data, 3, 10, 7) == [
+        (b"a", "in.jsonl:1"),
+        (long, "in.jsonl:2"),
+        (b"b", "in.jsonl:3"),
+    ]
+
+
+def test_an_empty_stream_and_one_of_blank_lines_give_no_chunk() -> None:
+    assert list(line_chunks(io.BytesIO(b""), "in", 4, 100)) == []
+    assert list(line_chunks(io.BytesIO(b"\n \n\r\n"), "in", 4, 100)) == []
+
+
+@pytest.mark.parametrize("gzipped", [False, True])
+@pytest.mark.parametrize("batch", [1, 2, 1000])
+def test_a_files_pipeline_reads_a_file_as_the_per_message_reading_does(
+    tmp_path: Path, gzipped: bool, batch: int
+) -> None:
+    data = b'{"a":1}\r\n\n  \n{"b":2}\n\xff\xfe\n{"c":3}'
+    file = tmp_path / ("in.jsonl.gz" if gzipped else "in.jsonl")
+    file.write_bytes(gzip.compress(data) if gzipped else data)
+    settings = Settings.parse(
+        {"path": str(tmp_path), "format": "debezium-json", "maxRecordsPerBatch": str(batch)}
+    )
+    rows = [
+        row
+        for found in raw_batches(settings, str(file))
+        for row in found.to_pylist()  # type: ignore[union-attr]
+    ]
+    expected = read_messages(io.BytesIO(data), DebeziumJsonFormat, source=str(file))
+    assert rows == [
+        {"key": None, "value": m.value, "place": m.where}  # type: ignore[union-attr]
+        for m in expected
+    ]
