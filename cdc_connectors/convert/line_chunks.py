@@ -24,8 +24,10 @@ from cdc_connectors.formats.base import Message
 __all__ = ["BLOCK", "LineChunk", "line_chunks"]
 
 #: Bytes read from the stream at a time.
-BLOCK = 8 << 20
+BLOCK = 32 << 20
 _NEWLINE, _RETURN = 0x0A, 0x0D
+# Lines at least this long on average are found one by one, not byte by byte.
+_LONG_LINE = 512
 # What bytes.strip() removes: a line of nothing else is blank.
 _WHITESPACE = np.zeros(256, dtype=bool)
 _WHITESPACE[list(b" \t\n\r\x0b\x0c")] = True
@@ -70,27 +72,41 @@ def line_chunks(
         data = stream.read(block)
         if not data:
             break
-        end = data.rfind(b"\n")
+        start = 0
+        if held:  # the line begun before ends in this block, or goes on past it
+            end = data.find(b"\n")
+            if end < 0:
+                held.append(data)
+                continue
+            joined = b"".join([*held, data[: end + 1]])
+            values, numbers, count = _lines(joined, 0, len(joined), first)
+            first += count
+            held = []
+            start = end + 1
+            yield from pending.add(values, numbers)
+        end = data.rfind(b"\n", start)
         if end < 0:
-            held.append(data)
+            held.append(data[start:])
             continue
-        region = b"".join([*held, data[: end + 1]]) if held else data[: end + 1]
-        held = [data[end + 1 :]] if end + 1 < len(data) else []
-        values, numbers = _lines(region, first)
-        first += region.count(b"\n")
+        values, numbers, count = _lines(data, start, end + 1, first)  # read where they are
+        first += count
         yield from pending.add(values, numbers)
+        if end + 1 < len(data):
+            held.append(data[end + 1 :])
     rest = b"".join(held)
     if rest:
-        values, numbers = _lines(rest + b"\n", first)
+        values, numbers, _ = _lines(rest + b"\n", 0, len(rest) + 1, first)
         yield from pending.add(values, numbers)
     yield from pending.flush()
 
 
-def _lines(region: bytes, first: int) -> tuple[pa.BinaryArray, np.ndarray]:
-    """The non-blank lines of ``region`` (whole lines, each ending in ``\\n``) and their
-    numbers, counting from ``first``."""
-    data = np.frombuffer(region, dtype=np.uint8)
-    ends = np.flatnonzero(data == _NEWLINE)
+def _lines(
+    region: bytes, begin: int, end: int, first: int
+) -> tuple[pa.BinaryArray, np.ndarray, int]:
+    """The non-blank lines of ``region[begin:end]`` (whole lines, each ending in ``\\n``),
+    their numbers counting from ``first``, and how many lines (blank ones too) it holds."""
+    data = np.frombuffer(region, dtype=np.uint8, count=end - begin, offset=begin)
+    ends = _newlines(region, begin, end, data)
     starts = np.empty_like(ends)
     starts[0] = 0
     starts[1:] = ends[:-1] + 1
@@ -103,12 +119,12 @@ def _lines(region: bytes, first: int) -> tuple[pa.BinaryArray, np.ndarray]:
     # Blank: empty, or nothing but whitespace; a line starting with anything else is not.
     blank = (stops == starts) | _WHITESPACE[data[np.minimum(starts, ends)]]
     for row in np.flatnonzero(blank):
-        blank[row] = not region[starts[row] : stops[row]].strip()
+        blank[row] = not region[begin + starts[row] : begin + stops[row]].strip()
     keep = ~blank
     if (stops == ends).all():  # no \r: each line is its bytes less the \n
-        wide = len(region) >= 2**31
-        offsets = np.append(starts, len(region)).astype(np.int64 if wide else np.int32)
-        whole = _binary(len(ends), offsets, region)
+        wide = len(data) >= 2**31
+        offsets = np.append(starts, len(data)).astype(np.int64 if wide else np.int32)
+        whole = _binary(len(ends), offsets, pa.py_buffer(region).slice(begin, len(data)))
         values = pc.binary_slice(whole, 0, -1)
     else:  # gather the contents, dropping each line's ending
         lengths = np.empty(2 * len(ends), dtype=np.int64)
@@ -124,12 +140,28 @@ def _lines(region: bytes, first: int) -> tuple[pa.BinaryArray, np.ndarray]:
     if not keep.all():
         values = values.filter(pa.array(keep))
         numbers = numbers[keep]
-    return values, numbers
+    return values, numbers, len(ends)
 
 
-def _binary(count: int, offsets: np.ndarray, data: bytes) -> pa.Array:
+def _newlines(region: bytes, begin: int, end: int, data: np.ndarray) -> np.ndarray:
+    """Where each ``\\n`` of ``region[begin:end]`` (``data``) is, from ``begin``: found
+    one after another (memchr) where lines are long, by a look at every byte where they
+    are short (judged by the first 64 KiB)."""
+    sample = min(end, begin + (64 << 10))
+    if region.count(b"\n", begin, sample) * _LONG_LINE > sample - begin:
+        return np.flatnonzero(data == _NEWLINE)
+    found = []
+    at = region.find(b"\n", begin, end)
+    while at >= 0:
+        found.append(at - begin)
+        at = region.find(b"\n", at + 1, end)
+    return np.array(found, dtype=np.int64)
+
+
+def _binary(count: int, offsets: np.ndarray, data: bytes | pa.Buffer) -> pa.Array:
     type_ = pa.binary() if offsets.dtype == np.int32 else pa.large_binary()
-    array = pa.Array.from_buffers(type_, count, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    buffer = data if isinstance(data, pa.Buffer) else pa.py_buffer(data)
+    array = pa.Array.from_buffers(type_, count, [None, pa.py_buffer(offsets), buffer])
     return array.cast(pa.binary()) if type_ != pa.binary() else array
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 from cdc_connectors.connectors.files import Settings
 from cdc_connectors.connectors.files_plan import raw_batches
+from cdc_connectors.convert import line_chunks as line_chunks_module
 from cdc_connectors.convert.line_chunks import line_chunks
 from cdc_connectors.convert.streams import read_messages
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
@@ -48,11 +50,14 @@ def _columns(data: bytes, size: int, max_bytes: int, block: int) -> list[tuple[b
     size=st.integers(1, 5),
     max_bytes=st.integers(1, 12),
     block=st.integers(1, 16),
+    long_line=st.sampled_from([0, 10**9]),
 )
 def test_lines_as_columns_are_the_messages_of_the_per_message_reading(
-    data: bytes, size: int, max_bytes: int, block: int
+    data: bytes, size: int, max_bytes: int, block: int, long_line: int
 ) -> None:
-    assert _columns(data, size, max_bytes, block) == _per_message(data)
+    # both ways of finding line ends: one by one (0), every byte at once (10**9)
+    with mock.patch.object(line_chunks_module, "_LONG_LINE", long_line):
+        assert _columns(data, size, max_bytes, block) == _per_message(data)
 
 
 def test_windows_endings_blank_lines_and_a_last_line_without_an_ending() -> None:
