@@ -21,10 +21,12 @@ import pyarrow.compute as pc
 
 from cdc_connectors.formats.base import Message
 
-__all__ = ["BLOCK", "LineChunk", "line_chunks"]
+__all__ = ["BLOCK", "PIECE", "LineChunk", "line_chunks"]
 
 #: Bytes read from the stream at a time.
 BLOCK = 32 << 20
+#: Bytes of whole lines split at a time (their line arrays take some 50 bytes a line).
+PIECE = 1 << 20
 _NEWLINE, _RETURN = 0x0A, 0x0D
 # Lines at least this long on average are found one by one, not byte by byte.
 _LONG_LINE = 512
@@ -88,9 +90,10 @@ def line_chunks(
         if end < 0:
             held.append(data[start:])
             continue
-        values, numbers, count = _lines(data, start, end + 1, first)  # read where they are
-        first += count
-        yield from pending.add(values, numbers)
+        for piece_start, piece_end in _pieces(data, start, end + 1):  # read where they are
+            values, numbers, count = _lines(data, piece_start, piece_end, first)
+            first += count
+            yield from pending.add(values, numbers)
         if end + 1 < len(data):
             held.append(data[end + 1 :])
     rest = b"".join(held)
@@ -112,13 +115,16 @@ def _lines(
     starts[1:] = ends[:-1] + 1
     numbers = np.arange(first, first + len(ends), dtype=np.int64)
     stops = ends.copy()  # where each content ends: before the \n and any \r before it
-    returns = (stops > starts) & (data[stops - 1] == _RETURN)
-    while returns.any():
-        stops[returns] -= 1
-        returns = (stops > starts) & (data[stops - 1] == _RETURN)
+    returns = np.flatnonzero((stops > starts) & (data[stops - 1] == _RETURN))
+    stops[returns] -= 1
+    # More than one \r before the \n (rare): each such line's run is found by rstrip.
+    more = returns[(stops[returns] > starts[returns]) & (data[stops[returns] - 1] == _RETURN)]
+    for row in more:
+        line = region[begin + starts[row] : begin + stops[row]]
+        stops[row] = starts[row] + len(line.rstrip(b"\r"))
     # Blank: empty, or nothing but whitespace; a line starting with anything else is not.
-    blank = (stops == starts) | _WHITESPACE[data[np.minimum(starts, ends)]]
-    for row in np.flatnonzero(blank):
+    blank = stops == starts
+    for row in np.flatnonzero(~blank & _WHITESPACE[data[starts]]):
         blank[row] = not region[begin + starts[row] : begin + stops[row]].strip()
     keep = ~blank
     if (stops == ends).all():  # no \r: each line is its bytes less the \n
@@ -141,6 +147,20 @@ def _lines(
         values = values.filter(pa.array(keep))
         numbers = numbers[keep]
     return values, numbers, len(ends)
+
+
+def _pieces(data: bytes, start: int, end: int) -> Iterator[tuple[int, int]]:
+    """``data[start:end]`` (whole lines) in pieces of whole lines of about :data:`PIECE`
+    bytes at most (a longer line is a piece of its own): what a piece's line arrays hold
+    stays small however short its lines are."""
+    while start < end:
+        stop = end
+        if end - start > PIECE:
+            stop = data.rfind(b"\n", start, start + PIECE) + 1
+            if stop <= start:  # a line longer than a piece
+                stop = data.find(b"\n", start + PIECE, end) + 1
+        yield start, stop
+        start = stop
 
 
 def _newlines(region: bytes, begin: int, end: int, data: np.ndarray) -> np.ndarray:

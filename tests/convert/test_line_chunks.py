@@ -51,12 +51,17 @@ def _columns(data: bytes, size: int, max_bytes: int, block: int) -> list[tuple[b
     max_bytes=st.integers(1, 12),
     block=st.integers(1, 16),
     long_line=st.sampled_from([0, 10**9]),
+    piece=st.integers(1, 24),
 )
 def test_lines_as_columns_are_the_messages_of_the_per_message_reading(
-    data: bytes, size: int, max_bytes: int, block: int, long_line: int
+    data: bytes, size: int, max_bytes: int, block: int, long_line: int, piece: int
 ) -> None:
-    # both ways of finding line ends: one by one (0), every byte at once (10**9)
-    with mock.patch.object(line_chunks_module, "_LONG_LINE", long_line):
+    # both ways of finding line ends: one by one (0), every byte at once (10**9); blocks
+    # split into pieces of a few bytes
+    with (
+        mock.patch.object(line_chunks_module, "_LONG_LINE", long_line),
+        mock.patch.object(line_chunks_module, "PIECE", piece),
+    ):
         assert _columns(data, size, max_bytes, block) == _per_message(data)
 
 
@@ -69,6 +74,15 @@ def test_windows_endings_blank_lines_and_a_last_line_without_an_ending() -> None
         (b'{"c":3}', "in.jsonl:7"),
     ]
     assert _columns(data, 10, 1 << 20, 1 << 20) == _per_message(data)
+
+
+def test_long_runs_of_returns_and_blank_lines_are_read_as_the_per_message_way_reads_them() -> None:
+    data = b"\n" * 5000 + b"a" + b"\r" * 3000 + b"\n" + b"\r" * 2000 + b"\n \r\n" + b"b\r\r"
+    assert _columns(data, 4096, 1 << 20, 1 << 20) == [
+        (b"a", "in.jsonl:5001"),
+        (b"b", "in.jsonl:5004"),
+    ]
+    assert _columns(data, 4096, 1 << 20, 1 << 20) == _per_message(data)
 
 
 def test_a_line_longer_than_a_block_and_a_chunk_is_one_message() -> None:
