@@ -33,7 +33,7 @@ from cdc_connectors.connectors.messages import SettingError
 from cdc_connectors.convert.line_chunks import LineChunk, line_chunks
 from cdc_connectors.convert.streams import CHUNK_BYTES, Chunk, layout_of, read_chunks
 from cdc_connectors.opencdc import CodecError
-from cdc_connectors.text import printable
+from cdc_connectors.text import encodes, printable
 
 __all__ = ["PLAN_SCHEMA", "FilesPlanDataSource", "files_of", "raw_batches"]
 
@@ -100,7 +100,7 @@ def raw_batches(settings: Settings, file: str) -> Iterator[pa.RecordBatch | Code
     try:
         with open_input(file) as stream:
             size = settings.batch_size
-            if layout_of(fmt, settings.kv) == "lines" and _is_text(file):
+            if layout_of(fmt, settings.kv) == "lines" and encodes(file):
                 # one message per line: the lines straight into Arrow columns
                 for lines in line_chunks(stream, file, size, CHUNK_BYTES):
                     yield _lines_batch(lines)
@@ -111,14 +111,6 @@ def raw_batches(settings: Settings, file: str) -> Iterator[pa.RecordBatch | Code
         # as cdc-files reads it: the rest of the file is the dead letter
         reason = f"cannot read {printable(file)}: {exc}"
         yield CodecError(reason, where=printable(file), data=raw_bytes(file))
-
-
-def _is_text(name: str) -> bool:
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _lines_batch(lines: LineChunk) -> pa.RecordBatch:

@@ -31,6 +31,7 @@ from cdc_connectors.convert.streams import (
 from cdc_connectors.errors import FailFastError
 from cdc_connectors.formats.base import Format, Message, SkipMessage
 from cdc_connectors.opencdc import CodecError
+from cdc_connectors.text import encodes
 
 if TYPE_CHECKING:
     from cdc_connectors.convert.line_chunks import LineChunk
@@ -315,13 +316,7 @@ def _lines_of_text(decoder: Format, kv: bool, source_name: str) -> bool:
     """Whether the input is read as lines straight into Arrow columns
     (:func:`~cdc_connectors.convert.line_chunks.line_chunks`): one message per line (no
     ``--kv``), from a source whose name is text (it is in every place)."""
-    if layout_of(type(decoder), kv) != "lines":
-        return False
-    try:
-        source_name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    return layout_of(type(decoder), kv) == "lines" and encodes(source_name)
 
 
 def _columnar(decoder: Format, encoder: Format) -> bool:
