@@ -166,12 +166,12 @@ def convert_stream(
         source_name=source_name,
         progress=progress,
     )
+    columnar = _columnar(decoder, encoder)
     waiting = None
-    if _columnar(decoder, encoder) and _live(source):
+    if columnar and _live(source):
         source, waiting = _arriving(source)
-    items = read_messages(source, type(decoder), kv=kv_in, source=source_name)
     try:
-        if _columnar(decoder, encoder):
+        if columnar:
             from cdc_connectors.convert import columnar_stream
 
             chunks: Iterable[list[Message | CodecError] | LineChunk]
@@ -180,10 +180,11 @@ def convert_stream(
 
                 chunks = line_chunks(source, source_name, CHUNK, CHUNK_BYTES)
             else:
+                items = read_messages(source, type(decoder), kv=kv_in, source=source_name)
                 chunks = columnar_stream.chunks(items, CHUNK, waiting)
             run.by_chunks(chunks, live=waiting is not None)
         else:
-            for item in items:
+            for item in read_messages(source, type(decoder), kv=kv_in, source=source_name):
                 run.one(run.counted(item))
     finally:
         if progress is not None:
