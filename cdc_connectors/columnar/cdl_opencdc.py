@@ -3,7 +3,7 @@
 :class:`CdlToOpenCDC` writes the messages of CDL's Debezium JSON (``message_version``
 ``2.0``) from columns: they are Debezium change events with ``cdl.*`` metadata, read by
 :class:`~cdc_connectors.columnar.debezium_opencdc.DebeziumToOpenCDC` with CDL's envelope
-(:class:`~cdc_connectors.formats.cdl.CdlDebeziumJson`). CDL JSON 1.0 messages are read one
+(:class:`~cdc_connectors.formats.debezium.cdl.CdlDebeziumJson`). CDL JSON 1.0 messages are read one
 by one as :meth:`CdlJsonFormat.decode` reads them (their schema converts decimals and
 times) and written from columns by
 :class:`~cdc_connectors.columnar.flat_changes.FlatChanges`. Either way, byte for byte what
@@ -30,7 +30,7 @@ from cdc_connectors.columnar.debezium_opencdc import (
 from cdc_connectors.columnar.flat_changes import FlatChange, FlatChanges
 from cdc_connectors.columnar.flat_converter import record_change
 from cdc_connectors.formats.base import Format, Message, SkipMessage
-from cdc_connectors.formats.cdl import CdlJsonFormat
+from cdc_connectors.formats.debezium.cdl import CdlJsonFormat
 from cdc_connectors.opencdc import CodecError
 
 # What every CDL JSON 1.0 message holds (however spaced, its value is spelt so).

@@ -51,7 +51,7 @@ from cdc_connectors.columnar.json_records import JsonRecordWriter
 from cdc_connectors.columnar.proto_records import ProtoRecordWriter
 from cdc_connectors.formats.base import Format
 from cdc_connectors.formats.debezium import avro_to_connect
-from cdc_connectors.formats.debezium_avro import DebeziumAvroFormat
+from cdc_connectors.formats.debezium.avro_format import DebeziumAvroFormat
 from cdc_connectors.opencdc import CodecError
 from cdc_connectors.registry.store import Resolved
 from cdc_connectors.schema import avro_values, framing

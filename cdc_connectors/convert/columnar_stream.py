@@ -51,8 +51,8 @@ def _headers(messages: list[Message]) -> pa.Array | None:
 def serves(decoder: Format, encoder: Format) -> bool:
     """Whether the columns write what ``decoder`` then ``encoder`` write."""
     from cdc_connectors.formats.avro import SchemaRowFormat
-    from cdc_connectors.formats.cdl import CdlJsonFormat
     from cdc_connectors.formats.debezium import DebeziumJsonFormat
+    from cdc_connectors.formats.debezium.cdl import CdlJsonFormat
     from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
     from cdc_connectors.formats.ydb import YdbJsonFormat
 

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc_connectors.formats.debezium import UNAVAILABLE_VALUE, DebeziumJsonFormat
-from cdc_connectors.formats.hbase_rows import ROW
+from cdc_connectors.formats.debezium.hbase_rows import ROW
 from cdc_connectors.opencdc import keys
 from cdc_connectors.schema.connect import ConnectSchema
 from cdc_connectors.spark.arrow_lists import item_rows, list_sizes

@@ -21,7 +21,7 @@ from cdc_connectors.convert.deadletter import DeadLetterWriter
 from cdc_connectors.convert.engine import convert_stream
 from cdc_connectors.formats.avro import AvroFormat
 from cdc_connectors.formats.base import Format, Message
-from cdc_connectors.formats.debezium_avro import DebeziumAvroFormat
+from cdc_connectors.formats.debezium.avro_format import DebeziumAvroFormat
 from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
 from cdc_connectors.formats.protobuf import ProtobufFormat
 from cdc_connectors.opencdc import Record

@@ -17,14 +17,14 @@ from hypothesis import HealthCheck, given, settings
 from cdc_connectors.columnar.debezium_opencdc import DebeziumToOpenCDC
 from cdc_connectors.connectors.kafka_read import RAW_ARROW_SCHEMA
 from cdc_connectors.connectors.kafka_write import TopicTemplate
-from cdc_connectors.formats.arcion import ArcionJsonFormat
 from cdc_connectors.formats.base import Format
-from cdc_connectors.formats.cdl import CdlJsonFormat
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
-from cdc_connectors.formats.lindorm import LindormJsonFormat
+from cdc_connectors.formats.debezium.arcion import ArcionJsonFormat
+from cdc_connectors.formats.debezium.cdl import CdlJsonFormat
+from cdc_connectors.formats.debezium.lindorm import LindormJsonFormat
+from cdc_connectors.formats.debezium.ydb import YdbDebeziumJsonFormat
 from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
 from cdc_connectors.formats.ydb import YdbJsonFormat
-from cdc_connectors.formats.ydb_debezium import YdbDebeziumJsonFormat
 from cdc_connectors.opencdc.metadata import Metadata
 from cdc_connectors.pipeline.connectors import TopicRoute
 from cdc_connectors.pipeline.plan import SourceFormat, converter

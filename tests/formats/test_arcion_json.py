@@ -10,8 +10,8 @@ import orjson
 import pytest
 
 from cdc_connectors.convert import DeadLetterWriter, convert_stream
-from cdc_connectors.formats.arcion import ArcionJsonFormat
 from cdc_connectors.formats.base import FormatOptionError, Message, SkipMessage
+from cdc_connectors.formats.debezium.arcion import ArcionJsonFormat
 from cdc_connectors.formats.opencdc import OpenCDCJsonFormat
 from cdc_connectors.opencdc import CodecError, Operation, Record, record_from_json
 

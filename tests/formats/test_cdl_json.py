@@ -13,7 +13,7 @@ import pytest
 
 from cdc_connectors.convert import DeadLetterWriter, convert_stream
 from cdc_connectors.formats.base import FormatOptionError, Message, SkipMessage
-from cdc_connectors.formats.cdl import CdlJsonFormat
+from cdc_connectors.formats.debezium.cdl import CdlJsonFormat
 from cdc_connectors.formats.opencdc import OpenCDCJsonFormat
 from cdc_connectors.opencdc import CodecError, Record, keys, record_from_json
 

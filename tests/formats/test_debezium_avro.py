@@ -18,7 +18,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from cdc_connectors.convert import DeadLetterWriter, convert_stream
 from cdc_connectors.formats.base import FormatOptionError, Message, SkipMessage
-from cdc_connectors.formats.debezium_avro import DebeziumAvroFormat
+from cdc_connectors.formats.debezium.avro_format import DebeziumAvroFormat
 from cdc_connectors.formats.opencdc import OpenCDCJsonFormat
 from cdc_connectors.opencdc import CodecError, Operation, Record, record_from_json
 from cdc_connectors.opencdc.data import Change

@@ -9,10 +9,10 @@ import orjson
 import pytest
 
 from cdc_connectors.formats import available_formats, load_format
-from cdc_connectors.formats.arcion import ArcionJsonFormat
 from cdc_connectors.formats.base import Message
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
-from cdc_connectors.formats.lindorm import LindormJsonFormat
+from cdc_connectors.formats.debezium.arcion import ArcionJsonFormat
+from cdc_connectors.formats.debezium.lindorm import LindormJsonFormat
 from cdc_connectors.opencdc import CodecError
 from cdc_connectors.spark.debezium_typed import TypedDebeziumDecoder
 from tests.spark.test_debezium_typed_columnar import ENVELOPE, event
@@ -135,7 +135,7 @@ def test_the_typed_decoder_of_a_debezium_envelope_is_columnar() -> None:
 def test_cdl_debezium_json_is_described_by_its_envelope() -> None:
     """CDL's 2.0 messages (read inside ``cdl-json``) get the fast decoders too: ``unique``
     and ``message_version`` are envelope data, not hooks."""
-    from cdc_connectors.formats.cdl import CdlDebeziumJson
+    from cdc_connectors.formats.debezium.cdl import CdlDebeziumJson
 
     assert CdlDebeziumJson.described_by_envelope()
     assert CdlDebeziumJson.envelope.key_field == "unique"

@@ -13,7 +13,7 @@ import pytest
 
 from cdc_connectors.convert import DeadLetterWriter, convert_stream
 from cdc_connectors.formats.base import FormatOptionError, Message
-from cdc_connectors.formats.lindorm import LindormJsonFormat
+from cdc_connectors.formats.debezium.lindorm import LindormJsonFormat
 from cdc_connectors.formats.opencdc import OpenCDCJsonFormat
 from cdc_connectors.opencdc import CodecError, Operation, Record, record_from_json
 

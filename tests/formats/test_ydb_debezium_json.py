@@ -10,8 +10,8 @@ import pytest
 
 from cdc_connectors.convert import DeadLetterWriter, convert_stream
 from cdc_connectors.formats.base import FormatOptionError, Message, SkipMessage
+from cdc_connectors.formats.debezium.ydb import YdbDebeziumJsonFormat
 from cdc_connectors.formats.opencdc import OpenCDCJsonFormat
-from cdc_connectors.formats.ydb_debezium import YdbDebeziumJsonFormat
 from cdc_connectors.opencdc import CodecError, Operation, Record, record_from_json
 from cdc_connectors.spark.arrow import decode_batch
 

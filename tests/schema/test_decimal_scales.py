@@ -27,7 +27,7 @@ import orjson
 import pytest
 
 from cdc_connectors.formats import Message
-from cdc_connectors.formats.debezium_avro import DebeziumAvroFormat
+from cdc_connectors.formats.debezium.avro_format import DebeziumAvroFormat
 from cdc_connectors.opencdc import CodecError, Record
 from cdc_connectors.registry import SchemaRegistry, open_registry
 from cdc_connectors.registry.serde import RecordDecoder, RecordEncoder

@@ -58,7 +58,7 @@ from typing import Any, ClassVar
 import orjson
 
 from cdc_connectors.formats.base import FormatOptionError, Message
-from cdc_connectors.formats.debezium import DebeziumJsonFormat
+from cdc_connectors.formats.debezium.json_format import DebeziumJsonFormat
 from cdc_connectors.opencdc import CodecError, Operation, Record
 from cdc_connectors.registry.store import Resolved
 from cdc_connectors.schema import avro_values, framing

@@ -38,7 +38,8 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from cdc_connectors.formats.base import Message
-from cdc_connectors.formats.debezium import DebeziumJsonFormat, Envelope
+from cdc_connectors.formats.debezium.envelope import Envelope
+from cdc_connectors.formats.debezium.json_format import DebeziumJsonFormat
 from cdc_connectors.opencdc import CodecError, Operation, Record
 
 __all__ = ["ArcionJsonFormat"]

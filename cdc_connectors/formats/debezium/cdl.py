@@ -62,7 +62,8 @@ from typing import Any, ClassVar
 import orjson
 
 from cdc_connectors.formats.base import Format, Message, SkipMessage
-from cdc_connectors.formats.debezium import DebeziumJsonFormat, Envelope
+from cdc_connectors.formats.debezium.envelope import Envelope
+from cdc_connectors.formats.debezium.json_format import DebeziumJsonFormat
 from cdc_connectors.opencdc import CodecError, Operation, Record
 from cdc_connectors.opencdc.data import Data
 from cdc_connectors.opencdc.json_codec import json_error, load_exact

@@ -1,0 +1,254 @@
+"""Writing records as Debezium change events (JSON): Conduit's reverse mapping, and with
+``schemas.enable`` the Kafka Connect schema blocks (:mod:`.connect_blocks`) around key and
+value, each value read back once against its block."""
+
+from __future__ import annotations
+
+import base64
+from abc import abstractmethod
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+import orjson
+
+from cdc_connectors.formats.base import Message
+from cdc_connectors.formats.debezium.connect_blocks import (
+    avro_to_connect,
+    envelope_block,
+    infer_struct,
+)
+from cdc_connectors.formats.debezium.envelope import LETTERS
+from cdc_connectors.formats.debezium.reading import INTEGER, load_json
+from cdc_connectors.formats.debezium.row_schemas import RowSchemas
+from cdc_connectors.formats.jsonkinds import json_kind
+from cdc_connectors.opencdc import CodecError, Record, structured
+from cdc_connectors.opencdc.data import Data
+from cdc_connectors.opencdc.json_codec import MAX_DEPTH, json_default
+from cdc_connectors.schema import avro_values, framing
+from cdc_connectors.schema.connect import ConnectSchema, connect_value, parse_connect_schema
+from cdc_connectors.schema.errors import SchemaError
+from cdc_connectors.schema.subjects import Part
+
+__all__ = ["EnvelopeWriter"]
+
+_RAW_DATA_KEY = "opencdc.rawData"  # Conduit's name for raw data that is no JSON object
+
+
+class EnvelopeWriter(RowSchemas):
+    """The writing side of :class:`~cdc_connectors.formats.debezium.DebeziumJsonFormat`:
+    ``op`` from the operation, ``before``/``after``, ``source`` and ``transaction`` from
+    ``<prefix>.*`` metadata, ``ts_ms`` from ``opencdc.readAt``."""
+
+    schemas_enable: bool
+    # (subject, version) of a registered Avro schema -> its Connect block, for writing
+    _connect_blocks: dict[tuple[str, int], dict[str, Any]]
+
+    @property
+    @abstractmethod
+    def prefix(self) -> str:
+        """The metadata prefix of the dialect."""
+
+    def encode(self, record: Record) -> Message:
+        letter = LETTERS.get(record.operation)
+        if letter is None:
+            raise CodecError(f"operation {record.operation} has no Debezium op")
+        metadata = record.metadata
+        before = self._readable(record, record.payload.before, "payload.before")
+        after = self._readable(record, record.payload.after, "payload.after")
+        key = record.key
+        if isinstance(key, bytes):
+            key = self._readable(record, key, "key", part="key", raw_as_is=True)
+        for data, what in ((before, "payload.before"), (after, "payload.after"), (key, "key")):
+            if isinstance(data, dict):
+                # orjson would write NaN as null: refuse what JSON cannot hold, naming it
+                structured.check(data, what, budget=MAX_DEPTH)
+        payload: dict[str, Any] = {"before": before, "after": after}
+        payload["source"] = self.source_for(metadata)
+        payload["op"] = letter
+        transaction = _from_metadata(metadata, f"{self.prefix}.transaction.")
+        payload["transaction"] = transaction or None
+        read_at = metadata.read_at
+        payload["ts_ms"] = read_at // 1_000_000 if read_at is not None else None
+        own = (
+            f"{self.prefix}.source.",
+            f"{self.prefix}.transaction.",
+            f"{self.prefix}.unavailable.",
+        )
+        for name, text in metadata.items():
+            if name.startswith(f"{self.prefix}.") and not name.startswith(own):
+                payload.setdefault(name[len(self.prefix) + 1 :], _metadata_value(text))
+        if not self.schemas_enable:
+            return Message(value=_dumps(payload), key=_key_bytes(key, None))
+        collection = metadata.collection
+        envelope = envelope_block(self._row_blocks(record, before, after), payload, collection)
+        parsed = _parse_for_writing(envelope, "value schema")
+        value = {"schema": envelope, "payload": _written(parsed, payload, "")}
+        key_block = None
+        if isinstance(key, dict):
+            key_block = self._row_block(record, "key", [key])
+            if key_block is not None and collection:
+                key_block.setdefault("name", f"{collection}.Key")
+        return Message(value=_dumps(value), key=_key_bytes(key, key_block))
+
+    def source_for(self, metadata: Mapping[str, str]) -> dict[str, Any]:
+        """The ``source`` block of a record: ``<prefix>.source.*``, else (as Conduit writes
+        it) the record's whole metadata."""
+        source = _from_metadata(metadata, f"{self.prefix}.source.")
+        return source if source else dict(metadata)
+
+    def _readable(
+        self,
+        record: Record,
+        data: Data,
+        where: str,
+        *,
+        part: Part = "payload",
+        raw_as_is: bool = False,
+    ) -> Any:
+        """Structured data of a key or image: raw bytes are decoded with the schema the
+        metadata names, read as a JSON object, or (Conduit's way) put under ``opencdc.rawData``."""
+        if not isinstance(data, bytes):
+            return data
+        named = framing.conduit_schema(record.metadata, part)
+        if named is not None and self.registry_url:
+            schema = self.store.by_version(*named)
+            try:
+                value = avro_values.decode(data, avro_values.parsed(schema))
+            except CodecError as exc:
+                raise CodecError(f"{where} {exc.reason} ({schema.label()})") from None
+            if isinstance(value, dict):
+                return avro_values.to_structured(value)
+        try:
+            parsed = load_json(data, where)
+        except CodecError:
+            parsed = None
+        if isinstance(parsed, dict):
+            return parsed
+        return data if raw_as_is else {_RAW_DATA_KEY: data}
+
+    def _row_blocks(
+        self, record: Record, before: Any, after: Any
+    ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """The Connect schemas of the before and after images: one struct, as Debezium
+        writes, unless inferred images have different columns (a shared struct would add
+        the missing ones as nulls)."""
+        collection = record.metadata.collection
+        images = [i for i in (before, after) if isinstance(i, dict)]
+        named = framing.conduit_schema(record.metadata, "payload") is not None
+        if named or len(images) < 2 or set(images[0]) == set(images[1]):
+            row = self._row_block(record, "payload", images)
+            if row is not None and collection and "name" not in row:
+                row["name"] = f"{collection}.Value"
+            return row, row
+        first, second = (infer_struct([image], "payload") for image in images)
+        if collection:
+            first["name"], second["name"] = f"{collection}.Before", f"{collection}.Value"
+        return first, second
+
+    def _row_block(
+        self, record: Record, part: Part, images: list[dict[str, Any]]
+    ) -> dict[str, Any] | None:
+        """The Connect schema of a key or row: from its registered Avro schema, else inferred."""
+        named = framing.conduit_schema(record.metadata, part)
+        if named is not None and self.registry_url:
+            block = self._connect_blocks.get(named)
+            if block is None:
+                resolved = self.store.by_version(*named)
+                block = avro_to_connect(avro_values.standalone(resolved), resolved.label())
+                self._connect_blocks[named] = block
+            return dict(block)
+        if not images:
+            return None
+        return infer_struct(images, "payload" if part == "payload" else "key")
+
+
+def _dumps(value: Any) -> bytes:
+    try:
+        return orjson.dumps(value, default=json_default)
+    except TypeError as exc:
+        raise CodecError(f"cannot be written as JSON: {exc}") from None
+
+
+def _key_bytes(key: Any, block: dict[str, Any] | None) -> bytes | None:
+    if key is None or isinstance(key, bytes):
+        return key
+    if block is None:
+        return _dumps(key)
+    parsed = _parse_for_writing(block, "key schema")
+    return _dumps({"schema": block, "payload": _written(parsed, key, "key")})
+
+
+def _from_metadata(metadata: Mapping[str, str], prefix: str) -> dict[str, Any]:
+    return {
+        name[len(prefix) :]: _metadata_value(text)
+        for name, text in metadata.items()
+        if name.startswith(prefix)
+    }
+
+
+def _metadata_value(text: str) -> Any:
+    """A metadata string back as a JSON value: integers, objects, arrays; else the text."""
+    if INTEGER.fullmatch(text) and -(2**63) <= int(text) < 2**63:
+        return int(text)
+    if text[:1] in ("{", "["):
+        try:
+            return load_json(text.encode(), "metadata")
+        except CodecError:
+            return text
+    return text
+
+
+def _parse_for_writing(block: Mapping[str, Any], what: str) -> ConnectSchema:
+    try:
+        return parse_connect_schema(block)
+    except SchemaError as exc:
+        raise CodecError(f"{what}: {exc}") from None
+
+
+def _written(schema: ConnectSchema, value: Any, path: str) -> Any:
+    """``value`` as Connect JSON for ``schema``, read back once: nothing is written that a
+    reader of the schema would refuse."""
+    written = _connect_json(schema, value, path)
+    try:
+        connect_value(schema, written, path=path)
+    except SchemaError as exc:
+        raise CodecError(f"does not fit its Kafka Connect schema: {exc}") from None
+    return written
+
+
+def _connect_json(schema: ConnectSchema, value: Any, path: str) -> Any:
+    """``value`` (structured data) as Kafka Connect's JSON for ``schema``."""
+    where = path or "value"
+    if value is None:
+        return None
+    if schema.semantic is not None:
+        try:
+            return schema.semantic.write(value, schema.parameters)
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise CodecError(f"{where}: cannot be written as {schema.name}: {exc}") from None
+    if schema.type == "struct":
+        if not isinstance(value, Mapping):
+            raise CodecError(f"{where}: expected an object for a struct, got {json_kind(value)}")
+        names = {name for name, _ in schema.fields}
+        extra = [name for name in value if name not in names]
+        if extra:
+            raise CodecError(f"{where}: {extra[0]!r} is not a field of its schema")
+        prefix = f"{path}." if path else ""
+        return {
+            name: _connect_json(child, value.get(name), prefix + name)
+            for name, child in schema.fields
+        }
+    if schema.type == "array" and isinstance(value, list):
+        assert schema.items is not None
+        items = schema.items
+        return [_connect_json(items, item, f"{where}[{n}]") for n, item in enumerate(value)]
+    if schema.type == "map" and isinstance(value, Mapping):
+        assert schema.values is not None
+        values = schema.values
+        return {k: _connect_json(values, v, f"{where}.{k}") for k, v in value.items()}
+    if schema.type == "bytes" and isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if schema.type in ("float32", "float64") and isinstance(value, Decimal):
+        return float(value)
+    return value
