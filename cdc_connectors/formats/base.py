@@ -14,12 +14,15 @@ import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from cdc_connectors.errors import ConfigError
 from cdc_connectors.opencdc import CodecError, Record
 from cdc_connectors.options import parse_bool
-from cdc_connectors.registry import SchemaRegistry, registry_for
+from cdc_connectors.registry import registry_for
+
+if TYPE_CHECKING:
+    from cdc_connectors.registry.base import SchemaRegistry
 
 __all__ = ["CodecError", "Format", "FormatOptionError", "Message", "SkipMessage"]
 

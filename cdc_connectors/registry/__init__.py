@@ -23,25 +23,25 @@ payloads encoded and decoded through a registry).
 
 from __future__ import annotations
 
+import importlib
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from cdc_connectors import plugins
 from cdc_connectors.errors import ConfigError
-from cdc_connectors.registry.base import (
-    RegisteredSchema,
-    Schema,
-    SchemaReference,
-    SchemaRegistry,
-    SchemaVersion,
-)
-from cdc_connectors.registry.errors import (
-    RegistryUnavailableError,
-    RegistryURLError,
-    SchemaRegistryError,
-)
 from cdc_connectors.registry.redact import redact_line, redact_url
+from cdc_connectors.registry.url_error import RegistryURLError
+
+if TYPE_CHECKING:
+    from cdc_connectors.registry.base import (
+        RegisteredSchema,
+        Schema,
+        SchemaReference,
+        SchemaRegistry,
+        SchemaVersion,
+    )
+    from cdc_connectors.registry.errors import RegistryUnavailableError, SchemaRegistryError
 
 GROUP = plugins.REGISTRIES
 DEFAULT_URL = "sqlite:///.cdc/registry.db"
@@ -64,6 +64,26 @@ __all__ = [
     "url_scheme",
 ]
 
+# The client types come from confluent-kafka's schema_registry package, whose import takes
+# longer than the rest of ours (its HTTP and OAuth stacks): they are imported when first
+# named, so a Spark task of a format without a registry never pays for it.
+_LAZY = {
+    "RegisteredSchema": "base",
+    "Schema": "base",
+    "SchemaReference": "base",
+    "SchemaRegistry": "base",
+    "SchemaVersion": "base",
+    "RegistryUnavailableError": "errors",
+    "SchemaRegistryError": "errors",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
 
 def open_registry(url: str, **conf: Any) -> SchemaRegistry:
     """A new registry client for ``url``; ``conf`` goes to the implementation."""
@@ -72,6 +92,8 @@ def open_registry(url: str, **conf: Any) -> SchemaRegistry:
         raise RegistryURLError(
             f"registry URL {redact_url(url)!r} has no scheme (sqlite:///..., memory://, http://)"
         )
+    from cdc_connectors.registry.base import SchemaRegistry
+
     try:
         cls = plugins.load(GROUP, scheme, SchemaRegistry)
     except plugins.PluginError as exc:
@@ -125,6 +147,8 @@ def checked_registry(url: str) -> SchemaRegistry:
     registry does. A registry that answers the question with Confluent's "not found" is
     one (older than the question) and passes.
     """
+    from cdc_connectors.registry.errors import SchemaRegistryError
+
     try:
         registry = registry_for(url)
     except ConfigError as exc:  # the URL's own problem: bad configuration

@@ -9,14 +9,9 @@ from __future__ import annotations
 
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
-from cdc_connectors.errors import ConfigError
+from cdc_connectors.registry.url_error import RegistryURLError
 
 __all__ = ["RegistryURLError", "RegistryUnavailableError", "SchemaRegistryError"]
-
-
-class RegistryURLError(ConfigError):
-    """A registry URL that names no registry we can open: no or an unknown scheme, a form,
-    option or file it cannot have. The message names the URL without its credentials."""
 
 
 class RegistryUnavailableError(SchemaRegistryError):

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Literal
 from uuid import UUID
 
-from confluent_kafka.schema_registry.common.serde import SchemaId
 from confluent_kafka.serialization import SerializationError
 
 from cdc_connectors.opencdc import CodecError, keys
@@ -83,6 +82,8 @@ def frame(schema_id: int, body: bytes, indexes: Sequence[int] | None = None) -> 
         raise ValueError(f"schema id {schema_id} is outside 1..{_MAX_ID}")
     if indexes is not None and (not indexes or min(indexes) < 0):
         raise ValueError(f"message-index path {list(indexes)!r} is not a list of indexes >= 0")
+    from confluent_kafka.schema_registry.common.serde import SchemaId
+
     prefix = SchemaId(
         "PROTOBUF" if indexes is not None else "AVRO",
         schema_id,
@@ -114,6 +115,10 @@ def read_frame(data: bytes, *, protobuf: bool = False, header: bytes | None = No
             "of Confluent's wire format (is it schema-encoded at all?)",
             data=data,
         )
+    # confluent-kafka's registry package is imported here, off the common paths: a Spark
+    # task that meets only those never pays for its import.
+    from confluent_kafka.schema_registry.common.serde import SchemaId
+
     reference = SchemaId("PROTOBUF" if protobuf else "AVRO")
     buffer = io.BytesIO(source)
     try:

@@ -157,9 +157,9 @@ _EXACT_DOUBLE = float(2**53)
 _MIN_MICROS, _MAX_MICROS = -62_135_596_800_000_000, 253_402_300_799_999_999
 # One thread: a Spark Python worker has one core; 1 MiB blocks parse fastest here.
 _READ_OPTIONS = pajson.ReadOptions(block_size=1 << 20, use_threads=False)
-_PAYLOAD_KEY = pa.scalar(b'"payload":', pa.binary())
-_CLOSE = pa.scalar(b"}", pa.binary())
-_NOTHING = pa.scalar(b"", pa.binary())
+# Bytes, not Arrow scalars, at import: pyarrow imports pandas to make its first value
+# from a Python object, which a Spark task that only plans or commits never needs.
+_PAYLOAD_KEY, _CLOSE = b'"payload":', b"}"
 
 
 def typed_schema(row_avro: str) -> pa.StructType:
@@ -449,7 +449,7 @@ class TypedDebeziumDecoder:
         if self._prefix:
             rest = pc.binary_slice(values, len(self._prefix), 2**31 - 1)
         else:
-            rest = pc.binary_join_element_wise(_PAYLOAD_KEY, values, _CLOSE, _NOTHING)
+            rest = pc.binary_join_element_wise(_PAYLOAD_KEY, values, _CLOSE, b"")
         table = _read_rests(rest, self._plan.json_schema)
         if table.num_rows != count:
             raise NotColumnar("a message is more than one JSON document")

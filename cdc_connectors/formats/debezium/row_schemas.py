@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -14,11 +14,13 @@ from cdc_connectors.formats.debezium.reading import is_json_text
 from cdc_connectors.formats.jsonkinds import json_kind
 from cdc_connectors.opencdc import CodecError
 from cdc_connectors.opencdc.metadata import Metadata
-from cdc_connectors.registry.store import SchemaStore
 from cdc_connectors.schema import framing
 from cdc_connectors.schema.connect import ConnectSchema, connect_to_avro, parse_connect_schema
 from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.schema.subjects import Part, SubjectContext
+
+if TYPE_CHECKING:
+    from cdc_connectors.registry.store import SchemaStore
 
 __all__ = ["RowSchema", "RowSchemas"]
 
@@ -51,6 +53,10 @@ class RowSchemas(Format):
     def store(self) -> SchemaStore:
         """The registry's schemas, cached for this process."""
         if self._store is None:
+            # imported here: the registry client's import is the slowest of ours, and a
+            # Spark task of a format without a registry never needs it
+            from cdc_connectors.registry.store import SchemaStore
+
             self._store = SchemaStore(self.registry)
         return self._store
 
