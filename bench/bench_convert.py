@@ -5,6 +5,10 @@ opencdc-proto IN -o OUT`` run in this process (click's runner: the command's own
 files in and out) on lines of :mod:`bench.postgres_events` (Debezium JSON values with schema
 blocks, about 3.5 KB), against ``orjson.loads`` of each line of the same file. Best of
 ``BENCH_ROUNDS``, in turn.
+
+``convert_debezium_to_debezium_vs_json_parse``: the same lines ``--to debezium-json`` (the
+events rewritten without schema blocks, as a consumer of ``schemas.enable=false`` reads them),
+against the same anchor.
 """
 
 from __future__ import annotations
@@ -30,25 +34,38 @@ def run() -> dict[str, dict[str, Any]]:
         target = Path(tmp) / "records.pb"
         source.write_bytes(b"".join(value + b"\n" for _, value in events(LINES)))
         runner = CliRunner()
-        command = ["convert", "--from", "debezium-json", "--to", "opencdc-proto"]
 
-        def ours() -> None:
-            done = runner.invoke(main, [*command, str(source), "-o", str(target)])
-            assert done.exit_code == 0, done.output
+        def command(destination: str) -> Any:
+            arguments = ["convert", "--from", "debezium-json", "--to", destination]
+
+            def ours() -> None:
+                done = runner.invoke(main, [*arguments, str(source), "-o", str(target)])
+                assert done.exit_code == 0, done.output
+
+            return ours
 
         def anchor() -> None:
             with source.open("rb") as lines:
                 for line in lines:
                     orjson.loads(line)
 
-        measured = rates({"ours": ours, "anchor": anchor}, LINES, rounds=ROUNDS)
+        measured = rates(
+            {
+                "proto": command("opencdc-proto"),
+                "debezium": command("debezium-json"),
+                "anchor": anchor,
+            },
+            LINES,
+            rounds=ROUNDS,
+        )
+    anchor_said = "bare orjson.loads of each line of the same file"
     return {
         "convert_debezium_vs_json_parse": entry(
-            measured["ours"],
-            "msg/s",
-            "bare orjson.loads of each line of the same file",
-            measured["anchor"],
-        )
+            measured["proto"], "msg/s", anchor_said, measured["anchor"]
+        ),
+        "convert_debezium_to_debezium_vs_json_parse": entry(
+            measured["debezium"], "msg/s", anchor_said, measured["anchor"]
+        ),
     }
 
 

@@ -58,7 +58,11 @@ class CdlToOpenCDC:
     def serves(source: Format, destination: Format) -> bool:
         """Whether the columns write what ``source.decode`` and ``destination.encode`` do:
         ``cdl-json`` itself, without ``key.fields``, to OpenCDC protobuf or JSON."""
-        return type(source) is CdlJsonFormat and DebeziumToOpenCDC.serves(source.v2, destination)
+        return (
+            type(source) is CdlJsonFormat
+            and layout_of(destination) is not None
+            and DebeziumToOpenCDC.serves(source.v2, destination)
+        )
 
     def convert(
         self,

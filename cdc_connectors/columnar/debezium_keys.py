@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import base64
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -41,6 +42,7 @@ from cdc_connectors.columnar.proto_records import NotColumnar, struct_body
 from cdc_connectors.columnar.schema_block import leading_block
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.opencdc import CodecError, Record
+from cdc_connectors.opencdc.data import Data
 from cdc_connectors.opencdc.json_codec import data_to_bytes
 from cdc_connectors.opencdc.proto_codec import record_to_proto_bytes
 from cdc_connectors.schema.connect import ConnectSchema, parse_connect_schema
@@ -48,8 +50,9 @@ from cdc_connectors.spark.debezium_typed import TypedKeyReader, two_documents
 
 __all__ = ["KeyColumns", "Keys", "merged", "raw_fields", "typed_fields"]
 
-#: How the record's ``key`` is written: a ``opencdc.v1.Record`` key field, or JSON text.
-Layout = Literal["proto", "json"]
+#: How the record's ``key`` is written: a ``opencdc.v1.Record`` key field, JSON text, or
+#: not at all (a Debezium JSON event holds no key: only its message key is written).
+Layout = Literal["proto", "json", "debezium"]
 #: Key schemas kept readers for; the least recently used goes first.
 MAX_SCHEMAS = 32
 _LOOKS_PER_BATCH = 8
@@ -84,9 +87,20 @@ class _Schema:
 class KeyColumns:
     """Kafka keys -> :class:`Keys` for one destination layout (module docstring)."""
 
-    def __init__(self, fmt: DebeziumJsonFormat, layout: Layout):
+    def __init__(
+        self,
+        fmt: DebeziumJsonFormat,
+        layout: Layout,
+        message_key: Callable[[Data], bytes | None] = data_to_bytes,
+    ):
+        """``message_key``: the message key the destination writes for a record's key,
+        for keys read one by one (:class:`CodecError` for one it refuses)."""
         self.fmt = fmt
         self.layout: Layout = layout
+        self.message_key = message_key
+        # Debezium JSON writes a key's members in the order it read them: Arrow's
+        # inference may order keys without a schema otherwise, so they go one by one.
+        self.ordered = layout == "debezium"
         self._schemas: OrderedDict[bytes, _Schema | None] = OrderedDict()
         self._plain: dict[pa.StructType, _Schema | None] = {}
 
@@ -128,7 +142,7 @@ class KeyColumns:
                 fields.append((rows[written], field_texts, message_keys))
                 rest[rows[written]] = False
         plain = rest & structured & ~_wrapped(keys)
-        if plain.any():
+        if plain.any() and not self.ordered:
             rows = np.flatnonzero(plain)
             found = self._schemaless(keys.take(pa.array(rows)))
             if found is not None:
@@ -201,7 +215,7 @@ class KeyColumns:
         try:
             reader = TypedKeyReader(block, connect, prefix)
             proto = struct_body(connect, reader.row_type) if self.layout == "proto" else None
-            text = struct_text(connect, reader.row_type)
+            text = struct_text(connect, reader.row_type, ordered=self.ordered)
         except (ValueError, NotColumnar):
             return None
         return _Schema(reader, proto, text)
@@ -290,9 +304,11 @@ class KeyColumns:
                 data, key_schema = self.fmt.kafka_key(key)
                 if key_schema is not None and named:
                     raise CodecError("the key's schema is named per message")
-                message_key = data_to_bytes(data)
+                message_key = self.message_key(data)
                 if self.layout == "proto":
                     field_texts.append(record_to_proto_bytes(Record(key=data)))
+                elif self.layout == "debezium":
+                    field_texts.append(message_key or b"null")
                 elif isinstance(data, dict):
                     field_texts.append(message_key or b"")
                 elif data is None:
@@ -329,6 +345,8 @@ def merged(
 
 def raw_fields(keys: pa.Array, layout: Layout) -> tuple[pa.Array, pa.Array]:
     """Raw keys (binary) as the record's ``key`` is written, and as message keys."""
+    if layout == "debezium":
+        return keys, keys
     if layout == "json":
         return joined(b'"', base64text.encode(keys), b'"'), keys
     data = wire.Pieces.of(keys)

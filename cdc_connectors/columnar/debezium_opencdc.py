@@ -3,7 +3,9 @@
 :class:`DebeziumToOpenCDC` takes a batch of raw Debezium JSON messages (values, keys and
 places as binary columns) of any dialect described by its envelope alone
 (:meth:`~cdc_connectors.formats.debezium.DebeziumJsonFormat.described_by_envelope`) and
-writes the ``opencdc-proto`` or ``opencdc-json`` message of every one it can take exactly:
+writes the ``opencdc-proto``, ``opencdc-json`` or ``debezium-json`` (without schema blocks,
+:class:`~cdc_connectors.columnar.debezium_records.DebeziumRecordWriter`) message of every
+one it can take exactly:
 those that start with a ``{"schema": ...,`` block (spelt with or without spaces) it
 has a decoder for
 (:class:`~cdc_connectors.spark.debezium_typed.TypedDebeziumDecoder`, one per envelope
@@ -30,6 +32,7 @@ import pyarrow.compute as pc
 
 from cdc_connectors.columnar import wire
 from cdc_connectors.columnar.debezium_keys import KeyColumns, Layout
+from cdc_connectors.columnar.debezium_records import DebeziumRecordWriter
 from cdc_connectors.columnar.json_records import JsonRecordWriter
 from cdc_connectors.columnar.proto_records import NotColumnar, ProtoRecordWriter
 from cdc_connectors.columnar.schema_block import leading_block
@@ -40,7 +43,14 @@ from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
 from cdc_connectors.opencdc import CodecError
 from cdc_connectors.spark.debezium_typed import TypedDebeziumDecoder
 
-__all__ = ["Columnar", "DebeziumToOpenCDC", "layout_of", "merged_columnar", "topics_of"]
+__all__ = [
+    "Columnar",
+    "DebeziumToOpenCDC",
+    "envelope_layout",
+    "layout_of",
+    "merged_columnar",
+    "topics_of",
+]
 
 #: Envelope schemas kept decoders for; the least recently used goes first.
 MAX_DECODERS = 32
@@ -65,6 +75,20 @@ class Columnar:
     topics: pa.Array | None = None
 
 
+def envelope_layout(source: Format, destination: Format) -> Layout | None:
+    """What the columns write of Debezium JSON ``source`` for ``destination``: what
+    :func:`layout_of` says, or Debezium JSON itself, without schema blocks and registry
+    (``"debezium"``: :class:`~cdc_connectors.columnar.debezium_records.DebeziumRecordWriter`)."""
+    if (
+        type(destination) is DebeziumJsonFormat
+        and not destination.schemas_enable
+        and not destination.registry_url
+        and not source.registry_url
+    ):
+        return "debezium"
+    return layout_of(destination)
+
+
 def layout_of(destination: Format) -> Layout | None:
     """What the columns write for ``destination``: OpenCDC protobuf, OpenCDC JSON (raw data
     as base64), or nothing (``None``)."""
@@ -78,7 +102,7 @@ def layout_of(destination: Format) -> Layout | None:
 @dataclass
 class _Envelope:
     decoder: TypedDebeziumDecoder
-    writer: ProtoRecordWriter | JsonRecordWriter
+    writer: ProtoRecordWriter | JsonRecordWriter | DebeziumRecordWriter
 
 
 class DebeziumToOpenCDC:
@@ -94,12 +118,16 @@ class DebeziumToOpenCDC:
         metadata key) whose value is put there; each message is then given its topic, and
         a record without one of those values is left to the per-message way (where it is a
         dead letter saying so)."""
-        layout = layout_of(destination)
+        layout = envelope_layout(fmt, destination)
         assert layout is not None, "see serves()"
         self.topic = None if topic is None else tuple(topic)
         self.fmt = fmt
         self.layout: Layout = layout
-        self._keys = KeyColumns(fmt, layout)
+        self.destination = destination
+        if isinstance(destination, DebeziumJsonFormat) and layout == "debezium":
+            self._keys = KeyColumns(fmt, layout, destination.message_key)
+        else:
+            self._keys = KeyColumns(fmt, layout)
         self._envelopes: OrderedDict[bytes, _Envelope | None] = OrderedDict()
         self._inferred_envelopes: OrderedDict[bytes, _Envelope | None] = OrderedDict()
 
@@ -107,13 +135,13 @@ class DebeziumToOpenCDC:
     def serves(source: Format, destination: Format) -> bool:
         """Whether the columns write what ``source.decode`` and ``destination.encode`` do:
         a Debezium JSON dialect described by its envelope alone, without ``key.fields``, to
-        OpenCDC protobuf or JSON (:func:`layout_of`)."""
+        OpenCDC protobuf or JSON, or to Debezium JSON (:func:`envelope_layout`)."""
         return (
             isinstance(source, DebeziumJsonFormat)
             and not source.binary
             and type(source).described_by_envelope()
             and not source.key_fields
-            and layout_of(destination) is not None
+            and envelope_layout(source, destination) is not None
         )
 
     def convert(
@@ -188,7 +216,9 @@ class DebeziumToOpenCDC:
         infers from them (:mod:`~cdc_connectors.columnar.schemaless`), but those its types
         would not give exactly: bare or in the ``{"payload": ...}`` wrapper, and, where the
         dialect says an empty block is none (Lindorm), after a ``{"schema": {},`` block."""
-        if self.fmt.registry_url:
+        if self.fmt.registry_url or self.layout == "debezium":
+            # (Debezium JSON writes an image's members in the order each event has them,
+            # which one type Arrow infers for all of them does not keep)
             return []
         if values.type != pa.binary():
             values = values.cast(pa.binary())
@@ -275,11 +305,16 @@ class DebeziumToOpenCDC:
     def _envelope(self, schema: dict[str, object], prefix: bytes) -> _Envelope | None:
         try:
             decoder = TypedDebeziumDecoder(self.fmt, schema, spelled=prefix, floats_as_doubles=True)
-            writer: ProtoRecordWriter | JsonRecordWriter = (
-                ProtoRecordWriter(decoder.row.connect, decoder.row_type)
-                if self.layout == "proto"
-                else JsonRecordWriter(decoder.row.connect, decoder.row_type)
-            )
+            writer: ProtoRecordWriter | JsonRecordWriter | DebeziumRecordWriter
+            if self.layout == "proto":
+                writer = ProtoRecordWriter(decoder.row.connect, decoder.row_type)
+            elif self.layout == "json":
+                writer = JsonRecordWriter(decoder.row.connect, decoder.row_type)
+            else:
+                assert isinstance(self.destination, DebeziumJsonFormat)
+                writer = DebeziumRecordWriter(
+                    decoder.row.connect, decoder.row_type, self.destination.prefix
+                )
         except (CodecError, NotColumnar):
             return None
         return _Envelope(decoder, writer)

@@ -16,14 +16,13 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdc_connectors.columnar import base64text, maps, wire
-from cdc_connectors.columnar.json_text import joined, quoted, struct_text
+from cdc_connectors.columnar import base64text, maps
+from cdc_connectors.columnar.json_text import image_texts, joined, quoted, struct_text
 from cdc_connectors.columnar.proto_records import NotColumnar
 from cdc_connectors.schema.connect import ConnectSchema
 
 __all__ = ["JsonRecordWriter"]
 
-_NULL = pa.scalar(b"null", pa.binary())
 _COMMA = pa.scalar(b",", pa.binary())
 
 
@@ -39,17 +38,7 @@ class JsonRecordWriter:
     def write(self, batch: pa.RecordBatch, key_texts: pa.Array) -> tuple[pa.Array, np.ndarray]:
         """The document of each row of ``batch`` and the rows to write the per-message way
         instead. ``key_texts`` holds each row's ``key`` as JSON text (``null`` for none)."""
-        count = batch.num_rows
-        bad = np.zeros(count, dtype=bool)
-        images = []
-        for name in ("before", "after"):
-            column = batch.column(name)
-            if not wire.valid(column).any():
-                images.append(pa.array([b"null"] * count, pa.binary()))
-                continue
-            text, refused = self._image(column)
-            bad |= refused
-            images.append(pc.fill_null(text, _NULL))
+        images, bad = image_texts(batch, self._image)
         documents = joined(
             b'{"position":"',
             base64text.encode(batch.column("position")),

@@ -36,7 +36,7 @@ from cdc_connectors.columnar.kinds import column_kind
 from cdc_connectors.schema.connect import ConnectSchema
 from cdc_connectors.spark.arrow_lists import item_rows, list_offsets, list_sizes
 
-__all__ = ["StructText", "TextColumn", "joined", "quoted", "struct_text"]
+__all__ = ["StructText", "TextColumn", "image_texts", "joined", "quoted", "struct_text"]
 
 #: A column -> the JSON text of each row (``null`` for nulls) and the rows refused.
 TextColumn = Callable[[pa.Array], tuple[pa.Array, np.ndarray]]
@@ -75,25 +75,44 @@ def quoted(texts: pa.Array) -> pa.Array:
     return out
 
 
+def image_texts(batch: pa.RecordBatch, image: StructText) -> tuple[list[pa.Array], np.ndarray]:
+    """The JSON text of the ``before`` and ``after`` images of a typed batch (``null`` for
+    none) written by ``image``, and the rows it refuses."""
+    count = batch.num_rows
+    bad = np.zeros(count, dtype=bool)
+    images = []
+    for name in ("before", "after"):
+        column = batch.column(name)
+        if not wire.valid(column).any():
+            images.append(pa.array([b"null"] * count, pa.binary()))
+            continue
+        text, refused = image(column)
+        bad |= refused
+        images.append(pc.fill_null(text, _NULL))
+    return images, bad
+
+
 def _or_null(text: pa.Array, valid: np.ndarray) -> pa.Array:
     if valid.all():
         return text
     return pc.if_else(pa.array(valid), text, _NULL)
 
 
-def struct_text(node: ConnectSchema, type_: pa.DataType) -> StructText:
+def struct_text(node: ConnectSchema, type_: pa.DataType, *, ordered: bool = False) -> StructText:
     """How a struct column of Connect schema ``node`` becomes JSON objects (module
-    docstring); :class:`ValueError` for a schema the columns do not write."""
+    docstring), members in key order, or in the schema's order when ``ordered`` (as orjson
+    writes a struct read the per-message way without sorting: Debezium JSON);
+    :class:`ValueError` for a schema the columns do not write."""
     if node.type != "struct" or not pa.types.is_struct(type_):
         raise ValueError(f"{node.path}: {node.type} as {type_}")
-    children = sorted(node.fields, key=lambda pair: pair[0])
+    children = node.fields if ordered else sorted(node.fields, key=lambda pair: pair[0])
     writers: list[tuple[bytes, TextColumn, int]] = []
     for n, (name, child) in enumerate(children):
         index = type_.get_field_index(name)
         if index < 0:
             raise ValueError(f"{child.path}: not a column of {type_}")
         label = (b"{" if n == 0 else b",") + orjson.dumps(name) + b":"
-        writers.append((label, _value_text(child, type_.field(index).type), index))
+        writers.append((label, _value_text(child, type_.field(index).type, ordered), index))
 
     def write(array: pa.Array) -> tuple[pa.Array, np.ndarray]:
         valid = wire.valid(array)
@@ -114,13 +133,13 @@ def struct_text(node: ConnectSchema, type_: pa.DataType) -> StructText:
     return write
 
 
-def _value_text(node: ConnectSchema, type_: pa.DataType) -> TextColumn:
+def _value_text(node: ConnectSchema, type_: pa.DataType, ordered: bool) -> TextColumn:
     """How one column becomes JSON text (module docstring)."""
     kind = column_kind(node, type_)
     if kind is None:
         raise ValueError(f"{node.path}: {node.type} as {type_}")
     if kind.name == "struct":
-        inner = struct_text(node, type_)
+        inner = struct_text(node, type_, ordered=ordered)
 
         def nested(array: pa.Array) -> tuple[pa.Array, np.ndarray]:
             text, bad = inner(array)
@@ -129,7 +148,7 @@ def _value_text(node: ConnectSchema, type_: pa.DataType) -> TextColumn:
         return nested
     if kind.name == "list":
         assert node.items is not None
-        return _list_text(_value_text(node.items, type_.value_type))
+        return _list_text(_value_text(node.items, type_.value_type, ordered))
     if kind.name == "time_of_day":
         per_unit = kind.unit
         return _iso(lambda counts: isotext.times(counts * per_unit))

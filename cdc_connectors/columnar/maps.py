@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["SortedEntries", "proto_key", "sorted_entries"]
+__all__ = ["SortedEntries", "entry_columns", "proto_key", "sorted_entries"]
 
 
 def proto_key(name: bytes) -> tuple[int, ...]:
@@ -37,18 +37,24 @@ class SortedEntries:
     offsets: np.ndarray | None = None
 
 
-def sorted_entries(metadata: pa.MapArray, proto: bool = False) -> SortedEntries:
-    """The entries of each row of ``metadata`` in key order (:class:`SortedEntries`):
-    protobuf's (:func:`proto_key`) when ``proto``, else JSON's."""
-    order_of = proto_key if proto else bytes
-    count = len(metadata)
+def entry_columns(metadata: pa.MapArray) -> tuple[pa.Array, pa.Array, np.ndarray]:
+    """The keys and items of every entry of ``metadata``'s rows, and the offsets of each
+    row's entries in them (row ``n``'s are ``offsets[n]:offsets[n + 1]``)."""
     offsets = np.asarray(metadata.offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
     start, end = int(offsets[0]), int(offsets[-1])
     names, items = metadata.keys, metadata.items
     if len(names) != end - start:  # not yet sliced to this array's rows
         names, items = names.slice(start, end - start), items.slice(start, end - start)
-    offsets -= start
-    if not count or not end - start:
+    return names, items, offsets - start
+
+
+def sorted_entries(metadata: pa.MapArray, proto: bool = False) -> SortedEntries:
+    """The entries of each row of ``metadata`` in key order (:class:`SortedEntries`):
+    protobuf's (:func:`proto_key`) when ``proto``, else JSON's."""
+    order_of = proto_key if proto else bytes
+    count = len(metadata)
+    names, items, offsets = entry_columns(metadata)
+    if not count or not len(names):
         return SortedEntries(count, uniform=[])
     encoded = pc.dictionary_encode(names)
     codes = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)

@@ -1,5 +1,6 @@
 """``convert``'s columnar path: chunks of messages of the formats the columns serve, as
-OpenCDC protobuf or JSON from Arrow columns (:func:`~cdc_connectors.columnar.choose.columns_for`).
+OpenCDC protobuf or JSON (or Debezium JSON) from Arrow columns
+(:func:`~cdc_connectors.columnar.choose.columns_for`).
 
 The convert loop goes through a chunk in message order: each run of messages the columns
 wrote is passed on at once (:meth:`WrittenChunk.write_run`), any other message goes the
@@ -67,6 +68,7 @@ def serves(decoder: Format, encoder: Format) -> bool:
     ) or type(encoder) not in (
         OpenCDCProtoFormat,
         OpenCDCJsonFormat,
+        DebeziumJsonFormat,
     ):
         return False  # no need to load the columnar machinery (it brings pyspark's types)
     from cdc_connectors.columnar import choose

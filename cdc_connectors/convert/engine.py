@@ -323,7 +323,11 @@ def _lines_of_text(decoder: Format, kv: bool, source_name: str) -> bool:
 def _columnar(decoder: Format, encoder: Format) -> bool:
     """Whether the columns write this conversion; the columnar machinery (numpy, Arrow,
     pyspark's types) is loaded only then."""
-    if type(encoder).__name__ not in ("OpenCDCProtoFormat", "OpenCDCJsonFormat"):
+    if type(encoder).__name__ not in (
+        "OpenCDCProtoFormat",
+        "OpenCDCJsonFormat",
+        "DebeziumJsonFormat",
+    ):
         return False
     from cdc_connectors.convert import columnar_stream
 

@@ -8,9 +8,7 @@ registration, and typed columns from schema-encoded keys and payloads (``expand`
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -18,12 +16,10 @@ from pyspark.sql import DataFrame, SparkSession
 from cdc_connectors import plugins
 from cdc_connectors.opencdc import Record
 from cdc_connectors.spark.arrow import record_from_row, records_from_batch, records_to_batch
+from cdc_connectors.spark.deadletters import dead_letters
+from cdc_connectors.spark.expand import encode, expand
 from cdc_connectors.spark.schema import OPENCDC_ARROW_SCHEMA, OPENCDC_SCHEMA
-
-if TYPE_CHECKING:
-    from cdc_connectors.spark.deadletters import dead_letters
-    from cdc_connectors.spark.expand import encode, expand
-    from cdc_connectors.spark.typed_view import typed_view
+from cdc_connectors.spark.typed_view import typed_view
 
 CONNECTORS_GROUP = plugins.CONNECTORS
 
@@ -40,22 +36,6 @@ __all__ = [
     "register",
     "typed_view",
 ]
-
-# Typed columns need the registry client, whose import is the slowest of ours: imported when
-# first named, so a connector's Spark task (which imports this package) does without it.
-_LAZY = {
-    "dead_letters": "deadletters",
-    "encode": "expand",
-    "expand": "expand",
-    "typed_view": "typed_view",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
 
 
 def register(spark: SparkSession) -> list[str]:

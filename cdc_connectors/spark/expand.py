@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from itertools import repeat
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -39,14 +39,15 @@ from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
 from cdc_connectors.opencdc import CodecError
 from cdc_connectors.registry import registry_for
-from cdc_connectors.registry.serde import resolution_problem
-from cdc_connectors.registry.store import Resolved, SchemaStore
 from cdc_connectors.schema import avro_values, framing
 from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.schema.subjects import Part
 from cdc_connectors.spark.avro_decode import AvroBatchDecoder
 from cdc_connectors.spark.avro_encode import AvroBatchEncoder
 from cdc_connectors.spark.avro_types import arrow_type, avro_to_spark
+
+if TYPE_CHECKING:
+    from cdc_connectors.registry.store import Resolved, SchemaStore
 
 __all__ = ["AvroColumnDecoder", "ProtobufColumnDecoder", "encode", "expand"]
 
@@ -179,6 +180,8 @@ class AvroColumnDecoder:
             reader = avro_values.standalone(self.reader)
             if writer.schema_id == self.reader.schema_id:
                 return AvroBatchDecoder(reader)
+            from cdc_connectors.registry.serde import resolution_problem
+
             problem = resolution_problem(writer, self.reader)
             if problem is None:
                 return AvroBatchDecoder(avro_values.standalone(writer), reader)
@@ -347,7 +350,7 @@ def expand(
         [*columns, *[c for c in df.columns if c == other]],
         [*added, (error_column, "error_column")],
     )
-    store = SchemaStore(registry_for(registry))
+    store = _store(registry)
     resolved = _resolve_reader(store, subject, reader)
     typed = _column_decoder(store, resolved).spark_type
     fields = [f for f in df.schema.fields if f.name in columns]
@@ -375,7 +378,7 @@ def expand(
     fail_fast = mode == "FAILFAST"
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        local = SchemaStore(registry_for(registry))
+        local = _store(registry)
         assert reader_id[0] is not None and reader_id[1] is not None
         decoder = _column_decoder(local, local.by_version(reader_id[0], reader_id[1]))
         for batch in batches:
@@ -511,7 +514,7 @@ def encode(
     if mode not in _MODES:
         raise ValueError(f"mode must be one of {', '.join(_MODES)}, not {mode!r}")
     _refuse_taken("encode", df, df.columns, [(output, "output"), (error_column, "error_column")])
-    store = SchemaStore(registry_for(registry))
+    store = _store(registry)
     writer = _resolve_reader(store, subject, "latest" if version is None else version)
     out_schema = StructType(
         [
@@ -591,3 +594,12 @@ def _refuse_taken(
             f"{what}: the DataFrame already has a column {other!r} and {what} adds its own "
             f"{name!r}: drop or rename that column first{hint}"
         )
+
+
+def _store(registry: str) -> SchemaStore:
+    """The schemas of the registry at URL ``registry``, cached for this process. (The
+    registry client is imported here: a Spark task that imports this package for another
+    reason, a connector's, never needs it.)"""
+    from cdc_connectors.registry.store import SchemaStore
+
+    return SchemaStore(registry_for(registry))

@@ -20,7 +20,6 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from cdc_connectors.registry import registry_for
-from cdc_connectors.registry.store import SchemaStore
 from cdc_connectors.schema import avro_values, framing
 from cdc_connectors.schema.subjects import Part
 from cdc_connectors.spark.avro_types import avro_to_spark
@@ -44,6 +43,8 @@ def typed_view(
     """
     if part not in ("key", "payload"):
         raise ValueError(f"part must be 'key' or 'payload', not {part!r}")
+    from cdc_connectors.registry.store import SchemaStore  # (the client: only where used)
+
     store = SchemaStore(registry_for(registry))
     if reader == "latest":
         resolved = store.latest(subject)

@@ -91,7 +91,7 @@ def _convert(
     return out.getvalue(), letters.getvalue(), f"{stats.summary()} {stats.first_errors}"
 
 
-@pytest.mark.parametrize("to", [OpenCDCProtoFormat, OpenCDCJsonFormat])
+@pytest.mark.parametrize("to", [OpenCDCProtoFormat, OpenCDCJsonFormat, DebeziumJsonFormat])
 @settings(max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     messages=batches(lines=True) | schemaless_batches(lines=True),
@@ -111,7 +111,7 @@ def test_columns_give_the_output_and_dead_letters_of_the_per_message_way(
     assert ours == _convert(PerMessageDebezium({}), data, kv_in, kv_out, fail_fast, to)
 
 
-@pytest.mark.parametrize("to", [OpenCDCProtoFormat, OpenCDCJsonFormat])
+@pytest.mark.parametrize("to", [OpenCDCProtoFormat, OpenCDCJsonFormat, DebeziumJsonFormat])
 @pytest.mark.parametrize("kv", [False, True])
 def test_a_stream_of_good_messages_is_written_from_columns(to: type[Format], kv: bool) -> None:
     from bench.bench_debezium import lines
@@ -132,15 +132,17 @@ def test_a_stream_of_good_messages_is_written_from_columns(to: type[Format], kv:
     assert (first["key"] is not None) is kv
     if to is OpenCDCProtoFormat:
         assert base64.b64decode(first["value"]).startswith(b"\n\nin.jsonl:1\x10\x02")
-    else:
+    elif to is OpenCDCJsonFormat:
         assert first["value"]["position"] == base64.b64encode(b"in.jsonl:1").decode()
+    else:
+        assert first["value"]["op"] == "u" and first["value"]["source"]["table"] == "orders"
 
 
 class PerMessageYdbJson(YdbJsonFormat):
     """``ydb-json`` as is, under another class, which the columns do not serve."""
 
 
-@pytest.mark.parametrize("to", [OpenCDCProtoFormat, OpenCDCJsonFormat])
+@pytest.mark.parametrize("to", [OpenCDCProtoFormat, OpenCDCJsonFormat, DebeziumJsonFormat])
 @settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     messages=ydb_json_batches(),
@@ -165,7 +167,7 @@ class PerMessageOpenCDCJson(OpenCDCJsonFormat):
     """``opencdc-json`` as is, under another class, which the columns do not serve."""
 
 
-@pytest.mark.parametrize("to", [OpenCDCProtoFormat, OpenCDCJsonFormat])
+@pytest.mark.parametrize("to", [OpenCDCProtoFormat, OpenCDCJsonFormat, DebeziumJsonFormat])
 @settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     messages=opencdc_json_batches(),
@@ -188,7 +190,7 @@ class PerMessageOpenCDCProto(OpenCDCProtoFormat):
     """``opencdc-proto`` as is, under another class, which the columns do not serve."""
 
 
-@pytest.mark.parametrize("to", [OpenCDCProtoFormat, OpenCDCJsonFormat])
+@pytest.mark.parametrize("to", [OpenCDCProtoFormat, OpenCDCJsonFormat, DebeziumJsonFormat])
 @settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     messages=opencdc_proto_batches(),

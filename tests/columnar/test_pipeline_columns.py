@@ -13,6 +13,7 @@ import orjson
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from cdc_connectors.columnar.debezium_opencdc import DebeziumToOpenCDC
 from cdc_connectors.connectors.kafka_read import RAW_ARROW_SCHEMA
@@ -99,7 +100,11 @@ def _rows(batches: Iterator[pa.RecordBatch]) -> list[dict[str, object]]:
 PerMessageArcion = per_message(ArcionJsonFormat)
 
 
-DESTINATIONS = {"proto": OpenCDCProtoFormat, "json": OpenCDCJsonFormat}
+DESTINATIONS = {
+    "proto": OpenCDCProtoFormat,
+    "json": OpenCDCJsonFormat,
+    "debezium": DebeziumJsonFormat,
+}
 
 
 def _stage(
@@ -113,7 +118,7 @@ def _stage_of(fmt: Format, raw: pa.RecordBatch, to: str = "proto") -> list[dict[
     return _rows(converter(source, DESTINATIONS[to]({}), "p:out")(iter([raw])))
 
 
-@pytest.mark.parametrize("to", ["proto", "json"])
+@pytest.mark.parametrize("to", ["proto", "json", "debezium"])
 @settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(messages=batches())
 def test_columns_give_the_stage_rows_of_the_per_message_way(
@@ -123,7 +128,7 @@ def test_columns_give_the_stage_rows_of_the_per_message_way(
     assert _stage(DebeziumJsonFormat({}), raw, to) == _stage(PerMessageDebezium({}), raw, to)
 
 
-@pytest.mark.parametrize("to", ["proto", "json"])
+@pytest.mark.parametrize("to", ["proto", "json", "debezium"])
 @settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(messages=schemaless_batches())
 def test_events_without_a_schema_block_give_the_stage_rows_of_the_per_message_way(
@@ -259,11 +264,11 @@ def test_the_two_ways_agree_on_metadata_named_twice() -> None:
     value["schema"]["fields"].append({"type": "string", "optional": True, "field": "source.table"})
     value["payload"]["source.table"] = "other"
     raw = _raw([(None, orjson.dumps(value))])
-    for to in ("proto", "json"):
+    for to in ("proto", "json", "debezium"):
         assert _stage(DebeziumJsonFormat({}), raw, to) == _stage(PerMessageDebezium({}), raw, to)
 
 
-@pytest.mark.parametrize("to", ["proto", "json"])
+@pytest.mark.parametrize("to", ["proto", "json", "debezium"])
 @pytest.mark.parametrize("edge", sorted([*EDGES, *TYPED_EDGES]))
 def test_the_two_ways_agree_on(edge: str, to: str) -> None:
     raw = _raw(EDGES[edge] if edge in EDGES else _with_schema(*TYPED_EDGES[edge]))
@@ -320,7 +325,7 @@ def test_routed_messages_come_from_columns() -> None:
     assert {t for b in out for t in b.column("_topic").to_pylist()} == {"cdc.shop.public.orders"}
 
 
-@pytest.mark.parametrize("to", ["proto", "json"])
+@pytest.mark.parametrize("to", ["proto", "json", "debezium"])
 @settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(messages=batches(dialect="arcion"))
 def test_arcion_messages_from_columns_are_those_of_the_per_message_way(
@@ -330,7 +335,7 @@ def test_arcion_messages_from_columns_are_those_of_the_per_message_way(
     assert _stage(ArcionJsonFormat({}), raw, to) == _stage(PerMessageArcion({}), raw, to)
 
 
-@pytest.mark.parametrize("to", ["proto", "json"])
+@pytest.mark.parametrize("to", ["proto", "json", "debezium"])
 @pytest.mark.parametrize("keyed", [False, True])
 def test_most_messages_of_a_plain_batch_come_from_columns(to: str, keyed: bool) -> None:
     from bench.bench_debezium import lines
@@ -349,7 +354,7 @@ def test_most_messages_of_a_plain_batch_come_from_columns(to: str, keyed: bool) 
     assert _rows(iter(out)) == _stage(PerMessageDebezium({}), raw, to)
 
 
-@pytest.mark.parametrize("to", ["proto", "json"])
+@pytest.mark.parametrize("to", ["proto", "json", "debezium"])
 @pytest.mark.parametrize("spelling", sorted(SPELLINGS))
 def test_messages_spelt_with_spaces_or_over_lines_come_from_columns(to: str, spelling: str) -> None:
     from bench.bench_debezium import lines
@@ -415,7 +420,7 @@ def _all_from_columns(raw: pa.RecordBatch, to: str) -> list[dict[str, object]]:
     return rows
 
 
-@pytest.mark.parametrize("to", ["proto", "json"])
+@pytest.mark.parametrize("to", ["proto", "json", "debezium"])
 def test_columns_with_defaults_come_from_columns(to: str) -> None:
     # A null (or no field) is the column's default, as Kafka Connect's JsonConverter reads it.
     fields = [
@@ -432,7 +437,7 @@ def test_columns_with_defaults_come_from_columns(to: str) -> None:
         assert after[fields[0]["field"]] == fields[0]["default"]
 
 
-@pytest.mark.parametrize("to", ["proto", "json"])
+@pytest.mark.parametrize("to", ["proto", "json", "debezium"])
 def test_float_columns_come_from_columns_as_the_doubles_their_text_says(to: str) -> None:
     fields = [{"type": "float", "optional": True, "field": "f"}]
     images = [{"id": n, "f": f} for n, f in enumerate([0.1, 1.5, -3.25e-5, 1.25e-30, None, 7])]
@@ -441,7 +446,7 @@ def test_float_columns_come_from_columns_as_the_doubles_their_text_says(to: str)
         assert orjson.loads(rows[0]["_message_value"])["payload"]["after"]["f"] == 0.1
 
 
-@pytest.mark.parametrize("to", ["proto", "json"])
+@pytest.mark.parametrize("to", ["proto", "json", "debezium"])
 def test_numerics_of_variable_scale_come_from_columns_as_their_exact_text(to: str) -> None:
     # PostgreSQL's numeric without a precision: Debezium's VariableScaleDecimal.
     fields = [
@@ -467,7 +472,7 @@ def test_numerics_of_variable_scale_come_from_columns_as_their_exact_text(to: st
         assert texts == ["1.50", "-7", "10000000000000000000000000.00001", "300", None]
 
 
-@pytest.mark.parametrize("to", ["proto", "json"])
+@pytest.mark.parametrize("to", ["proto", "json", "debezium"])
 def test_arrays_come_from_columns(to: str) -> None:
     # PostgreSQL's arrays: text[], int[], real[], numeric(10,2)[], arrays of arrays and of
     # structs.
@@ -508,7 +513,7 @@ def test_arrays_come_from_columns(to: str) -> None:
                 assert after[str(f["field"])] == values[kind]
 
 
-@pytest.mark.parametrize("to", ["proto", "json"])
+@pytest.mark.parametrize("to", ["proto", "json", "debezium"])
 def test_an_array_item_the_columns_cannot_write_sends_its_message_the_per_message_way(
     to: str,
 ) -> None:
@@ -549,7 +554,7 @@ def test_an_array_item_the_columns_cannot_write_sends_its_message_the_per_messag
     assert flags.count(False) == (2 if to == "proto" else 3)
 
 
-@pytest.mark.parametrize("to", ["proto", "json"])
+@pytest.mark.parametrize("to", ["proto", "json", "debezium"])
 def test_keys_without_a_schema_block_come_from_columns(to: str) -> None:
     # key.converter.schemas.enable=false: the key is its payload alone.
     from bench.bench_debezium import lines
@@ -597,7 +602,7 @@ def test_arcion_messages_come_from_columns() -> None:
     assert _rows(iter(out)) == _stage(PerMessageArcion({}), raw, "json")
 
 
-def test_dialects_described_by_their_envelope_to_opencdc_are_written_from_columns() -> None:
+def test_dialects_described_by_their_envelope_are_written_from_columns() -> None:
     fmt = DebeziumJsonFormat({})
     assert DebeziumToOpenCDC.serves(fmt, OpenCDCProtoFormat({}))
     assert DebeziumToOpenCDC.serves(fmt, OpenCDCJsonFormat({}))
@@ -605,7 +610,13 @@ def test_dialects_described_by_their_envelope_to_opencdc_are_written_from_column
     assert not DebeziumToOpenCDC.serves(PerMessageDebezium({}), OpenCDCProtoFormat({}))
     assert DebeziumToOpenCDC.serves(LindormJsonFormat({}), OpenCDCProtoFormat({}))
     assert not DebeziumToOpenCDC.serves(fmt, OpenCDCJsonFormat({"raw.as.string": "true"}))
-    assert not DebeziumToOpenCDC.serves(fmt, DebeziumJsonFormat({}))
+    # Debezium JSON itself, without schema blocks and without a registry
+    assert DebeziumToOpenCDC.serves(fmt, DebeziumJsonFormat({}))
+    assert DebeziumToOpenCDC.serves(ArcionJsonFormat({}), DebeziumJsonFormat({}))
+    assert not DebeziumToOpenCDC.serves(fmt, DebeziumJsonFormat({"schemas.enable": "true"}))
+    assert not DebeziumToOpenCDC.serves(fmt, DebeziumJsonFormat({}, registry="memory://"))
+    assert not DebeziumToOpenCDC.serves(DebeziumJsonFormat({}, registry="memory://"), fmt)
+    assert not DebeziumToOpenCDC.serves(fmt, LindormJsonFormat({}))
     assert not DebeziumToOpenCDC.serves(
         DebeziumJsonFormat({"key.fields": "id"}), OpenCDCProtoFormat({})
     )
@@ -657,7 +668,7 @@ KEYS = [
 ]
 
 
-@pytest.mark.parametrize("to", ["proto", "json"])
+@pytest.mark.parametrize("to", ["proto", "json", "debezium"])
 def test_every_kind_of_kafka_key_gives_what_the_per_message_way_gives(to: str) -> None:
     from bench.bench_debezium import lines
 
@@ -718,7 +729,7 @@ def test_decimals_are_written_as_the_per_message_way_writes_them() -> None:
     assert b'"small":1E-10' in rows[1]["_message_value"]
 
 
-@pytest.mark.parametrize("to", ["proto", "json"])
+@pytest.mark.parametrize("to", ["proto", "json", "debezium"])
 def test_minus_zero_doubles_are_written_as_the_per_message_way_reads_them(to: str) -> None:
     row = {
         "type": "struct",
@@ -760,7 +771,7 @@ class PerMessageCdl(CdlJsonFormat):
     """``cdl-json`` as it is, under another class, which the columns do not serve."""
 
 
-@pytest.mark.parametrize("to", ["proto", "json"])
+@pytest.mark.parametrize("to", ["proto", "json", "debezium"])
 @settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(messages=cdl_batches())
 def test_cdl_changes_from_columns_are_those_of_the_per_message_way(
@@ -826,7 +837,7 @@ def test_an_image_spelt_empty_is_none_as_the_per_message_way_reads_it(
     event = {**payload, "source": {"table": "t", "ts_ms": 1}, "message_version": "2.0"}
     raw = _raw([(None, orjson.dumps({"schema": schema, "payload": event}))] * 2)
     per_message = PerMessageCdl if fmt is CdlJsonFormat else PerMessageDebezium
-    for to in ("proto", "json"):
+    for to in ("proto", "json", "debezium"):
         assert _stage_of(fmt({}), raw, to) == _stage_of(per_message({}), raw, to)
 
 
@@ -834,7 +845,7 @@ class PerMessageYdbJson(YdbJsonFormat):
     """``ydb-json`` as it is, under another class, which the columns do not serve."""
 
 
-@pytest.mark.parametrize("to", ["proto", "json"])
+@pytest.mark.parametrize("to", ["proto", "json", "debezium"])
 @settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(messages=ydb_json_batches(), ydb_settings=YDB_SETTINGS)
 def test_ydb_records_from_columns_are_those_of_the_per_message_way(
@@ -878,7 +889,7 @@ class PerMessageOpenCDCJson(OpenCDCJsonFormat):
     """``opencdc-json`` as it is, under another class, which the columns do not serve."""
 
 
-@pytest.mark.parametrize("to", ["proto", "json"])
+@pytest.mark.parametrize("to", ["proto", "json", "debezium"])
 @pytest.mark.parametrize("raw_as_string", [False, True], ids=["base64", "raw.as.string"])
 @settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(messages=opencdc_json_batches())
@@ -918,7 +929,7 @@ class PerMessageOpenCDCProto(OpenCDCProtoFormat):
     """``opencdc-proto`` as it is, under another class, which the columns do not serve."""
 
 
-@pytest.mark.parametrize("to", ["proto", "json"])
+@pytest.mark.parametrize("to", ["proto", "json", "debezium"])
 @settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(messages=opencdc_proto_batches())
 def test_opencdc_proto_records_from_columns_are_those_of_the_per_message_way(
@@ -952,3 +963,165 @@ def test_opencdc_proto_records_come_from_columns(to: str) -> None:
     flags = [flag for b in out for flag in b.column("_per_message").to_pylist()]
     assert flags == [False] * 30 + [True]
     assert _rows(iter(out)) == _stage_of(PerMessageOpenCDCProto({}), raw, to)
+
+
+# --- Debezium JSON written from columns ------------------------------------------------------
+
+# Texts the per-message way writes back as numbers, as strings, or parses (JSON objects).
+_METADATA_TEXTS = st.sampled_from(
+    [
+        *("0", "-0", "7", "-12", "007", "+5", "1.5", "1e3", " 1", "9" * 18, "9" * 19),
+        *("-" + "9" * 19, "9" * 20, "{}", '{"a": 1}', "[1,2]", "[x", "{", "", "plain"),
+        *('q"uote', "ünï", "\u2028"),
+    ]
+)
+_TRANSACTION = {
+    "type": "struct",
+    "optional": True,
+    "name": "event.block",
+    "fields": [
+        {"type": "string", "optional": False, "field": "id"},
+        {"type": "int64", "optional": False, "field": "total_order"},
+        {"type": "int64", "optional": False, "field": "data_collection_order"},
+    ],
+}
+
+
+@st.composite
+def _debezium_destination_events(draw: st.DrawFn) -> list[tuple[bytes | None, bytes | None]]:
+    """Events whose source, transaction and extra payload fields make every kind of
+    metadata the Debezium JSON writer turns back into members."""
+    texts = draw(st.lists(st.sampled_from(["note", "lsn_text", "origin"]), unique=True))
+    source_fields = [dict(f) for f in SOURCE["fields"]]  # type: ignore[call-overload]
+    source_fields += [{"type": "string", "optional": True, "field": t} for t in texts]
+    extra = draw(st.lists(st.sampled_from(["ts_us", "ts_ns", "origin", "op_note"]), unique=True))
+    fields = [
+        {
+            "type": "struct",
+            "optional": True,
+            "name": "t.Value",
+            "field": image,
+            "fields": [
+                {"type": "int64", "optional": False, "field": "id"},
+                {"type": "string", "optional": True, "field": "name"},
+            ],
+        }
+        for image in ("before", "after")
+    ]
+    fields += [
+        {**SOURCE, "fields": source_fields, "field": "source"},
+        {"type": "string", "optional": False, "field": "op"},
+        {"type": "int64", "optional": True, "field": "ts_ms"},
+        {**_TRANSACTION, "field": "transaction"},
+    ]
+    fields += [
+        {
+            "type": "string" if e.startswith(("origin", "op_")) else "int64",
+            "optional": True,
+            "field": e,
+        }
+        for e in extra
+    ]
+    schema = {"type": "struct", "optional": False, "name": "t.Envelope", "fields": fields}
+    messages = []
+    for n in range(draw(st.integers(1, 12))):
+        op = draw(st.sampled_from(["c", "u", "d", "r"]))
+        image = {"id": n, "name": draw(st.none() | _METADATA_TEXTS)}
+        source = {
+            "version": "2.7",
+            "connector": "postgresql",
+            "ts_ms": n,
+            "db": "shop",
+            "schema": draw(st.none() | _METADATA_TEXTS),
+            "table": "t",
+            "txId": draw(st.none() | st.integers(-(2**63), 2**63 - 1)),
+            "snapshot": draw(st.none() | _METADATA_TEXTS),
+            "version_2": draw(st.none() | _METADATA_TEXTS),
+            **{t: draw(st.none() | _METADATA_TEXTS) for t in texts},
+        }
+        payload: dict[str, object] = {
+            "before": image if op in ("u", "d") else None,
+            "after": None if op == "d" else image,
+            "source": source,
+            "op": op,
+            "ts_ms": draw(st.none() | st.integers(-(2**40), 2**45)),
+            "transaction": draw(
+                st.none()
+                | st.fixed_dictionaries(
+                    {
+                        "id": _METADATA_TEXTS,
+                        "total_order": st.integers(0, 9),
+                        "data_collection_order": st.integers(-1, 2**62),
+                    }
+                )
+            ),
+        }
+        for e in extra:
+            payload[e] = draw(
+                st.none()
+                | (_METADATA_TEXTS if e.startswith(("origin", "op_")) else st.integers(0, 2**62))
+            )
+        messages.append(
+            (
+                draw(st.none() | st.just(orjson.dumps({"id": n}))),
+                orjson.dumps({"schema": schema, "payload": payload}),
+            )
+        )
+    return messages
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(messages=_debezium_destination_events())
+def test_debezium_json_from_columns_is_what_the_per_message_way_writes(
+    messages: list[tuple[bytes | None, bytes | None]],
+) -> None:
+    raw = _raw(messages)
+    source = SourceFormat(DebeziumJsonFormat({}), "cdc-kafka", fail_fast=False)
+    out = list(converter(source, DebeziumJsonFormat({}), "p:out")(iter([raw])))
+    assert _rows(iter(out)) == _stage(PerMessageDebezium({}), raw, "debezium")
+
+
+def test_debezium_json_with_every_kind_of_metadata_comes_from_columns() -> None:
+    value = orjson.loads(_with_schema({"type": "string", "optional": True}, ["x"])[0][1])
+    value["schema"]["fields"] += [
+        {**_TRANSACTION, "field": "transaction"},
+        {"type": "string", "optional": True, "field": "origin"},
+    ]
+    value["payload"]["transaction"] = {
+        "id": "571:53195829",
+        "total_order": 1,
+        "data_collection_order": 1,
+    }
+    value["payload"]["origin"] = "db-1"
+    raw = _raw([(orjson.dumps({"id": n}), orjson.dumps(value)) for n in range(5)])
+    source = SourceFormat(DebeziumJsonFormat({}), "cdc-kafka", fail_fast=False)
+    out = list(converter(source, DebeziumJsonFormat({}), "p:out")(iter([raw])))
+    assert not any(any(b.column("_per_message").to_pylist()) for b in out)
+    rows = _rows(iter(out))
+    assert rows == _stage(PerMessageDebezium({}), raw, "debezium")
+    event = orjson.loads(rows[0]["_message_value"])
+    assert list(event) == ["before", "after", "source", "op", "transaction", "ts_ms", "origin"]
+    assert event["transaction"] == value["payload"]["transaction"]
+    assert event["origin"] == "db-1"
+    assert list(event["source"]) == sorted(event["source"])
+    assert rows[2]["_message_key"] == b'{"id":2}'
+
+
+def test_rows_of_many_sets_of_metadata_names_give_what_the_per_message_way_gives() -> None:
+    from cdc_connectors.columnar.debezium_records import MAX_GROUPS
+
+    base = orjson.loads(_with_schema({"type": "string", "optional": True}, ["x"])[0][1])
+    names = [f"f{n}" for n in range(5)]
+    base["schema"]["fields"] += [{"type": "int64", "optional": True, "field": f} for f in names]
+    messages = []
+    for n in range(2 ** len(names)):  # each subset of the optional fields set: 32 sets
+        value = orjson.loads(orjson.dumps(base))
+        for bit, name in enumerate(names):
+            value["payload"][name] = n if n >> bit & 1 else None
+        messages.append((None, orjson.dumps(value)))
+    raw = _raw(messages)
+    source = SourceFormat(DebeziumJsonFormat({}), "cdc-kafka", fail_fast=False)
+    out = list(converter(source, DebeziumJsonFormat({}), "p:out")(iter([raw])))
+    flags = [f for b in out for f in b.column("_per_message").to_pylist()]
+    assert flags.count(False) == MAX_GROUPS  # one row per set: the first sets' rows
+    assert _rows(iter(out)) == _stage(PerMessageDebezium({}), raw, "debezium")

@@ -75,11 +75,11 @@ class EnvelopeWriter(RowSchemas):
             f"{self.prefix}.transaction.",
             f"{self.prefix}.unavailable.",
         )
-        for name, text in metadata.items():
+        for name, text in sorted(metadata.items()):
             if name.startswith(f"{self.prefix}.") and not name.startswith(own):
                 payload.setdefault(name[len(self.prefix) + 1 :], _metadata_value(text))
         if not self.schemas_enable:
-            return Message(value=_dumps(payload), key=_key_bytes(key, None))
+            return Message(value=_dumps(payload), key=key_bytes(key, None))
         collection = metadata.collection
         envelope = envelope_block(self._row_blocks(record, before, after), payload, collection)
         parsed = _parse_for_writing(envelope, "value schema")
@@ -89,13 +89,23 @@ class EnvelopeWriter(RowSchemas):
             key_block = self._row_block(record, "key", [key])
             if key_block is not None and collection:
                 key_block.setdefault("name", f"{collection}.Key")
-        return Message(value=_dumps(value), key=_key_bytes(key, key_block))
+        return Message(value=_dumps(value), key=key_bytes(key, key_block))
+
+    def message_key(self, key: Data) -> bytes | None:
+        """The Kafka key :meth:`encode` writes for a record's ``key`` without schemas (a raw
+        key of a record whose metadata names no schema); :class:`CodecError` for one it
+        refuses."""
+        if isinstance(key, bytes):
+            key = self._readable(Record(key=key), key, "key", part="key", raw_as_is=True)
+        if isinstance(key, dict):
+            structured.check(key, "key", budget=MAX_DEPTH)
+        return key_bytes(key, None)
 
     def source_for(self, metadata: Mapping[str, str]) -> dict[str, Any]:
         """The ``source`` block of a record: ``<prefix>.source.*``, else (as Conduit writes
-        it) the record's whole metadata."""
+        it) the record's whole metadata; members in name order."""
         source = _from_metadata(metadata, f"{self.prefix}.source.")
-        return source if source else dict(metadata)
+        return source if source else dict(sorted(metadata.items()))
 
     def _readable(
         self,
@@ -170,7 +180,9 @@ def _dumps(value: Any) -> bytes:
         raise CodecError(f"cannot be written as JSON: {exc}") from None
 
 
-def _key_bytes(key: Any, block: dict[str, Any] | None) -> bytes | None:
+def key_bytes(key: Any, block: dict[str, Any] | None) -> bytes | None:
+    """The Kafka key of a record's key (structured, raw or none), with its Connect
+    ``block`` around it when schemas are written."""
     if key is None or isinstance(key, bytes):
         return key
     if block is None:
@@ -180,9 +192,11 @@ def _key_bytes(key: Any, block: dict[str, Any] | None) -> bytes | None:
 
 
 def _from_metadata(metadata: Mapping[str, str], prefix: str) -> dict[str, Any]:
+    """The members named ``<prefix><member>`` in metadata, in name order: metadata is a map
+    (``map<string, string>`` in OpenCDC protobuf), whose order is no part of a record."""
     return {
         name[len(prefix) :]: _metadata_value(text)
-        for name, text in metadata.items()
+        for name, text in sorted(metadata.items())
         if name.startswith(prefix)
     }
 
