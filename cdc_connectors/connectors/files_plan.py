@@ -100,9 +100,16 @@ def raw_batches(settings: Settings, file: str) -> Iterator[pa.RecordBatch | Code
     try:
         with open_input(file) as stream:
             size = settings.batch_size
-            if layout_of(fmt, settings.kv) == "lines" and encodes(file):
-                # one message per line: the lines straight into Arrow columns
+            layout = layout_of(fmt, settings.kv)
+            if (layout == "lines" or (layout == "kv" and not fmt.binary)) and encodes(file):
+                # one message per line (or kv line of text): straight into Arrow columns
                 for lines in line_chunks(stream, file, size, CHUNK_BYTES):
+                    if layout == "kv":
+                        lines = lines.split_kv()
+                        for row in sorted(lines.errors):
+                            error = lines[row]
+                            assert isinstance(error, CodecError)
+                            yield error
                     yield _lines_batch(lines)
                 return
             for chunk in read_chunks(stream, fmt, kv=settings.kv, source=file, size=size):
@@ -114,8 +121,13 @@ def raw_batches(settings: Settings, file: str) -> Iterator[pa.RecordBatch | Code
 
 
 def _lines_batch(lines: LineChunk) -> pa.RecordBatch:
+    values, keys, places = lines.without_errors()
     return pa.RecordBatch.from_arrays(
-        [pa.nulls(len(lines), pa.binary()), lines.values, lines.places().cast(pa.string())],
+        [
+            pa.nulls(len(values), pa.binary()) if keys is None else keys,
+            values,
+            places.cast(pa.string()),
+        ],
         schema=RAW_ARROW,
     )
 

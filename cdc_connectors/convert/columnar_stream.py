@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc_connectors.convert.line_chunks import LineChunk
-from cdc_connectors.convert.streams import CHUNK_BYTES, MessageWriter
+from cdc_connectors.convert.streams import CHUNK_BYTES, MessageWriter, json_as_is
 from cdc_connectors.formats.base import Format, Message
 from cdc_connectors.opencdc import CodecError
 
@@ -117,7 +117,11 @@ class ChunkWriter:
     def convert(self, chunk: list[Item] | LineChunk) -> WrittenChunk:
         """The messages of ``chunk`` written from columns, ready to be passed on."""
         if isinstance(chunk, LineChunk):  # lines read as columns: no message objects
-            found = self.columns.convert(chunk.values, None, chunk.places(), None)
+            values, keys, places = chunk.without_errors()
+            found = self.columns.convert(values, keys, places, None)
+            if chunk.errors:  # rows of the lines that are messages -> rows of the chunk
+                kept = np.flatnonzero(~np.isin(np.arange(len(chunk)), list(chunk.errors)))
+                found.rows = kept[found.rows]
         else:
             found = self._convert_messages(chunk)
         rendered, refused = self._rendered(found)
@@ -167,13 +171,21 @@ class ChunkWriter:
                 b'{"key":', keys, b',"value":"', base64text.encode(found.values), b'"}\n'
             )
             return lines, refused
-        lines = joined(b'{"key":null,"value":', found.values, b"}\n")
-        keyed = np.flatnonzero(np.asarray(found.keys.is_valid().to_numpy(zero_copy_only=False)))
-        if len(keyed):  # a text format's keys are written as JSON where they are JSON
-            taken = pa.array(keyed)
+        keyed = np.asarray(found.keys.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        # A text format's keys are written as JSON where they are JSON: as they are where
+        # that writes them unchanged, one by one where it would change them.
+        as_is = keyed.copy()
+        present = found.keys.filter(pa.array(keyed)).to_pylist()
+        for at, key in zip(np.flatnonzero(keyed).tolist(), present, strict=True):
+            as_is[at] = json_as_is(key)
+        keys = pc.if_else(pa.array(as_is), found.keys, pa.scalar(b"null", pa.binary()))
+        lines = joined(b'{"key":', keys, b',"value":', found.values, b"}\n")
+        rest = np.flatnonzero(keyed & ~as_is)
+        if len(rest):
+            taken = pa.array(rest)
             one_by_one: list[bytes | None] = []
             for row, value, key in zip(
-                keyed,
+                rest.tolist(),
                 found.values.take(taken).to_pylist(),
                 found.keys.take(taken).to_pylist(),
                 strict=True,
@@ -184,7 +196,7 @@ class ChunkWriter:
                     one_by_one.append(None)
                     refused[row] = True
             mask = np.zeros(len(lines), dtype=bool)
-            mask[keyed] = True
+            mask[rest] = True
             lines = pc.replace_with_mask(lines, pa.array(mask), pa.array(one_by_one, pa.binary()))
         return lines, refused
 

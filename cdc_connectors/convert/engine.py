@@ -179,6 +179,8 @@ def convert_stream(
                 from cdc_connectors.convert.line_chunks import line_chunks
 
                 chunks = line_chunks(source, source_name, CHUNK, CHUNK_BYTES)
+                if kv_in:
+                    chunks = (chunk.split_kv() for chunk in chunks)
             else:
                 items = read_messages(source, type(decoder), kv=kv_in, source=source_name)
                 chunks = columnar_stream.chunks(items, CHUNK, waiting)
@@ -315,9 +317,11 @@ def _arriving(source: ByteReader) -> tuple[ByteReader, Callable[[], bool]]:
 
 def _lines_of_text(decoder: Format, kv: bool, source_name: str) -> bool:
     """Whether the input is read as lines straight into Arrow columns
-    (:func:`~cdc_connectors.convert.line_chunks.line_chunks`): one message per line (no
-    ``--kv``), from a source whose name is text (it is in every place)."""
-    return layout_of(type(decoder), kv) == "lines" and encodes(source_name)
+    (:func:`~cdc_connectors.convert.line_chunks.line_chunks`): one message per line, or a
+    ``--kv`` line of a text format, from a source whose name is text (it is in every place)."""
+    layout = layout_of(type(decoder), kv)
+    text = layout == "lines" or (layout == "kv" and not decoder.binary)
+    return text and encodes(source_name)
 
 
 def _columnar(decoder: Format, encoder: Format) -> bool:

@@ -19,7 +19,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cdc_connectors.convert.kv_columns import kv_columns
 from cdc_connectors.formats.base import Message
+from cdc_connectors.opencdc import CodecError
 
 __all__ = ["BLOCK", "PIECE", "LineChunk", "line_chunks"]
 
@@ -40,20 +42,58 @@ class _Reader(Protocol):
 
 
 class LineChunk:
-    """Some lines of a stream, in order: their contents (``values``) and line numbers."""
+    """Some lines of a stream, in order: their contents (``values``) and line numbers; for
+    ``--kv`` lines (:meth:`split_kv`), each line's key and value, and the lines that are no
+    kv line (``errors``, by row)."""
 
-    def __init__(self, values: pa.BinaryArray, numbers: np.ndarray, source: str):
+    def __init__(
+        self,
+        values: pa.BinaryArray,
+        numbers: np.ndarray,
+        source: str,
+        keys: pa.Array | None = None,
+        errors: dict[int, CodecError] | None = None,
+        lines: pa.BinaryArray | None = None,
+    ):
         self.values = values
         self.numbers = numbers
         self.source = source
+        self.keys = keys
+        self.errors: dict[int, CodecError] = errors or {}
+        self.lines = lines
 
     def __len__(self) -> int:
         return len(self.values)
 
-    def __getitem__(self, index: int) -> Message:
+    def __getitem__(self, index: int) -> Message | CodecError:
         """The line ``index`` as the per-message way reads it."""
-        value: bytes = self.values[index].as_py()
-        return Message(value, where=f"{self.source}:{int(self.numbers[index])}")
+        where = f"{self.source}:{int(self.numbers[index])}"
+        error = self.errors.get(index)
+        if error is not None:
+            assert self.lines is not None
+            return error.at(where, self.lines[index].as_py())
+        value: bytes | None = self.values[index].as_py()
+        key = None if self.keys is None else self.keys[index].as_py()
+        return Message(value, key=key, where=where)
+
+    def split_kv(self) -> LineChunk:
+        """The chunk of ``--kv`` lines (of a text format) as messages: each line's key and
+        value (:func:`~cdc_connectors.convert.kv_columns.kv_columns`)."""
+        found = kv_columns(self.values)
+        return LineChunk(
+            found.values, self.numbers, self.source, found.keys, found.errors, self.values
+        )
+
+    def without_errors(self) -> tuple[pa.Array, pa.Array | None, pa.Array]:
+        """The values, keys and places of the lines that are messages."""
+        values, keys, places = self.values, self.keys, self.places()
+        if self.errors:
+            kept = np.ones(len(self), dtype=bool)
+            kept[list(self.errors)] = False
+            mask = pa.array(kept)
+            values, places = values.filter(mask), places.filter(mask)
+            keys = None if keys is None else keys.filter(mask)
+        return values, keys, places
 
     def places(self) -> pa.Array:
         """Each line's place, ``source:number``, as UTF-8 bytes."""

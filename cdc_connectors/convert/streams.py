@@ -184,7 +184,7 @@ _CANDIDATES = 8  # splits tried before walking the line's structure instead
 _QUOTE, _COLON, _CLOSE, _ENDS, _OPENERS, _CLOSERS = 0x22, 0x3A, 0x7D, b",}", b"{[", b"}]"
 
 
-def _parses(text: bytes) -> bool:
+def _parses(text: bytes | memoryview) -> bool:
     try:
         orjson.loads(text)
     except orjson.JSONDecodeError:
@@ -200,7 +200,7 @@ _SIMDJSON_AT_MOST = 1 << 20
 _validators = threading.local()
 
 
-def _is_json(text: bytes) -> bool:
+def is_json(text: bytes | memoryview) -> bool:
     """Whether ``text`` is one JSON value, as :func:`_parses` (orjson) says, checked by
     simdjson first: it validates without building the value, five times sooner on a
     change event. A text it refuses (a broken one, an integer beyond 64 bits) is asked of
@@ -231,7 +231,7 @@ def _usual_kv_members(line: bytes) -> dict[str, bytes] | None:
             continue
         if first == "value":
             whole = body[start.end() :].strip()
-            if _is_json(whole):
+            if is_json(whole):
                 return {"value": whole}
         for tried, then in enumerate(_THEN[second].finditer(body, start.end())):
             if tried == _CANDIDATES:
@@ -239,7 +239,7 @@ def _usual_kv_members(line: bytes) -> dict[str, bytes] | None:
             text = body[start.end() : then.start()].strip()
             if _parses(text):
                 rest = body[then.end() :].strip()
-                return {first: text, second: rest} if _is_json(rest) else None
+                return {first: text, second: rest} if is_json(rest) else None
         return None
     return None
 
@@ -313,10 +313,10 @@ def _kv_field(members: dict[str, bytes], name: str, binary: bool) -> bytes | Non
         raise CodecError(f"{name!r} is not valid base64: {exc}") from None
 
 
-_COMPACT_KEY, _COMPACT_VALUE = b'{"key":', b',"value":'
+COMPACT_KEY, COMPACT_VALUE = b'{"key":', b',"value":'
 
 
-def _kv_pair(content: bytes, binary: bool) -> tuple[bytes | None, bytes | None]:
+def kv_pair(content: bytes, binary: bool) -> tuple[bytes | None, bytes | None]:
     """The key and value of a --kv line (raw JSON texts, or bytes of base64 members; ``None``
     for ``null`` or none); :class:`CodecError` for a line that is no kv line.
 
@@ -325,15 +325,15 @@ def _kv_pair(content: bytes, binary: bool) -> tuple[bytes | None, bytes | None]:
     proper prefix of a JSON value never is one), and when the rest is one too, the line is
     whole, as the general way (:func:`_kv_members`) finds when that split is its first
     candidate. Any other line is split the general way."""
-    if not binary and content.startswith(_COMPACT_KEY) and content.endswith(b"}"):
+    if not binary and content.startswith(COMPACT_KEY) and content.endswith(b"}"):
         # only where the general way's first candidate is this split: after too many
         # candidates it parses the whole line, which may judge it otherwise
-        first = _THEN["value"].search(content, len(_COMPACT_KEY))
-        if first is not None and first.group() == _COMPACT_VALUE:
+        first = _THEN["value"].search(content, len(COMPACT_KEY))
+        if first is not None and first.group() == COMPACT_VALUE:
             split = first.start()
-            key = content[len(_COMPACT_KEY) : split].strip()
-            value = content[split + len(_COMPACT_VALUE) : -1].strip()
-            if _parses(key) and _is_json(value):
+            key = content[len(COMPACT_KEY) : split].strip()
+            value = content[split + len(COMPACT_VALUE) : -1].strip()
+            if _parses(key) and is_json(value):
                 return (None if value == b"null" else value), (None if key == b"null" else key)
     members = _kv_members(content)
     return _kv_field(members, "value", binary), _kv_field(members, "key", binary)
@@ -381,7 +381,7 @@ def read_messages(
             yield Message(content, where=where)
             continue
         try:
-            value, key = _kv_pair(content, fmt.binary)
+            value, key = kv_pair(content, fmt.binary)
         except CodecError as exc:
             yield exc.at(where, content)
         else:
@@ -427,7 +427,7 @@ def read_chunks(
                 continue
             content = line.rstrip(b"\r\n")
             try:
-                value, key = _kv_pair(content, binary)
+                value, key = kv_pair(content, binary)
             except CodecError as exc:
                 yield exc.at(f"{source}:{number}", content)
                 continue
@@ -442,6 +442,12 @@ def read_chunks(
                 held = 0
     if chunk.values:
         yield chunk
+
+
+def json_as_is(text: bytes) -> bool:
+    """Whether a text member of a ``--kv`` line is written exactly as ``text``: JSON with
+    no line break and nothing to strip (:func:`_kv_value`)."""
+    return b"\n" not in text and b"\r" not in text and text.strip() == text and is_json(text)
 
 
 def _kv_value(data: bytes | None, binary: bool) -> Any:

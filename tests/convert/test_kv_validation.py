@@ -1,6 +1,6 @@
 """The --kv split checks a member with simdjson first: it must say what orjson says.
 
-``_is_json`` decides where a kv line splits and whether it splits at all; a text simdjson
+``is_json`` decides where a kv line splits and whether it splits at all; a text simdjson
 takes that orjson refuses would turn a line that is an error into a message. Generated
 JSON, mutated JSON and junk go through both; so does the whole split, against the split
 with orjson alone.
@@ -70,7 +70,7 @@ def _texts(draw: st.DrawFn) -> bytes:
 
 @given(_texts())
 def test_the_fast_check_says_what_orjson_says(text: bytes) -> None:
-    assert streams._is_json(text) == streams._parses(text)
+    assert streams.is_json(text) == streams._parses(text)
 
 
 @pytest.mark.parametrize(
@@ -89,12 +89,12 @@ def test_the_fast_check_says_what_orjson_says(text: bytes) -> None:
     ids=lambda text: repr(text[:24]),
 )
 def test_texts_the_two_parsers_might_judge_differently(text: bytes) -> None:
-    assert streams._is_json(text) == streams._parses(text)
+    assert streams.is_json(text) == streams._parses(text)
 
 
 def _pair(line: bytes) -> object:
     try:
-        return streams._kv_pair(line, False)
+        return streams.kv_pair(line, False)
     except CodecError as exc:
         return exc.reason
 
@@ -102,7 +102,7 @@ def _pair(line: bytes) -> object:
 def _general_split(line: bytes) -> object:
     """The split of every line: the general way, each member checked by orjson alone."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(streams, "_is_json", streams._parses)
+        patch.setattr(streams, "is_json", streams._parses)
         try:
             members = streams._kv_members(line)
             return tuple(streams._kv_field(members, name, False) for name in ("value", "key"))
