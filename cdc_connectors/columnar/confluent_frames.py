@@ -18,7 +18,7 @@ import copy
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -39,7 +39,6 @@ from cdc_connectors.columnar.protobuf_shapes import (
 )
 from cdc_connectors.formats.debezium import avro_to_connect
 from cdc_connectors.opencdc import CodecError
-from cdc_connectors.registry.store import Resolved, SchemaStore
 from cdc_connectors.schema import avro_values, framing
 from cdc_connectors.schema.connect import ConnectSchema, parse_connect_schema
 from cdc_connectors.schema.errors import SchemaError
@@ -49,6 +48,9 @@ from cdc_connectors.spark.avro_decode import AvroBatchDecoder
 from cdc_connectors.spark.debezium_typed import doubles_for_floats
 from cdc_connectors.spark.envelope_columns import mask
 from cdc_connectors.spark.protobuf_batch import ProtobufBatchDecoder
+
+if TYPE_CHECKING:
+    from cdc_connectors.registry.store import Resolved, SchemaStore
 
 __all__ = [
     "HEADER",

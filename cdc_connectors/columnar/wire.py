@@ -35,7 +35,7 @@ __all__ = [
 Segment = tuple[np.ndarray, np.ndarray]
 
 _VARINT_BYTES = 5  # a varint of a size below 2**35
-_NO_SEPARATOR = pa.scalar(b"", pa.binary())
+_NO_SEPARATOR = b""  # (bytes: an Arrow scalar made at import would import pandas)
 
 
 def mask(array: pa.Array) -> np.ndarray:

@@ -5,6 +5,9 @@ cannot change is cached: a schema by id or GUID, a subject's version, and what t
 process registered (so a schema is registered once per process, not once per record).
 ``latest`` asks the registry every time: callers that pin a reader schema ask once.
 
+The registry client (confluent-kafka's, slow to import) is imported where a registry is asked, so
+that a Spark task of a format without a registry that names this module never pays for it.
+
 A schema the registry does not have is :class:`UnknownSchema`, a
 :class:`~cdc_connectors.opencdc.CodecError`: for a decoder that is one bad message, to
 route to the dead letters. A registry that does not answer is not: that error propagates.
@@ -16,19 +19,16 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from confluent_kafka.schema_registry import (
-    RegisteredSchema,
-    Schema,
-    SchemaReference,
-)
-from confluent_kafka.schema_registry.error import SchemaRegistryError
-
 from cdc_connectors.opencdc import CodecError
-from cdc_connectors.registry.base import SchemaRegistry
 from cdc_connectors.schema.errors import SchemaError
+
+if TYPE_CHECKING:
+    from confluent_kafka.schema_registry import RegisteredSchema, Schema, SchemaReference
+
+    from cdc_connectors.registry.base import SchemaRegistry
 
 __all__ = ["Resolved", "SchemaRejected", "SchemaStore", "UnknownSchema"]
 
@@ -185,6 +185,8 @@ class SchemaStore:
         """``schema`` labelled with its version under ``subject``, if it has one there."""
         if schema.subject is not None:
             return schema
+        from confluent_kafka.schema_registry.error import SchemaRegistryError
+
         original = self._guid_schemas.get(schema.schema_id)
         if original is not None:
             try:
@@ -225,6 +227,9 @@ class SchemaStore:
         found = self._registered.get(key)
         if found is not None:
             return found
+        from confluent_kafka.schema_registry import Schema
+        from confluent_kafka.schema_registry.error import SchemaRegistryError
+
         schema = Schema(text, schema_type, list(references))
         try:
             registered = self.registry.register_schema_full_response(subject, schema)
@@ -280,6 +285,8 @@ class SchemaStore:
 
     @staticmethod
     def _ask(call: Any, what: str) -> Any:
+        from confluent_kafka.schema_registry.error import SchemaRegistryError
+
         try:
             return call()
         except SchemaRegistryError as exc:

@@ -32,6 +32,19 @@ def test_a_connector_module_imports_neither_the_registry_client_nor_pandas(modul
     assert name in ("cdc-files", "cdc-kafka")
 
 
+def test_a_pipeline_task_imports_the_registry_client_only_for_a_registry():
+    # (pandas it imports with the first Arrow column it makes of data: pyarrow's doing)
+    probe = (
+        "import sys\n"
+        "from cdc_connectors.pipeline import in_task\n"
+        "print('confluent_kafka.schema_registry' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "False"
+
+
 def test_the_registry_names_are_there_when_asked_for():
     probe = (
         "import sys\n"
