@@ -895,3 +895,26 @@ def test_a_cdl_timestamp_finer_than_microseconds_is_refused_not_truncated() -> N
     assert kept.microsecond == 13123
     with pytest.raises(SchemaError, match="finer than the microseconds"):
         connect_value(schema, "2024-02-04 11:59:56.0131234567+05:00")
+
+
+def _nested_struct(depth: int) -> dict[str, object]:
+    node: dict[str, object] = {"type": "int64", "optional": True}
+    for level in range(depth):
+        node = {
+            "type": "struct",
+            "optional": True,
+            "name": f"n{level}",
+            "fields": [{**node, "field": "n"}, {"type": "string", "optional": True, "field": "s"}],
+        }
+    return node
+
+
+def test_a_deeply_nested_schema_has_an_identity_that_grows_with_its_size():
+    # Each level once embedded its children's identity as an escaped string: the text
+    # doubled per level (30 levels took 10 GB and crashed the process).
+    sizes = [len(parse_connect_schema(_nested_struct(depth)).identity) for depth in (10, 20, 40)]
+    assert sizes[2] < 3 * sizes[1] < 6 * sizes[0]
+    assert sizes[2] < 20_000
+    deep = parse_connect_schema(_nested_struct(40))
+    assert deep.identity != parse_connect_schema(_nested_struct(39)).identity
+    assert deep.identity == parse_connect_schema(_nested_struct(40)).identity

@@ -92,14 +92,16 @@ def _parse(node: Any, path: str) -> ConnectSchema:
         schema = replace(schema, has_default=True, default=default)
     elif "default" in node and not optional:
         raise SchemaError(f"{path}.default: null is no default for a required schema")
-    # From checked parts only: the default as Avro spells it, the children's identities.
+    # From checked parts only: the default as Avro spells it, the children's identities (as
+    # the JSON they are: embedded as strings, each level would escape the ones below it
+    # again, and the text would double with every level of nesting).
     common = [
         kind,
         name,
         avro_json(schema, schema.default),
-        [[n, c.optional, c.identity.decode()] for n, c in schema.fields],
+        [[n, c.optional, orjson.Fragment(c.identity)] for n, c in schema.fields],
         [
-            [c.optional, c.identity.decode()] if c is not None else None
+            [c.optional, orjson.Fragment(c.identity)] if c is not None else None
             for c in (schema.items, schema.keys, schema.values)
         ],
     ]
