@@ -25,11 +25,10 @@ import threading
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import IO, Any, NoReturn
+from typing import IO, TYPE_CHECKING, Any, NoReturn, TypeGuard
 
 import click
 from click.core import ParameterSource
-from confluent_kafka.schema_registry.error import SchemaRegistryError
 
 from cdc_connectors import plugins as plugin_groups
 from cdc_connectors.convert import DeadLetterWriter, FailFast, convert_stream, layout_of
@@ -47,6 +46,9 @@ from cdc_connectors.convert.files import (
 )
 from cdc_connectors.formats import Format, FormatOptionError, available_formats, load_format
 from cdc_connectors.text import printable
+
+if TYPE_CHECKING:
+    from confluent_kafka.schema_registry.error import SchemaRegistryError
 
 _NoArgsIsHelp = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
@@ -431,9 +433,11 @@ def _convert_streams(
         )
     except FailFast as failed:
         stats, stopped = failed.stats, True
-    except SchemaRegistryError as exc:
+    except Exception as exc:
         # Not one bad message (a schema it does not have is one): the registry
         # itself failed (unreachable, refused, read-only, not a registry).
+        if not _is_registry_error(exc):
+            raise
         from cdc_connectors.registry import describe_error
 
         _stop(describe_error(exc, registry or ""), 2)
@@ -444,6 +448,14 @@ def _convert_streams(
     elif not stopped:
         output.commit()
     return stats, stopped
+
+
+def _is_registry_error(exc: BaseException) -> TypeGuard[SchemaRegistryError]:
+    """Whether ``exc`` is confluent-kafka's registry error, without importing its client
+    (a third of a second) for a conversion that uses no registry: none can have been raised
+    before the client was imported."""
+    errors = sys.modules.get("confluent_kafka.schema_registry.error")
+    return errors is not None and isinstance(exc, errors.SchemaRegistryError)
 
 
 def _report(stats: ConvertStats, stopped: bool, output_path: str | None) -> None:
