@@ -16,6 +16,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cdc_connectors.spark.arrow_masks import mask
+
 __all__ = [
     "Pieces",
     "Segment",
@@ -36,13 +38,6 @@ Segment = tuple[np.ndarray, np.ndarray]
 
 _VARINT_BYTES = 5  # a varint of a size below 2**35
 _NO_SEPARATOR = b""  # (bytes: an Arrow scalar made at import would import pandas)
-
-
-def mask(array: pa.Array) -> np.ndarray:
-    """A boolean column as numpy, nulls false."""
-    if array.null_count == 0 and array.type == pa.bool_():
-        return np.asarray(array.to_numpy(zero_copy_only=False), dtype=bool)
-    return np.asarray(pc.fill_null(array, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def valid(array: pa.Array) -> np.ndarray:

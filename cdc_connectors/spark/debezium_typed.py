@@ -1037,7 +1037,19 @@ def _filled(convert: Convert, fill: pa.Scalar) -> Convert:
 
 
 def _nulls_bad(array: pa.Array, optional: bool) -> np.ndarray:
-    return np.zeros(len(array), dtype=bool) if optional else mask(pc.is_null(array))
+    if optional or not array.null_count:
+        return np.zeros(len(array), dtype=bool)
+    return mask(pc.is_null(array))
+
+
+def _outside(array: pa.Array, low: int, high: int) -> pa.Array | None:
+    """Which values of an integer column lie outside ``[low, high]`` (nulls: no), or
+    ``None`` when none does: one look at the column's extremes decides the common case."""
+    extremes = pc.min_max(array)
+    least, most = extremes["min"].as_py(), extremes["max"].as_py()
+    if least is None or (least >= low and most <= high):
+        return None
+    return pc.fill_null(pc.or_(pc.less(array, low), pc.greater(array, high)), False)
 
 
 def _plain(
@@ -1050,9 +1062,10 @@ def _plain(
         bad = _nulls_bad(array, optional)
         if bounds is not None:
             low, high = bounds
-            outside = pc.fill_null(pc.or_(pc.less(array, low), pc.greater(array, high)), False)
-            bad |= mask(outside)
-            array = pc.if_else(outside, pa.scalar(0, array.type), array)
+            outside = _outside(array, low, high)
+            if outside is not None:
+                bad |= mask(outside)
+                array = pc.if_else(outside, pa.scalar(0, array.type), array)
         if kind == "bytes":
             decoded, bad = _base64_column(array, bad)
             return _Flagged(decoded, bad)
@@ -1244,9 +1257,10 @@ def _timestamp(micros_per_unit: int, optional: bool) -> Convert:
 
     def convert(array: pa.Array) -> _Flagged:
         bad = _nulls_bad(array, optional)
-        outside = pc.fill_null(pc.or_(pc.less(array, low), pc.greater(array, high)), False)
-        bad |= mask(outside)
-        array = pc.if_else(outside, pa.scalar(0, pa.int64()), array)
+        outside = _outside(array, low, high)
+        if outside is not None:
+            bad |= mask(outside)
+            array = pc.if_else(outside, pa.scalar(0, pa.int64()), array)
         if micros_per_unit != 1:
             array = pc.multiply(array, micros_per_unit)
         return _Flagged(pc.cast(array, target), bad)
@@ -1352,7 +1366,7 @@ def _uuid(optional: bool) -> Convert:
 
 def _struct(children: list[tuple[str, _Column]], target: pa.StructType, optional: bool) -> Convert:
     def convert(array: pa.Array) -> _Flagged:
-        valid = mask(pc.is_valid(array))
+        valid = mask(pc.is_valid(array)) if array.null_count else np.ones(len(array), bool)
         bad = np.zeros(len(array), dtype=bool) if optional else ~valid
         arrays = []
         for name, child in children:

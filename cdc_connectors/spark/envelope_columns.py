@@ -27,6 +27,7 @@ from cdc_connectors.formats.debezium.hbase_rows import ROW
 from cdc_connectors.opencdc import keys
 from cdc_connectors.schema.connect import ConnectSchema
 from cdc_connectors.spark.arrow_lists import item_rows, list_sizes
+from cdc_connectors.spark.arrow_masks import mask
 from cdc_connectors.spark.schema import OPENCDC_ARROW_SCHEMA
 
 __all__ = ["TIME_FIELDS", "EnvelopeColumns", "NotColumnar", "map_column", "mask", "metadata_map"]
@@ -209,11 +210,6 @@ def metadata_map(
     entries.append((keys.READ_AT, pc.cast(read_at, pa.string())))
     entries.extend(more)
     return map_column(entries, count)
-
-
-def mask(array: Any) -> np.ndarray:
-    """A boolean column as a numpy mask, null as false."""
-    return np.asarray(pc.fill_null(array, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def _scalar_fields(block: Any, what: str) -> list[tuple[str, pa.DataType]]:
