@@ -22,6 +22,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
+from cdc_connectors.spark.arrow_names import names_are_text
+
 __all__ = ["Inferred", "infer_envelope"]
 
 # One thread: a Spark Python worker has one core.
@@ -92,7 +94,7 @@ def infer_envelope(values: pa.Array) -> Inferred | None:
         )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
-    if table.num_rows != count:
+    if table.num_rows != count or not names_are_text(table.schema):
         return None
     schema = table.schema
     wrapped = schema.names == ["payload"] and pa.types.is_struct(schema.field(0).type)

@@ -81,6 +81,7 @@ from cdc_connectors.schema.connect import (
 from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.spark.arrow import data_array
 from cdc_connectors.spark.arrow_lists import item_rows, list_offsets, list_sizes
+from cdc_connectors.spark.arrow_names import names_are_text
 from cdc_connectors.spark.avro_decode import AvroBatchDecoder
 from cdc_connectors.spark.decimal_text import (
     MAX_TEXT_DIGITS,
@@ -153,6 +154,10 @@ _TWO_DOCUMENTS = "\\}[ \\t\\n\\r]*\\{"
 # per-message way too, rarely).
 _EMPTY_IMAGE = '"(before|after)"[ \\t\\n\\r]*:[ \\t\\n\\r]*\\{[ \\t\\n\\r]*\\}'
 
+#: Parts of a batch Arrow may refuse whole before the rest it refuses is left unsplit
+#: (:meth:`TypedDebeziumDecoder._fast_parts`): enough to find a couple of bad messages
+#: among thousands (each takes about one refused part per halving).
+_FAILED_PARTS = 32
 _EXACT_DOUBLE = float(2**53)
 _MIN_MICROS, _MAX_MICROS = -62_135_596_800_000_000, 253_402_300_799_999_999
 # One thread: a Spark Python worker has one core; 1 MiB blocks parse fastest here.
@@ -415,14 +420,42 @@ class TypedDebeziumDecoder:
         if len(rows) < count:
             taken = pa.array(rows)
             values, places = values.take(taken), places.take(taken)
+        parts = self._fast_parts(values, places, rows, [_FAILED_PARTS])
+        if not parts:
+            return _empty(self.schema), none
+        if len(parts) == 1:
+            return parts[0]
+        return pa.concat_batches([b for b, _ in parts]), np.concatenate([r for _, r in parts])
+
+    def _fast_parts(
+        self, values: pa.Array, places: pa.Array, rows: np.ndarray, budget: list[int]
+    ) -> list[tuple[pa.RecordBatch, np.ndarray]]:
+        """The fast path over ``values`` (each message's row in the batch in ``rows``): the
+        typed batches of the rows it takes, in order. A part Arrow refuses whole (one
+        message it cannot read, one that is two documents) is split in halves and each tried
+        again, so that one bad message sends only itself the per-message way, not its
+        whole batch; after ``budget[0]`` refused parts, the parts not yet tried go that
+        way unread (a batch refused throughout costs a few reads more, not one a
+        message)."""
+        if budget[0] <= 0:
+            return []
         try:
             batch, rejected = self._fast(values, None, places)
         except (NotColumnar, pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            return _empty(self.schema), none
+            budget[0] -= 1
+            if len(rows) < 2:
+                return []
+            half = len(rows) // 2
+            return [
+                *self._fast_parts(
+                    values.slice(0, half), places.slice(0, half), rows[:half], budget
+                ),
+                *self._fast_parts(values.slice(half), places.slice(half), rows[half:], budget),
+            ]
         if rejected.any():
             batch = batch.filter(pa.array(~rejected))
             rows = rows[~rejected]
-        return batch, rows
+        return [(batch, rows)] if len(rows) else []
 
     def _merge(self, parts: list[tuple[list[int], pa.RecordBatch]]) -> pa.RecordBatch:
         parts = [(owners, batch) for owners, batch in parts if batch.num_rows]
@@ -750,17 +783,24 @@ def _read_rests(rest: pa.Array, json_schema: pa.Schema) -> pa.Table:
     try:
         table = pajson.read_json(text, read_options=_READ_OPTIONS, parse_options=options)
         if table.num_rows == count:
-            return table
+            return _named_as_text(table)
     except pa.ArrowInvalid:
         table = None
     if not pc.any(pc.match_substring(rest, "\n")).as_py():
         if table is None:
             raise pa.ArrowInvalid("a message Arrow's JSON reader refuses")
-        return table
+        return _named_as_text(table)
     options = pajson.ParseOptions(
         explicit_schema=json_schema, unexpected_field_behavior="infer", newlines_in_values=True
     )
-    return pajson.read_json(text, read_options=_READ_OPTIONS, parse_options=options)
+    return _named_as_text(pajson.read_json(text, read_options=_READ_OPTIONS, parse_options=options))
+
+
+def _named_as_text(table: pa.Table) -> pa.Table:
+    """``table``, or :class:`pyarrow.ArrowInvalid` when a member name read is no UTF-8."""
+    if not names_are_text(table.schema):
+        raise pa.ArrowInvalid("a member name that is no UTF-8")
+    return table
 
 
 def _compact_prefix(block: Mapping[str, Any]) -> bytes:

@@ -68,7 +68,7 @@ class EnvelopeColumns:
         maybe_hbase = fmt.hbase or any(name == ROW for name, _ in row.fields)
         if dialect.hbase_rows and fmt.hbase is not False and maybe_hbase:
             raise NotColumnar("rows that may be HBase rows (told per message)")
-        blocks = {f["field"]: f for f in fields if isinstance(f, dict) and "field" in f}
+        blocks = _named_blocks(fields, "the envelope")
         self.source_fields = _scalar_fields(blocks.get("source"), "source")
         named = {n for n, _ in self.source_fields}
         if "table" not in dialect.table_fields[:1] or (
@@ -212,18 +212,35 @@ def metadata_map(
     return map_column(entries, count)
 
 
+def _named_blocks(fields: Any, what: str) -> dict[str, Any]:
+    """The field blocks of a struct schema by name; :class:`NotColumnar` for fields that are
+    no list of named blocks (what the per-message way then reads or refuses)."""
+    if not isinstance(fields, list):
+        raise NotColumnar(f"{what}: fields that are no list")
+    blocks: dict[str, Any] = {}
+    for block in fields:
+        name = block.get("field") if isinstance(block, dict) else None
+        if not isinstance(name, str):
+            raise NotColumnar(f"{what}: a field without a name")
+        blocks[name] = block
+    return blocks
+
+
 def _scalar_fields(block: Any, what: str) -> list[tuple[str, pa.DataType]]:
     if block is None:
         return []
     if not isinstance(block, dict) or block.get("type") != "struct":
         raise NotColumnar(f"{what} is not a struct")
-    return [(f["field"], _scalar_type(f)) for f in block.get("fields") or []]
+    named = _named_blocks(block.get("fields") or [], what)
+    return [(name, _scalar_type(field)) for name, field in named.items()]
 
 
 def _scalar_type(block: Any) -> pa.DataType:
     """The type of a field that goes to metadata: text, integers and booleans only (a
     float's or an object's JSON text is the per-message way's to write)."""
     kind = block.get("type") if isinstance(block, dict) else None
+    if not isinstance(kind, str):
+        raise NotColumnar(f"a metadata field of type {kind!r}")
     if kind == "string":
         return pa.string()
     if kind in _INTEGERS:

@@ -214,3 +214,72 @@ def test_opencdc_proto_records_convert_as_the_per_message_way_converts_them(
     ours = _convert(OpenCDCProtoFormat({}), stream, kv, kv, fail_fast, to)
     theirs = _convert(PerMessageOpenCDCProto({}), stream, kv, kv, fail_fast, to)
     assert ours == theirs
+
+
+def _envelope(source_fields: Any = (), extra: Any = None, transaction: Any = None) -> bytes:
+    fields: list[Any] = [
+        {
+            "type": "struct",
+            "optional": True,
+            "field": "after",
+            "fields": [{"type": "int64", "optional": False, "field": "id"}],
+        },
+        {"type": "struct", "optional": False, "field": "source", "fields": source_fields},
+        {"type": "string", "optional": False, "field": "op"},
+    ]
+    if transaction is not None:
+        fields.append(
+            {"type": "struct", "optional": True, "field": "transaction", "fields": transaction}
+        )
+    if extra is not None:
+        fields.append(extra)
+    schema = {"type": "struct", "fields": fields}
+    return orjson.dumps(
+        {"schema": schema, "payload": {"after": {"id": 1}, "source": {}, "op": "c"}}
+    )
+
+
+#: Schema blocks whose ``source``, ``transaction`` or envelope fields are no list of named
+#: blocks of a type name: the per-message way reads the events (it does not look there).
+MISSHAPEN_SCHEMAS = [
+    _envelope(5),
+    _envelope("ab"),
+    _envelope({"a": 1}),
+    _envelope([7]),
+    _envelope([{"type": "string", "field": 5}]),
+    _envelope([{"type": "string", "field": None}]),
+    _envelope([{"type": "string", "field": ["x"]}]),
+    _envelope([{"type": ["string"], "field": "x"}]),
+    _envelope([{"type": "string", "optional": True}]),
+    _envelope(transaction=[None]),
+    _envelope(transaction=[{"type": "string"}]),
+    _envelope(extra={"type": "string", "field": ["x"]}),
+    _envelope(extra={"type": "string", "field": {"a": 1}}),
+    _envelope(extra={"type": "string", "field": 5}),
+]
+_SCHEMA = (
+    b'{"schema":{"type":"struct","fields":[{"type":"struct","optional":true,"field":"after",'
+    b'"fields":[{"type":"int64","optional":false,"field":"id"}]},'
+    b'{"type":"string","optional":false,"field":"op"}]},'
+)
+#: Member names that are no UTF-8, which Arrow's JSON reader reads as they are: in a
+#: schemaless event's image, beside a payload, inside a typed image.
+UNREADABLE_NAMES = [
+    b'{"after":{"\xff":1},"op":"c"}',
+    _SCHEMA + b'"payload":{"after":{"id":1},"op":"c"},"\xff":1}',
+    _SCHEMA + b'"payload":{"after":{"id":1,"\xfe":2},"op":"c"}}',
+    b'{"payload":{"after":{"a":1},"op":"c","source":{"\xfd":"x"}}}',
+]
+
+
+@pytest.mark.parametrize("to", [OpenCDCProtoFormat, OpenCDCJsonFormat, DebeziumJsonFormat])
+@pytest.mark.parametrize("odd", MISSHAPEN_SCHEMAS + UNREADABLE_NAMES)
+def test_odd_schema_blocks_and_member_names_go_the_per_message_way(
+    to: type[Format], odd: bytes
+) -> None:
+    good = _envelope([{"type": "string", "optional": True, "field": "db"}])
+    bare = b'{"after":{"a":2},"op":"c"}'
+    data = b"\n".join([good, bare, odd, good, bare]) + b"\n"
+    ours = _convert(DebeziumJsonFormat({}), data, False, False, False, to)
+    assert ours == _convert(PerMessageDebezium({}), data, False, False, False, to)
+    assert "wrote 4 records" in ours[2] or "wrote 5 records" in ours[2]

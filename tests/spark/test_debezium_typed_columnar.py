@@ -548,3 +548,34 @@ def test_the_integer_minus_zero_in_a_double_column_is_read_the_per_message_way()
     batch, errors = decoder().decode([Message(v) for v in values.to_pylist()])
     scores = batch.column("after").field("score").to_pylist()
     assert errors == [] and [str(s) for s in scores] == ["1.25", "0.0", "-0.0"]
+
+
+def test_a_message_arrow_refuses_leaves_only_itself_to_the_per_message_way() -> None:
+    good = event()
+    bad = event(after=row(id="zz"))  # text in a long column: Arrow refuses the whole read
+    values = pa.array([good] * 40 + [bad] + [good] * 23 + [bad] + [good] * 9, pa.binary())
+    one = decoder()
+    batch, rows = one.decode_fast(values)
+    assert rows.tolist() == [n for n in range(len(values)) if n not in (40, 64)]
+    assert batch.num_rows == len(rows)
+    clean, _ = decoder().decode_fast(pa.array([good] * 3, pa.binary()))
+    assert (
+        batch.slice(0, 1)
+        .drop_columns(["metadata"])
+        .equals(clean.slice(0, 1).drop_columns(["metadata"]))
+    )
+
+
+def test_a_batch_arrow_refuses_throughout_is_split_a_bounded_number_of_times() -> None:
+    one = decoder()
+    tried = []
+    fast = one._fast
+
+    def counted(values: pa.Array, keys: Any, places: pa.Array) -> Any:
+        tried.append(len(values))
+        return fast(values, keys, places)
+
+    one._fast = counted  # type: ignore[method-assign]
+    batch, rows = one.decode_fast(pa.array([event(after=row(id="zz"))] * 4096, pa.binary()))
+    assert batch.num_rows == 0 and len(rows) == 0
+    assert len(tried) <= 32 and sum(tried) <= 5 * 4096  # a few reads of the batch, not 4096
