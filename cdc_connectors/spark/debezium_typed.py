@@ -377,19 +377,18 @@ class TypedDebeziumDecoder:
         errors: list[tuple[int, CodecError]] = []
         if len(fast_rows):
             taken = pa.array(fast_rows)
-            try:
-                batch, rejected = self._fast(
-                    values.take(taken),
-                    None if keys is None else keys.take(taken),
-                    _places(places, count).take(taken),
-                )
-            except (NotColumnar, pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                slow_rows.extend(int(row) for row in fast_rows)
-            else:
-                if rejected.any():
-                    batch = batch.filter(pa.array(~rejected))
-                    slow_rows.extend(int(row) for row in fast_rows[rejected])
-                parts.append(([int(r) for r in fast_rows[~rejected]], batch))
+            fast_parts = self._fast_parts(
+                values.take(taken),
+                _places(places, count).take(taken),
+                fast_rows,
+                [_FAILED_PARTS],
+                None if keys is None else keys.take(taken),
+            )
+            done = np.zeros(count, dtype=bool)
+            for batch, rows in fast_parts:
+                done[rows] = True
+                parts.append(([int(r) for r in rows], batch))
+            slow_rows.extend(int(row) for row in fast_rows[~done[fast_rows]])
         if slow_rows:
             slow_rows.sort()
             messages = _messages(values, keys, places, slow_rows)
@@ -420,7 +419,7 @@ class TypedDebeziumDecoder:
         if len(rows) < count:
             taken = pa.array(rows)
             values, places = values.take(taken), places.take(taken)
-        parts = self._fast_parts(values, places, rows, [_FAILED_PARTS])
+        parts = self._fast_parts(values, places, rows, [_FAILED_PARTS], None)
         if not parts:
             return _empty(self.schema), none
         if len(parts) == 1:
@@ -428,19 +427,24 @@ class TypedDebeziumDecoder:
         return pa.concat_batches([b for b, _ in parts]), np.concatenate([r for _, r in parts])
 
     def _fast_parts(
-        self, values: pa.Array, places: pa.Array, rows: np.ndarray, budget: list[int]
+        self,
+        values: pa.Array,
+        places: pa.Array,
+        rows: np.ndarray,
+        budget: list[int],
+        keys: pa.Array | None,
     ) -> list[tuple[pa.RecordBatch, np.ndarray]]:
-        """The fast path over ``values`` (each message's row in the batch in ``rows``): the
-        typed batches of the rows it takes, in order. A part Arrow refuses whole (one
-        message it cannot read, one that is two documents) is split in halves and each tried
-        again, so that one bad message sends only itself the per-message way, not its
-        whole batch; after ``budget[0]`` refused parts, the parts not yet tried go that
-        way unread (a batch refused throughout costs a few reads more, not one a
-        message)."""
+        """The fast path over ``values`` (with their ``places`` and ``keys``; each message's
+        row in the batch in ``rows``): the typed batches of the rows it takes, in order. A
+        part Arrow refuses whole (one message it cannot read, one that is two documents) is
+        split in halves and each tried again, so that one bad message sends only itself the
+        per-message way, not its whole batch; after ``budget[0]`` refused parts, the parts
+        not yet tried go that way unread (a batch refused throughout costs a few reads more,
+        not one a message)."""
         if budget[0] <= 0:
             return []
         try:
-            batch, rejected = self._fast(values, None, places)
+            batch, rejected = self._fast(values, keys, places)
         except (NotColumnar, pa.ArrowInvalid, pa.ArrowNotImplementedError):
             budget[0] -= 1
             if len(rows) < 2:
@@ -448,9 +452,19 @@ class TypedDebeziumDecoder:
             half = len(rows) // 2
             return [
                 *self._fast_parts(
-                    values.slice(0, half), places.slice(0, half), rows[:half], budget
+                    values.slice(0, half),
+                    places.slice(0, half),
+                    rows[:half],
+                    budget,
+                    None if keys is None else keys.slice(0, half),
                 ),
-                *self._fast_parts(values.slice(half), places.slice(half), rows[half:], budget),
+                *self._fast_parts(
+                    values.slice(half),
+                    places.slice(half),
+                    rows[half:],
+                    budget,
+                    None if keys is None else keys.slice(half),
+                ),
             ]
         if rejected.any():
             batch = batch.filter(pa.array(~rejected))

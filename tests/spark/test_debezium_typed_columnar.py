@@ -579,3 +579,25 @@ def test_a_batch_arrow_refuses_throughout_is_split_a_bounded_number_of_times() -
     batch, rows = one.decode_fast(pa.array([event(after=row(id="zz"))] * 4096, pa.binary()))
     assert batch.num_rows == 0 and len(rows) == 0
     assert len(tried) <= 32 and sum(tried) <= 5 * 4096  # a few reads of the batch, not 4096
+
+
+def test_decode_reads_around_a_message_arrow_refuses_as_the_per_message_way_does() -> None:
+    good, bad = event(), event(after=row(id="zz"))
+    messages = [
+        Message(value, where=f"orders.json:{n}")
+        for n, value in enumerate([good] * 9 + [bad] + [good] * 6, start=1)
+    ]
+    fast, slow = both_ways(messages)
+    assert fast == slow
+    assert [where for where, _ in fast[1]] == [9] and len(fast[0]) == 15
+    one = decoder()
+    read: list[int] = []
+    per_message = one._slow
+
+    def counted(messages: list[Message], rows: list[int]) -> Any:
+        read.extend(rows)
+        return per_message(messages, rows)
+
+    one._slow = counted  # type: ignore[method-assign]
+    one.decode(messages)
+    assert read == [9]
