@@ -8,6 +8,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "cdc_connectors"
 #: Lowest first: a module imports only from its own layer and those before it.
 LAYERS = [
+    "lazy",
     "text",
     "errors",
     "plugins",

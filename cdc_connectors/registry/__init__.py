@@ -23,13 +23,13 @@ payloads encoded and decoded through a registry).
 
 from __future__ import annotations
 
-import importlib
 import threading
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from cdc_connectors import plugins
 from cdc_connectors.errors import ConfigError
+from cdc_connectors.lazy import lazy_names
 from cdc_connectors.registry.redact import redact_line, redact_url
 from cdc_connectors.registry.url_error import RegistryURLError
 
@@ -78,11 +78,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__ = lazy_names(__name__, _LAZY)
 
 
 def open_registry(url: str, **conf: Any) -> SchemaRegistry:

@@ -12,13 +12,13 @@ functions, whose imports (``pyspark.sql``, the registry client) take a fifth of 
 
 from __future__ import annotations
 
-import importlib
 import sys
 import types
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from cdc_connectors import plugins
+from cdc_connectors.lazy import lazy_names
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -60,13 +60,7 @@ _EXPORTS = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _EXPORTS)
 
 
 class _Package(types.ModuleType):
