@@ -14,6 +14,9 @@ from typing import Any
 
 import orjson
 
+from cdc_connectors.errors import CodecError
+from cdc_connectors.opencdc.json_codec import load_exact
+
 __all__ = ["leading_block"]
 
 _WHITESPACE = rb"[ \t\n\r]*"
@@ -49,8 +52,9 @@ def leading_block(text: bytes) -> tuple[bytes, dict[str, Any]] | None:
     if comma is None:
         return None
     try:
-        block = orjson.loads(text[start.end() : end])
-    except orjson.JSONDecodeError:
+        # numbers as the per-message way reads them: exact, or the message refused there
+        block = load_exact(text[start.end() : end])
+    except (orjson.JSONDecodeError, CodecError):
         return None
     if not isinstance(block, dict):
         return None

@@ -270,7 +270,11 @@ class TypedDebeziumDecoder:
         self._decoders: dict[str, AvroBatchDecoder] = {}
         self._prefix = _compact_prefix(envelope) if spelled is None else spelled
         self._plan: _Plan | None = None
-        if not inferred and fmt.described_by_envelope():
+        # The columns read both images by one row schema: an envelope whose before and
+        # after differ (as AvroData tells schemas apart) is read the per-message way.
+        one_row = rows[0] is None or rows[1] is None or rows[0] is rows[1]
+        one_row = one_row or _fields_of(rows[0].connect) == _fields_of(rows[1].connect)  # type: ignore[union-attr]
+        if not inferred and fmt.described_by_envelope() and one_row:
             try:
                 self._plan = _Plan(envelope, row.connect, self.row_type, fmt)
             except NotColumnar:
@@ -746,6 +750,13 @@ class TypedKeyReader:
             bad |= mask(pc.match_substring_regex(rest.cast(pa.string()), _INEXACT_NUMBER))
             bad |= _big_integral(payload)
         return flagged.array, bad
+
+
+def _fields_of(row: ConnectSchema) -> list[tuple[str, bool, bytes]]:
+    """What tells two row schemas' values apart: each field's name, whether it is optional,
+    and its type (the row's own name, doc and version do not: CDL names its before and
+    after rows apart)."""
+    return [(name, child.optional, child.identity) for name, child in row.fields]
 
 
 def _rebuilt(

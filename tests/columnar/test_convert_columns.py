@@ -20,6 +20,7 @@ from cdc_connectors.convert.deadletter import DeadLetterWriter
 from cdc_connectors.convert.engine import FailFast, convert_stream
 from cdc_connectors.formats.base import Format, Message
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
+from cdc_connectors.formats.debezium.lindorm import LindormJsonFormat
 from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
 from cdc_connectors.formats.ydb import YdbJsonFormat
 from cdc_connectors.opencdc.metadata import Metadata
@@ -283,3 +284,63 @@ def test_odd_schema_blocks_and_member_names_go_the_per_message_way(
     ours = _convert(DebeziumJsonFormat({}), data, False, False, False, to)
     assert ours == _convert(PerMessageDebezium({}), data, False, False, False, to)
     assert "wrote 4 records" in ours[2] or "wrote 5 records" in ours[2]
+
+
+def _rows_schema(before: list[Any], after: list[Any], extra: str = "") -> bytes:
+    return (
+        orjson.dumps(
+            {
+                "type": "struct",
+                "fields": [
+                    {"type": "struct", "optional": True, "field": "before", "fields": before},
+                    {"type": "struct", "optional": True, "field": "after", "fields": after},
+                    {"type": "string", "optional": False, "field": "op"},
+                ],
+            }
+        )[:-1]
+        + extra.encode()
+        + b"}"
+    )
+
+
+_ID = {"type": "int32", "optional": False, "field": "id"}
+_TS = {"type": "int64", "optional": True, "field": "ts"}
+_STAMP = {**_TS, "name": "org.apache.kafka.connect.data.Timestamp", "version": 1}
+_TEXT_ID = {"type": "string", "optional": False, "field": "id"}
+#: Events the per-message way reads otherwise than a first columnar reading did: a before
+#: image of another row schema than the after image (a timestamp, a text id), numbers in the
+#: schema block beyond 64 bits or of more digits than a double holds.
+SCHEMA_CORNERS = [
+    b'{"schema":' + _rows_schema([_ID, _STAMP], [_ID, _TS]) + b',"payload":'
+    b'{"before":{"id":1,"ts":1700000000000},"after":{"id":1,"ts":1700000000000},"op":"u"}}',
+    b'{"schema":' + _rows_schema([_TEXT_ID], [_ID]) + b',"payload":'
+    b'{"before":{"id":1},"after":null,"op":"d"}}',
+    b'{"schema":' + _rows_schema([_ID], [_ID], ',"x":18446744073709551616') + b',"payload":'
+    b'{"before":null,"after":{"id":1},"op":"c"}}',
+    b'{"schema":' + _rows_schema([_ID], [_ID], ',"x":0.30000000000000000001') + b',"payload":'
+    b'{"before":null,"after":{"id":1},"op":"c"}}',
+]
+
+
+class PerMessageLindorm(LindormJsonFormat):
+    """``lindorm-json`` as is, under another class, which the columns do not serve."""
+
+
+@pytest.mark.parametrize("to", [OpenCDCProtoFormat, OpenCDCJsonFormat])
+@pytest.mark.parametrize("corner", SCHEMA_CORNERS)
+def test_schema_corners_read_as_the_per_message_way_reads_them(
+    to: type[Format], corner: bytes
+) -> None:
+    data = corner + b"\n" + corner + b"\n"
+    ours = _convert(DebeziumJsonFormat({}), data, False, False, False, to)
+    assert ours == _convert(PerMessageDebezium({}), data, False, False, False, to)
+    ours = _convert(LindormJsonFormat({}), data, False, False, False, to)
+    assert ours == _convert(PerMessageLindorm({}), data, False, False, False, to)
+
+
+@pytest.mark.parametrize("op", [b"[]", b"{}", b'["c"]', b"1"])
+def test_an_op_that_is_no_text_is_a_dead_letter_in_every_dialect(op: bytes) -> None:
+    data = b'{"payload":{"op":' + op + b',"after":{"id":1}}}\n'
+    for fmt in (DebeziumJsonFormat({}), LindormJsonFormat({}), PerMessageLindorm({})):
+        out, letters, summary = _convert(fmt, data, False, False, False)
+        assert out == b"" and letters.count(b"\n") == 1 and "errors 1" in summary

@@ -306,7 +306,7 @@ class DebeziumJsonFormat(EnvelopeWriter, KafkaKeys):
             schema = None
         if dialect.hbase_rows:
             op = payload.get("op")
-            if "op" in payload and op not in dialect.operations:
+            if "op" in payload and (not isinstance(op, str) or op not in dialect.operations):
                 raise CodecError(f"unknown op {op!r}: {dialect.operations_said}")
             if self.hbase if self.hbase is not None else is_hbase_row(payload):
                 schema, key = hbase_schema(payload), hbase_key(payload)

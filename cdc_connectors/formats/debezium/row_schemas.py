@@ -13,6 +13,7 @@ from cdc_connectors.formats.base import Format
 from cdc_connectors.formats.debezium.reading import is_json_text
 from cdc_connectors.formats.jsonkinds import json_kind
 from cdc_connectors.opencdc import CodecError
+from cdc_connectors.opencdc.json_codec import json_default
 from cdc_connectors.opencdc.metadata import Metadata
 from cdc_connectors.schema import framing
 from cdc_connectors.schema.connect import ConnectSchema, connect_to_avro, parse_connect_schema
@@ -65,7 +66,7 @@ class RowSchemas(Format):
         (``None`` for an image without one), cached by the block's text."""
         if schema is None:
             return None, None
-        text = orjson.dumps(schema, option=_SORTED)
+        text = _sorted_text(schema, "value schema")
         found = self._envelopes.get(text)
         if found is not None:
             return found
@@ -99,7 +100,7 @@ class RowSchemas(Format):
             raise CodecError(f"{what}: expected an object, got {json_kind(block)}")
         # A row is never null once present: the image itself is the optional part.
         required = {k: v for k, v in block.items() if k not in ("field", "optional", "default")}
-        text = orjson.dumps(required, option=_SORTED)
+        text = _sorted_text(required, what)
         found = self._rows.get(text)
         if found is not None:
             return found
@@ -143,3 +144,12 @@ class RowSchemas(Format):
         subject = self._subject(part, collection, row.record_name)
         registered = self.store.register(subject, row.avro_text)
         framing.set_conduit_schema(metadata, part, subject, registered.version or 0)
+
+
+def _sorted_text(block: Any, what: str) -> bytes:
+    """A schema block as sorted JSON, the key of what is parsed from it once (a number of
+    more digits than a double holds is read as a ``Decimal``: written as it was)."""
+    try:
+        return orjson.dumps(block, option=_SORTED, default=json_default)
+    except TypeError as exc:
+        raise CodecError(f"{what}: {exc}") from None
