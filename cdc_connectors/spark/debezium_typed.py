@@ -69,6 +69,7 @@ from cdc_connectors.formats.debezium import (
     DebeziumJsonFormat,
     json_kind,
 )
+from cdc_connectors.formats.debezium.row_schemas import RowSchema
 from cdc_connectors.opencdc import CodecError, Record
 from cdc_connectors.opencdc.json_codec import json_default
 from cdc_connectors.opencdc.metadata import Metadata
@@ -272,8 +273,8 @@ class TypedDebeziumDecoder:
         self._plan: _Plan | None = None
         # The columns read both images by one row schema: an envelope whose before and
         # after differ (as AvroData tells schemas apart) is read the per-message way.
-        one_row = rows[0] is None or rows[1] is None or rows[0] is rows[1]
-        one_row = one_row or _fields_of(rows[0].connect) == _fields_of(rows[1].connect)  # type: ignore[union-attr]
+        before, after = rows
+        one_row = before is None or after is None or _fields_of(before) == _fields_of(after)
         if not inferred and fmt.described_by_envelope() and one_row:
             try:
                 self._plan = _Plan(envelope, row.connect, self.row_type, fmt)
@@ -752,11 +753,11 @@ class TypedKeyReader:
         return flagged.array, bad
 
 
-def _fields_of(row: ConnectSchema) -> list[tuple[str, bool, bytes]]:
+def _fields_of(row: RowSchema) -> list[tuple[str, bool, bytes]]:
     """What tells two row schemas' values apart: each field's name, whether it is optional,
     and its type (the row's own name, doc and version do not: CDL names its before and
     after rows apart)."""
-    return [(name, child.optional, child.identity) for name, child in row.fields]
+    return [(name, child.optional, child.identity) for name, child in row.connect.fields]
 
 
 def _rebuilt(
