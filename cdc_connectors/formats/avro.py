@@ -4,8 +4,10 @@ A message is one row, as a Kafka topic of a table holds it: the key (the record'
 and the value (the row after the change), each Confluent-framed Avro (magic byte, schema
 id, body); a delete is a tombstone, a ``null`` value. Schemas come from the registry:
 
-- writing, the key and row schemas are inferred by Conduit's rules (or read from the
-  ``key.schema`` / ``value.schema`` files) and registered under the subjects the
+- writing, the key and row schemas are read from the ``key.schema`` / ``value.schema``
+  files, else taken from the Avro record schema the record's metadata names (Conduit's
+  ``opencdc.payload.schema.*``, as a Debezium schema block gives) when the data fits it,
+  else inferred by Conduit's rules, and registered under the subjects the
   ``subject.strategy`` gives (``topic``: ``<topic>-key`` / ``<topic>-value``); raw data
   that the record's metadata names a schema for (Conduit's framing) is re-framed as is;
 - reading, the schema id of each message finds its writer schema; ``reader=latest`` (or
@@ -29,12 +31,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
+import orjson
+
 from cdc_connectors.formats.base import Format, FormatOptionError, Message, SkipMessage
 from cdc_connectors.opencdc import CodecError, Record
 from cdc_connectors.opencdc.operation import Operation
 from cdc_connectors.registry.serde import ReaderChoice, RecordDecoder, prepared
 from cdc_connectors.registry.store import Resolved, SchemaStore, UnknownSchema
 from cdc_connectors.schema import avro_values, framing, jsontext
+from cdc_connectors.schema.avro import named_once
 from cdc_connectors.schema.avro import parse as parse_avro
 from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.schema.subjects import Part, SubjectContext, strategy
@@ -86,6 +91,7 @@ class SchemaRowFormat(Format):
         self._decoder: RecordDecoder | None = None
         self._inferred: set[int] = set()
         self._current: dict[str, Resolved | None] = {}
+        self._named: dict[tuple[str, int], tuple[Resolved, str, str] | None] = {}
 
     def check_schema_files(self) -> None:
         """Refuse, before the run, schema files the format cannot use."""
@@ -157,11 +163,13 @@ class SchemaRowFormat(Format):
             schema = self.store.by_version(*named)
             self._check_type(schema, where)
             return self.reframe(schema, data, where, part)
+        branches = avro_values.branches_in(record.metadata, where)
+        written = self._with_named_schema(record, part, data, branches)
+        if written is not None:
+            return written
         schema = self._schema_for(record, part, data)
         try:
-            return self.encode_row(
-                schema, data, part, avro_values.branches_in(record.metadata, where)
-            )
+            return self.encode_row(schema, data, part, branches)
         except CodecError as exc:
             raise CodecError(f"{where} {exc.reason} ({schema.label()})") from None
 
@@ -175,6 +183,13 @@ class SchemaRowFormat(Format):
     def _check_type(self, schema: Resolved, where: str) -> None:
         if schema.schema_type != self.schema_type:
             raise CodecError(f"{where}: {schema.label()} is {schema.schema_type}, not {self.name}")
+
+    def _with_named_schema(
+        self, record: Record, part: Part, data: Any, branches: avro_values.Branches | None
+    ) -> bytes | None:
+        """Structured ``part`` data framed with the schema the record's metadata names, when
+        the format writes with it and the data fits it; ``None``: the format's own way."""
+        return None
 
     def _schema_for(self, record: Record, part: Part, data: dict[str, Any]) -> Resolved:
         raise NotImplementedError
@@ -315,6 +330,58 @@ class AvroFormat(SchemaRowFormat):
             return resolved
         return self.store.register(self._subject(record, part, _record_name(text)), text)
 
+    def _with_named_schema(
+        self, record: Record, part: Part, data: Any, branches: avro_values.Branches | None
+    ) -> bytes | None:
+        """``data`` written with an Avro record schema the metadata names
+        (``opencdc.payload.schema.*``: a Debezium schema block, a registered writer schema),
+        registered under the strategy's subject once the data fits it: the row keeps its
+        types (a nullable double stays ``["null","double"]``), where inference would give
+        each row the types of its values. ``None`` with a schema file of the part, without
+        such metadata, when the registry has no such schema, or when the data does not fit."""
+        if self.schema_files[part] is not None:
+            return None
+        try:
+            named = framing.conduit_schema(record.metadata, part)
+        except CodecError:
+            return None  # metadata naming no schema: as without it
+        if named is None:
+            return None
+        if named not in self._named:
+            self._named[named] = self._named_record(named)
+        found = self._named[named]
+        if found is None:
+            return None
+        source, text, full_name = found
+        try:
+            body = avro_values.encode(
+                avro_values.parsed(source), data, avro_values.standalone(source), branches
+            )
+        except CodecError:
+            return None  # no longer the data the schema came with: the format's own way
+        registered = self.store.register(self._subject(record, part, full_name), text)
+        return framing.frame(registered.schema_id, body)
+
+    def _named_record(self, named: tuple[str, int]) -> tuple[Resolved, str, str] | None:
+        """The schema of ``named``, its text to register and its record's full name; ``None``
+        when the registry has none or it is no Avro record."""
+        try:
+            source = self.store.by_version(*named)
+        except UnknownSchema:
+            return None
+        if source.schema_type != "AVRO":
+            return None
+        try:
+            shape = named_once(avro_values.standalone(source))
+        except CodecError:
+            return None
+        if not isinstance(shape, dict) or shape.get("type") not in ("record", "error"):
+            return None
+        name = str(shape.get("name", ""))
+        space = shape.get("namespace")
+        full_name = f"{space}.{name}" if space and "." not in name else name
+        return source, orjson.dumps(shape).decode(), full_name
+
     def _current_schema(self, subject: str) -> Resolved | None:
         """The subject's latest version, asked once per run; ``None`` for a new subject."""
         if subject not in self._current:
@@ -377,8 +444,6 @@ def _misfit(
 
 
 def _record_name(text: str) -> str | None:
-    import orjson
-
     try:
         schema = orjson.loads(text)
     except orjson.JSONDecodeError:

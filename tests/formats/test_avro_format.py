@@ -8,6 +8,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from confluent_kafka.schema_registry import Schema
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
@@ -309,3 +310,111 @@ def test_rows_a_registered_version_holds_reuse_it(tmp_path: Path):
     assert first.value[:5] == second.value[:5]  # one schema, one version
     assert [v.version for v in [open_registry(url).get_latest_version("t-value")]] == [1]
     assert fmt.decode(second)[0].payload.after == {"id": 2, "note": "x", "n": 2.0}
+
+
+def _debezium_event(discount: float | None, row_id: int) -> bytes:
+    row = {
+        "type": "struct",
+        "optional": True,
+        "name": "shop.public.orders.Value",
+        "fields": [
+            {"type": "int32", "optional": False, "field": "id"},
+            {"type": "double", "optional": True, "field": "discount"},
+            {
+                "type": "int64",
+                "optional": False,
+                "name": "io.debezium.time.MicroTimestamp",
+                "version": 1,
+                "field": "created_at",
+            },
+        ],
+    }
+    source = {"type": "struct", "optional": False, "fields": [], "field": "source"}
+    envelope = {
+        "type": "struct",
+        "optional": False,
+        "name": "shop.public.orders.Envelope",
+        "fields": [
+            {**row, "field": "before"},
+            {**row, "field": "after"},
+            source,
+            {"type": "string", "optional": False, "field": "op"},
+        ],
+    }
+    after = {"id": row_id, "discount": discount, "created_at": 1_700_000_000_123_456}
+    payload = {"before": None, "after": after, "source": {}, "op": "c"}
+    return json.dumps({"schema": envelope, "payload": payload}).encode()
+
+
+def test_rows_of_debezium_events_keep_the_types_of_their_schema_block(tmp_path: Path):
+    """A nullable double null in one row and set in the next: both rows are written with the
+    row schema of the schema block, as Confluent's AvroConverter would type them, where
+    inference from the values would register ["null","string"], then refuse the double."""
+    url = f"sqlite:///{tmp_path}/registry.db"
+    source = tmp_path / "events.jsonl"
+    source.write_bytes(b"\n".join([_debezium_event(None, 1), _debezium_event(0.25, 2)]) + b"\n")
+    out = tmp_path / "rows.jsonl"
+    done = run_cli(
+        "convert",
+        "--from",
+        "debezium-json",
+        "--to",
+        "avro",
+        "--registry",
+        url,
+        "--opt",
+        "topic=orders",
+        str(source),
+        "-o",
+        str(out),
+    )
+    assert done.returncode == 0, done.stderr
+    values = [base64.b64decode(line["value"]) for line in _kv(out)]
+    assert values[0][:5] == values[1][:5]  # one schema for both rows
+    registry = open_registry(url)
+    row = json.loads(registry.get_latest_version("orders-value").schema.schema_str)
+    types = {field["name"]: field["type"] for field in row["fields"]}
+    assert row["name"] == "Value" and row["namespace"] == "shop.public.orders"
+    assert types["id"] == "int" and types["discount"] == ["null", "double"]
+    assert types["created_at"]["logicalType"] == "timestamp-micros"
+    read = [AvroDeserializer(registry)(value, VALUE) for value in values]
+    assert [r["discount"] for r in read] == [None, 0.25]
+    assert read[1]["created_at"].isoformat() == "2023-11-14T22:13:20.123456+00:00"
+
+
+def test_a_schema_the_metadata_names_writes_the_rows_that_fit_it(tmp_path: Path):
+    url = f"sqlite:///{tmp_path}/registry.db"
+    registry = open_registry(url)
+    text = json.dumps(
+        {
+            "type": "record",
+            "name": "Row",
+            "namespace": "shop",
+            "fields": [{"name": "id", "type": "int"}, {"name": "n", "type": ["null", "float"]}],
+        }
+    )
+    registry.register_schema("shop.rows.payload", Schema(text, "AVRO"))
+    fmt = load_format("avro")({"topic": "t"}, registry=url)
+    named = {"opencdc.payload.schema.subject": "shop.rows.payload"}
+    named["opencdc.payload.schema.version"] = "1"
+    fits = fmt.encode(Record.new("create", after={"id": 1, "n": None}, metadata=named))
+    assert fits.value is not None
+    written = registry.get_latest_version("t-value")
+    assert json.loads(written.schema.schema_str)["name"] == "Row"
+    assert int.from_bytes(fits.value[1:5], "big") == written.schema_id
+    context = SerializationContext("t", MessageField.VALUE)
+    assert AvroDeserializer(registry)(fits.value, context) == {"id": 1, "n": None}
+    # a row the named schema does not hold (a field it lacks) is written as without metadata
+    fresh = load_format("avro")({"topic": "u"}, registry=url)
+    other = fresh.encode(Record.new("create", after={"id": 2, "n": 1.5, "x": "y"}, metadata=named))
+    assert other.value is not None
+    assert json.loads(registry.get_latest_version("u-value").schema.schema_str)["name"] == "record"
+    assert fresh.decode(other)[0].payload.after == {"id": 2, "n": 1.5, "x": "y"}
+    # a schema file of the part goes first
+    schema_file = tmp_path / "row.avsc"
+    schema_file.write_text(
+        json.dumps({"type": "record", "name": "F", "fields": [{"name": "id", "type": "long"}]})
+    )
+    filed = load_format("avro")({"topic": "f", "value.schema": str(schema_file)}, registry=url)
+    filed.encode(Record.new("create", after={"id": 3}, metadata=named))
+    assert json.loads(registry.get_latest_version("f-value").schema.schema_str)["name"] == "F"
