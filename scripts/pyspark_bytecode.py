@@ -55,9 +55,7 @@ def add_bytecode(archive: Path) -> bool:
     return True
 
 
-def _compiled(
-    archive: Path, info: zipfile.ZipInfo, data: bytes, names: set[str]
-) -> bytes | None:
+def _compiled(archive: Path, info: zipfile.ZipInfo, data: bytes, names: set[str]) -> bytes | None:
     """The bytecode of one entry, its code named as ``zipimport`` names what it compiles
     (the zip's path, then the entry's: tracebacks, and what hides PySpark's frames in them,
     see the same file names); ``None`` for no module or a test."""

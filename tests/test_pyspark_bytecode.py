@@ -11,7 +11,7 @@ from pathlib import Path
 import pyspark
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-from pyspark_bytecode import add_bytecode  # noqa: E402
+from pyspark_bytecode import add_bytecode
 
 _IMPORT = "import pkg.mod as m; print(m.__file__, m.VALUE)"
 
