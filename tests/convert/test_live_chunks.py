@@ -4,15 +4,18 @@ number of bytes."""
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
 
 from cdc_connectors.convert.columnar_stream import chunks as chunks_of
 from cdc_connectors.convert.live_input import LiveInput
+from cdc_connectors.formats import load_format
 from cdc_connectors.formats.base import Message
 from tests.conftest import ROOT
 
@@ -110,7 +113,7 @@ def test_convert_passes_on_what_has_arrived_before_the_stream_ends() -> None:
         deadline = time.monotonic() + 60
         while first.count(b"\x10\x01") < 3 and time.monotonic() < deadline:
             first += process.stdout.read1(1 << 16)
-        assert first.count(b"\x10\x01") == 3  # three creates, written from columns
+        assert first.count(b"\x10\x01") == 3  # three creates
         process.stdin.close()
         assert process.stdout.read() == b""
         assert process.wait(timeout=60) == 0
@@ -118,3 +121,45 @@ def test_convert_passes_on_what_has_arrived_before_the_stream_ends() -> None:
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_a_trickle_goes_the_per_message_way_and_a_burst_the_columns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The columns cost milliseconds a chunk whatever its size: a live chunk of fewer than
+    FEW messages is converted message by message, into the same bytes."""
+    from cdc_connectors.convert import columnar_stream, engine
+
+    sizes: list[int] = []
+    convert = columnar_stream.ChunkWriter.convert
+
+    def spied(self: columnar_stream.ChunkWriter, chunk: list) -> object:  # type: ignore[type-arg]
+        sizes.append(len(chunk))
+        return convert(self, chunk)
+
+    monkeypatch.setattr(columnar_stream.ChunkWriter, "convert", spied)
+    read, write = os.pipe()
+
+    def feed() -> None:
+        with os.fdopen(write, "wb") as out:
+            for _ in range(3):
+                out.write(LINE)
+                out.flush()
+                time.sleep(0.05)
+            out.write(LINE * 20)  # a burst, read as one chunk
+
+    def formats() -> tuple:  # type: ignore[type-arg]
+        return load_format("opencdc-json")({}), load_format("opencdc-proto")({})
+
+    whole = io.BytesIO()  # first: what the columns need is imported before the trickle
+    engine.convert_stream(io.BytesIO(LINE * 23), whole, *formats())
+    sizes.clear()
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    live = io.BytesIO()
+    with os.fdopen(read, "rb") as source:
+        stats = engine.convert_stream(source, live, *formats())
+    feeder.join()
+    assert stats.written == 23
+    assert sizes and min(sizes) >= engine.FEW and sum(sizes) <= 20
+    assert live.getvalue() == whole.getvalue()
