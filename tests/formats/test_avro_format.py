@@ -17,7 +17,7 @@ from cdc_connectors.opencdc import CodecError, Record
 from cdc_connectors.opencdc.json_codec import record_to_json
 from cdc_connectors.registry import open_registry
 from cdc_connectors.schema import framing
-from tests.conftest import run_cli
+from tests.conftest import ROOT, run_cli
 
 VALUE = SerializationContext("orders", MessageField.VALUE)
 KEY = SerializationContext("orders", MessageField.KEY)
@@ -418,3 +418,53 @@ def test_a_schema_the_metadata_names_writes_the_rows_that_fit_it(tmp_path: Path)
     filed = load_format("avro")({"topic": "f", "value.schema": str(schema_file)}, registry=url)
     filed.encode(Record.new("create", after={"id": 3}, metadata=named))
     assert json.loads(registry.get_latest_version("f-value").schema.schema_str)["name"] == "F"
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        {"opencdc.payload.schema.subject": "nowhere", "opencdc.payload.schema.version": "3"},
+        {"opencdc.payload.schema.subject": "shop.proto", "opencdc.payload.schema.version": "1"},
+        {"opencdc.payload.schema.subject": "shop.proto", "opencdc.payload.schema.version": "x"},
+        {"opencdc.payload.schema.subject": "", "opencdc.payload.schema.version": "1"},
+    ],
+    ids=["unknown", "protobuf", "bad-version", "no-subject"],
+)
+def test_metadata_naming_no_usable_schema_leaves_the_row_to_inference(
+    tmp_path: Path, metadata: dict[str, str]
+):
+    url = f"sqlite:///{tmp_path}/registry.db"
+    open_registry(url).register_schema(
+        "shop.proto", Schema('syntax = "proto3"; message M { int64 id = 1; }', "PROTOBUF")
+    )
+    fmt = load_format("avro")({"topic": "t"}, registry=url)
+    message = fmt.encode(Record.new("create", after={"id": 1}, metadata=dict(metadata)))
+    written = open_registry(url).get_latest_version("t-value")
+    assert json.loads(written.schema.schema_str)["name"] == "record"  # inferred
+    assert fmt.decode(message)[0].payload.after == {"id": 1}
+
+
+def test_keys_of_debezium_events_keep_their_key_schema(tmp_path: Path):
+    url = f"sqlite:///{tmp_path}/registry.db"
+    out = tmp_path / "rows.jsonl"
+    done = run_cli(
+        "convert",
+        "--kv",
+        "--from",
+        "debezium-json",
+        "--to",
+        "avro",
+        "--registry",
+        url,
+        str(ROOT / "examples" / "debezium" / "orders.kv.jsonl"),
+        "-o",
+        str(out),
+    )
+    assert done.returncode == 0, done.stderr
+    registry = open_registry(url)
+    key = json.loads(registry.get_latest_version("shop.public.orders-key").schema.schema_str)
+    assert (key["name"], key["namespace"]) == ("Key", "shop.public.orders")
+    assert key["fields"] == [{"name": "id", "type": "int"}]
+    context = SerializationContext("shop.public.orders", MessageField.KEY)
+    keys = [AvroDeserializer(registry)(base64.b64decode(line["key"]), context) for line in _kv(out)]
+    assert keys[0] == {"id": 1}
