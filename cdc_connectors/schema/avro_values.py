@@ -921,8 +921,27 @@ def _union(members: list[Any], value: Any, where: str, branches: Branches | None
     return value  # no branch of its kind: fastavro names the mismatch
 
 
+#: The candidates of a union for a type of value, by the union's list (held, so that its id
+#: stands for it); schemas' shapes are cached and long-lived, so few unions come and go.
+_CANDIDATES: dict[tuple[int, type], tuple[list[Any], list[Any]]] = {}
+_MAX_CANDIDATES = 4096
+
+
 def _candidates(members: list[Any], value: Any) -> list[Any]:
-    """The union members that may hold ``value``, in the order to try them."""
+    """The union members that may hold ``value``, in the order to try them (cached per union
+    and type of value)."""
+    key = (id(members), type(value))
+    found = _CANDIDATES.get(key)
+    if found is not None and found[0] is members:
+        return found[1]
+    candidates = _candidates_of(members, value)
+    if len(_CANDIDATES) >= _MAX_CANDIDATES:
+        _CANDIDATES.clear()
+    _CANDIDATES[key] = (members, candidates)
+    return candidates
+
+
+def _candidates_of(members: list[Any], value: Any) -> list[Any]:
     # Groups in the order to try them; inside a group, the union's own order (as
     # confluent-kafka's serializer picks the first branch that takes a value).
     order: tuple[frozenset[str], ...]
