@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+import tempfile
 import warnings
 import zipfile
 from importlib._bootstrap_external import _code_to_hash_pyc  # type: ignore[attr-defined]
@@ -33,26 +34,43 @@ def add_bytecode(archive: Path) -> bool:
     aside), in place of any bytecode an earlier version wrote; ``False`` when this version
     wrote it already. Written whole, then renamed."""
     archive = archive.absolute()
+    lib = archive.parent
     with zipfile.ZipFile(archive) as source:
         if source.comment == MARK:
             return False
         names = set(source.namelist())
         ours = {name for name in names if name.endswith(".pyc") and name[:-1] in names}
-        partial = archive.with_name(archive.name + ".partial")
-        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as target:
-            target.comment = MARK
-            for info in source.infolist():
-                if info.filename in ours:
-                    continue
-                data = source.read(info)
-                target.writestr(info, data)
-                compiled = _compiled(archive, info, data, names - ours)
-                if compiled is not None:
-                    entry = zipfile.ZipInfo(info.filename + "c", date_time=info.date_time)
-                    entry.compress_type = zipfile.ZIP_DEFLATED
-                    target.writestr(entry, compiled)
-    os.replace(partial, archive)
+        # a file of this run's own: two runs at once each write theirs, and either is whole
+        handle, temporary = tempfile.mkstemp(prefix=f"{archive.name}.", suffix=".partial", dir=lib)
+        os.close(handle)
+        partial = Path(temporary)
+        try:
+            _write(source, partial, archive, names, ours)
+            os.chmod(partial, 0o644)
+            os.replace(partial, archive)
+        finally:
+            partial.unlink(missing_ok=True)
     return True
+
+
+def _write(
+    source: zipfile.ZipFile, partial: Path, archive: Path, names: set[str], ours: set[str]
+) -> None:
+    """``source``'s entries (but ``ours``, the bytecode of an earlier version) and the
+    bytecode of its modules, into ``partial``."""
+    sources = names - ours
+    with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as target:
+        target.comment = MARK
+        for info in source.infolist():
+            if info.filename in ours:
+                continue
+            data = source.read(info)
+            target.writestr(info, data)
+            compiled = _compiled(archive, info, data, sources)
+            if compiled is not None:
+                entry = zipfile.ZipInfo(info.filename + "c", date_time=info.date_time)
+                entry.compress_type = zipfile.ZIP_DEFLATED
+                target.writestr(entry, compiled)
 
 
 def _compiled(archive: Path, info: zipfile.ZipInfo, data: bytes, names: set[str]) -> bytes | None:
