@@ -27,6 +27,9 @@ __all__ = ["BLOCK", "PIECE", "LineChunk", "line_chunks"]
 
 #: Bytes read from the stream at a time.
 BLOCK = 32 << 20
+#: The longest line content an Arrow binary array holds (32-bit offsets); a longer line is a
+#: message of its own that no format reads, a dead letter with its bytes (:func:`_too_long`).
+MAX_LINE = 2**31 - 1
 #: Bytes of whole lines split at a time (their line arrays take some 50 bytes a line).
 PIECE = 1 << 20
 _NEWLINE, _RETURN = 0x0A, 0x0D
@@ -70,7 +73,8 @@ class LineChunk:
         where = f"{self.source}:{int(self.numbers[index])}"
         error = self.errors.get(index)
         if error is not None:
-            assert self.lines is not None
+            if self.lines is None:  # the error holds the line (one too long for a column)
+                return error.at(where)
             return error.at(where, self.lines[index].as_py())
         value: bytes | None = self.values[index].as_py()
         key = None if self.keys is None else self.keys[index].as_py()
@@ -121,11 +125,16 @@ def line_chunks(
                 held.append(data)
                 continue
             joined = b"".join([*held, data[: end + 1]])
-            values, numbers, count = _lines(joined, 0, len(joined), first)
-            first += count
             held = []
             start = end + 1
-            yield from pending.add(values, numbers)
+            if len(joined) > MAX_LINE:
+                yield from pending.flush()  # what came before, in order
+                yield from _too_long(joined, first, source)
+                first += 1
+            else:
+                values, numbers, count = _lines(joined, 0, len(joined), first)
+                first += count
+                yield from pending.add(values, numbers)
         end = data.rfind(b"\n", start)
         if end < 0:
             held.append(data[start:])
@@ -137,10 +146,28 @@ def line_chunks(
         if end + 1 < len(data):
             held.append(data[end + 1 :])
     rest = b"".join(held)
-    if rest:
+    if len(rest) > MAX_LINE:
+        yield from pending.flush()
+        yield from _too_long(rest, first, source)
+    elif rest:
         values, numbers, _ = _lines(rest + b"\n", 0, len(rest) + 1, first)
         yield from pending.add(values, numbers)
     yield from pending.flush()
+
+
+def _too_long(line: bytes, number: int, source: str) -> Iterator[LineChunk]:
+    """A line longer than :data:`MAX_LINE` as a chunk of one bad message holding its bytes
+    (nothing, if it is blank: skipped as any blank line)."""
+    content = line.rstrip(b"\r\n")
+    if not content.strip():
+        return
+    error = CodecError(
+        f"a line of {len(content):,} bytes: longer than the {MAX_LINE:,} bytes a message may hold",
+        data=content,
+    )
+    yield LineChunk(
+        pa.array([b""], pa.binary()), np.array([number], dtype=np.int64), source, errors={0: error}
+    )
 
 
 def _lines(

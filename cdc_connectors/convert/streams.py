@@ -26,7 +26,6 @@ from __future__ import annotations
 import binascii
 import re
 import threading
-from base64 import b64encode
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -40,7 +39,7 @@ from google.protobuf.message import DecodeError
 from cdc_connectors.formats.base import Format, Message
 from cdc_connectors.opencdc import CodecError, Record, record_from_proto_bytes
 from cdc_connectors.opencdc import record_to_proto_bytes as _to_proto
-from cdc_connectors.opencdc.json_codec import json_error
+from cdc_connectors.opencdc.json_codec import base64_json, json_error
 
 Layout = Literal["lines", "kv", "delimited"]
 
@@ -454,7 +453,7 @@ def _kv_value(data: bytes | None, binary: bool) -> Any:
     if data is None:
         return None
     if binary:
-        return b64encode(data).decode("ascii")
+        return base64_json(data)
     if _parses(data):
         # as written (a re-dump would turn integers beyond 64 bits into doubles); line breaks
         # in valid JSON are whitespace between tokens, so blanks keep the line one line

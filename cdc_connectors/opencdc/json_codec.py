@@ -227,7 +227,14 @@ def _data_to_obj(data: Data, raw_as_string: bool, what: str) -> Any:
             return bytes(data).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise CodecError(f"{what} is not UTF-8, cannot write it as a string: {exc}") from None
-    return b64encode(data).decode("ascii")
+    return base64_json(data)
+
+
+def base64_json(data: bytes | bytearray | memoryview) -> orjson.Fragment:
+    """``data`` as the JSON string of its standard base64, for ``orjson.dumps``: a fragment
+    copied as it is (base64 needs no escaping), since orjson cannot write a text of 2 GiB or
+    more (it crashes the process)."""
+    return orjson.Fragment(b'"' + b64encode(data) + b'"')
 
 
 def _data_from_obj(obj: Any, raw_as_string: bool, what: str) -> Data:

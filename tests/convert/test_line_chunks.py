@@ -121,3 +121,22 @@ def test_a_files_pipeline_reads_a_file_as_the_per_message_reading_does(
         {"key": None, "value": m.value, "place": m.where}  # type: ignore[union-attr]
         for m in expected
     ]
+
+
+@pytest.mark.parametrize("ending", [b"\n", b""], ids=["ended", "last-unended"])
+def test_a_line_longer_than_a_column_holds_is_a_bad_message_with_its_bytes(
+    monkeypatch: pytest.MonkeyPatch, ending: bytes
+) -> None:
+    """A line of 2 GiB or more fits no Arrow binary column: it is a message of its own that
+    fails with its bytes (a dead letter), in its place, and the lines around it are read."""
+    monkeypatch.setattr(line_chunks_module, "MAX_LINE", 40)
+    long = b'{"payload":"' + b"x" * 60 + b'"}'
+    blank = b" " * 50
+    data = b"a\n" + long + b"\n" + blank + b"\nb\n" + long + ending
+    chunks = list(line_chunks(io.BytesIO(data), "in.jsonl", 10, 1 << 20, 16))
+    items = [chunk[i] for chunk in chunks for i in range(len(chunk))]
+    assert [getattr(item, "value", None) for item in items] == [b"a", None, b"b", None]
+    errors = [item for item in items if not hasattr(item, "value")]
+    assert [(e.where, e.data) for e in errors] == [("in.jsonl:2", long), ("in.jsonl:5", long)]
+    assert "a line of 74 bytes: longer than the 40 bytes" in errors[0].reason
+    assert items[2].where == "in.jsonl:4"  # the blank line 3 counted, not read

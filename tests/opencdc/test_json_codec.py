@@ -3,11 +3,14 @@ from __future__ import annotations
 import io
 import json
 import re
+from base64 import b64encode
 from datetime import datetime
 from decimal import Decimal
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cdc_connectors.opencdc import (
     CodecError,
@@ -17,6 +20,7 @@ from cdc_connectors.opencdc import (
     record_from_json,
     record_to_json,
 )
+from cdc_connectors.opencdc.json_codec import base64_json
 
 from .canonical import CANONICAL, CONDUIT_TEST_RECORD
 
@@ -281,3 +285,13 @@ def test_long_digit_strings_are_not_numbers():
     record = record_from_json(line)
     assert record.metadata.read_at == 1763769841000000000
     assert record.payload.after == {"s": "1e999"}
+
+
+@given(st.binary(max_size=300))
+def test_raw_data_is_written_as_the_json_string_of_its_base64(data: bytes) -> None:
+    """A fragment (orjson cannot write a text of 2 GiB or more), with the bytes of a string."""
+    assert orjson.dumps([base64_json(data)]) == orjson.dumps([b64encode(data).decode()])
+
+    assert orjson.dumps([base64_json(data)]) == orjson.dumps([b64encode(data).decode()])
+    record = Record.new("create", key=data, after=data)
+    assert record_from_json(record_to_json(record)) == record
