@@ -106,10 +106,10 @@ def raw_batches(settings: Settings, file: str) -> Iterator[pa.RecordBatch | Code
                 for lines in line_chunks(stream, file, size, CHUNK_BYTES):
                     if layout == "kv":
                         lines = lines.split_kv()
-                        for row in sorted(lines.errors):
-                            error = lines[row]
-                            assert isinstance(error, CodecError)
-                            yield error
+                    for row in sorted(lines.errors):  # no kv line; a line too long
+                        error = lines[row]
+                        assert isinstance(error, CodecError)
+                        yield error
                     yield _lines_batch(lines)
                 return
             for chunk in read_chunks(stream, fmt, kv=settings.kv, source=file, size=size):

@@ -83,6 +83,8 @@ class LineChunk:
     def split_kv(self) -> LineChunk:
         """The chunk of ``--kv`` lines (of a text format) as messages: each line's key and
         value (:func:`~cdc_connectors.convert.kv_columns.kv_columns`)."""
+        if len(self.errors) == len(self):
+            return self  # a line too long: no kv line to split
         found = kv_columns(self.values)
         return LineChunk(
             found.values, self.numbers, self.source, found.keys, found.errors, self.values

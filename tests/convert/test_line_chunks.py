@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import gzip
 import io
 from pathlib import Path
 from unittest import mock
 
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cdc_connectors.connectors import files_plan
 from cdc_connectors.connectors.files import Settings
 from cdc_connectors.connectors.files_plan import raw_batches
 from cdc_connectors.convert import line_chunks as line_chunks_module
@@ -140,3 +143,53 @@ def test_a_line_longer_than_a_column_holds_is_a_bad_message_with_its_bytes(
     assert [(e.where, e.data) for e in errors] == [("in.jsonl:2", long), ("in.jsonl:5", long)]
     assert "a line of 74 bytes: longer than the 40 bytes" in errors[0].reason
     assert items[2].where == "in.jsonl:4"  # the blank line 3 counted, not read
+
+
+@pytest.mark.parametrize("kv", [False, True], ids=["lines", "kv"])
+def test_a_files_source_gives_a_line_too_long_as_a_dead_letter_with_its_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kv: bool
+) -> None:
+    monkeypatch.setattr(line_chunks_module, "MAX_LINE", 40)
+    # small blocks, so that the long line spans them as a line of 2 GiB spans 32 MiB ones
+    monkeypatch.setattr(files_plan, "line_chunks", functools.partial(line_chunks, block=16))
+    short = b'{"key":null,"value":{"a":1}}' if kv else b'{"a":1}'
+    long = b'{"key":null,"value":"' + b"x" * 60 + b'"}'
+    file = tmp_path / "in.jsonl"
+    file.write_bytes(short + b"\n" + long + b"\n" + short + b"\n")
+    settings = Settings.parse(
+        {"path": str(tmp_path), "format": "debezium-json", "kv": str(kv).lower()}
+    )
+    found = list(raw_batches(settings, str(file)))
+    errors = [item for item in found if not isinstance(item, pa.RecordBatch)]
+    rows = [row for item in found if isinstance(item, pa.RecordBatch) for row in item.to_pylist()]
+    assert [(e.where, e.data) for e in errors] == [(f"{file}:2", long)]
+    assert [row["place"] for row in rows] == [f"{file}:1", f"{file}:3"]
+
+
+@pytest.mark.parametrize("kv", [False, True], ids=["lines", "kv"])
+def test_convert_writes_a_line_too_long_as_a_dead_letter_and_goes_on(
+    monkeypatch: pytest.MonkeyPatch, kv: bool
+) -> None:
+    from cdc_connectors.convert.deadletter import DeadLetterWriter
+    from cdc_connectors.convert.engine import convert_stream
+    from cdc_connectors.formats import load_format
+    from cdc_connectors.opencdc import record_from_json
+
+    monkeypatch.setattr(line_chunks_module, "MAX_LINE", 80)
+    monkeypatch.setattr(line_chunks_module, "line_chunks", functools.partial(line_chunks, block=16))
+    event = b'{"payload":{"op":"c","after":{"id":1},"source":{}}}'
+    short = b'{"key":null,"value":' + event + b"}" if kv else event
+    long = b'{"key":null,"value":"' + b"x" * 100 + b'"}'
+    out, dead = io.BytesIO(), io.BytesIO()
+    stats = convert_stream(
+        io.BytesIO(short + b"\n" + long + b"\n" + short + b"\n"),
+        out,
+        load_format("debezium-json")({}),
+        load_format("opencdc-json")({}),
+        kv_in=kv,
+        dead_letters=DeadLetterWriter(dead, "convert"),
+        source_name="in.jsonl",
+    )
+    assert (stats.written, stats.errors) == (2, 1)
+    (letter,) = [record_from_json(line) for line in dead.getvalue().splitlines()]
+    assert letter.payload.after == long and letter.position == b"in.jsonl:2"
