@@ -377,10 +377,8 @@ class AvroFormat(SchemaRowFormat):
             return None
         if not isinstance(shape, dict) or shape.get("type") not in ("record", "error"):
             return None
-        name = str(shape.get("name", ""))
-        space = shape.get("namespace")
-        full_name = f"{space}.{name}" if space and "." not in name else name
-        return source, orjson.dumps(shape).decode(), full_name
+        text = orjson.dumps(shape).decode()
+        return source, text, _record_name(text) or ""
 
     def _current_schema(self, subject: str) -> Resolved | None:
         """The subject's latest version, asked once per run; ``None`` for a new subject."""
