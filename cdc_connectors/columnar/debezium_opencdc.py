@@ -46,6 +46,7 @@ from cdc_connectors.spark.debezium_typed import TypedDebeziumDecoder
 __all__ = [
     "Columnar",
     "DebeziumToOpenCDC",
+    "Envelope",
     "envelope_layout",
     "layout_of",
     "merged_columnar",
@@ -100,9 +101,12 @@ def layout_of(destination: Format) -> Layout | None:
 
 
 @dataclass
-class _Envelope:
+class Envelope:
+    """One envelope schema's decoder and the writer of its records (``None``: a converter
+    that writes its rows its own way)."""
+
     decoder: TypedDebeziumDecoder
-    writer: ProtoRecordWriter | JsonRecordWriter | DebeziumRecordWriter
+    writer: ProtoRecordWriter | JsonRecordWriter | DebeziumRecordWriter | None
 
 
 class DebeziumToOpenCDC:
@@ -128,8 +132,8 @@ class DebeziumToOpenCDC:
             self._keys = KeyColumns(fmt, layout, destination.message_key)
         else:
             self._keys = KeyColumns(fmt, layout)
-        self._envelopes: OrderedDict[bytes, _Envelope | None] = OrderedDict()
-        self._inferred_envelopes: OrderedDict[bytes, _Envelope | None] = OrderedDict()
+        self._envelopes: OrderedDict[bytes, Envelope | None] = OrderedDict()
+        self._inferred_envelopes: OrderedDict[bytes, Envelope | None] = OrderedDict()
 
     @staticmethod
     def serves(source: Format, destination: Format) -> bool:
@@ -185,13 +189,13 @@ class DebeziumToOpenCDC:
 
     # --- envelope schemas ---------------------------------------------------------------
 
-    def _envelopes_of(self, values: pa.Array) -> list[tuple[_Envelope, np.ndarray]]:
+    def _envelopes_of(self, values: pa.Array) -> list[tuple[Envelope, np.ndarray]]:
         """Each known envelope schema with the rows that start with its block; schemas
         met first in this batch are learnt from a sample message."""
         if values.type != pa.binary():
             values = values.cast(pa.binary())
         unmatched = wire.mask(pc.starts_with(values, _OBJECT_START))
-        found: list[tuple[_Envelope, np.ndarray]] = []
+        found: list[tuple[Envelope, np.ndarray]] = []
         for prefix in list(self._envelopes):
             if not unmatched.any():
                 break
@@ -210,8 +214,8 @@ class DebeziumToOpenCDC:
         return found
 
     def _schemaless(
-        self, values: pa.Array, found: list[tuple[_Envelope, np.ndarray]]
-    ) -> list[tuple[_Envelope, np.ndarray]]:
+        self, values: pa.Array, found: list[tuple[Envelope, np.ndarray]]
+    ) -> list[tuple[Envelope, np.ndarray]]:
         """The events of the batch without a schema block, typed by the envelope Arrow
         infers from them (:mod:`~cdc_connectors.columnar.schemaless`), but those its types
         would not give exactly: bare or in the ``{"payload": ...}`` wrapper, and, where the
@@ -244,7 +248,7 @@ class DebeziumToOpenCDC:
 
     def _inferred(
         self, values: pa.Array, rows: np.ndarray, prefix: bytes
-    ) -> tuple[_Envelope, np.ndarray] | None:
+    ) -> tuple[Envelope, np.ndarray] | None:
         """``rows`` (each starting with ``prefix``, an empty schema block as spelt, or
         nothing) typed by the envelope Arrow infers from what follows the prefix."""
         if not len(rows):
@@ -277,7 +281,7 @@ class DebeziumToOpenCDC:
         prefix: bytes,
         values: pa.Array,
         unmatched: np.ndarray,
-        found: list[tuple[_Envelope, np.ndarray]],
+        found: list[tuple[Envelope, np.ndarray]],
     ) -> np.ndarray:
         hits = unmatched & wire.mask(pc.starts_with(values, prefix))
         if hits.any():
@@ -302,7 +306,7 @@ class DebeziumToOpenCDC:
                 self._envelopes.popitem(last=False)
         return prefix
 
-    def _envelope(self, schema: dict[str, object], prefix: bytes) -> _Envelope | None:
+    def _envelope(self, schema: dict[str, object], prefix: bytes) -> Envelope | None:
         try:
             decoder = TypedDebeziumDecoder(self.fmt, schema, spelled=prefix, floats_as_doubles=True)
             writer: ProtoRecordWriter | JsonRecordWriter | DebeziumRecordWriter
@@ -317,13 +321,13 @@ class DebeziumToOpenCDC:
                 )
         except (CodecError, NotColumnar):
             return None
-        return _Envelope(decoder, writer)
+        return Envelope(decoder, writer)
 
     # --- writing ------------------------------------------------------------------------
 
     def _write(
         self,
-        envelope: _Envelope,
+        envelope: Envelope,
         values: pa.Array,
         keys: pa.Array | None,
         places: pa.Array,
@@ -339,6 +343,7 @@ class DebeziumToOpenCDC:
         keys_of_rows = self._keys.write(
             None if keys is None else keys.take(pa.array(rows)), len(rows)
         )
+        assert envelope.writer is not None, "see _envelope()"
         records, refused = envelope.writer.write(batch, keys_of_rows.fields)
         keep = ~(keys_of_rows.refused | refused)
         topics = None

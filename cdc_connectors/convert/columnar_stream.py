@@ -51,7 +51,7 @@ def _headers(messages: list[Message]) -> pa.Array | None:
 
 def serves(decoder: Format, encoder: Format) -> bool:
     """Whether the columns write what ``decoder`` then ``encoder`` write."""
-    from cdc_connectors.formats.avro import SchemaRowFormat
+    from cdc_connectors.formats.avro import AvroFormat, SchemaRowFormat
     from cdc_connectors.formats.debezium import DebeziumJsonFormat
     from cdc_connectors.formats.debezium.cdl import CdlJsonFormat
     from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
@@ -69,6 +69,7 @@ def serves(decoder: Format, encoder: Format) -> bool:
         OpenCDCProtoFormat,
         OpenCDCJsonFormat,
         DebeziumJsonFormat,
+        AvroFormat,
     ):
         return False  # no need to load the columnar machinery (it brings pyspark's types)
     from cdc_connectors.columnar import choose
@@ -167,10 +168,9 @@ class ChunkWriter:
         if self.writer.fmt.binary:
             keys = pc.fill_null(joined(b'"', base64text.encode(found.keys), b'"'), null)
             keys = pc.if_else(found.keys.is_valid(), keys, null)
-            lines = joined(
-                b'{"key":', keys, b',"value":"', base64text.encode(found.values), b'"}\n'
-            )
-            return lines, refused
+            values = pc.fill_null(joined(b'"', base64text.encode(found.values), b'"'), null)
+            values = pc.if_else(found.values.is_valid(), values, null)  # a tombstone
+            return joined(b'{"key":', keys, b',"value":', values, b"}\n"), refused
         keyed = np.asarray(found.keys.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
         # A text format's keys are written as JSON where they are JSON: as they are where
         # that writes them unchanged, one by one where it would change them.

@@ -339,6 +339,7 @@ def _columnar(decoder: Format, encoder: Format) -> bool:
         "OpenCDCProtoFormat",
         "OpenCDCJsonFormat",
         "DebeziumJsonFormat",
+        "AvroFormat",
     ):
         return False
     from cdc_connectors.convert import columnar_stream

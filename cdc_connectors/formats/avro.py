@@ -174,7 +174,12 @@ class SchemaRowFormat(Format):
             raise CodecError(f"{where} {exc.reason} ({schema.label()})") from None
 
     def _subject(self, record: Record, part: Part, record_name: str | None) -> str:
-        topic = self.topic or record.metadata.collection
+        return self.subject_for(record.metadata.collection, part, record_name)
+
+    def subject_for(self, collection: str | None, part: Part, record_name: str | None) -> str:
+        """The strategy's subject of ``part`` for a record of ``collection`` (the ``topic``
+        option, when set, in its place)."""
+        topic = self.topic or collection
         try:
             return self.subject_of(SubjectContext(part, topic=topic, record_name=record_name))
         except ValueError as exc:
@@ -347,9 +352,7 @@ class AvroFormat(SchemaRowFormat):
             return None  # metadata naming no schema: as without it
         if named is None:
             return None
-        if named not in self._named:
-            self._named[named] = self._named_record(named)
-        found = self._named[named]
+        found = self.named_record(named)
         if found is None:
             return None
         source, text, full_name = found
@@ -362,9 +365,15 @@ class AvroFormat(SchemaRowFormat):
         registered = self.store.register(self._subject(record, part, full_name), text)
         return framing.frame(registered.schema_id, body)
 
+    def named_record(self, named: tuple[str, int]) -> tuple[Resolved, str, str] | None:
+        """The schema of ``named`` (subject, version), its text to register and its record's
+        full name, asked once per run; ``None`` when the registry has none or it is no Avro
+        record."""
+        if named not in self._named:
+            self._named[named] = self._named_record(named)
+        return self._named[named]
+
     def _named_record(self, named: tuple[str, int]) -> tuple[Resolved, str, str] | None:
-        """The schema of ``named``, its text to register and its record's full name; ``None``
-        when the registry has none or it is no Avro record."""
         try:
             source = self.store.by_version(*named)
         except UnknownSchema:

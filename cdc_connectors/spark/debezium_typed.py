@@ -529,7 +529,7 @@ class TypedDebeziumDecoder:
             [
                 places,
                 columns["operation"],
-                self._metadata(columns, count),
+                self._metadata(columns, count, bad),
                 key_data,
                 columns["before"],
                 columns["after"],
@@ -561,20 +561,42 @@ class TypedDebeziumDecoder:
         except CodecError as exc:
             raise NotColumnar(str(exc)) from None
 
-    def _metadata(self, columns: dict[str, Any], count: int) -> pa.MapArray:
-        more = self._schema_entries(columns["collection"], count) if self.fmt.registry_url else []
+    def _metadata(self, columns: dict[str, Any], count: int, bad: np.ndarray) -> pa.MapArray:
+        if not self.fmt.registry_url:
+            return metadata_map(columns, count)
+        # The per-message way names the row's schema for a change with an image only.
+        imageless = ~(mask(pc.is_valid(columns["before"])) | mask(pc.is_valid(columns["after"])))
+        more = self._schema_entries(columns["collection"], count, bad, imageless)
         return metadata_map(columns, count, more)
 
-    def _schema_entries(self, collection: pa.Array, count: int) -> list[tuple[str, pa.Array]]:
-        """``opencdc.payload.schema.*`` for each row: registered once per collection."""
-        names: dict[str | None, tuple[str, str]] = {}
-        for value in pc.unique(collection).to_pylist():
+    def _schema_entries(
+        self, collection: pa.Array, count: int, bad: np.ndarray, unnamed: np.ndarray
+    ) -> list[tuple[str, pa.Array]]:
+        """``opencdc.payload.schema.*`` for each row: registered once per collection of the
+        rows that are not ``bad`` (those go the per-message way, which registers nothing for
+        a message it refuses); a bad row of another collection, and an ``unnamed`` one, is
+        named by none. The rows of a collection whose schema the registry refuses are made
+        ``bad``: the per-message way makes them dead letters saying why."""
+        names: dict[str | None, tuple[str | None, str | None]] = {None: (None, None)}
+        named = ~bad & ~unnamed
+        good = collection.filter(pa.array(named)) if not named.all() else collection
+        for value in pc.unique(good).to_pylist():
             metadata = Metadata()
-            self.fmt.name_schema(metadata, "payload", self.row, value)
+            try:
+                self.fmt.name_schema(metadata, "payload", self.row, value)
+            except CodecError:
+                refused = mask(
+                    pc.is_null(collection) if value is None else pc.equal(collection, value)
+                )
+                bad |= refused
+                continue
             named = framing.conduit_schema(metadata, "payload")
             assert named is not None  # just set
             names[value] = (named[0], str(named[1]))
-        values = collection.to_pylist() if len(names) > 1 else [next(iter(names))] * count
+        values = [
+            v if ok and v in names else None
+            for v, ok in zip(collection.to_pylist(), (~bad & ~unnamed).tolist(), strict=True)
+        ]
         subject_key, version_key = framing.CONDUIT_KEYS["payload"]
         return [
             (subject_key, pa.array([names[v][0] for v in values], pa.string())),

@@ -33,6 +33,11 @@ class KafkaKeys(RowSchemas):
         data, row = self._kafka_key(parse_kafka_key(key))
         return data, None if row is None else row.connect
 
+    def key_schema(self, block: Any) -> RowSchema:
+        """The row schema of a Kafka key's ``schema`` block (:class:`CodecError` for one
+        that is none), parsed once per distinct block."""
+        return self._row_schema(block, "key schema")
+
     def _kafka_key(self, key: Any) -> tuple[Data, RowSchema | None]:
         """The structured (or raw) key of a Kafka key, and its row schema if it has one."""
         if key is None or isinstance(key, bytes):
@@ -46,7 +51,7 @@ class KafkaKeys(RowSchemas):
             raise CodecError(f"key payload: expected an object, got {json_kind(payload)}")
         if schema is None:
             return dict(payload), None
-        row = self._row_schema(schema, "key schema")
+        row = self.key_schema(schema)
         return typed_row(row.connect, payload, "key"), row
 
     def _key(

@@ -1,0 +1,257 @@
+"""``convert --from debezium-json --to avro`` with a registry writes from columns: the same
+message bytes, dead letters, counts and registered schemas as the per-message way, on
+generated streams; what it writes, confluent-kafka's ``AvroDeserializer`` reads."""
+
+from __future__ import annotations
+
+import base64
+import io
+import itertools
+import re
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import orjson
+import pyarrow as pa
+import pytest
+from confluent_kafka.schema_registry.avro import AvroDeserializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cdc_connectors.columnar import avro_rows
+from cdc_connectors.columnar.avro_rows import AvroRows
+from cdc_connectors.columnar.choose import columns_for, serves
+from cdc_connectors.columnar.debezium_avro_rows import DebeziumToAvroRows
+from cdc_connectors.convert import engine
+from cdc_connectors.convert.deadletter import DeadLetterWriter
+from cdc_connectors.convert.engine import FailFast, convert_stream
+from cdc_connectors.formats.avro import AvroFormat
+from cdc_connectors.formats.base import Format
+from cdc_connectors.formats.debezium import DebeziumJsonFormat
+from cdc_connectors.opencdc.metadata import Metadata
+from cdc_connectors.registry.embedded import EmbeddedRegistry
+from tests.columnar.debezium_batches import KEY_SCHEMA, batches
+from tests.hypothesis_profiles import examples
+
+_REGISTRIES = itertools.count()
+
+
+class PerMessageDebezium(DebeziumJsonFormat):
+    """Debezium JSON as is, with a hook of its own, which the columns do not serve."""
+
+    def extra_metadata(self, payload: Mapping[str, Any], metadata: Metadata) -> None:
+        super().extra_metadata(payload, metadata)
+
+
+@pytest.fixture(autouse=True)
+def _fixed_clock_small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(time, "time_ns", lambda: 1_700_000_000_000_000_000)
+    monkeypatch.setattr(engine, "CHUNK", 9)  # several chunks per stream
+
+
+def _kv(messages: list[tuple[bytes | None, bytes | None]]) -> bytes:
+    lines = []
+    for key, value in messages:
+        line = {
+            "key": orjson.Fragment(key) if key and _is_json(key) else None,
+            "value": orjson.Fragment(value) if value and _is_json(value) else None,
+        }
+        lines.append(orjson.dumps(line))
+    return b"\n".join(lines) + b"\n"
+
+
+def _is_json(data: bytes) -> bool:
+    try:
+        orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
+def _convert(
+    source: Format, url: str, data: bytes, fail_fast: bool, options: dict[str, str] | None = None
+) -> tuple[bytes, list[dict[str, Any]], bytes, str, list[tuple[str, int, str]]]:
+    registry = EmbeddedRegistry(url)  # (a memory:// store lives while a client is open)
+    out, letters = io.BytesIO(), io.BytesIO()
+    try:
+        stats = convert_stream(
+            io.BytesIO(data),
+            out,
+            source,
+            AvroFormat(options or {}, registry=url),
+            kv_in=True,
+            kv_out=True,
+            dead_letters=DeadLetterWriter(letters, "convert"),
+            fail_fast=fail_fast,
+            source_name="in.jsonl",
+        )
+    except FailFast as stop:
+        stats = stop.stats
+    named = [
+        {part: _named(registry, line[part]) for part in ("key", "value")}
+        for line in map(orjson.loads, out.getvalue().splitlines())
+    ]
+    registered = [
+        (subject, version, registry.get_version(subject, version).schema.schema_str)
+        for subject in registry.get_subjects()
+        for version in registry.get_versions(subject)
+    ]
+    summary = f"{stats.summary()} {stats.first_errors}"
+    return out.getvalue(), named, letters.getvalue(), summary, registered
+
+
+def _named(registry: EmbeddedRegistry, data: str | None) -> tuple[str, bytes] | None:
+    """A message's schema (its text: the ids a registry gives depend on the order schemas
+    come in, which the columns change) and body."""
+    if data is None:
+        return None
+    message = base64.b64decode(data)
+    if not message.startswith(b"\x00") or len(message) < 5:
+        return ("", message)
+    return registry.get_schema(int.from_bytes(message[1:5], "big")).schema_str, message[5:]
+
+
+def _both(data: bytes, fail_fast: bool = False, options: dict[str, str] | None = None) -> None:
+    ours, theirs = (
+        f"memory://avro-rows-{next(_REGISTRIES)}",
+        f"memory://avro-rows-{next(_REGISTRIES)}",
+    )
+    columns = _convert(DebeziumJsonFormat({}, registry=ours), ours, data, fail_fast, options)
+    per_message = _convert(
+        PerMessageDebezium({}, registry=theirs), theirs, data, fail_fast, options
+    )
+    assert columns[1:4] == per_message[1:4]
+    if not fail_fast:
+        # (failing fast, the columns may have registered the schemas of the rest of the
+        # chunk of the message that stopped the run)
+        assert columns[4] == per_message[4]
+
+
+_BLOCK_KEYS = st.one_of(
+    st.integers(-(2**60), 2**60).map(
+        lambda n: orjson.dumps({"schema": KEY_SCHEMA, "payload": {"id": n}})
+    ),
+    st.sampled_from(
+        [
+            orjson.dumps({"schema": KEY_SCHEMA, "payload": None}),
+            orjson.dumps({"schema": KEY_SCHEMA, "payload": {"id": "one"}}),
+            orjson.dumps({"schema": KEY_SCHEMA, "payload": {"id": 12345678901234567890}}),
+            b'{"schema":{"type":"struct","fields":[{"type":"int64","field":"id"}]},"payload":5}',
+        ]
+    ),
+)
+_RAW_KEYS = st.none() | st.binary(max_size=6).filter(lambda k: not k.startswith(b"{"))
+_SECOND_TABLE = re.compile(rb'("table"\s*:\s*)"t"')
+
+
+@st.composite
+def _streams(draw: st.DrawFn) -> list[tuple[bytes | None, bytes | None]]:
+    """Batches of Debezium JSON events whose subjects each see one kind of schema: the
+    second envelope schema of a batch is another table's, and the keys of a batch are all
+    keys with a schema block (some of which the per-message way refuses), raw, or none.
+    (Two schemas of one subject that the registry finds incompatible are registered in
+    message order the per-message way, by envelope and key kind from columns: which one it
+    refuses may differ, as the README says.)"""
+    keys = draw(st.sampled_from([_BLOCK_KEYS, _RAW_KEYS]))
+    messages = []
+    for _, value in draw(batches(lines=True)):
+        if value is not None and b"u.Envelope" in value:
+            value = _SECOND_TABLE.sub(rb'\1"u"', value)
+        messages.append((draw(keys), value))
+    return messages
+
+
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(messages=_streams(), fail_fast=st.sampled_from([False, False, True]))
+def test_columns_give_the_rows_dead_letters_and_schemas_of_the_per_message_way(
+    messages: list[tuple[bytes | None, bytes | None]], fail_fast: bool
+) -> None:
+    _both(_kv(messages), fail_fast)
+
+
+def _good_stream(count: int) -> bytes:
+    from bench.bench_debezium import lines
+
+    key_schema = {**KEY_SCHEMA, "name": "shop.public.orders.Key"}
+    return _kv(
+        [
+            (orjson.dumps({"schema": key_schema, "payload": {"id": n}}), line)
+            for n, line in enumerate(lines(count))
+        ]
+    )
+
+
+def test_a_stream_of_good_messages_is_written_from_columns_and_confluent_reads_it() -> None:
+    data = _good_stream(30)
+    _both(data)
+    url = f"memory://avro-rows-{next(_REGISTRIES)}"
+    fmt = DebeziumJsonFormat({}, registry=url)
+    decoded: list[object] = []
+    fmt.decode = decoded.append  # type: ignore[assignment,method-assign]
+    out, _, letters, summary, registered = _convert(fmt, url, data, False)
+    assert not decoded and not letters, summary
+    assert {subject for subject, _, _ in registered} == {
+        "shop.public.orders.payload",
+        "shop.public.orders.key",
+        "shop.public.orders-value",
+        "shop.public.orders-key",
+    }
+    rows = AvroDeserializer(EmbeddedRegistry(url))
+    lines = [orjson.loads(line) for line in out.splitlines()]
+    assert len(lines) == 30
+    first = lines[0]
+    value = rows(base64.b64decode(first["value"]), SerializationContext("t", MessageField.VALUE))
+    key = rows(base64.b64decode(first["key"]), SerializationContext("t", MessageField.KEY))
+    assert key == {"id": 0}
+    assert set(value) >= {"id", "amount", "created_at"}
+
+
+def test_a_topic_option_names_the_subjects_as_the_per_message_way() -> None:
+    _both(_good_stream(12), options={"topic": "orders"})
+
+
+def test_only_a_registry_shared_with_the_source_and_no_schema_files_are_served(
+    tmp_path: Any,
+) -> None:
+    source = DebeziumJsonFormat({}, registry="memory://served")
+    assert serves(source, AvroFormat({}, registry="memory://served"))
+    assert not serves(DebeziumJsonFormat({}), AvroFormat({}, registry="memory://served"))
+    assert not serves(source, AvroFormat({}, registry="memory://other"))
+    assert not serves(source, AvroFormat({"raw.keys": "true"}, registry="memory://served"))
+    schema = tmp_path / "row.avsc"
+    schema.write_text('{"type":"record","name":"R","fields":[{"name":"id","type":"long"}]}')
+    assert not serves(source, AvroFormat({"value.schema": str(schema)}, registry="memory://served"))
+    assert isinstance(
+        columns_for(source, AvroFormat({}, registry="memory://served")), DebeziumToAvroRows
+    )
+
+
+def test_a_double_too_large_for_a_float_field_is_refused() -> None:
+    url = f"memory://avro-rows-{next(_REGISTRIES)}"
+    fmt = AvroFormat({}, registry=url)
+    schema = '{"type":"record","name":"R","namespace":"n","fields":[{"name":"f","type":"float"}]}'
+    version = (
+        EmbeddedRegistry(url).register_schema_full_response("c.payload", _avro(schema)).version
+    )
+    rows = AvroRows(fmt, "payload")
+    data = pa.StructArray.from_arrays([pa.array([1.5, 1e39, -1e39, 3.0e38])], names=["f"])
+    count = len(data)
+    written, refused = rows.write(
+        data,
+        np.ones(count, dtype=bool),
+        pa.array(["c.payload"] * count),
+        pa.array([str(version)] * count),
+        pa.array(["c"] * count),
+    )
+    assert refused.tolist() == [False, True, True, False]
+    assert written[0].as_py()[5:] == b"\x00\x00\xc0\x3f"
+    assert avro_rows._holds_float(pa.list_(pa.struct([("x", pa.float32())])))
+
+
+def _avro(text: str) -> Any:
+    from confluent_kafka.schema_registry import Schema
+
+    return Schema(text, "AVRO")
