@@ -32,8 +32,10 @@ from cdc_connectors.formats.avro import AvroFormat
 from cdc_connectors.formats.base import Format
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.opencdc.metadata import Metadata
+from cdc_connectors.pipeline.plan import SourceFormat, converter
 from cdc_connectors.registry.embedded import EmbeddedRegistry
 from tests.columnar.debezium_batches import KEY_SCHEMA, batches
+from tests.columnar.test_pipeline_columns import _raw
 from tests.hypothesis_profiles import examples
 
 _REGISTRIES = itertools.count()
@@ -172,14 +174,18 @@ def test_columns_give_the_rows_dead_letters_and_schemas_of_the_per_message_way(
     _both(_kv(messages), fail_fast)
 
 
-def _good_stream(count: int) -> bytes:
+def _lines(count: int) -> list[bytes]:
     from bench.bench_debezium import lines
 
+    return lines(count)
+
+
+def _good_stream(count: int) -> bytes:
     key_schema = {**KEY_SCHEMA, "name": "shop.public.orders.Key"}
     return _kv(
         [
             (orjson.dumps({"schema": key_schema, "payload": {"id": n}}), line)
-            for n, line in enumerate(lines(count))
+            for n, line in enumerate(_lines(count))
         ]
     )
 
@@ -255,3 +261,46 @@ def _avro(text: str) -> Any:
     from confluent_kafka.schema_registry import Schema
 
     return Schema(text, "AVRO")
+
+
+def _stage(source: Format, url: str, messages: list[tuple[bytes | None, bytes | None]]) -> Any:
+    """The rows of a fused pipeline stage (messages and dead letters, in order), each
+    message's schema id replaced by its schema's text; and how many came the per-message
+    way."""
+    registry = EmbeddedRegistry(url)
+    stage = converter(
+        SourceFormat(source, "cdc-kafka", fail_fast=False), AvroFormat({}, registry=url), "p:out"
+    )
+    rows, per_message = [], 0
+    for batch in stage(iter([_raw(messages)])):
+        for row in batch.to_pylist():
+            per_message += bool(row.pop("_per_message"))
+            for part in ("_message_key", "_message_value"):
+                data = row.get(part)
+                if isinstance(data, bytes) and data.startswith(b"\x00") and len(data) >= 5:
+                    schema = registry.get_schema(int.from_bytes(data[1:5], "big"))
+                    row[part] = (schema.schema_str, data[5:])
+            rows.append(row)
+    return rows, per_message
+
+
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(messages=_streams())
+def test_a_pipeline_stage_writes_the_rows_and_dead_letters_of_the_per_message_way(
+    messages: list[tuple[bytes | None, bytes | None]],
+) -> None:
+    ours, theirs = f"memory://stage-{next(_REGISTRIES)}", f"memory://stage-{next(_REGISTRIES)}"
+    columns = _stage(DebeziumJsonFormat({}, registry=ours), ours, messages)[0]
+    assert columns == _stage(PerMessageDebezium({}, registry=theirs), theirs, messages)[0]
+
+
+def test_a_pipeline_stage_of_good_messages_takes_none_the_per_message_way() -> None:
+    messages = [
+        (orjson.dumps({"schema": KEY_SCHEMA, "payload": {"id": n}}), line)
+        for n, line in enumerate(_lines(40))
+    ]
+    url = f"memory://stage-{next(_REGISTRIES)}"
+    rows, per_message = _stage(DebeziumJsonFormat({}, registry=url), url, messages)
+    assert len(rows) == 40 and per_message == 0
+    assert all(isinstance(row["_message_value"], tuple) for row in rows)
+    assert all(isinstance(row["_message_key"], tuple) for row in rows)
