@@ -29,6 +29,7 @@ import base64
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Literal
 
 import numpy as np
@@ -41,10 +42,13 @@ from cdc_connectors.columnar.json_text import joined, struct_text
 from cdc_connectors.columnar.proto_records import NotColumnar, struct_body
 from cdc_connectors.columnar.schema_block import leading_block
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
+from cdc_connectors.formats.debezium.row_schemas import RowSchema
 from cdc_connectors.opencdc import CodecError, Record
 from cdc_connectors.opencdc.data import Data
 from cdc_connectors.opencdc.json_codec import data_to_bytes
+from cdc_connectors.opencdc.metadata import Metadata
 from cdc_connectors.opencdc.proto_codec import record_to_proto_bytes
+from cdc_connectors.schema import framing
 from cdc_connectors.schema.connect import ConnectSchema, parse_connect_schema
 from cdc_connectors.spark.debezium_typed import TypedKeyReader, two_documents
 
@@ -75,6 +79,24 @@ class Keys:
     fields: pa.Array
     message_keys: pa.Array
     refused: np.ndarray
+    #: With a registry, the subject and version each row's key schema is named by
+    #: (``opencdc.key.schema.*``, null for none; :meth:`KeyColumns.name`); ``None`` without.
+    names: tuple[pa.Array, pa.Array] | None = None
+    #: With a registry, the key schemas still to name and the rows of each.
+    pending: list[tuple[RowSchema, np.ndarray]] = dataclass_field(default_factory=list)
+
+    def take(self, rows: np.ndarray) -> Keys:
+        """The keys of ``rows`` (indexes, ascending), renumbered; names still to give."""
+        place = np.full(len(self.refused), -1, dtype=np.int64)
+        place[rows] = np.arange(len(rows))
+        pending = [(row, place[of][place[of] >= 0]) for row, of in self.pending]
+        taken = pa.array(rows)
+        return Keys(
+            self.fields.take(taken),
+            self.message_keys.take(taken),
+            self.refused[rows],
+            pending=[(row, of) for row, of in pending if len(of)],
+        )
 
 
 @dataclass
@@ -82,6 +104,7 @@ class _Schema:
     reader: TypedKeyReader | None  # None for keys without a schema block
     proto: object | None  # a StructWriter for the proto layout
     text: object  # a StructText
+    row: RowSchema | None = None  # the block's schema, named per collection with a registry
 
 
 class KeyColumns:
@@ -104,8 +127,11 @@ class KeyColumns:
         self._schemas: OrderedDict[bytes, _Schema | None] = OrderedDict()
         self._plain: dict[pa.StructType, _Schema | None] = {}
 
-    def write(self, keys: pa.Array | None, count: int) -> Keys:
-        """The :class:`Keys` of ``keys`` (binary, one per message; ``None``: no keys)."""
+    def write(self, keys: pa.Array | None, count: int, name_later: bool = False) -> Keys:
+        """The :class:`Keys` of ``keys`` (binary, one per message; ``None``: no keys).
+        With a registry, keys of a schema block are written from columns only when their
+        schema is to be named later (``name_later``, :meth:`name`: per collection, as
+        ``decode`` names it, once the rows are decoded); else they go one by one."""
         if keys is None or keys.null_count == count:
             none = b"" if self.layout == "proto" else b"null"
             return Keys(
@@ -133,7 +159,9 @@ class KeyColumns:
             rows = np.flatnonzero(raw)
             fields.append((rows, *raw_fields(keys.take(pa.array(rows)), self.layout)))
         rest = valid & ~raw
-        if structured.any() and not self.fmt.registry_url:
+        named = bool(self.fmt.registry_url)
+        pending: list[tuple[RowSchema, np.ndarray]] = []
+        if structured.any() and (not named or name_later):
             for schema, rows in self._schemas_of(keys, np.flatnonzero(structured)):
                 found = self._structured(schema, keys.take(pa.array(rows)))
                 if found is None:
@@ -141,6 +169,10 @@ class KeyColumns:
                 written, field_texts, message_keys = found
                 fields.append((rows[written], field_texts, message_keys))
                 rest[rows[written]] = False
+                if named and schema.row is None:
+                    refused[rows[written]] = True  # the per-message way says why
+                elif named:
+                    pending.append((schema.row, rows[written]))
         plain = rest & structured & ~_wrapped(keys)
         if plain.any() and not self.ordered:
             rows = np.flatnonzero(plain)
@@ -154,7 +186,50 @@ class KeyColumns:
             field_texts, message_keys, bad = self._one_by_one(keys.take(pa.array(rows)))
             refused[rows] = bad
             fields.append((rows, field_texts, message_keys))
-        return merged(fields, count, refused, self.layout)
+        found = merged(fields, count, refused, self.layout)
+        found.pending = pending
+        return found
+
+    def name(self, keys: Keys, collections: pa.Array) -> Keys:
+        """``keys`` with their schemas named (:attr:`Keys.names`), registered once per
+        collection (each row's ``collections``); the rows of a schema the registry refuses
+        are refused."""
+        count = len(keys.refused)
+        names = (np.full(count, None, dtype=object), np.full(count, None, dtype=object))
+        refused = keys.refused.copy()
+        for row, rows in keys.pending:
+            if not self._name(row, collections, rows, names):
+                refused[rows] = True
+        return Keys(
+            keys.fields,
+            keys.message_keys,
+            refused,
+            (pa.array(names[0], pa.string()), pa.array(names[1], pa.string())),
+        )
+
+    def _name(
+        self,
+        row: RowSchema,
+        collections: pa.Array,
+        rows: np.ndarray,
+        names: tuple[np.ndarray, np.ndarray],
+    ) -> bool:
+        """Names the key schema ``row`` of ``rows`` (registered once per collection) in
+        ``names``; ``False`` when the registry refuses it."""
+        of_rows = collections.take(pa.array(rows))
+        for collection in pc.unique(of_rows).to_pylist():
+            metadata = Metadata()
+            try:
+                self.fmt.name_schema(metadata, "key", row, collection)
+                subject, version = framing.conduit_schema(metadata, "key") or ("", 0)
+            except CodecError:
+                return False
+            same = wire.mask(
+                pc.is_null(of_rows) if collection is None else pc.equal(of_rows, collection)
+            )
+            names[0][rows[same]] = subject
+            names[1][rows[same]] = str(version)
+        return True
 
     # --- raw keys ---------------------------------------------------------------------------
 
@@ -216,9 +291,10 @@ class KeyColumns:
             reader = TypedKeyReader(block, connect, prefix)
             proto = struct_body(connect, reader.row_type) if self.layout == "proto" else None
             text = struct_text(connect, reader.row_type, ordered=self.ordered)
-        except (ValueError, NotColumnar):
+            row = self.fmt.key_schema(block) if self.fmt.registry_url else None
+        except (ValueError, NotColumnar, CodecError):
             return None
-        return _Schema(reader, proto, text)
+        return _Schema(reader, proto, text, row)
 
     # --- keys without a schema block ---------------------------------------------------------
 

@@ -34,6 +34,7 @@ from cdc_connectors.columnar import wire
 from cdc_connectors.columnar.debezium_keys import KeyColumns, Layout
 from cdc_connectors.columnar.debezium_records import DebeziumRecordWriter
 from cdc_connectors.columnar.json_records import JsonRecordWriter
+from cdc_connectors.columnar.maps import with_entries
 from cdc_connectors.columnar.proto_records import NotColumnar, ProtoRecordWriter
 from cdc_connectors.columnar.schema_block import leading_block
 from cdc_connectors.columnar.schemaless import infer_envelope
@@ -41,6 +42,8 @@ from cdc_connectors.formats.base import Format
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
 from cdc_connectors.opencdc import CodecError
+from cdc_connectors.opencdc import keys as keys_module
+from cdc_connectors.schema import framing
 from cdc_connectors.spark.debezium_typed import TypedDebeziumDecoder
 
 __all__ = [
@@ -333,6 +336,16 @@ class DebeziumToOpenCDC:
         places: pa.Array,
         matched: np.ndarray,
     ) -> Columnar | None:
+        # Keys first: a message whose key the per-message way refuses is left to it before
+        # its row's schema is named (with a registry, that way names nothing for it).
+        keys_of_matched = self._keys.write(
+            None if keys is None else keys.take(pa.array(matched)), len(matched), True
+        )
+        if keys_of_matched.refused.any():
+            good = np.flatnonzero(~keys_of_matched.refused)
+            if not len(good):
+                return None
+            matched, keys_of_matched = matched[good], keys_of_matched.take(good)
         if len(matched) < len(values):
             taken = pa.array(matched)
             values, places = values.take(taken), places.take(taken)
@@ -340,9 +353,19 @@ class DebeziumToOpenCDC:
         if not len(local):
             return None
         rows = matched[local]
-        keys_of_rows = self._keys.write(
-            None if keys is None else keys.take(pa.array(rows)), len(rows)
-        )
+        keys_of_rows = keys_of_matched.take(local)
+        if self.fmt.registry_url:  # key schemas named per collection, as decode names them
+            collections = pc.map_lookup(
+                batch.column("metadata"), pa.scalar(keys_module.COLLECTION, pa.string()), "first"
+            )
+            keys_of_rows = self._keys.name(keys_of_rows, collections)
+        if keys_of_rows.names is not None:
+            subject_key, version_key = framing.CONDUIT_KEYS["key"]
+            named = with_entries(
+                batch.column("metadata"),
+                [(subject_key, keys_of_rows.names[0]), (version_key, keys_of_rows.names[1])],
+            )
+            batch = batch.set_column(batch.schema.get_field_index("metadata"), "metadata", named)
         assert envelope.writer is not None, "see _envelope()"
         records, refused = envelope.writer.write(batch, keys_of_rows.fields)
         keep = ~(keys_of_rows.refused | refused)

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["SortedEntries", "entry_columns", "proto_key", "sorted_entries"]
+__all__ = ["SortedEntries", "entry_columns", "proto_key", "sorted_entries", "with_entries"]
 
 
 def proto_key(name: bytes) -> tuple[int, ...]:
@@ -79,3 +79,28 @@ def sorted_entries(metadata: pa.MapArray, proto: bool = False) -> SortedEntries:
     owner = np.repeat(np.arange(count), np.diff(offsets))
     order = pa.array(np.lexsort((rank, owner)))
     return SortedEntries(count, names=names.take(order), items=items.take(order), offsets=offsets)
+
+
+def with_entries(metadata: pa.MapArray, entries: list[tuple[str, pa.Array]]) -> pa.MapArray:
+    """``metadata`` with more entries: (key, each row's value or null for none), after the
+    row's own (the writers sort them)."""
+    names, items, offsets = entry_columns(metadata)
+    count = len(metadata)
+    owners = [np.repeat(np.arange(count), np.diff(offsets))]
+    all_names, all_items = [names], [items.cast(pa.string())]
+    for name, values in entries:
+        present = np.flatnonzero(np.asarray(values.is_valid().to_numpy(zero_copy_only=False)))
+        owners.append(present)
+        all_names.append(pa.array([name] * len(present), pa.string()))
+        all_items.append(values.cast(pa.string()).take(pa.array(present)))
+    owner = np.concatenate(owners)
+    order = pa.array(np.argsort(owner, kind="stable"))
+    counts = np.bincount(owner, minlength=count)
+    new_offsets = np.zeros(count + 1, dtype=np.int32)
+    np.cumsum(counts, out=new_offsets[1:])
+    return pa.MapArray.from_arrays(
+        pa.array(new_offsets),
+        pa.concat_arrays([n.cast(pa.string()) for n in all_names]).take(order),
+        pa.concat_arrays(all_items).take(order),
+        type=metadata.type,
+    )

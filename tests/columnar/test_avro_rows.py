@@ -17,6 +17,7 @@ import orjson
 import pyarrow as pa
 import pytest
 from confluent_kafka.schema_registry.avro import AvroDeserializer
+from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.serialization import MessageField, SerializationContext
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -31,6 +32,7 @@ from cdc_connectors.convert.engine import FailFast, convert_stream
 from cdc_connectors.formats.avro import AvroFormat
 from cdc_connectors.formats.base import Format
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
+from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
 from cdc_connectors.opencdc.metadata import Metadata
 from cdc_connectors.pipeline.plan import SourceFormat, converter
 from cdc_connectors.registry.embedded import EmbeddedRegistry
@@ -74,8 +76,13 @@ def _is_json(data: bytes) -> bool:
 
 
 def _convert(
-    source: Format, url: str, data: bytes, fail_fast: bool, options: dict[str, str] | None = None
-) -> tuple[bytes, list[dict[str, Any]], bytes, str, list[tuple[str, int, str]]]:
+    source: Format,
+    url: str,
+    data: bytes,
+    fail_fast: bool,
+    options: dict[str, str] | None = None,
+    to: type[Format] = AvroFormat,
+) -> tuple[bytes, list[Any], bytes, str, list[tuple[str, int, str]]]:
     registry = EmbeddedRegistry(url)  # (a memory:// store lives while a client is open)
     out, letters = io.BytesIO(), io.BytesIO()
     try:
@@ -83,7 +90,7 @@ def _convert(
             io.BytesIO(data),
             out,
             source,
-            AvroFormat(options or {}, registry=url),
+            to(options or {}, registry=url),
             kv_in=True,
             kv_out=True,
             dead_letters=DeadLetterWriter(letters, "convert"),
@@ -92,10 +99,12 @@ def _convert(
         )
     except FailFast as stop:
         stats = stop.stats
-    named = [
-        {part: _named(registry, line[part]) for part in ("key", "value")}
-        for line in map(orjson.loads, out.getvalue().splitlines())
-    ]
+    named: list[Any] = out.getvalue().splitlines()
+    if to is AvroFormat:
+        named = [
+            {part: _named(registry, line[part]) for part in ("key", "value")}
+            for line in map(orjson.loads, named)
+        ]
     registered = [
         (subject, version, registry.get_version(subject, version).schema.schema_str)
         for subject in registry.get_subjects()
@@ -110,20 +119,34 @@ def _named(registry: EmbeddedRegistry, data: str | None) -> tuple[str, bytes] | 
     come in, which the columns change) and body."""
     if data is None:
         return None
-    message = base64.b64decode(data)
-    if not message.startswith(b"\x00") or len(message) < 5:
-        return ("", message)
-    return registry.get_schema(int.from_bytes(message[1:5], "big")).schema_str, message[5:]
+    return _unframed(registry, base64.b64decode(data))
 
 
-def _both(data: bytes, fail_fast: bool = False, options: dict[str, str] | None = None) -> None:
+def _unframed(registry: EmbeddedRegistry, message: bytes) -> tuple[str, bytes]:
+    """``message`` as (the text of the schema its frame names, body); ("", message) for a
+    message framed by no schema of the registry (a raw key)."""
+    if message.startswith(b"\x00") and len(message) >= 5:
+        try:
+            schema = registry.get_schema(int.from_bytes(message[1:5], "big"))
+        except SchemaRegistryError:
+            return ("", message)
+        return schema.schema_str, message[5:]
+    return ("", message)
+
+
+def _both(
+    data: bytes,
+    fail_fast: bool = False,
+    options: dict[str, str] | None = None,
+    to: type[Format] = AvroFormat,
+) -> None:
     ours, theirs = (
         f"memory://avro-rows-{next(_REGISTRIES)}",
         f"memory://avro-rows-{next(_REGISTRIES)}",
     )
-    columns = _convert(DebeziumJsonFormat({}, registry=ours), ours, data, fail_fast, options)
+    columns = _convert(DebeziumJsonFormat({}, registry=ours), ours, data, fail_fast, options, to)
     per_message = _convert(
-        PerMessageDebezium({}, registry=theirs), theirs, data, fail_fast, options
+        PerMessageDebezium({}, registry=theirs), theirs, data, fail_fast, options, to
     )
     assert columns[1:4] == per_message[1:4]
     if not fail_fast:
@@ -172,6 +195,35 @@ def test_columns_give_the_rows_dead_letters_and_schemas_of_the_per_message_way(
     messages: list[tuple[bytes | None, bytes | None]], fail_fast: bool
 ) -> None:
     _both(_kv(messages), fail_fast)
+
+
+@pytest.mark.parametrize("to", [OpenCDCProtoFormat, OpenCDCJsonFormat])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(messages=_streams(), fail_fast=st.sampled_from([False, False, True]))
+def test_opencdc_with_a_registry_names_the_schemas_of_the_per_message_way(
+    to: type[Format], messages: list[tuple[bytes | None, bytes | None]], fail_fast: bool
+) -> None:
+    """With a registry, keys of a schema block are written from columns too, their schema
+    named in each record's metadata (``opencdc.key.schema.*``)."""
+    _both(_kv(messages), fail_fast, to=to)
+
+
+@pytest.mark.parametrize("to", [OpenCDCProtoFormat, OpenCDCJsonFormat])
+def test_opencdc_keys_of_a_schema_block_with_a_registry_are_written_from_columns(
+    to: type[Format],
+) -> None:
+    data = _good_stream(30)
+    _both(data, to=to)
+    url = f"memory://avro-rows-{next(_REGISTRIES)}"
+    fmt = DebeziumJsonFormat({}, registry=url)
+    decoded: list[object] = []
+    fmt.decode = decoded.append  # type: ignore[assignment,method-assign]
+    out, _, letters, summary, _ = _convert(fmt, url, data, False, to=to)
+    assert not decoded and not letters, summary
+    if to is OpenCDCJsonFormat:
+        metadata = orjson.loads(out.splitlines()[0])["value"]["metadata"]
+        assert metadata["opencdc.key.schema.subject"] == "shop.public.orders.key"
+        assert metadata["opencdc.payload.schema.subject"] == "shop.public.orders.payload"
 
 
 def _lines(count: int) -> list[bytes]:
@@ -277,9 +329,8 @@ def _stage(source: Format, url: str, messages: list[tuple[bytes | None, bytes | 
             per_message += bool(row.pop("_per_message"))
             for part in ("_message_key", "_message_value"):
                 data = row.get(part)
-                if isinstance(data, bytes) and data.startswith(b"\x00") and len(data) >= 5:
-                    schema = registry.get_schema(int.from_bytes(data[1:5], "big"))
-                    row[part] = (schema.schema_str, data[5:])
+                if isinstance(data, bytes):
+                    row[part] = _unframed(registry, data)
             rows.append(row)
     return rows, per_message
 
@@ -302,5 +353,4 @@ def test_a_pipeline_stage_of_good_messages_takes_none_the_per_message_way() -> N
     url = f"memory://stage-{next(_REGISTRIES)}"
     rows, per_message = _stage(DebeziumJsonFormat({}, registry=url), url, messages)
     assert len(rows) == 40 and per_message == 0
-    assert all(isinstance(row["_message_value"], tuple) for row in rows)
-    assert all(isinstance(row["_message_key"], tuple) for row in rows)
+    assert all(row["_message_value"][0] and row["_message_key"][0] for row in rows)
