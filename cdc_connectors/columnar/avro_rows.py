@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -89,19 +90,17 @@ class AvroRows:
         named = present & ~encoded.refused
         if not named.any():
             return encoded
-        groups = pc.binary_join_element_wise(
-            subjects.cast(pa.string()),
-            versions.cast(pa.string()),
-            pc.fill_null(collections.cast(pa.string()), "\x00"),
-            "\x00\x00",
-        ).dictionary_encode()  # (in the order each first comes, as the per-message way)
-        indices = groups.indices.to_numpy(zero_copy_only=False)
-        for number, name in enumerate(groups.dictionary.to_pylist()):
-            rows = np.flatnonzero(named & (indices == number))
+        columns = [subjects, versions, collections]
+        codes, names = _codes(columns)
+        # each (subject, version, collection) in the order it first comes, as the
+        # per-message way registers them
+        _, first, group_of = np.unique(codes, return_index=True, return_inverse=True)
+        for number in np.argsort(first, kind="stable").tolist():
+            rows = np.flatnonzero(named & (group_of == number))
             if len(rows):
-                subject, version, collection = name.split("\x00\x00")
-                where = None if collection == "\x00" else collection
-                self._group(data, rows, subject, version, where, encoded)
+                at = int(rows[0])
+                subject, version, collection = (column[at] for column in names)
+                self._group(data, rows, subject, version, collection, encoded)
         return encoded
 
     def _group(
@@ -171,6 +170,19 @@ class AvroRows:
             registered = self.destination.store.register(subject, text)
             found = self._headers[(text, subject)] = framing.frame(registered.schema_id, b"")
         return found
+
+
+def _codes(columns: list[pa.Array]) -> tuple[np.ndarray, list[list[Any]]]:
+    """One integer per row that tells the rows' combinations of ``columns`` apart, and
+    each column's values."""
+    combined = np.zeros(len(columns[0]), dtype=np.int64)
+    values = []
+    for column in columns:
+        encoded = pc.dictionary_encode(column.cast(pa.string()), null_encoding="encode")
+        indices = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+        combined = combined * (len(encoded.dictionary) + 1) + indices
+        values.append(column.to_pylist())
+    return combined, values
 
 
 def _fitted(array: pa.Array, target: pa.StructType) -> tuple[pa.Array, np.ndarray] | None:

@@ -250,11 +250,15 @@ class DebeziumToAvroRows(DebeziumToOpenCDC):
             return None
         prefix, block = found
         if prefix not in self._key_schemas:
-            schema: tuple[TypedKeyReader, RowSchema] | None = None
             try:
                 _, connect = self.fmt.kafka_key(key)
-                if connect is not None:
-                    schema = (TypedKeyReader(block, connect, prefix), self.fmt.key_schema(block))
+            except CodecError:
+                return None  # this key's payload, not its schema: another may teach it
+            if connect is None:
+                return None
+            schema: tuple[TypedKeyReader, RowSchema] | None = None
+            try:
+                schema = (TypedKeyReader(block, connect, prefix), self.fmt.key_schema(block))
             except (CodecError, ValueError):
                 schema = None
             self._key_schemas[prefix] = schema

@@ -816,8 +816,22 @@ def _logical(logical: str, schema: Any, value: Any, where: str) -> Any:
             raise CodecError(f"{_at(where)}: {value!r:.60} is not a finite decimal")
         value = number
     if logical in _DECIMALS and isinstance(value, Decimal):
-        return _at_scale(value, schema, where)
+        scaled = _at_scale(value, schema, where)
+        if logical == "decimal" and schema.get("type") == "bytes":
+            return _fewest_bytes(scaled)
+        return scaled
     return _NOT_LOGICAL
+
+
+def _fewest_bytes(scaled: Decimal) -> bytes:
+    """The unscaled value of a decimal already at its schema's scale, as the fewest bytes of
+    two's complement, as Java's ``BigInteger`` (Confluent's serializers, Debezium) and the
+    columnar writers write it: fastavro would write -128 in two bytes (``ff 80``)."""
+    sign, digits, _ = scaled.as_tuple()
+    unscaled = int(Decimal((sign, digits, 0)))
+    return unscaled.to_bytes(
+        (unscaled if unscaled >= 0 else ~unscaled).bit_length() // 8 + 1, "big", signed=True
+    )
 
 
 def _at_scale(number: Decimal, schema: Any, where: str) -> Decimal:

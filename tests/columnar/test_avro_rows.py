@@ -354,3 +354,28 @@ def test_a_pipeline_stage_of_good_messages_takes_none_the_per_message_way() -> N
     rows, per_message = _stage(DebeziumJsonFormat({}, registry=url), url, messages)
     assert len(rows) == 40 and per_message == 0
     assert all(row["_message_value"][0] and row["_message_key"][0] for row in rows)
+
+
+def test_a_collection_of_any_text_and_a_first_key_that_is_refused() -> None:
+    """A table named with NULs groups its rows as any other; a key whose payload the
+    per-message way refuses, coming first, does not keep the columns from its schema."""
+    lines = [
+        line.replace(b'"table":"orders"', b'"table":"a\\u0000\\u0000b"') for line in _lines(12)
+    ]
+    keys = [orjson.dumps({"schema": KEY_SCHEMA, "payload": {"id": "one"}})]
+    keys += [orjson.dumps({"schema": KEY_SCHEMA, "payload": {"id": n}}) for n in range(11)]
+    data = _kv(list(zip(keys, lines, strict=True)))
+    _both(data)
+    url = f"memory://avro-rows-{next(_REGISTRIES)}"
+    fmt = DebeziumJsonFormat({}, registry=url)
+    decoded: list[object] = []
+    original = fmt.decode
+
+    def counted(message: Any) -> Any:
+        decoded.append(message)
+        return original(message)
+
+    fmt.decode = counted  # type: ignore[method-assign]
+    *_, summary, registered = _convert(fmt, url, data, False)
+    assert len(decoded) == 1 and summary.startswith("read 12 messages, wrote 11 records")
+    assert any(subject == "shop.public.a\x00\x00b-value" for subject, _, _ in registered)

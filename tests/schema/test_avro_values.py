@@ -274,3 +274,29 @@ def test_a_schema_parsed_by_fastavro_itself_reads_decimals_exactly():
     with pytest.raises(CodecError, match="more digits than decimal"):
         avro_values.decode(body.getvalue(), schema)
     assert schema["fields"][0]["type"]["logicalType"] == "decimal"
+
+
+def test_decimals_are_written_in_the_fewest_bytes_as_java_and_the_columns_write_them() -> None:
+    """-128 (unscaled) is one byte, 0x80, as Java's BigInteger and the columnar encoder
+    write it; fastavro alone would write two (ff 80). Every value reads back as it was."""
+    import pyarrow as pa
+
+    from cdc_connectors.spark.avro_encode import AvroBatchEncoder
+
+    schema = {
+        "type": "record",
+        "name": "R",
+        "fields": [
+            {
+                "name": "d",
+                "type": {"type": "bytes", "logicalType": "decimal", "precision": 30, "scale": 2},
+            }
+        ],
+    }
+    parsed = fastavro.parse_schema(schema)
+    values = [Decimal(n).scaleb(-2) for n in (-128, -129, 127, 128, -32768, -(2**71), 0, -1)]
+    ours = [avro_values.encode(parsed, {"d": v}, schema) for v in values]
+    columns = pa.StructArray.from_arrays([pa.array(values, pa.decimal128(30, 2))], names=["d"])
+    assert ours == AvroBatchEncoder(schema).encode(columns)[0]
+    assert ours[0] == b"\x02\x80" and ours[4] == b"\x04\x80\x00"
+    assert [fastavro.schemaless_reader(io.BytesIO(b), parsed)["d"] for b in ours] == values
