@@ -35,7 +35,7 @@ from cdc_connectors.columnar.debezium_opencdc import (
     Envelope,
     topics_of,
 )
-from cdc_connectors.columnar.schema_block import leading_block
+from cdc_connectors.columnar.schema_block import leading_block, rows_by_prefix
 from cdc_connectors.formats.avro import AvroFormat
 from cdc_connectors.formats.base import Format
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
@@ -215,31 +215,13 @@ class DebeziumToAvroRows(DebeziumToOpenCDC):
         self, keys: pa.Array, candidates: np.ndarray
     ) -> list[tuple[tuple[TypedKeyReader, RowSchema], np.ndarray]]:
         """Each known key schema with the rows (of ``candidates``) that start with its block."""
-        unmatched = candidates.copy()
-        found: list[tuple[tuple[TypedKeyReader, RowSchema], np.ndarray]] = []
-
-        def match(prefix: bytes) -> None:
-            hits = unmatched & wire.mask(pc.starts_with(keys, prefix))
-            if hits.any():
-                self._key_schemas.move_to_end(prefix)
-                schema = self._key_schemas[prefix]
-                if schema is not None:
-                    found.append((schema, np.flatnonzero(hits)))
-                unmatched[hits] = False
-
-        for known in list(self._key_schemas):
-            if not unmatched.any():
-                break
-            match(known)
-        for _ in range(_KEY_LOOKS_PER_BATCH):
-            if not unmatched.any():
-                break
-            row = int(np.argmax(unmatched))
-            prefix = self._learn_key(keys[row].as_py())
-            if prefix is not None:
-                match(prefix)
-            unmatched[row] = False
-        return found
+        return rows_by_prefix(
+            keys,
+            np.flatnonzero(candidates),
+            self._key_schemas,
+            self._learn_key,
+            _KEY_LOOKS_PER_BATCH,
+        )
 
     def _learn_key(self, key: bytes | None) -> bytes | None:
         """The schema block prefix of a sample key as it is spelt, its reader now known

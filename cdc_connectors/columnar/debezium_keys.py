@@ -40,7 +40,7 @@ import pyarrow.json as pajson
 from cdc_connectors.columnar import base64text, wire
 from cdc_connectors.columnar.json_text import joined, struct_text
 from cdc_connectors.columnar.proto_records import NotColumnar, struct_body
-from cdc_connectors.columnar.schema_block import leading_block
+from cdc_connectors.columnar.schema_block import leading_block, rows_by_prefix
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.formats.debezium.row_schemas import RowSchema
 from cdc_connectors.opencdc import CodecError, Record
@@ -237,32 +237,7 @@ class KeyColumns:
 
     def _schemas_of(self, keys: pa.Array, rows: np.ndarray) -> list[tuple[_Schema, np.ndarray]]:
         """Each known key schema with the rows (of ``rows``) that start with its block."""
-        unmatched = np.zeros(len(keys), dtype=bool)
-        unmatched[rows] = True
-        found: list[tuple[_Schema, np.ndarray]] = []
-
-        def match(prefix: bytes) -> None:
-            hits = unmatched & wire.mask(pc.starts_with(keys, prefix))
-            if hits.any():
-                self._schemas.move_to_end(prefix)
-                schema = self._schemas[prefix]
-                if schema is not None:
-                    found.append((schema, np.flatnonzero(hits)))
-                unmatched[hits] = False
-
-        for known in list(self._schemas):
-            if not unmatched.any():
-                break
-            match(known)
-        for _ in range(_LOOKS_PER_BATCH):
-            if not unmatched.any():
-                break
-            row = int(np.argmax(unmatched))
-            prefix = self._learn(keys[row].as_py())
-            if prefix is not None:
-                match(prefix)
-            unmatched[row] = False
-        return found
+        return rows_by_prefix(keys, rows, self._schemas, self._learn, _LOOKS_PER_BATCH)
 
     def _learn(self, key: bytes | None) -> bytes | None:
         """The schema block prefix of a sample key as it is spelt, its reader now known

@@ -10,14 +10,22 @@ with, so that text is taken from a sample message as it is written, whatever its
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, TypeVar
 
+import numpy as np
 import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
 
+from cdc_connectors.columnar import wire
 from cdc_connectors.errors import CodecError
 from cdc_connectors.opencdc.json_codec import load_exact
 
-__all__ = ["leading_block"]
+__all__ = ["leading_block", "rows_by_prefix"]
+
+T = TypeVar("T")
 
 _WHITESPACE = rb"[ \t\n\r]*"
 _START = re.compile(rb"\{" + _WHITESPACE + rb'"schema"' + _WHITESPACE + rb":" + _WHITESPACE)
@@ -59,3 +67,43 @@ def leading_block(text: bytes) -> tuple[bytes, dict[str, Any]] | None:
     if not isinstance(block, dict):
         return None
     return text[: comma.end()], block
+
+
+def rows_by_prefix(
+    texts: pa.Array,
+    rows: np.ndarray,
+    known: OrderedDict[bytes, T | None],
+    learn: Callable[[bytes | None], bytes | None],
+    looks: int,
+) -> list[tuple[T, np.ndarray]]:
+    """Each schema of ``known`` (keyed by the text its messages start with, ``None`` for one
+    the columns do not take) with the rows (of ``rows``, indexes into ``texts``) that start
+    with it; known prefixes first (each one met moves to the end: the least recently used
+    goes first when the caller bounds ``known``), then up to ``looks`` sample rows of the
+    rest taught to ``known`` by ``learn`` (the prefix of a sample now known, or ``None``)."""
+    unmatched = np.zeros(len(texts), dtype=bool)
+    unmatched[rows] = True
+    found: list[tuple[T, np.ndarray]] = []
+
+    def match(prefix: bytes) -> None:
+        hits = unmatched & wire.mask(pc.starts_with(texts, prefix))
+        if hits.any():
+            known.move_to_end(prefix)
+            schema = known[prefix]
+            if schema is not None:
+                found.append((schema, np.flatnonzero(hits)))
+            unmatched[hits] = False
+
+    for prefix in list(known):
+        if not unmatched.any():
+            break
+        match(prefix)
+    for _ in range(looks):
+        if not unmatched.any():
+            break
+        row = int(np.argmax(unmatched))
+        learnt = learn(texts[row].as_py())
+        if learnt is not None:
+            match(learnt)
+        unmatched[row] = False
+    return found

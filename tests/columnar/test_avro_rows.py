@@ -37,6 +37,7 @@ from cdc_connectors.opencdc.metadata import Metadata
 from cdc_connectors.pipeline.plan import SourceFormat, converter
 from cdc_connectors.registry.embedded import EmbeddedRegistry
 from tests.columnar.debezium_batches import KEY_SCHEMA, batches
+from tests.columnar.test_convert_columns import _stream
 from tests.columnar.test_pipeline_columns import _raw
 from tests.hypothesis_profiles import examples
 
@@ -57,22 +58,7 @@ def _fixed_clock_small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _kv(messages: list[tuple[bytes | None, bytes | None]]) -> bytes:
-    lines = []
-    for key, value in messages:
-        line = {
-            "key": orjson.Fragment(key) if key and _is_json(key) else None,
-            "value": orjson.Fragment(value) if value and _is_json(value) else None,
-        }
-        lines.append(orjson.dumps(line))
-    return b"\n".join(lines) + b"\n"
-
-
-def _is_json(data: bytes) -> bool:
-    try:
-        orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return False
-    return True
+    return _stream(messages, kv=True)
 
 
 def _convert(
