@@ -325,23 +325,33 @@ def _image(
     return image
 
 
+# Strategies of the change events, built once: Hypothesis validates a strategy each time
+# one is built, which cost more than the drawing.
+_OPS = st.sampled_from(["c", "u", "d", "r", "c", "u", "d", "r", "c", "u", "t", "x"])
+_CONNECTORS = st.sampled_from(["postgresql", "pg ✓", 'pg "q"\\'])
+_SNAPSHOTS = st.sampled_from([None, "false", "true"])
+_SCHEMAS = st.sampled_from(["public", None])
+_TX_IDS = st.none() | st.integers(0, 10**9)
+_VERSIONS = st.none() | st.just("2")
+
+
 @st.composite
 def change_event(
     draw: st.DrawFn, schema: dict[str, Any], columns: list[tuple[str, st.SearchStrategy[Any], bool]]
 ) -> bytes:
-    op = draw(st.sampled_from(["c", "u", "d", "r", "c", "u", "d", "r", "c", "u", "t", "x"]))
+    op = draw(_OPS)
     before = draw(_image(columns)) if op in ("u", "d") and draw(st.booleans()) else None
     after = draw(_image(columns)) if op != "d" or not draw(st.booleans()) else None
     source = {
         "version": "2.5.0",
-        "connector": draw(st.sampled_from(["postgresql", "pg ✓", 'pg "q"\\'])),
+        "connector": draw(_CONNECTORS),
         "ts_ms": draw(st.integers(0, 2 * 10**12)),
-        "snapshot": draw(st.sampled_from([None, "false", "true"])),
+        "snapshot": draw(_SNAPSHOTS),
         "db": "shop",
-        "schema": draw(st.sampled_from(["public", None])),
+        "schema": draw(_SCHEMAS),
         "table": "t",
-        "txId": draw(st.none() | st.integers(0, 10**9)),
-        "version_2": draw(st.none() | st.just("2")),
+        "txId": draw(_TX_IDS),
+        "version_2": draw(_VERSIONS),
     }
     payload = {
         "before": before,
@@ -442,6 +452,10 @@ def _key(schema_key: bool) -> st.SearchStrategy[bytes | None]:
     )
 
 
+_KEYS = {schema_key: _key(schema_key) for schema_key in (False, True)}
+_JUNK_OR_NONE = _JUNK | st.none()
+
+
 def arcion(value: bytes) -> bytes:
     """A change event as Arcion writes it (``source`` with a query, no ``schema`` field)."""
     document = orjson.loads(value)
@@ -494,13 +508,13 @@ def batches(
     for _ in range(draw(st.integers(1, 25))):
         kind = draw(st.integers(0, 9))
         if kind == 0:
-            value: bytes | None = draw(_JUNK | st.none())
+            value: bytes | None = draw(_JUNK_OR_NONE)
         else:
             schema, columns = schemas[kind % 5 == 0]
             value = draw(change_event(schema, columns))
             if dialect == "arcion":
                 value = arcion(value)
-        key = draw(_key(schema_key))
+        key = draw(_KEYS[schema_key])
         if batch_spelling is not None:
             spelling = (
                 draw(st.sampled_from(spellings)) if batch_spelling == "mixed" else batch_spelling
@@ -510,20 +524,26 @@ def batches(
     return messages
 
 
+_TEXT_OR_NONE = st.none() | _TEXT
+_PRICES = (
+    st.sampled_from([1.5, 0.25, -3.75, 2.0])
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.integers(-3, 3)  # an integer in a column of doubles
+)
+_BOOLEAN_OR_NONE = st.none() | st.booleans()
+_AT = st.sampled_from(["2024-01-02T03:04:05Z", "2024-01-02", "x"])
+
+
 @st.composite
 def _schemaless_image(draw: st.DrawFn) -> dict[str, Any]:
     image: dict[str, Any] = {
         "id": draw(st.integers(0, 10**6)),
         "id_2": draw(st.integers(0, 9)),
-        "name": draw(st.none() | _TEXT),
-        "price": draw(
-            st.sampled_from([1.5, 0.25, -3.75, 2.0])
-            | st.floats(allow_nan=False, allow_infinity=False)
-            | st.integers(-3, 3)  # an integer in a column of doubles
-        ),
-        "live": draw(st.none() | st.booleans()),
+        "name": draw(_TEXT_OR_NONE),
+        "price": draw(_PRICES),
+        "live": draw(_BOOLEAN_OR_NONE),
         "note": None,
-        "at": draw(st.sampled_from(["2024-01-02T03:04:05Z", "2024-01-02", "x"])),
+        "at": draw(_AT),
     }
     change = draw(st.integers(0, 30))
     if change == 0:
@@ -537,10 +557,15 @@ def _schemaless_image(draw: st.DrawFn) -> dict[str, Any]:
     return image
 
 
+_FLAT_OPS = st.sampled_from(["c", "u", "d", "r", "u"])
+_TABLES = st.sampled_from(["t", "t", "u"])
+_ID_KEYS = st.none() | st.integers(0, 99).map(lambda n: orjson.dumps({"id": n}))
+
+
 @st.composite
 def schemaless_event(draw: st.DrawFn) -> bytes:
     """A change event without a schema block (``schemas.enable=false``)."""
-    op = draw(st.sampled_from(["c", "u", "d", "r", "u"]))
+    op = draw(_FLAT_OPS)
     before = draw(_schemaless_image()) if op in ("u", "d") and draw(st.booleans()) else None
     after = draw(_schemaless_image()) if op != "d" else None
     payload: dict[str, Any] = {
@@ -551,9 +576,9 @@ def schemaless_event(draw: st.DrawFn) -> bytes:
             "connector": "postgresql",
             "ts_ms": draw(st.integers(0, 2 * 10**12)),
             "db": "shop",
-            "schema": draw(st.sampled_from(["public", None])),
-            "table": draw(st.sampled_from(["t", "t", "u"])),
-            "txId": draw(st.none() | st.integers(0, 10**9)),
+            "schema": draw(_SCHEMAS),
+            "table": draw(_TABLES),
+            "txId": draw(_TX_IDS),
         },
         "op": op,
         "ts_ms": draw(st.integers(0, 2 * 10**12)),
@@ -575,27 +600,36 @@ def schemaless_batches(
     for _ in range(draw(st.integers(1, 25))):
         kind = draw(st.integers(0, 12))
         if kind == 0:
-            value: bytes | None = draw(_JUNK | st.none())
+            value: bytes | None = draw(_JUNK_OR_NONE)
         elif kind == 1:
             value = draw(change_event(schema, columns))
         else:
             value = draw(schemaless_event())
-        key = draw(st.none() | st.integers(0, 99).map(lambda n: orjson.dumps({"id": n})))
+        key = draw(_ID_KEYS)
         messages.append((respelt(key, spelling), respelt(value, spelling)))
     return messages
+
+
+_YDB_ROWS = st.fixed_dictionaries(
+    {
+        "id": st.integers(0, 99),
+        "name": _TEXT_OR_NONE,
+        "intColumn": st.none() | st.integers(-(2**40), 2**40),
+    }
+)
+_YDB_STEPS = st.integers(0, 2 * 10**12) | st.sampled_from([-1, 2**62, 0]) | st.just("17")
+_YDB_KEYS = (
+    st.integers(0, 99).map(lambda n: orjson.dumps({"payload": {"id": n}}))
+    | st.none()
+    | st.just(b'{"payload": 5}')
+)
 
 
 @st.composite
 def ydb_event(draw: st.DrawFn) -> bytes:
     """A change of a YDB changefeed in its Debezium JSON (``{"payload": ...}``, no schema)."""
-    row = st.fixed_dictionaries(
-        {
-            "id": st.integers(0, 99),
-            "name": st.none() | _TEXT,
-            "intColumn": st.none() | st.integers(-(2**40), 2**40),
-        }
-    )
-    op = draw(st.sampled_from(["c", "u", "d", "r", "u"]))
+    row = _YDB_ROWS
+    op = draw(_FLAT_OPS)
     payload: dict[str, Any] = {"op": op}
     if op in ("u", "d") and draw(st.booleans()):
         payload["before"] = draw(row)
@@ -604,7 +638,7 @@ def ydb_event(draw: st.DrawFn) -> bytes:
     source: dict[str, Any] = {
         "connector": "ydb",
         "version": "1.0.0",
-        "step": draw(st.integers(0, 2 * 10**12) | st.sampled_from([-1, 2**62, 0]) | st.just("17")),
+        "step": draw(_YDB_STEPS),
         "txId": draw(st.integers(0, 2**62)),
         "snapshot": op == "r",
     }
@@ -619,35 +653,33 @@ def ydb_batches(draw: st.DrawFn) -> list[tuple[bytes | None, bytes | None]]:
     """(key, value) of a YDB changefeed's messages, with junk."""
     messages = []
     for _ in range(draw(st.integers(1, 20))):
-        value = draw(_JUNK | st.none()) if draw(st.integers(0, 9)) == 0 else draw(ydb_event())
-        key = draw(
-            st.integers(0, 99).map(lambda n: orjson.dumps({"payload": {"id": n}}))
-            | st.none()
-            | st.just(b'{"payload": 5}')
-        )
+        value = draw(_JUNK_OR_NONE) if draw(st.integers(0, 9)) == 0 else draw(ydb_event())
+        key = draw(_YDB_KEYS)
         messages.append((key, value))
     return messages
+
+
+_HBASE_ROWS = st.fixed_dictionaries(
+    {
+        "ROW": st.binary(min_size=1, max_size=4).map(lambda b: base64.b64encode(b).decode()),
+        "f_name": st.none() | st.just("bHVja3k="),
+    }
+)
+_SQL_ROWS = st.fixed_dictionaries(
+    {"id": st.integers(0, 99).map(str), "name": _TEXT_OR_NONE, "n": _ints(32)}
+)
+_LINDORM_OPS = st.sampled_from(["c", "u", "u", "d", "r", "x"])
+_NAMESPACES = st.sampled_from(["default", "ns"])
+_LINDORM_KEYS = st.none() | st.integers(0, 99).map(lambda n: orjson.dumps({"id": str(n)}))
+_LINDORM_SPELLINGS = st.sampled_from([None, None, "spaced"])
 
 
 @st.composite
 def lindorm_event(draw: st.DrawFn) -> bytes:
     """A Lindorm change: ``{"schema": {}, "payload": ...}``, SQL rows (some updates delete a
     column) or HBase rows (``ROW`` and ``<family>_<qualifier>`` columns, base64 values)."""
-    hbase = draw(st.integers(0, 4)) == 0
-    if hbase:
-        row = st.fixed_dictionaries(
-            {
-                "ROW": st.binary(min_size=1, max_size=4).map(
-                    lambda b: base64.b64encode(b).decode()
-                ),
-                "f_name": st.none() | st.just("bHVja3k="),
-            }
-        )
-    else:
-        row = st.fixed_dictionaries(
-            {"id": st.integers(0, 99).map(str), "name": st.none() | _TEXT, "n": _ints(32)}
-        )
-    op = draw(st.sampled_from(["c", "u", "u", "d", "r", "x"]))
+    row = _HBASE_ROWS if draw(st.integers(0, 4)) == 0 else _SQL_ROWS
+    op = draw(_LINDORM_OPS)
     before = draw(row) if op in ("u", "d") else None
     after = draw(row) if op != "d" else None
     if op == "u" and after is not None and draw(st.integers(0, 3)) == 0:
@@ -655,7 +687,7 @@ def lindorm_event(draw: st.DrawFn) -> bytes:
     source = {
         "version": "v1.0",
         "db": "ld-xxxx",
-        "namespace": draw(st.sampled_from(["default", "ns"])),
+        "namespace": draw(_NAMESPACES),
         "table": "customers",
         "ts_ms": draw(st.integers(0, 2 * 10**12)),
     }
@@ -672,11 +704,11 @@ def lindorm_batches(draw: st.DrawFn) -> list[tuple[bytes | None, bytes | None]]:
     for _ in range(draw(st.integers(1, 20))):
         kind = draw(st.integers(0, 12))
         if kind == 0:
-            value: bytes | None = draw(_JUNK | st.none())
+            value: bytes | None = draw(_JUNK_OR_NONE)
         elif kind == 1:
             value = draw(change_event(schema, columns))
         else:
             value = draw(lindorm_event())
-        key = draw(st.none() | st.integers(0, 99).map(lambda n: orjson.dumps({"id": str(n)})))
-        messages.append((key, respelt(value, draw(st.sampled_from([None, None, "spaced"])))))
+        key = draw(_LINDORM_KEYS)
+        messages.append((key, respelt(value, draw(_LINDORM_SPELLINGS))))
     return messages

@@ -9,6 +9,7 @@ import io
 import itertools
 import time
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pyarrow as pa
@@ -80,17 +81,22 @@ def _without_flag(rows: list[dict[str, object]]) -> list[dict[str, object]]:
     return [{k: v for k, v in row.items() if k != "_per_message"} for row in rows]
 
 
-@pytest.mark.parametrize("to", ["proto", "json"])
+def _agree(
+    columns: type[Format], per_message: type[Format], raw: pa.RecordBatch, options: Any = None
+) -> None:
+    """The stage rows of ``columns`` (served by the columns) and of ``per_message`` are the
+    same, to each OpenCDC destination: one generated batch checks both."""
+    for to in ("proto", "json"):
+        ours = _stage(columns(dict(options or {}), registry=REGISTRY), raw, to)
+        theirs = _stage(per_message(dict(options or {}), registry=REGISTRY), raw, to)
+        assert _without_flag(ours) == _without_flag(theirs), f"to {to}"
+
+
 @settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
-def test_columns_give_the_stage_rows_of_the_per_message_way(to: str, data: st.DataObject) -> None:
-    registry = open_registry(REGISTRY)
-    messages = data.draw(batches(registry))
-    raw = _raw(messages, 1)
-    ours = _stage(DebeziumAvroFormat(registry=REGISTRY), raw, to)
-    assert _without_flag(ours) == _without_flag(
-        _stage(PerMessageDebeziumAvro(registry=REGISTRY), raw, to)
-    )
+def test_columns_give_the_stage_rows_of_the_per_message_way(data: st.DataObject) -> None:
+    messages = data.draw(batches(open_registry(REGISTRY)))
+    _agree(DebeziumAvroFormat, PerMessageDebeziumAvro, _raw(messages, 1))
 
 
 def _orders(registry_url: str, count: int) -> list[tuple[bytes | None, bytes | None, bool]]:
@@ -299,18 +305,13 @@ class PerMessageAvro(AvroFormat):
 ROW_OPTIONS = [{}, {"topic": "orders"}, {"raw.keys": "true"}]
 
 
-@pytest.mark.parametrize("to", ["proto", "json"])
 @settings(max_examples=examples(35), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), options=st.sampled_from(ROW_OPTIONS))
 def test_avro_rows_from_columns_are_those_of_the_per_message_way(
-    to: str, data: st.DataObject, options: dict[str, str]
+    data: st.DataObject, options: dict[str, str]
 ) -> None:
     messages = data.draw(row_batches(open_registry(REGISTRY)))
-    raw = _raw(messages, 1)
-    ours = _stage(AvroFormat(options, registry=REGISTRY), raw, to)
-    assert _without_flag(ours) == _without_flag(
-        _stage(PerMessageAvro(options, registry=REGISTRY), raw, to)
-    )
+    _agree(AvroFormat, PerMessageAvro, _raw(messages, 1), options)
 
 
 @pytest.mark.parametrize("to", ["proto", "json"])
@@ -362,18 +363,13 @@ class PerMessageProtobuf(ProtobufFormat):
     """``protobuf`` as it is, under another class, which the columns do not serve."""
 
 
-@pytest.mark.parametrize("to", ["proto", "json"])
 @settings(max_examples=examples(35), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), options=st.sampled_from(ROW_OPTIONS))
 def test_protobuf_rows_from_columns_are_those_of_the_per_message_way(
-    to: str, data: st.DataObject, options: dict[str, str]
+    data: st.DataObject, options: dict[str, str]
 ) -> None:
     messages = data.draw(protobuf_batches(open_registry(REGISTRY)))
-    raw = _raw(messages, 1)
-    ours = _stage(ProtobufFormat(options, registry=REGISTRY), raw, to)
-    assert _without_flag(ours) == _without_flag(
-        _stage(PerMessageProtobuf(options, registry=REGISTRY), raw, to)
-    )
+    _agree(ProtobufFormat, PerMessageProtobuf, _raw(messages, 1), options)
 
 
 @pytest.mark.parametrize("to", ["proto", "json"])
