@@ -1,4 +1,5 @@
-"""`format("cdc-files")` / `format("cdc-kafka")` resolve without register(), from any directory.
+"""`format("cdc-files")` / `format("cdc-kafka")` resolve without register(), from any directory:
+a fresh session, nothing registered by hand, only the ``pyspark_*`` modules' DefaultSource.
 
 PySpark finds ``pyspark_*`` modules with ``pkgutil.iter_modules`` in a fresh Python worker;
 the installed package must be visible to it wherever the user starts Spark.
@@ -13,9 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import ROOT
 from tests.pipeline.support import QUICK_SUBMIT_ARGS
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+SHOP_CUSTOMERS = ROOT / "examples" / "debezium" / "shop" / "customers.jsonl"
 
 READ_WITHOUT_REGISTER = """
 import sys
@@ -23,6 +27,9 @@ from pyspark.sql import SparkSession
 spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
 spark.sparkContext.setLogLevel("ERROR")
 print("ROWS", spark.read.format("cdc-files").load(sys.argv[1]).count())
+shop = (spark.read.format("cdc-files").option("path", sys.argv[2])
+        .option("format", "debezium-json").load())
+print("SHOP", shop.count())
 try:
     spark.read.format("cdc-kafka").load()  # found, and it asks for its settings
 except Exception as exc:
@@ -43,7 +50,7 @@ def test_the_data_sources_resolve_from_a_directory_outside_the_repository(tmp_pa
         "PYSPARK_SUBMIT_ARGS": QUICK_SUBMIT_ARGS,
     }
     done = subprocess.run(
-        [sys.executable, "-c", READ_WITHOUT_REGISTER, str(data)],
+        [sys.executable, "-c", READ_WITHOUT_REGISTER, str(data), str(SHOP_CUSTOMERS)],
         capture_output=True,
         text=True,
         cwd=elsewhere,
@@ -52,4 +59,6 @@ def test_the_data_sources_resolve_from_a_directory_outside_the_repository(tmp_pa
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "ROWS 1" in done.stdout
+    # five change events and one line that is not JSON (a dead-letter row)
+    assert "SHOP 6" in done.stdout
     assert "KAFKA True" in done.stdout
