@@ -35,7 +35,7 @@ from cdc_connectors.columnar.debezium_opencdc import (
     Envelope,
     topics_of,
 )
-from cdc_connectors.columnar.schema_block import leading_block, rows_by_prefix
+from cdc_connectors.columnar.schema_block import learn_key, rows_by_prefix
 from cdc_connectors.formats.avro import AvroFormat
 from cdc_connectors.formats.base import Format
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
@@ -44,6 +44,7 @@ from cdc_connectors.opencdc import CodecError
 from cdc_connectors.opencdc import keys as metadata_keys
 from cdc_connectors.opencdc.metadata import Metadata
 from cdc_connectors.schema import framing
+from cdc_connectors.schema.connect import ConnectSchema
 from cdc_connectors.spark.debezium_typed import TypedDebeziumDecoder, TypedKeyReader, two_documents
 
 __all__ = ["DebeziumToAvroRows"]
@@ -224,29 +225,18 @@ class DebeziumToAvroRows(DebeziumToOpenCDC):
         )
 
     def _learn_key(self, key: bytes | None) -> bytes | None:
-        """The schema block prefix of a sample key as it is spelt, its reader now known
-        (``None`` stands for a schema the columns do not take); ``None`` for a key that does
-        not start with a schema block."""
-        found = leading_block(key or b"")
-        if found is None:
+        """The schema block prefix of a sample key, its reader now known (see
+        :func:`~cdc_connectors.columnar.schema_block.learn_key`)."""
+        return learn_key(self.fmt, key, self._key_schemas, self._key_schema, MAX_KEY_SCHEMAS)
+
+    def _key_schema(
+        self, block: dict[str, object], connect: ConnectSchema, prefix: bytes
+    ) -> tuple[TypedKeyReader, RowSchema] | None:
+        """A key schema's reader and row schema, or ``None`` when the columns do not take it."""
+        try:
+            return TypedKeyReader(block, connect, prefix), self.fmt.key_schema(block)
+        except (CodecError, ValueError):
             return None
-        prefix, block = found
-        if prefix not in self._key_schemas:
-            try:
-                _, connect = self.fmt.kafka_key(key)
-            except CodecError:
-                return None  # this key's payload, not its schema: another may teach it
-            if connect is None:
-                return None
-            schema: tuple[TypedKeyReader, RowSchema] | None = None
-            try:
-                schema = (TypedKeyReader(block, connect, prefix), self.fmt.key_schema(block))
-            except (CodecError, ValueError):
-                schema = None
-            self._key_schemas[prefix] = schema
-            while len(self._key_schemas) > MAX_KEY_SCHEMAS:
-                self._key_schemas.popitem(last=False)
-        return prefix
 
     def _key_names(
         self, row: RowSchema, collections: pa.Array

@@ -40,7 +40,7 @@ import pyarrow.json as pajson
 from cdc_connectors.columnar import base64text, wire
 from cdc_connectors.columnar.json_text import joined, struct_text
 from cdc_connectors.columnar.proto_records import NotColumnar, struct_body
-from cdc_connectors.columnar.schema_block import leading_block, rows_by_prefix
+from cdc_connectors.columnar.schema_block import learn_key, rows_by_prefix
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.formats.debezium.row_schemas import RowSchema
 from cdc_connectors.opencdc import CodecError, Record
@@ -240,24 +240,9 @@ class KeyColumns:
         return rows_by_prefix(keys, rows, self._schemas, self._learn, _LOOKS_PER_BATCH)
 
     def _learn(self, key: bytes | None) -> bytes | None:
-        """The schema block prefix of a sample key as it is spelt, its reader now known
-        (``None`` stands for a schema the columns do not take); ``None`` for a key that does
-        not start with a schema block."""
-        found = leading_block(key or b"")
-        if found is None:
-            return None
-        prefix, block = found
-        try:
-            _, connect = self.fmt.kafka_key(key)
-        except CodecError:
-            return None
-        if connect is None:
-            return None
-        if prefix not in self._schemas:
-            self._schemas[prefix] = self._schema(block, connect, prefix)
-            while len(self._schemas) > MAX_SCHEMAS:
-                self._schemas.popitem(last=False)
-        return prefix
+        """The schema block prefix of a sample key, its reader now known (see
+        :func:`~cdc_connectors.columnar.schema_block.learn_key`)."""
+        return learn_key(self.fmt, key, self._schemas, self._schema, MAX_SCHEMAS)
 
     def _schema(
         self, block: dict[str, object], connect: ConnectSchema, prefix: bytes

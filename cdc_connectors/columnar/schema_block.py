@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import orjson
@@ -23,7 +23,11 @@ from cdc_connectors.columnar import wire
 from cdc_connectors.errors import CodecError
 from cdc_connectors.opencdc.json_codec import load_exact
 
-__all__ = ["leading_block", "rows_by_prefix"]
+if TYPE_CHECKING:
+    from cdc_connectors.formats.debezium import DebeziumJsonFormat
+    from cdc_connectors.schema.connect import ConnectSchema
+
+__all__ = ["leading_block", "learn_key", "rows_by_prefix"]
 
 T = TypeVar("T")
 
@@ -107,3 +111,33 @@ def rows_by_prefix(
             match(learnt)
         unmatched[row] = False
     return found
+
+
+def learn_key(
+    fmt: DebeziumJsonFormat,
+    key: bytes | None,
+    known: OrderedDict[bytes, T | None],
+    build: Callable[[dict[str, Any], ConnectSchema, bytes], T | None],
+    limit: int,
+) -> bytes | None:
+    """The schema block prefix of a sample Kafka key as it is spelt, its schema now in
+    ``known`` (what ``build`` makes of the block, its Connect schema and the prefix; ``None``
+    for a schema the columns do not take; the least recently used goes once ``known``
+    holds more than ``limit``); ``None`` for a key that does not start with a schema block,
+    or whose payload the per-message way refuses (another key may teach its schema).
+    The ``learn`` of :func:`rows_by_prefix` for keys."""
+    found = leading_block(key or b"")
+    if found is None:
+        return None
+    prefix, block = found
+    if prefix not in known:
+        try:
+            _, connect = fmt.kafka_key(key)
+        except CodecError:
+            return None
+        if connect is None:
+            return None
+        known[prefix] = build(block, connect, prefix)
+        while len(known) > limit:
+            known.popitem(last=False)
+    return prefix
