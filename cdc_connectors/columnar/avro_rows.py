@@ -18,24 +18,34 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc_connectors.columnar import wire
-from cdc_connectors.formats.avro import AvroFormat
 from cdc_connectors.opencdc import CodecError
-from cdc_connectors.registry.store import Resolved
+from cdc_connectors.registry.store import Resolved, SchemaStore
 from cdc_connectors.schema import avro_values, framing
 from cdc_connectors.schema.subjects import Part
 from cdc_connectors.spark.avro_encode import AvroBatchEncoder
 
-__all__ = ["AvroRows", "Encoded"]
+__all__ = ["AvroRows", "Encoded", "RecordSchemas", "codes"]
 
 #: The largest finite value of an Avro ``float`` (IEEE 754 single precision).
 _FLOAT_MAX = float(np.finfo(np.float32).max)
+
+
+class RecordSchemas(Protocol):
+    """A destination writing Avro records with the schemas metadata names: ``avro``,
+    ``debezium-avro``."""
+
+    store: SchemaStore
+
+    def named_record(self, named: tuple[str, int]) -> tuple[Resolved, str, str] | None: ...
+
+    def subject_for(self, collection: str | None, part: Part, record_name: str | None) -> str: ...
 
 
 @dataclass
@@ -54,7 +64,7 @@ class Encoded:
 class AvroRows:
     """One part of typed rows -> Confluent-framed Avro (module docstring)."""
 
-    def __init__(self, destination: AvroFormat, part: Part):
+    def __init__(self, destination: RecordSchemas, part: Part):
         self.destination = destination
         self.part: Part = part
         # writer schema id -> its encoder (None: no encoder builds for it)
@@ -91,10 +101,10 @@ class AvroRows:
         if not named.any():
             return encoded
         columns = [subjects, versions, collections]
-        codes, names = _codes(columns)
+        combined, names = codes(columns)
         # each (subject, version, collection) in the order it first comes, as the
         # per-message way registers them
-        _, first, group_of = np.unique(codes, return_index=True, return_inverse=True)
+        _, first, group_of = np.unique(combined, return_index=True, return_inverse=True)
         for number in np.argsort(first, kind="stable").tolist():
             rows = np.flatnonzero(named & (group_of == number))
             if len(rows):
@@ -172,7 +182,7 @@ class AvroRows:
         return found
 
 
-def _codes(columns: list[pa.Array]) -> tuple[np.ndarray, list[list[Any]]]:
+def codes(columns: list[pa.Array]) -> tuple[np.ndarray, list[list[Any]]]:
     """One integer per row that tells the rows' combinations of ``columns`` apart, and
     each column's values."""
     combined = np.zeros(len(columns[0]), dtype=np.int64)

@@ -9,7 +9,8 @@ JSON dialects described by their envelope, :mod:`~cdc_connectors.columnar.debezi
 :mod:`~cdc_connectors.columnar.ydb_opencdc`; OpenCDC JSON itself,
 :mod:`~cdc_connectors.columnar.opencdc_json_opencdc`, and protobuf,
 :mod:`~cdc_connectors.columnar.opencdc_proto_opencdc`; each to OpenCDC protobuf or JSON; and
-Debezium JSON to ``avro`` rows, :mod:`~cdc_connectors.columnar.debezium_avro_rows`), else
+Debezium JSON to ``avro`` rows, :mod:`~cdc_connectors.columnar.debezium_avro_rows`, and
+to ``debezium-avro``, :mod:`~cdc_connectors.columnar.debezium_avro_envelopes`), else
 ``None``: the per-message way.
 """
 
@@ -22,6 +23,7 @@ import pyarrow as pa
 
 from cdc_connectors.columnar.avro_opencdc import AvroToOpenCDC
 from cdc_connectors.columnar.cdl_opencdc import CdlToOpenCDC
+from cdc_connectors.columnar.debezium_avro_envelopes import DebeziumToDebeziumAvro
 from cdc_connectors.columnar.debezium_avro_opencdc import DebeziumAvroToOpenCDC
 from cdc_connectors.columnar.debezium_avro_rows import DebeziumToAvroRows
 from cdc_connectors.columnar.debezium_opencdc import Columnar, DebeziumToOpenCDC
@@ -57,6 +59,7 @@ CONVERTERS: tuple[Any, ...] = (
     OpenCDCProtoToOpenCDC,
     YdbToOpenCDC,
     DebeziumToAvroRows,
+    DebeziumToDebeziumAvro,
     DebeziumToOpenCDC,
 )
 

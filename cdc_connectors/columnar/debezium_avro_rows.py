@@ -47,7 +47,7 @@ from cdc_connectors.schema import framing
 from cdc_connectors.schema.connect import ConnectSchema
 from cdc_connectors.spark.debezium_typed import TypedDebeziumDecoder, TypedKeyReader, two_documents
 
-__all__ = ["DebeziumToAvroRows"]
+__all__ = ["DebeziumToAvroRows", "lookup", "names_schemas_for"]
 
 #: Key schemas kept readers for; the least recently used goes first.
 MAX_KEY_SCHEMAS = 32
@@ -85,13 +85,8 @@ class DebeziumToAvroRows(DebeziumToOpenCDC):
         naming schemas in the registry the ``avro`` destination writes with (the same URL),
         which has no schema files and no ``raw.keys``."""
         return (
-            isinstance(source, DebeziumJsonFormat)
-            and not source.binary
-            and type(source).described_by_envelope()
-            and not source.key_fields
-            and bool(source.registry_url)
-            and type(destination) is AvroFormat
-            and destination.registry_url == source.registry_url
+            type(destination) is AvroFormat
+            and names_schemas_for(source, destination)
             and not destination.raw_keys
             and all(text is None for text in destination.schema_files.values())
         )
@@ -132,13 +127,9 @@ class DebeziumToAvroRows(DebeziumToOpenCDC):
             return None
         rows = matched[local]
         metadata = batch.column("metadata")
-        collections = _lookup(metadata, metadata_keys.COLLECTION)
-        after = batch.column("after")
-        present = wire.valid(after) & ~wire.mask(pc.equal(batch.column("operation"), "delete"))
-        subject_key, version_key = framing.CONDUIT_KEYS["payload"]
-        subjects, versions = _lookup(metadata, subject_key), _lookup(metadata, version_key)
+        collections = lookup(metadata, metadata_keys.COLLECTION)
         encoded_keys, bad_keys = self._encode_keys(read, local, collections)
-        encoded_values = self._values.encode(after, present, subjects, versions, collections)
+        encoded_values = self._encode_values(batch, metadata, collections)
         keep = ~(encoded_values.refused | bad_keys)
         topics = None
         if self.topic is not None:
@@ -159,6 +150,17 @@ class DebeziumToAvroRows(DebeziumToOpenCDC):
                 None if topics is None else topics.filter(kept),
             )
         return Columnar(rows, written_values, written_keys, topics)
+
+    def _encode_values(
+        self, batch: pa.RecordBatch, metadata: pa.MapArray, collections: pa.Array
+    ) -> Encoded:
+        """The value bodies of the decoded rows, grouped by the schema registered for them
+        (:meth:`AvroRows.framed` registers them): the ``after`` image; a delete has none."""
+        after = batch.column("after")
+        present = wire.valid(after) & ~wire.mask(pc.equal(batch.column("operation"), "delete"))
+        subject_key, version_key = framing.CONDUIT_KEYS["payload"]
+        subjects, versions = lookup(metadata, subject_key), lookup(metadata, version_key)
+        return self._values.encode(after, present, subjects, versions, collections)
 
     # --- keys -------------------------------------------------------------------------------
 
@@ -292,6 +294,19 @@ class _ReadKeys:
         return _ReadKeys(np.ones(int(rows.sum()), dtype=bool), groups, self.keyed)
 
 
-def _lookup(metadata: pa.MapArray, key: str) -> pa.Array:
+def names_schemas_for(source: Format, destination: Format) -> bool:
+    """Whether ``source`` is a Debezium JSON dialect described by its envelope alone, without
+    ``key.fields``, naming its schemas in the registry ``destination`` writes with."""
+    return (
+        isinstance(source, DebeziumJsonFormat)
+        and not source.binary
+        and type(source).described_by_envelope()
+        and not source.key_fields
+        and bool(source.registry_url)
+        and destination.registry_url == source.registry_url
+    )
+
+
+def lookup(metadata: pa.MapArray, key: str) -> pa.Array:
     """Each row's metadata value of ``key`` (null where it has none)."""
     return pc.map_lookup(metadata, pa.scalar(key, pa.string()), "first")

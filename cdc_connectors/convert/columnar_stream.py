@@ -53,6 +53,7 @@ def serves(decoder: Format, encoder: Format) -> bool:
     """Whether the columns write what ``decoder`` then ``encoder`` write."""
     from cdc_connectors.formats.avro import AvroFormat, SchemaRowFormat
     from cdc_connectors.formats.debezium import DebeziumJsonFormat
+    from cdc_connectors.formats.debezium.avro_format import DebeziumAvroFormat
     from cdc_connectors.formats.debezium.cdl import CdlJsonFormat
     from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
     from cdc_connectors.formats.ydb import YdbJsonFormat
@@ -70,6 +71,7 @@ def serves(decoder: Format, encoder: Format) -> bool:
         OpenCDCJsonFormat,
         DebeziumJsonFormat,
         AvroFormat,
+        DebeziumAvroFormat,
     ):
         return False  # no need to load the columnar machinery (it brings pyspark's types)
     from cdc_connectors.columnar import choose

@@ -340,6 +340,7 @@ def _columnar(decoder: Format, encoder: Format) -> bool:
         "OpenCDCJsonFormat",
         "DebeziumJsonFormat",
         "AvroFormat",
+        "DebeziumAvroFormat",
     ):
         return False
     from cdc_connectors.convert import columnar_stream

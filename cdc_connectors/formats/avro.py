@@ -370,24 +370,8 @@ class AvroFormat(SchemaRowFormat):
         full name, asked once per run; ``None`` when the registry has none or it is no Avro
         record."""
         if named not in self._named:
-            self._named[named] = self._named_record(named)
+            self._named[named] = named_avro_record(self.store, named)
         return self._named[named]
-
-    def _named_record(self, named: tuple[str, int]) -> tuple[Resolved, str, str] | None:
-        try:
-            source = self.store.by_version(*named)
-        except UnknownSchema:
-            return None
-        if source.schema_type != "AVRO":
-            return None
-        try:
-            shape = named_once(avro_values.standalone(source))
-        except CodecError:
-            return None
-        if not isinstance(shape, dict) or shape.get("type") not in ("record", "error"):
-            return None
-        text = orjson.dumps(shape).decode()
-        return source, text, _record_name(text) or ""
 
     def _current_schema(self, subject: str) -> Resolved | None:
         """The subject's latest version, asked once per run; ``None`` for a new subject."""
@@ -448,6 +432,28 @@ def _misfit(
     except CodecError as exc:
         return exc.reason
     return None
+
+
+def named_avro_record(
+    store: SchemaStore, named: tuple[str, int]
+) -> tuple[Resolved, str, str] | None:
+    """The schema of ``named`` (subject, version) in ``store``, its text to register (named
+    types defined once) and its record's full name; ``None`` when the store has none or it
+    is no Avro record."""
+    try:
+        source = store.by_version(*named)
+    except UnknownSchema:
+        return None
+    if source.schema_type != "AVRO":
+        return None
+    try:
+        shape = named_once(avro_values.standalone(source))
+    except CodecError:
+        return None
+    if not isinstance(shape, dict) or shape.get("type") not in ("record", "error"):
+        return None
+    text = orjson.dumps(shape).decode()
+    return source, text, _record_name(text) or ""
 
 
 def _record_name(text: str) -> str | None:

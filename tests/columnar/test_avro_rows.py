@@ -32,6 +32,7 @@ from cdc_connectors.convert.engine import FailFast, convert_stream
 from cdc_connectors.formats.avro import AvroFormat
 from cdc_connectors.formats.base import Format
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
+from cdc_connectors.formats.debezium.avro_format import DebeziumAvroFormat
 from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
 from cdc_connectors.opencdc.metadata import Metadata
 from cdc_connectors.pipeline.plan import SourceFormat, converter
@@ -86,7 +87,7 @@ def _convert(
     except FailFast as stop:
         stats = stop.stats
     named: list[Any] = out.getvalue().splitlines()
-    if to is AvroFormat:
+    if to in (AvroFormat, DebeziumAvroFormat):
         named = [
             {part: _named(registry, line[part]) for part in ("key", "value")}
             for line in map(orjson.loads, named)
@@ -301,13 +302,18 @@ def _avro(text: str) -> Any:
     return Schema(text, "AVRO")
 
 
-def _stage(source: Format, url: str, messages: list[tuple[bytes | None, bytes | None]]) -> Any:
+def _stage(
+    source: Format,
+    url: str,
+    messages: list[tuple[bytes | None, bytes | None]],
+    to: type[Format] = AvroFormat,
+) -> Any:
     """The rows of a fused pipeline stage (messages and dead letters, in order), each
     message's schema id replaced by its schema's text; and how many came the per-message
     way."""
     registry = EmbeddedRegistry(url)
     stage = converter(
-        SourceFormat(source, "cdc-kafka", fail_fast=False), AvroFormat({}, registry=url), "p:out"
+        SourceFormat(source, "cdc-kafka", fail_fast=False), to({}, registry=url), "p:out"
     )
     rows, per_message = [], 0
     for batch in stage(iter([_raw(messages)])):

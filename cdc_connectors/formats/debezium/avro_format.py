@@ -57,9 +57,11 @@ from typing import Any, ClassVar
 
 import orjson
 
+from cdc_connectors.formats.avro import named_avro_record
 from cdc_connectors.formats.base import FormatOptionError, Message
 from cdc_connectors.formats.debezium.json_format import DebeziumJsonFormat
 from cdc_connectors.opencdc import CodecError, Operation, Record
+from cdc_connectors.opencdc.metadata import Metadata
 from cdc_connectors.registry.store import Resolved
 from cdc_connectors.schema import avro_values, framing
 from cdc_connectors.schema.avro import named_once
@@ -119,10 +121,13 @@ class DebeziumAvroFormat(DebeziumJsonFormat):
         super()._reset_caches()
         # writer schema id -> (row schema, key schema) registered for reading: (subject, version)
         self._named: dict[tuple[int, str], tuple[str, int] | None] = {}
+        # (subject, version) named by metadata -> its record schema (for the columns)
+        self._records: dict[tuple[str, int], tuple[Resolved, str, str] | None] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
         state.pop("_named", None)
+        state.pop("_records", None)
         return state
 
     # --- reading -----------------------------------------------------------------------------
@@ -220,35 +225,23 @@ class DebeziumAvroFormat(DebeziumJsonFormat):
         collection = record.metadata.collection
         space = _namespace(collection)
         row, inferred = self._row_avro(record, before, after, space)
-        row_name = _full_name(row)
         try:
             if inferred:
                 before = None if before is None else prepare(before, row, what="payload.before")
                 after = None if after is None else prepare(after, row, what="payload.after")
         except SchemaError as exc:
             raise CodecError(f"does not fit its Avro schema: {exc}") from None
-        source = self._source(record)
-        transaction = _typed_fields(record.metadata, f"{self.prefix}.transaction.")
-        fields: list[dict[str, Any]] = [
-            {"name": "before", "type": ["null", row], "default": None},
-            {"name": "after", "type": ["null", row_name], "default": None},
-            {"name": "source", "type": _record_schema(_qualified(space, "Source"), source[0])},
-            {"name": "op", "type": "string"},
-            {"name": "ts_ms", "type": _NULL_LONG, "default": None},
-        ]
+        envelope, source, transaction = self.envelope_schema(record.metadata, row)
         value: dict[str, Any] = {
             "before": before,
             "after": after,
-            "source": source[1],
+            "source": source,
             "op": letter,
             "ts_ms": None if record.metadata.read_at is None else record.metadata.read_at // 10**6,
         }
-        if transaction[0]:
-            block = _record_schema(_qualified(space, "Transaction"), transaction[0])
-            fields.append({"name": "transaction", "type": ["null", block], "default": None})
-            value["transaction"] = transaction[1]
-        envelope_name = _qualified(space, "Envelope")
-        envelope = {"type": "record", "name": envelope_name, "fields": fields}
+        if transaction is not None:
+            value["transaction"] = transaction
+        envelope_name = envelope["name"]
         schema = self._register(record, "payload", orjson.dumps(envelope).decode(), envelope_name)
         try:
             body = avro_values.encode(
@@ -259,6 +252,46 @@ class DebeziumAvroFormat(DebeziumJsonFormat):
         return Message(
             value=framing.frame(schema.schema_id, body), key=self._encode_key(record, space)
         )
+
+    def envelope_schema(
+        self, metadata: Metadata, row: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]:
+        """The envelope record schema of a record with ``metadata`` whose row schema is
+        ``row``, and the values of its ``source`` and ``transaction`` (``None``: no such
+        field) records; :class:`CodecError` for a metadata name that is no Avro name."""
+        space = _namespace(metadata.collection)
+        source = self._source(metadata)
+        transaction = _typed_fields(metadata, f"{self.prefix}.transaction.")
+        fields: list[dict[str, Any]] = [
+            {"name": "before", "type": ["null", row], "default": None},
+            {"name": "after", "type": ["null", _full_name(row)], "default": None},
+            {"name": "source", "type": _record_schema(_qualified(space, "Source"), source[0])},
+            {"name": "op", "type": "string"},
+            {"name": "ts_ms", "type": _NULL_LONG, "default": None},
+        ]
+        if transaction[0]:
+            block = _record_schema(_qualified(space, "Transaction"), transaction[0])
+            fields.append({"name": "transaction", "type": ["null", block], "default": None})
+        envelope = {"type": "record", "name": _qualified(space, "Envelope"), "fields": fields}
+        return envelope, source[1], transaction[1] if transaction[0] else None
+
+    def named_record(self, named: tuple[str, int]) -> tuple[Resolved, str, str] | None:
+        """The row or key schema of ``named`` (subject, version), its text and its record's
+        full name, asked once per run (as :meth:`AvroFormat.named_record
+        <cdc_connectors.formats.avro.AvroFormat.named_record>`)."""
+        if named not in self._records:
+            self._records[named] = named_avro_record(self.store, named)
+        return self._records[named]
+
+    def subject_for(self, collection: str | None, part: Part, record_name: str | None) -> str:
+        """The strategy's subject of ``part`` for a record of ``collection`` (the ``topic``
+        option, when set, in its place), as :meth:`encode` registers under it."""
+        try:
+            return self.subject_of(
+                SubjectContext(part, topic=self.topic or collection, record_name=record_name)
+            )
+        except ValueError as exc:
+            raise CodecError(f"no {part} subject: {exc}: set --opt topic=NAME") from None
 
     def _row_avro(
         self, record: Record, before: Any, after: Any, space: str | None
@@ -281,8 +314,7 @@ class DebeziumAvroFormat(DebeziumJsonFormat):
         except SchemaError as exc:
             raise CodecError(f"no Avro schema can be inferred: {exc}") from None
 
-    def _source(self, record: Record) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        metadata = record.metadata
+    def _source(self, metadata: Metadata) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         fields, values = _typed_fields(metadata, f"{self.prefix}.source.")
         names = set(values)
         collection = metadata.collection
@@ -324,11 +356,7 @@ class DebeziumAvroFormat(DebeziumJsonFormat):
         return framing.frame(schema.schema_id, body)
 
     def _register(self, record: Record, part: Part, text: str, record_name: str) -> Resolved:
-        topic = self.topic or record.metadata.collection
-        try:
-            subject = self.subject_of(SubjectContext(part, topic=topic, record_name=record_name))
-        except ValueError as exc:
-            raise CodecError(f"no {part} subject: {exc}: set --opt topic=NAME") from None
+        subject = self.subject_for(record.metadata.collection, part, record_name)
         return self.store.register(subject, text)
 
 
