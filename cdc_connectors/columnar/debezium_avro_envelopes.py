@@ -122,12 +122,13 @@ class DebeziumToDebeziumAvro(DebeziumToAvroRows):
             np.where(shapes.adds_table, "t", "") + np.where(shapes.adds_time, "s", ""), pa.string()
         )
         group_codes, names = codes([subjects, versions, collections, shapes.names, flags])
-        _, first, group_of = np.unique(group_codes, return_index=True, return_inverse=True)
+        # each envelope schema in the order its first row taken comes, as the per-message
+        # way registers them
+        taken = np.flatnonzero(~refused)
+        _, first, group_of = np.unique(group_codes[taken], return_index=True, return_inverse=True)
         parts = _Parts(metadata, collections, created, read_at, operations, present, bodies)
         for number in np.argsort(first, kind="stable").tolist():
-            group = np.flatnonzero(~refused & (group_of == number))
-            if not len(group):
-                continue
+            group = taken[group_of == number]
             subject, version = names[0][int(group[0])], names[1][int(group[0])]
             found = None
             if version.isascii() and version.isdigit() and 0 < int(version) < 2**31:

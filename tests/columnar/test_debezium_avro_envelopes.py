@@ -278,3 +278,71 @@ def test_longs_are_the_texts_the_per_message_way_types_as_long() -> None:
     )
     found = debezium_avro_envelopes._longs(texts).tolist()
     assert found == [True, True, True, False, True, False, True, False, False, False, False, False]
+
+
+def test_envelope_schemas_are_registered_in_the_order_of_the_rows_written() -> None:
+    """Rows of one schema block whose metadata gives two envelope schemas (a null ``lsn``
+    is no metadata field) register them in the order of the rows written, after a dead
+    letter (a double too large for its ``float`` column): a subject's versions are numbered
+    as the per-message way numbers them. (Messages of different schema blocks are taken
+    block by block: the README says what may differ.)"""
+    row = {
+        "type": "struct",
+        "optional": True,
+        "name": "t.Value",
+        "fields": [
+            {"type": "int64", "optional": False, "field": "id"},
+            {"type": "float", "optional": True, "field": "x"},
+        ],
+    }
+
+    fields = [
+        {"type": "string", "optional": False, "field": "db"},
+        {"type": "string", "optional": False, "field": "table"},
+        {"type": "int64", "optional": False, "field": "ts_ms"},
+        {"type": "int64", "optional": True, "field": "lsn"},
+    ]
+
+    def event(n: int, x: float, source: dict[str, Any]) -> bytes:
+        schema = {
+            "type": "struct",
+            "optional": False,
+            "name": "t.Envelope",
+            "fields": [
+                {**row, "field": "before"},
+                {**row, "field": "after"},
+                {
+                    "type": "struct",
+                    "optional": False,
+                    "name": "s",
+                    "fields": fields,
+                    "field": "source",
+                },
+                {"type": "string", "optional": False, "field": "op"},
+            ],
+        }
+        payload = {"before": None, "after": {"id": n, "x": x}, "source": source, "op": "c"}
+        return orjson.dumps({"schema": schema, "payload": payload})
+
+    # one schema block: the metadata of a null lsn has no such field, so the envelopes differ
+    shop = {"db": "shop", "table": "t", "ts_ms": 1_700_000_000_000, "lsn": None}
+    values = [event(0, 1e39, shop), event(1, 1.5, {**shop, "lsn": 7}), event(2, 2.5, shop)]
+    messages = [
+        (orjson.dumps({"schema": KEY_SCHEMA, "payload": {"id": n}}), value)
+        for n, value in enumerate(values)
+    ]
+    ours, theirs = _url(), _url()
+    columns = _convert(
+        DebeziumJsonFormat({}, registry=ours), ours, _kv(messages), False, None, DebeziumAvroFormat
+    )
+    per_message = _convert(
+        PerMessageDebezium({}, registry=theirs),
+        theirs,
+        _kv(messages),
+        False,
+        None,
+        DebeziumAvroFormat,
+    )
+    assert columns[1:] == per_message[1:]
+    assert columns[3].startswith("read 3 messages, wrote 2 records"), columns[3]
+    assert [version for subject, version, _ in columns[4] if subject == "shop.t-value"] == [1, 2]
