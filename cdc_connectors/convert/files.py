@@ -21,6 +21,8 @@ import contextlib
 import errno
 import io
 import os
+import re
+import socket
 import stat
 import sys
 import tempfile
@@ -212,8 +214,12 @@ class Output:
             self.stream: IO[bytes] = open(path, "wb")  # noqa: SIM115 - closed by commit/discard
             return
         directory, name = os.path.split(self.target)
+        owner = f"{_HOST}-{os.getpid()}"
+        _sweep_partials(directory, name)
         try:
-            fd, self.temp = tempfile.mkstemp(prefix=f".{name}.", suffix=".partial", dir=directory)
+            fd, self.temp = tempfile.mkstemp(
+                prefix=f".{name}.{owner}.", suffix=".partial", dir=directory
+            )
         except OSError as exc:  # e.g. /proc/version: the file is there, its directory is not ours
             raise OSError(
                 exc.errno,
@@ -251,6 +257,41 @@ class Output:
             with contextlib.suppress(FileNotFoundError):  # renamed just before a signal
                 os.unlink(self.temp)
             self.temp = None
+
+
+#: This machine's name, in the names of the temporary outputs it writes (see
+#: :func:`_sweep_partials`); dots and slashes would read as parts of the name.
+_HOST = re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname()) or "host"
+
+
+def _sweep_partials(directory: str, name: str) -> None:
+    """Remove the temporary outputs of ``name`` that a run on this machine left when it was
+    killed without a chance to clean up (SIGKILL, a crash): those whose process is gone.
+    Another run's, still writing, stays."""
+    pattern = re.compile(rf"\.{re.escape(name)}\.{re.escape(_HOST)}-(\d+)\.[^/]*\.partial")
+    try:
+        entries = os.listdir(directory or ".")
+    except OSError:
+        return  # mkstemp says what is wrong with the directory
+    for entry in entries:
+        found = pattern.fullmatch(entry)
+        if found is None or _alive(int(found.group(1))):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(directory, entry))
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists here (one of another user counts)."""
+    if pid <= 0:
+        return True  # not a process of ours to judge
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
 
 
 class ClosedStdout(io.TextIOBase):

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from cdc_connectors.convert import dead_letter
+from cdc_connectors.convert import dead_letter, files
 from cdc_connectors.convert.files import Output
 from cdc_connectors.formats.base import Message
 from cdc_connectors.opencdc import record_from_json
@@ -299,6 +299,41 @@ def test_a_signal_mid_run_removes_the_partial_output_and_is_one_line(tmp_path, s
     assert stderr.decode().splitlines() == [f"Error: stopped by {name}"]
     assert sorted(os.listdir(tmp_path)) == ["out.jsonl"]
     assert out.read_bytes() == b"precious\n"
+
+
+def test_a_run_killed_outright_leaves_a_partial_the_next_run_removes(tmp_path, src):
+    """SIGKILL gives no chance to clean up: the killed run's temporary output stays until
+    the next run to the same output, which removes those whose process is gone on this
+    machine, and leaves another run's, still writing, and any other file."""
+    out = tmp_path / "out.jsonl"
+    run = subprocess.Popen(
+        [sys.executable, "-m", "cdc_connectors.cli", *J2J, "-o", str(out)],
+        stdin=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    assert run.stdin is not None
+    run.stdin.write(GOOD)
+    run.stdin.flush()  # the run now waits for more input, its partial file in place
+    deadline = time.monotonic() + 60
+    while not (killed := [p for p in os.listdir(tmp_path) if p.endswith(".partial")]):
+        assert time.monotonic() < deadline and run.poll() is None
+        time.sleep(0.02)
+    run.kill()
+    run.wait()
+    host = files._HOST
+    running = tmp_path / f".out.jsonl.{host}-{os.getpid()}.abc.partial"  # this process lives
+    elsewhere = tmp_path / f".out.jsonl.other-host-{run.pid}.abc.partial"
+    older = tmp_path / ".out.jsonl.abc.partial"  # no owner named: not ours to judge
+    for kept in (running, elsewhere, older):
+        kept.write_bytes(b"x")
+    assert killed[0] in os.listdir(tmp_path) and f"-{run.pid}." in killed[0]
+    result = run_cli(*J2J, str(src), "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    assert sorted(os.listdir(tmp_path)) == sorted(
+        ["out.jsonl", running.name, elsewhere.name, older.name]
+        + ([src.name] if src.parent == tmp_path else [])
+    )
+    assert len(out.read_bytes().splitlines()) == len(CANONICAL)
 
 
 def test_a_dash_is_standard_input_and_standard_output(src):
