@@ -222,22 +222,28 @@ class _Parts:
         fields = {str(field["name"]): field for field in schema["fields"]}  # type: ignore[attr-defined]
         metadata = self.metadata.take(taken)
         pieces = pieces + self._record(
-            fields["source"]["type"], metadata, f"{prefix}.source.", first
+            fields["source"]["type"], metadata, taken, f"{prefix}.source.", first
         )
         pieces = pieces + wire.Pieces.of(_LETTERS.take(self.operations.take(taken)))
         pieces = pieces + _optional_long(self.read_at.take(taken), 10**6)
         if "transaction" in fields:
             block = fields["transaction"]["type"][1]
             pieces = pieces + wire.segments([wire.constant(_SET, count)])
-            pieces = pieces + self._record(block, metadata, f"{prefix}.transaction.", first)
+            pieces = pieces + self._record(block, metadata, taken, f"{prefix}.transaction.", first)
         return pieces.joined()
 
     def _record(
-        self, block: dict[str, object], metadata: pa.MapArray, prefix: str, first: Metadata
+        self,
+        block: dict[str, object],
+        metadata: pa.MapArray,
+        taken: pa.Array,
+        prefix: str,
+        first: Metadata,
     ) -> wire.Pieces:
-        """The fields of a ``source`` or ``transaction`` record: each a set union branch
-        and its value, from the metadata under ``prefix`` (or the collection and creation
-        time the per-message way adds where the metadata has no such names)."""
+        """The fields of a ``source`` or ``transaction`` record of the rows ``taken`` (whose
+        ``metadata`` it is): each a set union branch and its value, from the metadata under
+        ``prefix`` (or the collection and creation time the per-message way adds where the
+        metadata has no such names)."""
         count = len(metadata)
         pieces = wire.Pieces.empty(count)
         for field in block["fields"]:  # type: ignore[attr-defined]
@@ -245,11 +251,10 @@ class _Parts:
             if prefix + name in first:
                 values = pc.map_lookup(metadata, pa.scalar(prefix + name, pa.string()), "first")
             elif name == "table":
-                values = lookup(metadata, metadata_keys.COLLECTION)
+                values = self.collections.take(taken)
             else:  # ts_ms: the creation time in milliseconds
-                created = lookup(metadata, metadata_keys.CREATED_AT)
-                values = pc.cast(created, pa.int64())
-                values = pa.array(np.floor_divide(values.to_numpy(), 10**6))
+                created = pc.cast(self.created.take(taken), pa.int64())
+                values = pa.array(np.floor_divide(created.to_numpy(), 10**6))
             pieces = pieces + wire.segments([wire.constant(_SET, count)])
             if long:
                 pieces = pieces + wire.segments([_long(pc.cast(values, pa.int64()).to_numpy())])

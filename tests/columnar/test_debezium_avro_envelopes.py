@@ -27,6 +27,7 @@ from cdc_connectors.convert import engine
 from cdc_connectors.formats.avro import AvroFormat
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.formats.debezium.avro_format import DebeziumAvroFormat
+from cdc_connectors.formats.debezium.ydb import YdbDebeziumJsonFormat
 from cdc_connectors.registry.embedded import EmbeddedRegistry
 from tests.columnar.debezium_batches import KEY_SCHEMA
 from tests.columnar.test_avro_rows import (
@@ -346,3 +347,85 @@ def test_envelope_schemas_are_registered_in_the_order_of_the_rows_written() -> N
     assert columns[1:] == per_message[1:]
     assert columns[3].startswith("read 3 messages, wrote 2 records"), columns[3]
     assert [version for subject, version, _ in columns[4] if subject == "shop.t-value"] == [1, 2]
+
+
+def test_a_table_and_a_creation_time_are_added_as_the_per_message_way_adds_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """YDB's Debezium JSON names its collection by option and its time by ``step``: its
+    ``source`` has no place and no time of its own, so the envelope gets ``table`` (the
+    collection) and ``ts_ms`` (the creation time), from columns as one by one."""
+    row = {
+        "type": "struct",
+        "optional": True,
+        "name": "t.Value",
+        "fields": [{"type": "int64", "optional": False, "field": "id"}],
+    }
+    source = {
+        "type": "struct",
+        "optional": False,
+        "name": "ydb.Source",
+        "fields": [
+            {"type": "string", "optional": False, "field": "connector"},
+            {"type": "int64", "optional": False, "field": "step"},
+            {"type": "int64", "optional": False, "field": "txId"},
+        ],
+    }
+    schema = {
+        "type": "struct",
+        "optional": False,
+        "name": "t.Envelope",
+        "fields": [
+            {**row, "field": "before"},
+            {**row, "field": "after"},
+            {**source, "field": "source"},
+            {"type": "string", "optional": False, "field": "op"},
+        ],
+    }
+    messages = []
+    for n in range(6):
+        change = {"connector": "ydb", "step": 1_670_792_400_890 + n, "txId": 5}
+        payload = {"before": None, "after": {"id": n}, "source": change, "op": "u"}
+        key = orjson.dumps({"schema": KEY_SCHEMA, "payload": {"id": n}})
+        messages.append((key, orjson.dumps({"schema": schema, "payload": payload})))
+    added = []
+    record = debezium_avro_envelopes._Parts._record
+
+    def counted(self: Any, block: Any, metadata: Any, taken: Any, prefix: str, first: Any) -> Any:
+        added.extend(f["name"] for f in block["fields"] if prefix + f["name"] not in first)
+        return record(self, block, metadata, taken, prefix, first)
+
+    monkeypatch.setattr(debezium_avro_envelopes._Parts, "_record", counted)
+    options = {"collection": "orders", "mode": "NEW_IMAGE"}
+    ours, theirs = _url(), _url()
+    columns = _convert(
+        YdbDebeziumJsonFormat(options, registry=ours),
+        ours,
+        _kv(messages),
+        False,
+        None,
+        DebeziumAvroFormat,
+    )
+    per_message = _convert(
+        PerMessageYdb(options, registry=theirs),
+        theirs,
+        _kv(messages),
+        False,
+        None,
+        DebeziumAvroFormat,
+    )
+    assert columns[1:] == per_message[1:]
+    assert columns[3].startswith("read 6 messages, wrote 6 records"), columns[3]
+    assert added == ["table", "ts_ms"]
+    read = AvroDeserializer(EmbeddedRegistry(ours))
+    first = orjson.loads(columns[0].splitlines()[0])["value"]
+    event = read(base64.b64decode(first), SerializationContext("t", MessageField.VALUE))
+    assert event["source"]["table"] == "orders"
+    assert event["source"]["ts_ms"] == 1_670_792_400_890
+
+
+class PerMessageYdb(YdbDebeziumJsonFormat):
+    """YDB's Debezium JSON as is, with a hook of its own, which the columns do not serve."""
+
+    def extra_metadata(self, payload: Any, metadata: Any) -> None:
+        super().extra_metadata(payload, metadata)
