@@ -279,16 +279,7 @@ def _optional_long(texts: pa.Array, divisor: int) -> wire.Pieces:
 def _long(values: np.ndarray) -> wire.Segment:
     """Each 64-bit integer as Avro writes a ``long``: zig-zag, then a varint."""
     signed = values.astype(np.int64)
-    zigzag = ((signed << 1) ^ (signed >> 63)).view(np.uint64)
-    sizes = np.ones(len(zigzag), dtype=np.int64)
-    for shift in range(7, 64, 7):
-        sizes += zigzag >= np.uint64(1 << shift)
-    width = int(sizes.max(initial=1))
-    matrix = np.zeros((len(zigzag), width), dtype=np.uint8)
-    for k in range(width):
-        low = ((zigzag >> np.uint64(7 * k)) & np.uint64(0x7F)).astype(np.uint8)
-        matrix[:, k] = low | ((sizes > k + 1).astype(np.uint8) << 7)
-    return matrix, sizes
+    return wire.varint64((signed << 1) ^ (signed >> 63))
 
 
 def _longs(texts: pa.Array) -> np.ndarray:

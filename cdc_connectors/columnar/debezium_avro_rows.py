@@ -47,7 +47,7 @@ from cdc_connectors.schema import framing
 from cdc_connectors.schema.connect import ConnectSchema
 from cdc_connectors.spark.debezium_typed import TypedDebeziumDecoder, TypedKeyReader, two_documents
 
-__all__ = ["DebeziumToAvroRows", "lookup", "names_schemas_for"]
+__all__ = ["DebeziumToAvroRows", "ReadKeys", "lookup", "names_schemas_for"]
 
 #: Key schemas kept readers for; the least recently used goes first.
 MAX_KEY_SCHEMAS = 32
@@ -164,11 +164,11 @@ class DebeziumToAvroRows(DebeziumToOpenCDC):
 
     # --- keys -------------------------------------------------------------------------------
 
-    def _read_keys(self, keys: pa.Array | None, count: int) -> _ReadKeys:
+    def _read_keys(self, keys: pa.Array | None, count: int) -> ReadKeys:
         """The keys of a schema block the columns read, typed, and which messages the
         columns may take: those without a key and those whose key is read here."""
         if keys is None or keys.null_count == count:
-            return _ReadKeys(np.ones(count, dtype=bool), [], keys is not None)
+            return ReadKeys(np.ones(count, dtype=bool), [], keys is not None)
         if keys.type != pa.binary():
             keys = keys.cast(pa.binary())
         eligible = ~wire.valid(keys)
@@ -182,10 +182,10 @@ class DebeziumToAvroRows(DebeziumToOpenCDC):
                 continue
             eligible[rows[~bad]] = True
             groups.append(_KeyGroup(row, rows[~bad], typed.filter(pa.array(~bad))))
-        return _ReadKeys(eligible, groups, True)
+        return ReadKeys(eligible, groups, True)
 
     def _encode_keys(
-        self, read: _ReadKeys, local: np.ndarray, collections: pa.Array
+        self, read: ReadKeys, local: np.ndarray, collections: pa.Array
     ) -> tuple[Encoded | None, np.ndarray]:
         """The Avro bodies of the message keys of the decoded rows (``local``: their places
         among the keys read), each key's schema named as the per-message way names it; and
@@ -274,7 +274,7 @@ class _KeyGroup:
 
 
 @dataclass
-class _ReadKeys:
+class ReadKeys:
     """The keys of a batch read as columns (:meth:`DebeziumToAvroRows._read_keys`)."""
 
     #: The messages the columns may take: no key, or a key read here.
@@ -283,7 +283,7 @@ class _ReadKeys:
     #: Whether any message has a key.
     keyed: bool
 
-    def only(self, rows: np.ndarray) -> _ReadKeys:
+    def only(self, rows: np.ndarray) -> ReadKeys:
         """The keys of the messages of ``rows`` (a mask), renumbered."""
         place = np.cumsum(rows) - 1
         groups = [
@@ -291,7 +291,7 @@ class _ReadKeys:
             for group in self.groups
             if len(group.rows)
         ]
-        return _ReadKeys(np.ones(int(rows.sum()), dtype=bool), groups, self.keyed)
+        return ReadKeys(np.ones(int(rows.sum()), dtype=bool), groups, self.keyed)
 
 
 def names_schemas_for(source: Format, destination: Format) -> bool:

@@ -29,6 +29,7 @@ __all__ = [
     "masked",
     "segments",
     "varint",
+    "varint64",
     "varint_size",
 ]
 
@@ -98,6 +99,21 @@ def varint(numbers: np.ndarray) -> Segment:
     for k in range(width):
         more = (sizes > k + 1).astype(np.int64) << 7
         matrix[:, k] = ((values >> (7 * k)) & 0x7F) | more
+    return matrix, sizes
+
+
+def varint64(values: np.ndarray) -> Segment:
+    """Each 64-bit number as a varint of its unsigned value (a negative ``int64`` as its
+    two's complement: ten bytes, as Protobuf writes a negative ``int64``)."""
+    unsigned = values.astype(np.int64, copy=False).view(np.uint64)
+    sizes = np.ones(len(unsigned), dtype=np.int64)
+    for shift in range(7, 64, 7):
+        sizes += unsigned >= np.uint64(1 << shift)
+    width = int(sizes.max(initial=1))
+    matrix = np.zeros((len(unsigned), width), dtype=np.uint8)
+    for k in range(width):
+        low = ((unsigned >> np.uint64(7 * k)) & np.uint64(0x7F)).astype(np.uint8)
+        matrix[:, k] = low | ((sizes > k + 1).astype(np.uint8) << 7)
     return matrix, sizes
 
 

@@ -56,6 +56,7 @@ def serves(decoder: Format, encoder: Format) -> bool:
     from cdc_connectors.formats.debezium.avro_format import DebeziumAvroFormat
     from cdc_connectors.formats.debezium.cdl import CdlJsonFormat
     from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
+    from cdc_connectors.formats.protobuf import ProtobufFormat
     from cdc_connectors.formats.ydb import YdbJsonFormat
 
     if not isinstance(
@@ -72,6 +73,7 @@ def serves(decoder: Format, encoder: Format) -> bool:
         DebeziumJsonFormat,
         AvroFormat,
         DebeziumAvroFormat,
+        ProtobufFormat,
     ):
         return False  # no need to load the columnar machinery (it brings pyspark's types)
     from cdc_connectors.columnar import choose

@@ -341,6 +341,7 @@ def _columnar(decoder: Format, encoder: Format) -> bool:
         "DebeziumJsonFormat",
         "AvroFormat",
         "DebeziumAvroFormat",
+        "ProtobufFormat",
     ):
         return False
     from cdc_connectors.convert import columnar_stream

@@ -19,7 +19,7 @@ time and decodes the message the header names: no generated code is needed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from google.protobuf.message import Message as ProtoMessage
@@ -87,13 +87,25 @@ class ProtobufFormat(SchemaRowFormat):
         return message_class(text, references, indexes), indexes
 
     def _schema_for(self, record: Record, part: Part, data: dict[str, Any]) -> Resolved:
+        return self.schema_of(record.metadata.collection, part)
+
+    def schema_of(self, collection: str | None, part: Part) -> Resolved:
+        """The schema ``part`` of a record of ``collection`` is written with: the option's
+        file, registered under the strategy's subject, else the subject's latest version."""
+        return self.message_for(collection, part)[2]()
+
+    def message_for(
+        self, collection: str | None, part: Part
+    ) -> tuple[type[ProtoMessage], list[int], Callable[[], Resolved]]:
+        """The message class ``part`` of a record of ``collection`` is written as, its index
+        path, and its schema (:meth:`schema_of`), registered only when that is called."""
         text = self.schema_files[part]
         name = self.message_names[part]
         if text is not None:
-            cls, _ = self._message(text, (), part)
-            subject = self._subject(record, part, name or cls.DESCRIPTOR.full_name)
-            return self.store.register(subject, text, "PROTOBUF")
-        subject = self._subject(record, part, name)
+            cls, indexes = self._message(text, (), part)
+            subject = self.subject_for(collection, part, name or cls.DESCRIPTOR.full_name)
+            return cls, indexes, lambda: self.store.register(subject, text, "PROTOBUF")
+        subject = self.subject_for(collection, part, name)
         try:
             found = self.store.latest(subject)
         except UnknownSchema:
@@ -103,7 +115,12 @@ class ProtobufFormat(SchemaRowFormat):
                 f"register one or give --opt {option}=FILE.proto"
             ) from None
         self._check_type(found, "key" if part == "key" else "payload.after")
-        return found
+        cls, indexes = self.message_of(found, part)
+        return cls, indexes, lambda: found
+
+    def message_of(self, schema: Resolved, part: Part) -> tuple[type[ProtoMessage], list[int]]:
+        """The message class ``part`` is written as with ``schema``, and its index path."""
+        return self._message(schema.text, schema.references, part)
 
     def encode_row(
         self,
@@ -112,7 +129,7 @@ class ProtobufFormat(SchemaRowFormat):
         part: Part,
         branches: avro_values.Branches | None = None,
     ) -> bytes:
-        cls, indexes = self._message(schema.text, schema.references, part)
+        cls, indexes = self.message_of(schema, part)
         try:
             body = from_dict(data, cls).SerializeToString()
         except SchemaError as exc:

@@ -37,7 +37,9 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime
+import decimal
 import functools
+import math
 import os
 import re
 import subprocess
@@ -395,6 +397,9 @@ WRAPPERS: dict[str, int] = {
 JSON_TYPES = ("google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue")
 # Timestamp's valid range (0001-01-01 .. 9999-12-31), the range of a datetime.
 MIN_SECONDS, MAX_SECONDS = -62135596800, 253402300799
+#: The largest finite ``float`` (IEEE 754 single precision): a larger double would be
+#: written as infinity.
+FLOAT_MAX = 3.4028234663852886e38
 
 
 class _PathError(SchemaError):
@@ -438,7 +443,9 @@ def from_dict(data: Mapping[str, Any], cls: type[Message]) -> Message:
 
     Missing keys and None leave a field unset. Unknown keys, values of the wrong type
     or out of range raise SchemaError naming the path (``customer.address.zip``).
-    Naive datetimes are taken as UTC, as protobuf's ``Timestamp.FromDatetime`` does.
+    Naive datetimes are taken as UTC, as protobuf's ``Timestamp.FromDatetime`` does. A
+    Decimal goes into a string field as its exact text; a finite double beyond a float's
+    range is refused for a float field (Protobuf would write infinity).
     """
     try:
         message: Message = _writer(cls.DESCRIPTOR)(data)
@@ -700,6 +707,8 @@ def _scalar_writer(field_type: int) -> _Writer:
     what = " or ".join(t.__name__ for t in accepted)
 
     def write_scalar(value: Any) -> Any:
+        if isinstance(value, decimal.Decimal) and field_type == _FD.TYPE_STRING:
+            return format(value, "f")  # a decimal's exact text
         if not isinstance(value, accepted) or (isinstance(value, bool) and bool not in accepted):
             raise _PathError(f"expected {what}, got {_kind(value)}")
         if isinstance(value, bytearray | memoryview):
@@ -707,7 +716,9 @@ def _scalar_writer(field_type: int) -> _Writer:
         if isinstance(value, int) and field_type in (_FD.TYPE_DOUBLE, _FD.TYPE_FLOAT):
             if float(value) != value:
                 raise _PathError(f"{value} has no exact {_FD_NAMES[field_type]} value")
-            return float(value)
+            value = float(value)
+        if field_type == _FD.TYPE_FLOAT and math.isfinite(value) and abs(value) > FLOAT_MAX:
+            raise _PathError(f"{value} is beyond the range of a float")
         return value
 
     return write_scalar

@@ -282,10 +282,12 @@ KEY_SCHEMA = {
 
 @st.composite
 def envelope(
-    draw: st.DrawFn, name: str = "t"
+    draw: st.DrawFn, name: str = "t", among: list[int] | None = None
 ) -> tuple[dict[str, Any], list[tuple[str, st.SearchStrategy[Any], bool]]]:
-    """An envelope schema block and, per row column, (name, values, optional)."""
-    picked = draw(st.lists(st.integers(0, len(COLUMNS) - 1), min_size=1, max_size=6))
+    """An envelope schema block and, per row column, (name, values, optional); ``among``:
+    the indexes of :data:`COLUMNS` to pick from (all by default)."""
+    indexes = st.sampled_from(among) if among else st.integers(0, len(COLUMNS) - 1)
+    picked = draw(st.lists(indexes, min_size=1, max_size=6))
     fields = [{"type": "int64", "optional": False, "field": "id"}]
     columns: list[tuple[str, st.SearchStrategy[Any], bool]] = [("id", st.integers(0, 10**6), False)]
     for n, index in enumerate(picked):

@@ -34,6 +34,7 @@ from cdc_connectors.formats.base import Format
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.formats.debezium.avro_format import DebeziumAvroFormat
 from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
+from cdc_connectors.formats.protobuf import ProtobufFormat
 from cdc_connectors.opencdc.metadata import Metadata
 from cdc_connectors.pipeline.plan import SourceFormat, converter
 from cdc_connectors.registry.embedded import EmbeddedRegistry
@@ -87,7 +88,7 @@ def _convert(
     except FailFast as stop:
         stats = stop.stats
     named: list[Any] = out.getvalue().splitlines()
-    if to in (AvroFormat, DebeziumAvroFormat):
+    if to in (AvroFormat, DebeziumAvroFormat, ProtobufFormat):
         named = [
             {part: _named(registry, line[part]) for part in ("key", "value")}
             for line in map(orjson.loads, named)
@@ -307,13 +308,16 @@ def _stage(
     url: str,
     messages: list[tuple[bytes | None, bytes | None]],
     to: type[Format] = AvroFormat,
+    options: dict[str, str] | None = None,
 ) -> Any:
     """The rows of a fused pipeline stage (messages and dead letters, in order), each
     message's schema id replaced by its schema's text; and how many came the per-message
     way."""
     registry = EmbeddedRegistry(url)
     stage = converter(
-        SourceFormat(source, "cdc-kafka", fail_fast=False), to({}, registry=url), "p:out"
+        SourceFormat(source, "cdc-kafka", fail_fast=False),
+        to(options or {}, registry=url),
+        "p:out",
     )
     rows, per_message = [], 0
     for batch in stage(iter([_raw(messages)])):
