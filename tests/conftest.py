@@ -102,6 +102,7 @@ MODULE_SECONDS = {
     "tests/pipeline/test_copy_timing.py": 10,
     "tests/columnar/test_pipeline_columns.py": 70,
     "tests/columnar/test_avro_columns.py": 16,
+    "tests/columnar/test_protobuf_rows.py": 11,
     "tests/convert/test_progress.py": 9,
     "tests/spark/test_wide_decimals.py": 8,
     "tests/convert/test_convert_places.py": 8,
