@@ -76,7 +76,6 @@ MODULE_SECONDS = {
     "tests/connectors/test_files_exactly_once.py": 40,
     "tests/test_readme_kafka.py": 57,
     "tests/test_wheel_install.py": 49,
-    "tests/pipeline/test_quiet.py": 45,
     "tests/test_readme.py": 39,
     "tests/pipeline/test_batch_kill_race.py": 36,
     "tests/pipeline/test_in_task.py": 90,

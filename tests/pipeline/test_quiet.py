@@ -3,14 +3,13 @@
 No log4j banner, no "Setting default log level", no loopback-address or native-library
 warning, no JVM warning about incubator modules, no progress bars: the package ships its
 log4j2 configuration, and the runs default ``SPARK_LOCAL_IP`` to loopback on a local master.
-The environment here has neither ``SPARK_LOCAL_IP`` nor ``PYSPARK_PYTHON``, as a user's.
-An example run quiet is tested with the demo's own run (tests/test_demo.py), one Spark start
-fewer.
+A pipeline run quiet, in an environment with neither ``SPARK_LOCAL_IP`` nor ``PYSPARK_PYTHON``
+as a user's, is tested with the streaming run that tests/pipeline/test_run.py stops by SIGINT,
+and an example run quiet with the demo's own run (tests/test_demo.py): two Spark starts fewer.
 """
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from importlib import resources
 from pathlib import Path
@@ -22,15 +21,6 @@ from cdc_connectors.spark.session import (
     java_options,
     log_config,
     quiet_environment,
-)
-from tests.pipeline.support import (
-    CLI,
-    QUIET_CONF,
-    files_pipeline,
-    noise_in,
-    user_environment,
-    write_config,
-    write_debezium,
 )
 
 
@@ -80,30 +70,3 @@ def test_the_environment_binds_a_local_driver_to_loopback_unless_told_otherwise(
         "10.1.2.3"
     )
     assert quiet_environment("local[2]", {})["PYSPARK_PYTHON"] == sys.executable
-
-
-@pytest.mark.spark
-@pytest.mark.slow
-def test_a_pipeline_run_prints_no_spark_noise(tmp_path: Path) -> None:
-    (tmp_path / "in").mkdir()
-    write_debezium(tmp_path / "in" / "a.jsonl", 41)
-    write_config(
-        tmp_path / "pipeline.yaml",
-        files_pipeline("batch", tmp_path / "in", tmp_path / "out", tmp_path / "dead", mode="batch"),
-        files_pipeline("stream", tmp_path / "in", tmp_path / "s-out", tmp_path / "s-dead"),
-        conf=QUIET_CONF,  # no Java options of its own: the package's alone
-    )
-    result = subprocess.run(
-        [*CLI, "run", "--available-now", "pipeline.yaml"],
-        cwd=tmp_path,
-        env=user_environment(),
-        capture_output=True,
-        text=True,
-        timeout=420,
-    )
-    assert result.returncode == 1, result.stderr  # the junk lines went to the dead letters
-    output = result.stdout + result.stderr
-    assert not noise_in(output), output
-    assert result.stdout == ""
-    for line in result.stderr.splitlines():  # the run's own lines, nothing else
-        assert line.startswith(("batch: ", "stream: ")), output

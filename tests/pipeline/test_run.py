@@ -9,7 +9,9 @@ user runs it:
    one streaming pipeline;
 2. new files, then the streaming pipeline alone again from its checkpoint, ``--available-now``;
 3. new files, then the same streaming pipeline without ``--available-now``, stopped by
-   SIGINT once its first batch is reported.
+   SIGINT once its first batch is reported, in a user's environment (no ``SPARK_LOCAL_IP``,
+   no ``PYSPARK_PYTHON``) and with the package's Java options alone: it prints its own
+   lines and no Spark noise.
 
 Every input line must end in exactly one of the output, the dead letters or the skipped.
 """
@@ -27,12 +29,14 @@ import pytest
 
 from tests.pipeline.support import (
     CLI,
+    QUIET_CONF,
     Lines,
-    environment,
     files_pipeline,
+    noise_in,
     places,
     records,
     run_here,
+    user_environment,
     write_config,
     write_debezium,
 )
@@ -165,7 +169,8 @@ def test_one_line_per_batch_and_a_summary_per_pipeline(work: Work) -> None:
 def second(work: Work, spark: object) -> Run:
     """The streaming pipeline again from its checkpoint, with one more file."""
     work.stream_input.add(write_debezium(work.root / "stream-in" / "b.jsonl", 11))
-    write_config(work.root / "stream.yaml", _stream_pipeline(work.root))
+    # (no Java options of its own: the package's alone, for the quiet run below)
+    write_config(work.root / "stream.yaml", _stream_pipeline(work.root), conf=QUIET_CONF)
     result = run_here(spark, work.root / "stream.yaml", available_now=True)
     return Run(result.returncode, result.stderr)
 
@@ -182,11 +187,12 @@ def test_available_now_twice_from_one_checkpoint_reads_each_file_once(
 def interrupted(work: Work, second: Run) -> Run:
     """The streaming pipeline without --available-now, SIGINT after its first batch."""
     work.stream_input.add(write_debezium(work.root / "stream-in" / "c.jsonl", 12))
+    stdout = (work.root / "interrupted.stdout").open("w")
     process = subprocess.Popen(
         [*CLI, "run", "stream.yaml"],
         cwd=work.root,
-        env=environment(),
-        stdout=subprocess.DEVNULL,
+        env=user_environment(),
+        stdout=stdout,
         stderr=subprocess.PIPE,
         text=True,
     )
@@ -207,6 +213,7 @@ def interrupted(work: Work, second: Run) -> Run:
         if process.poll() is None:
             process.kill()
         watcher.join()
+        stdout.close()
     return Run(returncode, "".join(lines))
 
 
@@ -219,3 +226,11 @@ def test_sigint_stops_a_streaming_run_after_its_batch_with_a_summary(
     assert "stopped by SIGINT" in interrupted.stderr
     assert "Traceback" not in interrupted.stderr, interrupted.stderr
     _assert_partition(work.stream_input, work.root / "stream-out", work.root / "stream-dead")
+
+
+def test_a_run_prints_its_own_lines_and_no_spark_noise(work: Work, interrupted: Run) -> None:
+    output = (work.root / "interrupted.stdout").read_text() + interrupted.stderr
+    assert not noise_in(output), output
+    assert (work.root / "interrupted.stdout").read_text() == ""
+    for line in interrupted.stderr.splitlines():  # the run's own lines, nothing else
+        assert line.startswith(("stream: ", "SIGINT: ")) or line == "stopped by SIGINT", output
