@@ -38,7 +38,7 @@ from tests.pipeline.test_launcher_death import (
     kill_all,
     wait_gone,
 )
-from tests.pipeline.test_quiet import noise_in
+from tests.pipeline.support import noise_in
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
