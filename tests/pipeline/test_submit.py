@@ -27,6 +27,7 @@ from tests.pipeline.support import (
     cdc,
     environment,
     files_pipeline,
+    noise_in,
     places,
     write_config,
     write_debezium,
@@ -38,7 +39,6 @@ from tests.pipeline.test_launcher_death import (
     kill_all,
     wait_gone,
 )
-from tests.pipeline.support import noise_in
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
