@@ -13,6 +13,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from pyspark.sql import SparkSession
+
 from cdc_connectors.opencdc import Record, read_json_lines
 from cdc_connectors.registry import open_registry
 from cdc_connectors.registry.serde import RecordEncoder
@@ -51,17 +53,21 @@ def encoded_orders(registry_url: str) -> list[Record]:
     return out
 
 
-def main(out: Path) -> None:
+def main(out: Path, spark: SparkSession | None = None) -> None:
+    """The demo, its registry under ``out``, on ``spark`` (else a quiet local session of its
+    own, stopped at the end)."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "typed-registry.db").unlink(missing_ok=True)
     registry_url = f"sqlite:///{(out / 'typed-registry.db').resolve()}"
     records = encoded_orders(registry_url)
 
-    spark = quiet_session(
-        "local[*]",
-        "cdc-connectors typed demo",
-        {"spark.ui.enabled": "false", "spark.sql.session.timeZone": "UTC"},
-    )
+    own = spark is None
+    if spark is None:
+        spark = quiet_session(
+            "local[*]",
+            "cdc-connectors typed demo",
+            {"spark.ui.enabled": "false", "spark.sql.session.timeZone": "UTC"},
+        )
     try:
         raw = records_dataframe(spark, records)
         print(f"{len(records)} records with Avro payloads, subject {SUBJECT!r}:")
@@ -84,7 +90,8 @@ def main(out: Path) -> None:
             "error",
         ).show(truncate=60)
     finally:
-        spark.stop()
+        if own:
+            spark.stop()
 
 
 if __name__ == "__main__":

@@ -59,18 +59,15 @@ def test_tour_converts_the_examples_and_keeps_the_one_protobuf_refuses(tmp_path)
     assert len((tmp_path / "orders.avro.jsonl").read_text().splitlines()) == 5
 
 
-@pytest.mark.spark
-@pytest.mark.slow
-def test_typed_demo_expands_two_schema_versions_into_typed_columns(tmp_path):
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "typed.py"), str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    out = result.stdout
+def test_typed_demo_expands_two_schema_versions_into_typed_columns(
+    tmp_path: Path, spark: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """In the suite's Spark session (its own start is the demo's, above, and shop.py's)."""
+    import runpy
+
+    typed = runpy.run_path(str(ROOT / "examples" / "typed.py"))
+    typed["main"](tmp_path, spark)
+    out = capsys.readouterr().out
     assert "amount: decimal(10,2)" in out and "ref: long" in out
     assert "9007199254740993" in out  # version 2's 64-bit ref, exact
     assert "42.50" in out and "payload.after: Avro body is truncated" in out

@@ -18,4 +18,3 @@ def test_register_registers_every_connector_entry_point(spark: Any) -> None:
     names = register(spark)
     assert sorted(names) == ["cdc-files", "cdc-kafka"]
     assert set(plugins.available(plugins.CONNECTORS)) == {"files", "kafka"}
-
