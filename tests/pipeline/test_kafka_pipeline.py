@@ -179,3 +179,68 @@ pipelines:
     assert "AssertionError" not in result.stderr
     assert "0 records in, 0 out, 0 to the dead-letter output" in result.stderr
     assert _all_values(kafka_broker, target) == []
+
+
+def test_a_pipeline_writes_confluent_protobuf_rows_from_columns(
+    kafka_broker: KafkaBroker, tmp_path: Path, spark: object
+) -> None:
+    """Debezium JSON with schema blocks -> ``protobuf`` rows of ``.proto`` files, in the
+    suite's Spark session: every message written from columns, and what confluent-kafka's
+    ``ProtobufDeserializer`` reads is each row."""
+    from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    from bench.bench_debezium import lines
+    from cdc_connectors.registry.embedded import EmbeddedRegistry
+    from cdc_connectors.schema.protobuf import message_class as compiled
+    from tests.columnar.debezium_batches import KEY_SCHEMA
+    from tests.columnar.test_protobuf_rows import _HEAD, _ORDERS
+
+    source = kafka_broker.create_topic(f"cdc-pb-in-{uuid.uuid4().hex[:8]}", 2)
+    target = kafka_broker.create_topic(f"cdc-pb-out-{uuid.uuid4().hex[:8]}", 1)
+    producer = Producer({"bootstrap.servers": kafka_broker.bootstrap, "linger.ms": 50})
+    key_schema = {**KEY_SCHEMA, "name": "shop.public.orders.Key"}
+    events = lines(200)
+    for n, value in enumerate(events):
+        key = orjson.dumps({"schema": key_schema, "payload": {"id": n}})
+        producer.produce(source, value, key=key, partition=n % 2)
+    assert producer.flush(30) == 0
+    (tmp_path / "row.proto").write_text(_ORDERS)
+    (tmp_path / "key.proto").write_text(_HEAD + "message Key { int64 id = 1; }\n")
+    registry = f"sqlite:///{tmp_path}/registry.db"
+    pipeline = tmp_path / "pipeline.yaml"
+    pipeline.write_text(
+        f"""version: "2.2"
+schema-registry:
+  url: {registry}
+spark:
+  master: local[2]
+pipelines:
+  - id: orders
+    connectors:
+      - id: in
+        type: source
+        plugin: kafka
+        settings: {{servers: "{kafka_broker.bootstrap}", topics: {source}, format: debezium-json,
+                   startingOffsets: earliest, endingOffsets: latest}}
+      - id: out
+        type: destination
+        plugin: kafka
+        settings: {{servers: "{kafka_broker.bootstrap}", topic: {target}, format: protobuf,
+                   format.value.schema: row.proto, format.key.schema: key.proto}}
+"""
+    )
+    result = run_here(spark, pipeline)
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = "200 records in, 200 out, 0 to the dead-letter output, 0 the per-message way"
+    assert summary in result.stderr, result.stderr
+    rows = ProtobufDeserializer(
+        compiled(_ORDERS), {"use.deprecated.format": False}, EmbeddedRegistry(registry)
+    )
+    values = _all_values(kafka_broker, target)
+    assert len(values) == 200
+    context = SerializationContext(target, MessageField.VALUE)
+    read = [rows(value, context) for value in values]
+    expected = {orjson.loads(event)["payload"]["after"]["id"] for event in events}
+    assert {row.id for row in read} == expected
+    assert all(row.amount and row.created_at.seconds for row in read)
