@@ -154,6 +154,7 @@ _TWO_DOCUMENTS = "\\}[ \\t\\n\\r]*\\{"
 # A before or after image spelt {} (or a column of that name holding {}: sent the
 # per-message way too, rarely).
 _EMPTY_IMAGE = '"(before|after)"[ \\t\\n\\r]*:[ \\t\\n\\r]*\\{[ \\t\\n\\r]*\\}'
+_EMPTY_OR_INEXACT = f"{_EMPTY_IMAGE}|{_INEXACT_NUMBER}"
 
 #: Parts of a batch Arrow may refuse whole before the rest it refuses is left unsplit
 #: (:meth:`TypedDebeziumDecoder._fast_parts`): enough to find a couple of bad messages
@@ -513,11 +514,12 @@ class TypedDebeziumDecoder:
         payload.validate(full=True)
         columns, bad = self._plan.convert(payload)
         # An image spelt {} is none (Arcion's "absent"); Arrow reads it as a row of nulls.
-        bad |= mask(pc.match_substring_regex(rest, _EMPTY_IMAGE))
-        if self._plan.has_doubles:
-            # Numbers a double would change, and NaN / Infinity, which JSON has not: Arrow
-            # reads them all; the per-message way refuses them.
-            bad |= mask(pc.match_substring_regex(rest.cast(pa.string()), _INEXACT_NUMBER))
+        if not self._plan.has_doubles:
+            bad |= mask(pc.match_substring_regex(rest, _EMPTY_IMAGE))
+        else:
+            # And numbers a double would change, and NaN / Infinity, which JSON has not:
+            # Arrow reads them all; the per-message way refuses them (one pass for both).
+            bad |= mask(pc.match_substring_regex(rest.cast(pa.string()), _EMPTY_OR_INEXACT))
             for image in ("before", "after"):
                 bad |= _big_integral(payload.field(image))
         key_data, key_bad = self._keys(keys, count)
