@@ -825,10 +825,13 @@ def _read_rests(rest: pa.Array, json_schema: pa.Schema) -> pa.Table:
     document a line; documents written over several lines (a pretty printer's) are read
     again with newlines allowed inside them, which is slower."""
     count = len(rest)
+    # "\n{" before each: the first line is blank (the reader skips it), and the text is
+    # the joined column's own buffer, not copied.
+    lines = pa.concat_arrays([pa.array([b""], pa.binary()), rest.cast(pa.binary())])
     joined = pc.binary_join(
-        pa.ListArray.from_arrays(pa.array([0, count], pa.int32()), rest), b"\n{"
+        pa.ListArray.from_arrays(pa.array([0, count + 1], pa.int32()), lines), b"\n{"
     )
-    text = pa.py_buffer(b"{" + joined[0].as_buffer().to_pybytes())
+    text = joined[0].as_buffer()
     options = pajson.ParseOptions(explicit_schema=json_schema, unexpected_field_behavior="infer")
     try:
         table = pajson.read_json(text, read_options=_READ_OPTIONS, parse_options=options)
