@@ -30,7 +30,8 @@ BLOCK = 32 << 20
 #: The longest line content an Arrow binary array holds (32-bit offsets); a longer line is a
 #: message of its own that no format reads, a dead letter with its bytes (:func:`_too_long`).
 MAX_LINE = 2**31 - 1
-#: Bytes of whole lines split at a time (their line arrays take some 50 bytes a line).
+#: Bytes looked through for line ends at a time (the arrays of the lines found take some 50
+#: bytes a line).
 PIECE = 1 << 20
 _NEWLINE, _RETURN = 0x0A, 0x0D
 # Lines at least this long on average are found one by one, not byte by byte.
@@ -141,10 +142,13 @@ def line_chunks(
         if end < 0:
             held.append(data[start:])
             continue
-        for piece_start, piece_end in _pieces(data, start, end + 1):  # read where they are
-            values, numbers, count = _lines(data, piece_start, piece_end, first)
+        at = start
+        while at <= end:  # read where they are, a piece the chunk's room of lines at most
+            stop, ends = _piece(data, at, end + 1, pending.room())
+            values, numbers, count = _lines(data, at, stop, first, ends)
             first += count
             yield from pending.add(values, numbers)
+            at = stop
         if end + 1 < len(data):
             held.append(data[end + 1 :])
     rest = b"".join(held)
@@ -173,12 +177,14 @@ def _too_long(line: bytes, number: int, source: str) -> Iterator[LineChunk]:
 
 
 def _lines(
-    region: bytes, begin: int, end: int, first: int
+    region: bytes, begin: int, end: int, first: int, ends: np.ndarray | None = None
 ) -> tuple[pa.BinaryArray, np.ndarray, int]:
-    """The non-blank lines of ``region[begin:end]`` (whole lines, each ending in ``\\n``),
-    their numbers counting from ``first``, and how many lines (blank ones too) it holds."""
+    """The non-blank lines of ``region[begin:end]`` (whole lines, each ending in ``\\n``;
+    ``ends``: where each ``\\n`` is from ``begin``, when known), their numbers counting from
+    ``first``, and how many lines (blank ones too) it holds."""
     data = np.frombuffer(region, dtype=np.uint8, count=end - begin, offset=begin)
-    ends = _newlines(region, begin, end, data)
+    if ends is None:
+        ends = _newlines(region, begin, end, data)
     starts = np.empty_like(ends)
     starts[0] = 0
     starts[1:] = ends[:-1] + 1
@@ -218,18 +224,23 @@ def _lines(
     return values, numbers, len(ends)
 
 
-def _pieces(data: bytes, start: int, end: int) -> Iterator[tuple[int, int]]:
-    """``data[start:end]`` (whole lines) in pieces of whole lines of about :data:`PIECE`
-    bytes at most (a longer line is a piece of its own): what a piece's line arrays hold
-    stays small however short its lines are."""
-    while start < end:
-        stop = end
-        if end - start > PIECE:
-            stop = data.rfind(b"\n", start, start + PIECE) + 1
-            if stop <= start:  # a line longer than a piece
-                stop = data.find(b"\n", start + PIECE, end) + 1
-        yield start, stop
-        start = stop
+def _piece(region: bytes, begin: int, limit: int, lines: int) -> tuple[int, np.ndarray]:
+    """The next piece of ``region[begin:limit]`` (whole lines): its first ``lines`` lines (at
+    least one), or all of them; where it ends, and where each of its ``\\n`` is from
+    ``begin``. Lines are looked for :data:`PIECE` bytes at a time, so that what the line
+    arrays hold stays small however short the lines are; a piece that is the room left in a
+    chunk makes the chunk one slice of the block, not a copy of pieces joined."""
+    found: list[np.ndarray] = []
+    total, at, lines = 0, begin, max(lines, 1)
+    while at < limit and total < lines:
+        stop = min(limit, at + PIECE)
+        window = np.frombuffer(region, dtype=np.uint8, count=stop - at, offset=at)
+        ends = _newlines(region, at, stop, window)[: lines - total] + (at - begin)
+        found.append(ends)
+        total += len(ends)
+        at = stop
+    ends = np.concatenate(found) if len(found) > 1 else found[0]
+    return begin + int(ends[-1]) + 1, ends
 
 
 def _newlines(region: bytes, begin: int, end: int, data: np.ndarray) -> np.ndarray:
@@ -263,6 +274,10 @@ class _Pending:
         self.numbers: list[np.ndarray] = []
         self.count = 0
         self.bytes = 0
+
+    def room(self) -> int:
+        """Lines the chunk being made still takes."""
+        return self.size - self.count
 
     def add(self, values: pa.Array, numbers: np.ndarray) -> Iterator[LineChunk]:
         offsets = np.frombuffer(values.buffers()[1], dtype=np.int32)
