@@ -27,12 +27,14 @@ from cdc_connectors.columnar.debezium_avro_rows import (
     ReadKeys,
     names_schemas_for,
 )
+from cdc_connectors.columnar.debezium_opencdc import Columnar, Envelope
 from cdc_connectors.columnar.protobuf_rows import Bodies, ProtobufRows
 from cdc_connectors.formats.base import Format
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.formats.protobuf import ProtobufFormat
+from cdc_connectors.schema.connect import ConnectSchema
 
-__all__ = ["DebeziumToProtobufRows"]
+__all__ = ["DebeziumToProtobufRows", "times_as_text"]
 
 
 class DebeziumToProtobufRows(DebeziumToAvroRows):
@@ -50,6 +52,7 @@ class DebeziumToProtobufRows(DebeziumToAvroRows):
         super().__init__(fmt, destination, topic)  # type: ignore[arg-type]
         self._values = ProtobufRows(destination, "payload")  # type: ignore[assignment]
         self._key_rows = ProtobufRows(destination, "key")  # type: ignore[assignment]
+        self._leave: frozenset[str] = frozenset()  # of the envelope being written
 
     @staticmethod
     def serves(source: Format, destination: Format) -> bool:
@@ -62,6 +65,17 @@ class DebeziumToProtobufRows(DebeziumToAvroRows):
             and not destination.raw_keys
         )
 
+    def _write(
+        self,
+        envelope: Envelope,
+        values: pa.Array,
+        keys: pa.Array | None,
+        places: pa.Array,
+        matched: np.ndarray,
+    ) -> Columnar | None:
+        self._leave = times_as_text(envelope.decoder.row.connect)
+        return super()._write(envelope, values, keys, places, matched)
+
     def _encode_values(  # type: ignore[override]
         self, batch: pa.RecordBatch, metadata: pa.MapArray, collections: pa.Array
     ) -> Bodies:
@@ -69,7 +83,7 @@ class DebeziumToProtobufRows(DebeziumToAvroRows):
         after = batch.column("after")
         present = wire.valid(after) & ~wire.mask(pc.equal(batch.column("operation"), "delete"))
         values: ProtobufRows = self._values  # type: ignore[assignment]
-        return values.encode(after, present, collections)
+        return values.encode(after, present, collections, self._leave)
 
     def _encode_keys(  # type: ignore[override]
         self, read: ReadKeys, local: np.ndarray, collections: pa.Array
@@ -94,5 +108,21 @@ class DebeziumToProtobufRows(DebeziumToAvroRows):
                 encoded.refused[at] = True
                 continue
             typed = group.typed.filter(pa.array(decoded))
-            encoded.place(keys.encode(typed, np.ones(len(at), dtype=bool), of), at)
+            leave = times_as_text(group.row.connect)
+            encoded.place(keys.encode(typed, np.ones(len(at), dtype=bool), of, leave), at)
         return encoded, encoded.refused
+
+
+def times_as_text(row: ConnectSchema) -> frozenset[str]:
+    """The fields of ``row`` whose values the typed columns hold as counts and the
+    per-message way as text: times of day (and lists of them)."""
+    found = set()
+    for name, field in row.fields:
+        node: ConnectSchema | None = field
+        while node is not None and node.type == "array":
+            node = node.items
+        semantic = None if node is None else node.semantic
+        columnar = None if semantic is None else semantic.columnar
+        if columnar is not None and columnar.kind == "time_of_day":
+            found.add(name)
+    return frozenset(found)

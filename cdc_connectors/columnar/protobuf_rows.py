@@ -19,14 +19,15 @@ Each column goes into the field of its name; these pairs are written from column
 | binary | ``bytes``, ``BytesValue`` |
 | decimal | ``string`` (the decimal's text) |
 | timestamp, date | ``google.protobuf.Timestamp`` |
+| a list of one of the above but times | a ``repeated`` field of that kind (packed or not) |
 
 A field without presence (proto3's default) is left out where its value is the default
 (0, an empty text, false, ``0.0`` but not ``-0.0``), as Protobuf leaves it out. The rows of
 a collection go the per-message way, which then writes them or says why not, where its
-schema cannot be had, the schema is no proto3 file, a column names no field (or a repeated,
-map, oneof or other message field), or the pair is not above; a row goes that way where its
+schema cannot be had, the schema is no proto3 file, a column names no field (or a map,
+oneof or other message field), or the pair is not above; a row goes that way where its
 value does not fit the field (out of the field's range, no value of the enum, a time
-outside 0001..9999).
+outside 0001..9999, a null item of a list).
 """
 
 from __future__ import annotations
@@ -118,11 +119,19 @@ class ProtobufRows:
     def __init__(self, destination: ProtobufFormat, part: Part):
         self.destination = destination
         self.part: Part = part
-        self._plans: dict[tuple[str, tuple[int, ...], pa.DataType], _Plan | None] = {}
+        self._plans: dict[tuple[bytes, tuple[int, ...], pa.DataType], _Plan | None] = {}
 
-    def encode(self, data: pa.Array, present: np.ndarray, collections: pa.Array) -> Bodies:
+    def encode(
+        self,
+        data: pa.Array,
+        present: np.ndarray,
+        collections: pa.Array,
+        leave: frozenset[str] = frozenset(),
+    ) -> Bodies:
         """The body of each row where ``present`` (``data`` is a struct column,
-        ``collections`` each row's collection or null), and the rows refused."""
+        ``collections`` each row's collection or null), and the rows refused; the rows of
+        a struct with a column named in ``leave`` (one the per-message way holds otherwise
+        than its column: a time of day as text) are all refused."""
         encoded = Bodies.empty(len(data))
         if not present.any():
             return encoded
@@ -131,10 +140,17 @@ class ProtobufRows:
         for number in np.argsort(first, kind="stable").tolist():
             rows = np.flatnonzero(present & (group_of.reshape(-1) == number))
             if len(rows):
-                self._group(data, rows, names[int(rows[0])], encoded)
+                self._group(data, rows, names[int(rows[0])], encoded, leave)
         return encoded
 
-    def _group(self, data: pa.Array, rows: np.ndarray, collection: str | None, out: Bodies) -> None:
+    def _group(
+        self,
+        data: pa.Array,
+        rows: np.ndarray,
+        collection: str | None,
+        out: Bodies,
+        leave: frozenset[str],
+    ) -> None:
         """The bodies of ``rows``, of one collection."""
         try:
             cls, indexes, schema = self.destination.message_for(collection, self.part)
@@ -144,6 +160,10 @@ class ProtobufRows:
         key = (cls.DESCRIPTOR.file.serialized_pb, tuple(indexes), data.type)
         if key not in self._plans:
             self._plans[key] = plan(cls.DESCRIPTOR, data.type)
+        names = data.type.names if pa.types.is_struct(data.type) else []
+        if any(name in leave for name in names):
+            out.refused[rows] = True
+            return
         found = self._plans[key]
         if found is None:
             out.refused[rows] = True
@@ -219,7 +239,7 @@ def plan(descriptor: Descriptor, type_: pa.DataType) -> _Plan | None:
     for index in range(type_.num_fields):
         column = type_.field(index)
         fd = descriptor.fields_by_name.get(column.name)
-        if fd is None or fd.is_repeated:
+        if fd is None:
             return None
         oneof = fd.containing_oneof
         if oneof is not None and oneof.name not in synthetic:
@@ -246,6 +266,8 @@ def _tag(number: int, wire_type: int) -> bytes:
 
 def _field_writer(fd: FieldDescriptor, type_: pa.DataType) -> Writer | None:
     """The writer of a column of ``type_`` into field ``fd``, or ``None``."""
+    if fd.is_repeated:
+        return _repeated_writer(fd, type_)
     if fd.type == _FD.TYPE_MESSAGE:
         name = fd.message_type.full_name
         if name == TIMESTAMP:
@@ -270,6 +292,49 @@ def _field_writer(fd: FieldDescriptor, type_: pa.DataType) -> Writer | None:
         if isinstance(written, wire.Pieces):
             return wire.framed(tag, written, shown), bad
         return wire.segments([wire.constant(tag, count), written], shown), bad
+
+    return write
+
+
+def _repeated_writer(fd: FieldDescriptor, type_: pa.DataType) -> Writer | None:
+    """A repeated scalar field from a list column: packed (a numeric field's values after
+    one tag and their size, as proto3 writes them unless ``[packed = false]``), or each
+    value after its own tag; an empty list writes nothing, a null item is refused."""
+    if fd.type == _FD.TYPE_MESSAGE or not pa.types.is_list(type_):
+        return None
+    values = _values(fd.type, fd, type_.value_type)
+    if values is None:
+        return None
+    packed = bool(fd.is_packed)
+    tag = _tag(fd.number, _DELIMITED if packed else _wire_type(fd.type))
+
+    def write(column: pa.Array) -> tuple[wire.Pieces, np.ndarray]:
+        count = len(column)
+        valid = wire.valid(column)
+        lengths = np.asarray(pc.fill_null(pc.list_value_length(column), 0).to_numpy(), np.int64)
+        items = column.flatten()
+        written, _, bad_items = values(items)
+        bad_items = bad_items | ~wire.valid(items)
+        ends = np.cumsum(lengths)
+        bad_counts = np.zeros(len(items) + 1, dtype=np.int64)
+        np.cumsum(bad_items, out=bad_counts[1:])
+        starts = ends - lengths
+        bad = valid & (bad_counts[ends] - bad_counts[starts] > 0)
+        every = np.ones(len(items), dtype=bool)
+        if packed:
+            item_bytes = wire.Pieces([written], written[1]).joined()  # type: ignore[list-item,index]
+        elif isinstance(written, wire.Pieces):
+            item_bytes = wire.framed(tag, written, every).joined()
+        else:
+            item_bytes = wire.segments([wire.constant(tag, len(items)), written]).joined()
+        offsets = np.zeros(count + 1, dtype=np.int32)
+        offsets[1:] = ends
+        rows = pc.binary_join(pa.ListArray.from_arrays(pa.array(offsets), item_bytes), b"")
+        shown = valid & ~bad & (lengths > 0)
+        row_pieces = wire.Pieces.of(wire.masked(rows, shown))
+        if packed:
+            return wire.framed(tag, row_pieces, shown), bad
+        return row_pieces, bad
 
     return write
 

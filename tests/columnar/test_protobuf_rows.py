@@ -105,6 +105,24 @@ _EDGE_CASES: list[tuple[pa.DataType, list[Any], list[str]]] = [
         ["google.protobuf.Timestamp"],
     ),
     (pa.date32(), [0, -1, 1, -719_162, 2_932_896], ["google.protobuf.Timestamp"]),
+    (
+        pa.list_(pa.int64()),
+        [[], [0], [1, -1, 2**31, 2**63 - 1, -(2**63)], [None], [5, None], [0, 0]],
+        ["repeated int64", "repeated sint32", "repeated fixed32", "repeated uint64"],
+    ),
+    (
+        pa.list_(pa.float64()),
+        [[], [0.0, -0.0], [1e39], [1.5, None]],
+        ["repeated double", "repeated float", "repeated double [packed = false]"],
+    ),
+    (pa.list_(pa.bool_()), [[], [False], [True, False]], ["repeated bool"]),
+    (pa.list_(pa.string()), [[], [""], ["a", "d", ""], [None]], ["repeated string", "repeated E"]),
+    (pa.list_(pa.binary()), [[], [b""], [b"\x00", b"ab"]], ["repeated bytes"]),
+    (
+        pa.list_(pa.decimal128(10, 2)),
+        [[], [decimal.Decimal("1.50"), decimal.Decimal("-0.05")]],
+        ["repeated string"],
+    ),
 ]
 
 
@@ -113,8 +131,10 @@ def test_values_at_the_edges_are_written_as_from_dict_writes_them(
     type_: pa.DataType, values: list[Any], kinds: list[str]
 ) -> None:
     for kind in kinds:
-        for optional in ("", "optional ") if "." not in kind and kind != "E" else ("",):
-            cls = message_class(_HEAD + f"message M {{ {optional}{kind} f = 7; }}\n")
+        plain = "." not in kind and " " not in kind and kind != "E"
+        for optional in ("", "optional ") if plain else ("",):
+            field = kind.replace(" [", " f = 7 [") if "[" in kind else f"{kind} f = 7"
+            cls = message_class(_HEAD + f"message M {{ {optional}{field}; }}\n")
             found = plan(cls.DESCRIPTOR, pa.struct([("f", type_)]))
             assert found is not None
             column = pa.StructArray.from_arrays([pa.array([*values, None], type_)], names=["f"])
@@ -146,6 +166,13 @@ _PAIRS: list[tuple[pa.DataType, st.SearchStrategy[Any], list[str]]] = [
     (pa.timestamp("ms", tz="UTC"), _MICROS.map(lambda n: n // 1000), ["google.protobuf.Timestamp"]),
     (pa.timestamp("s", tz="UTC"), _MICROS.map(lambda n: n // 10**6), ["google.protobuf.Timestamp"]),
     (pa.date32(), st.integers(-719_162, 2_932_896), ["google.protobuf.Timestamp"]),
+    (
+        pa.list_(pa.int64()),
+        st.lists(st.none() | _ints(pa.int64()), max_size=4),
+        ["repeated int64", "repeated sint64", "repeated int32", "repeated fixed64"],
+    ),
+    (pa.list_(pa.string()), st.lists(_TEXTS, max_size=3), ["repeated string", "repeated E"]),
+    (pa.list_(pa.float64()), st.lists(st.floats(allow_nan=False), max_size=3), ["repeated float"]),
 ]
 
 
@@ -153,6 +180,8 @@ def _held(value: Any, type_: pa.DataType) -> Any:
     """A value as the per-message way holds it in a record: times as ISO 8601 text."""
     if value is None:
         return None
+    if pa.types.is_list(type_):
+        return [_held(item, type_.value_type) for item in value]
     if pa.types.is_timestamp(type_):
         return pa.scalar(value, type_).as_py().isoformat()
     if pa.types.is_date32(type_):
@@ -169,7 +198,8 @@ def _tables(draw: st.DrawFn) -> tuple[str, pa.StructArray, list[dict[str, Any]]]
     fields, arrays, names = [], [], []
     for n, (_, values, choices) in enumerate(columns):
         kind = draw(st.sampled_from(choices))
-        optional = "optional " if "." not in kind and draw(st.booleans()) else ""
+        plain = "." not in kind and " " not in kind
+        optional = "optional " if plain and draw(st.booleans()) else ""
         fields.append(f"  {optional}{kind} f{n} = {numbers[n]};")
         arrays.append(draw(st.lists(st.none() | values, min_size=count, max_size=count)))
         names.append(f"f{n}")
@@ -282,13 +312,24 @@ _FIELDS_OF = {
     "io.debezium.time.NanoTimestamp": ["|", "google.protobuf.Timestamp", "int64"],
     "io.debezium.data.VariableScaleDecimal": ["|", "string"],
     "array": ["|", "repeated int64", "repeated string"],
+    "array int32": ["repeated int64", "repeated sint32", "|", "repeated string"],
+    "array int64": ["repeated int64", "repeated fixed64", "|", "repeated int32"],
+    "array string": ["repeated string", "|", "repeated bytes"],
+    "array float": ["repeated double", "repeated float", "|", "repeated int64"],
+    "array double": ["repeated double", "|", "repeated string"],
+    "array org.apache.kafka.connect.data.Decimal": ["repeated string", "|", "repeated double"],
     "struct": ["|", "google.protobuf.StringValue"],
 }
 
 
 def _kinds(block: dict[str, Any]) -> tuple[list[str], list[str]]:
     """(field types written from columns, others) for a Connect field block."""
+    if block["type"] == "array":
+        items = block["items"]
+        block = {"type": f"array {items.get('name', items['type'])}"}
     found = _FIELDS_OF.get(block.get("name", ""), _FIELDS_OF.get(block["type"]))
+    if found is None and block["type"].startswith("array "):
+        found = _FIELDS_OF["array"]
     assert found is not None, block
     bar = found.index("|")
     return found[:bar], found[bar + 1 :]
@@ -454,3 +495,48 @@ def test_without_schema_files_the_subjects_latest_versions_are_written(tmp_path:
         DebeziumJsonFormat({}, registry=url), url, data, False, {}, ProtobufFormat
     )
     assert not letters and len(out.splitlines()) == 12, summary
+
+
+def _one_table(fields: list[dict[str, Any]], rows: list[dict[str, Any]]) -> bytes:
+    """Change events (creates) of table ``t`` with the row ``fields``, ``rows`` as after."""
+    row = {"type": "struct", "optional": True, "name": "t.Value", "fields": fields}
+    schema = {
+        "type": "struct",
+        "name": "t.Envelope",
+        "fields": [{**row, "field": "before"}, {**row, "field": "after"}],
+    }
+    schema["fields"].append({"type": "string", "optional": False, "field": "op"})
+    return _kv(
+        [
+            (
+                None,
+                orjson.dumps(
+                    {"schema": schema, "payload": {"before": None, "after": r, "op": "c"}}
+                ),
+            )
+            for r in rows
+        ]
+    )
+
+
+@pytest.mark.parametrize("kind", ["int32", "int64", "string", "repeated int32"])
+def test_a_time_of_day_the_columns_hold_as_a_count_goes_the_per_message_way(
+    kind: str, tmp_path: Path
+) -> None:
+    """The typed columns hold ``io.debezium.time.Time`` as milliseconds, the per-message way
+    as text (``00:00:01``): a message of such a column goes its way, written or refused."""
+    time = {"type": "int32", "name": "io.debezium.time.Time", "optional": True, "field": "t"}
+    if kind.startswith("repeated"):
+        time = {
+            "type": "array",
+            "items": {**time, "optional": False},
+            "optional": True,
+            "field": "t",
+        }
+    fields = [{"type": "int64", "optional": False, "field": "id"}, time]
+    value = 1000 if not kind.startswith("repeated") else [1000, 2000]
+    data = _one_table(fields, [{"id": n, "t": value} for n in range(12)])
+    row = _HEAD + f"message Row {{ int64 id = 1; {kind} t = 2; }}\n"
+    options = _files(tmp_path, row, _HEAD + "message Key { int64 id = 1; }\n")
+    out = _both(data, {**options, "topic": "t"})
+    assert len(out[1]) + out[2].count(b"\n") == 12
