@@ -115,14 +115,17 @@ class DebeziumToProtobufRows(DebeziumToAvroRows):
 
 def times_as_text(row: ConnectSchema) -> frozenset[str]:
     """The fields of ``row`` whose values the typed columns hold as counts and the
-    per-message way as text: times of day (and lists of them)."""
-    found = set()
-    for name, field in row.fields:
-        node: ConnectSchema | None = field
-        while node is not None and node.type == "array":
-            node = node.items
-        semantic = None if node is None else node.semantic
-        columnar = None if semantic is None else semantic.columnar
-        if columnar is not None and columnar.kind == "time_of_day":
-            found.add(name)
-    return frozenset(found)
+    per-message way as text: times of day, and lists and structs holding one."""
+    return frozenset(name for name, field in row.fields if _holds_time_of_day(field))
+
+
+def _holds_time_of_day(node: ConnectSchema | None) -> bool:
+    if node is None:
+        return False
+    semantic = node.semantic
+    columnar = None if semantic is None else semantic.columnar
+    if columnar is not None:
+        return columnar.kind == "time_of_day"
+    return _holds_time_of_day(node.items) or any(
+        _holds_time_of_day(field) for _, field in node.fields
+    )

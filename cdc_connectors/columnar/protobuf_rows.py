@@ -20,14 +20,15 @@ Each column goes into the field of its name; these pairs are written from column
 | decimal | ``string`` (the decimal's text) |
 | timestamp, date | ``google.protobuf.Timestamp`` |
 | a list of one of the above but times | a ``repeated`` field of that kind (packed or not) |
+| a struct of columns written so | a message field of that message |
 
 A field without presence (proto3's default) is left out where its value is the default
 (0, an empty text, false, ``0.0`` but not ``-0.0``), as Protobuf leaves it out. The rows of
 a collection go the per-message way, which then writes them or says why not, where its
 schema cannot be had, the schema is no proto3 file, a column names no field (or a map,
-oneof or other message field), or the pair is not above; a row goes that way where its
-value does not fit the field (out of the field's range, no value of the enum, a time
-outside 0001..9999, a null item of a list).
+``oneof`` or group field, or a list of messages), or the pair is not above; a row goes that
+way where its value does not fit the field (out of the field's range, no value of the enum,
+a time outside 0001..9999, a null item of a list).
 """
 
 from __future__ import annotations
@@ -218,15 +219,20 @@ class _Plan:
 
     def write(self, data: pa.Array) -> tuple[pa.Array, np.ndarray]:
         """Each row's body, and the rows refused."""
+        pieces, bad = self.pieces(data)
+        return pieces.joined(), bad
+
+    def pieces(self, data: pa.Array) -> tuple[wire.Pieces, np.ndarray]:
+        """Each row's body as pieces (none where the row is null), and the rows refused."""
         count = len(data)
-        columns = data.flatten()
+        columns = data.flatten()  # a null row's fields null too: nothing written
         pieces = wire.Pieces.empty(count)
         bad = np.zeros(count, dtype=bool)
         for _, index, writer in self.writers:
             written, refused = writer(columns[index])
             pieces += written
             bad |= refused
-        return pieces.joined(), bad
+        return pieces, bad
 
 
 def plan(descriptor: Descriptor, type_: pa.DataType) -> _Plan | None:
@@ -277,6 +283,11 @@ def _field_writer(fd: FieldDescriptor, type_: pa.DataType) -> Writer | None:
             if inner is None:
                 return None
             return _message_writer(fd.number, _wrapped(WRAPPERS[name], inner))
+        nested = plan(fd.message_type, type_)
+        if nested is None:
+            return None
+        return _message_writer(fd.number, nested.pieces)
+    if fd.type == _FD.TYPE_GROUP:
         return None
     values = _values(fd.type, fd, type_)
     if values is None:

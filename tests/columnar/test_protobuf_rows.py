@@ -49,6 +49,10 @@ import "google/protobuf/timestamp.proto";
 import "google/protobuf/wrappers.proto";
 enum E { E_UNSET = 0; a = 1; b = 2; c = -3; }
 """
+#: Messages that fields of the message under test (the file's first) may be.
+_NESTED = """message Inner { int32 n = 1; string s = 2; }
+message Point { double x = 2; optional double y = 1; bytes wkb = 3; }
+"""
 _INTEGER_FIELDS = [
     "int32", "int64", "uint32", "uint64", "sint32", "sint64",
     "fixed32", "fixed64", "sfixed32", "sfixed64",
@@ -123,6 +127,16 @@ _EDGE_CASES: list[tuple[pa.DataType, list[Any], list[str]]] = [
         [[], [decimal.Decimal("1.50"), decimal.Decimal("-0.05")]],
         ["repeated string"],
     ),
+    (
+        pa.struct([("n", pa.int64()), ("s", pa.string())]),
+        [{"n": 0, "s": ""}, {"n": None, "s": None}, {"n": 2**31, "s": "a"}, {"n": -1, "s": "é"}],
+        ["Inner"],
+    ),
+    (
+        pa.struct([("x", pa.float64()), ("y", pa.float64()), ("wkb", pa.binary())]),
+        [{"x": 0.0, "y": 0.0, "wkb": b""}, {"x": -0.0, "y": None, "wkb": b"\x01"}],
+        ["Point"],
+    ),
 ]
 
 
@@ -134,7 +148,7 @@ def test_values_at_the_edges_are_written_as_from_dict_writes_them(
         plain = "." not in kind and " " not in kind and kind != "E"
         for optional in ("", "optional ") if plain else ("",):
             field = kind.replace(" [", " f = 7 [") if "[" in kind else f"{kind} f = 7"
-            cls = message_class(_HEAD + f"message M {{ {optional}{field}; }}\n")
+            cls = message_class(_HEAD + f"message M {{ {optional}{field}; }}\n" + _NESTED)
             found = plan(cls.DESCRIPTOR, pa.struct([("f", type_)]))
             assert found is not None
             column = pa.StructArray.from_arrays([pa.array([*values, None], type_)], names=["f"])
@@ -173,6 +187,11 @@ _PAIRS: list[tuple[pa.DataType, st.SearchStrategy[Any], list[str]]] = [
     ),
     (pa.list_(pa.string()), st.lists(_TEXTS, max_size=3), ["repeated string", "repeated E"]),
     (pa.list_(pa.float64()), st.lists(st.floats(allow_nan=False), max_size=3), ["repeated float"]),
+    (
+        pa.struct([("n", pa.int64()), ("s", pa.string())]),
+        st.fixed_dictionaries({"n": st.none() | _ints(pa.int64()), "s": st.none() | _TEXTS}),
+        ["Inner"],
+    ),
 ]
 
 
@@ -182,6 +201,8 @@ def _held(value: Any, type_: pa.DataType) -> Any:
         return None
     if pa.types.is_list(type_):
         return [_held(item, type_.value_type) for item in value]
+    if pa.types.is_struct(type_):
+        return {f.name: _held(value[f.name], f.type) for f in type_}
     if pa.types.is_timestamp(type_):
         return pa.scalar(value, type_).as_py().isoformat()
     if pa.types.is_date32(type_):
@@ -203,7 +224,7 @@ def _tables(draw: st.DrawFn) -> tuple[str, pa.StructArray, list[dict[str, Any]]]
         fields.append(f"  {optional}{kind} f{n} = {numbers[n]};")
         arrays.append(draw(st.lists(st.none() | values, min_size=count, max_size=count)))
         names.append(f"f{n}")
-    text = _HEAD + "message M {\n" + "\n".join(fields) + "\n}\n"
+    text = _HEAD + "message M {\n" + "\n".join(fields) + "\n}\n" + _NESTED
     struct = pa.StructArray.from_arrays(
         [pa.array(values, type_) for values, (type_, _, _) in zip(arrays, columns, strict=True)],
         names=names,
@@ -247,7 +268,8 @@ def test_columns_write_the_bytes_and_refuse_the_rows_of_from_dict(
     [
         ("repeated int64 f0 = 1;", pa.int64()),
         ("oneof o { int64 f0 = 1; string g = 2; }", pa.int64()),
-        ("message N { int32 n = 1; } N f0 = 1;", pa.struct([("n", pa.int32())])),
+        ("message N { int32 n = 1; } N f0 = 1;", pa.struct([("m", pa.int32())])),
+        ("message N { int32 n = 1; } repeated N f0 = 1;", pa.list_(pa.struct([("n", pa.int32())]))),
         ("int64 other = 1;", pa.int64()),
         ("string f0 = 1;", pa.int64()),
         ("google.protobuf.Timestamp f0 = 1;", pa.timestamp("ns", tz="UTC")),
@@ -310,7 +332,7 @@ _FIELDS_OF = {
     "io.debezium.time.Time": ["|", "google.protobuf.Timestamp", "int32"],
     "io.debezium.time.MicroTime": ["|", "google.protobuf.Timestamp", "int64"],
     "io.debezium.time.NanoTimestamp": ["|", "google.protobuf.Timestamp", "int64"],
-    "io.debezium.data.VariableScaleDecimal": ["|", "string"],
+    "io.debezium.data.VariableScaleDecimal": ["string", "|", "double"],
     "array": ["|", "repeated int64", "repeated string"],
     "array int32": ["repeated int64", "repeated sint32", "|", "repeated string"],
     "array int64": ["repeated int64", "repeated fixed64", "|", "repeated int32"],
@@ -318,7 +340,7 @@ _FIELDS_OF = {
     "array float": ["repeated double", "repeated float", "|", "repeated int64"],
     "array double": ["repeated double", "|", "repeated string"],
     "array org.apache.kafka.connect.data.Decimal": ["repeated string", "|", "repeated double"],
-    "struct": ["|", "google.protobuf.StringValue"],
+    "struct": ["Inner", "|", "google.protobuf.StringValue"],
 }
 
 
@@ -374,7 +396,7 @@ def _cases(draw: st.DrawFn) -> tuple[list[tuple[bytes | None, bytes | None]], st
             "optional " if "." not in kind and " " not in kind and draw(st.booleans()) else ""
         )
         fields.append(f"  {optional}{kind} {block['field']} = {numbers[n]};")
-    value = _HEAD + "message Row {\n" + "\n".join(fields) + "\n}\n"
+    value = _HEAD + "message Row {\n" + "\n".join(fields) + "\n}\n" + _NESTED
     key = _HEAD + f"message Key {{ {draw(st.sampled_from(_KEY_FIELDS))} id = 3; }}\n"
     messages = []
     for _ in range(draw(st.integers(1, 20))):
