@@ -298,13 +298,17 @@ def _field_writer(fd: FieldDescriptor, type_: pa.DataType) -> Writer | None:
 
     def write(column: pa.Array) -> tuple[wire.Pieces, np.ndarray]:
         written, set_, bad = values(column)
-        shown = wire.valid(column) & ~bad & (set_ | always)
-        count = len(column)
-        if isinstance(written, wire.Pieces):
-            return wire.framed(tag, written, shown), bad
-        return wire.segments([wire.constant(tag, count), written], shown), bad
+        return _tagged(tag, written, wire.valid(column) & ~bad & (set_ | always)), bad
 
     return write
+
+
+def _tagged(tag: bytes, written: wire.Segment | wire.Pieces, shown: np.ndarray) -> wire.Pieces:
+    """A field on each row ``shown``: its tag, then a scalar's bytes, or a length-delimited
+    value's size and bytes (``written`` has none on the other rows)."""
+    if isinstance(written, wire.Pieces):
+        return wire.framed(tag, written, shown)
+    return wire.segments([wire.constant(tag, len(shown)), written], shown)
 
 
 def _repeated_writer(fd: FieldDescriptor, type_: pa.DataType) -> Writer | None:
@@ -331,13 +335,10 @@ def _repeated_writer(fd: FieldDescriptor, type_: pa.DataType) -> Writer | None:
         np.cumsum(bad_items, out=bad_counts[1:])
         starts = ends - lengths
         bad = valid & (bad_counts[ends] - bad_counts[starts] > 0)
-        every = np.ones(len(items), dtype=bool)
-        if packed:
-            item_bytes = wire.Pieces([written], written[1]).joined()  # type: ignore[list-item,index]
-        elif isinstance(written, wire.Pieces):
-            item_bytes = wire.framed(tag, written, every).joined()
+        if packed:  # the values alone (numbers: segments)
+            item_bytes = wire.segments([written]).joined()  # type: ignore[list-item]
         else:
-            item_bytes = wire.segments([wire.constant(tag, len(items)), written]).joined()
+            item_bytes = _tagged(tag, written, np.ones(len(items), dtype=bool)).joined()
         offsets = np.zeros(count + 1, dtype=np.int32)
         offsets[1:] = ends
         rows = pc.binary_join(pa.ListArray.from_arrays(pa.array(offsets), item_bytes), b"")
@@ -385,10 +386,7 @@ def _wrapped(
 
     def body(column: pa.Array) -> tuple[wire.Pieces, np.ndarray]:
         written, set_, bad = values(column)
-        shown = wire.valid(column) & ~bad & set_
-        if isinstance(written, wire.Pieces):
-            return wire.framed(tag, written, shown), bad
-        return wire.segments([wire.constant(tag, len(column)), written], shown), bad
+        return _tagged(tag, written, wire.valid(column) & ~bad & set_), bad
 
     return body
 
