@@ -50,6 +50,7 @@ from cdc_connectors.opencdc import CodecError
 from cdc_connectors.opencdc import keys as metadata_keys
 from cdc_connectors.opencdc.metadata import Metadata
 from cdc_connectors.schema import framing
+from cdc_connectors.schema.connect import ConnectSchema
 
 __all__ = ["DebeziumToDebeziumAvro"]
 
@@ -91,7 +92,11 @@ class DebeziumToDebeziumAvro(DebeziumToAvroRows):
     # --- the envelope ------------------------------------------------------------------------
 
     def _encode_values(
-        self, batch: pa.RecordBatch, metadata: pa.MapArray, collections: pa.Array
+        self,
+        batch: pa.RecordBatch,
+        metadata: pa.MapArray,
+        collections: pa.Array,
+        row: ConnectSchema,
     ) -> Encoded:
         """Each row's envelope body, grouped by its envelope schema (each group's text,
         collection and record name in :attr:`Encoded.groups`, which :meth:`AvroRows.framed`

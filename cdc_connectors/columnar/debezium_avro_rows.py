@@ -129,7 +129,9 @@ class DebeziumToAvroRows(DebeziumToOpenCDC):
         metadata = batch.column("metadata")
         collections = lookup(metadata, metadata_keys.COLLECTION)
         encoded_keys, bad_keys = self._encode_keys(read, local, collections)
-        encoded_values = self._encode_values(batch, metadata, collections)
+        encoded_values = self._encode_values(
+            batch, metadata, collections, envelope.decoder.row.connect
+        )
         keep = ~(encoded_values.refused | bad_keys)
         topics = None
         if self.topic is not None:
@@ -152,10 +154,15 @@ class DebeziumToAvroRows(DebeziumToOpenCDC):
         return Columnar(rows, written_values, written_keys, topics)
 
     def _encode_values(
-        self, batch: pa.RecordBatch, metadata: pa.MapArray, collections: pa.Array
+        self,
+        batch: pa.RecordBatch,
+        metadata: pa.MapArray,
+        collections: pa.Array,
+        row: ConnectSchema,
     ) -> Encoded:
-        """The value bodies of the decoded rows, grouped by the schema registered for them
-        (:meth:`AvroRows.framed` registers them): the ``after`` image; a delete has none."""
+        """The value bodies of the decoded rows (``row``: the Connect schema of their
+        images), grouped by the schema registered for them (:meth:`AvroRows.framed`
+        registers them): the ``after`` image; a delete has none."""
         after = batch.column("after")
         present = wire.valid(after) & ~wire.mask(pc.equal(batch.column("operation"), "delete"))
         subject_key, version_key = framing.CONDUIT_KEYS["payload"]

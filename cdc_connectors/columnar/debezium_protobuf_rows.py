@@ -27,7 +27,6 @@ from cdc_connectors.columnar.debezium_avro_rows import (
     ReadKeys,
     names_schemas_for,
 )
-from cdc_connectors.columnar.debezium_opencdc import Columnar, Envelope
 from cdc_connectors.columnar.protobuf_rows import Bodies, ProtobufRows
 from cdc_connectors.formats.base import Format
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
@@ -52,7 +51,6 @@ class DebeziumToProtobufRows(DebeziumToAvroRows):
         super().__init__(fmt, destination, topic)  # type: ignore[arg-type]
         self._values = ProtobufRows(destination, "payload")  # type: ignore[assignment]
         self._key_rows = ProtobufRows(destination, "key")  # type: ignore[assignment]
-        self._leave: frozenset[str] = frozenset()  # of the envelope being written
 
     @staticmethod
     def serves(source: Format, destination: Format) -> bool:
@@ -65,25 +63,19 @@ class DebeziumToProtobufRows(DebeziumToAvroRows):
             and not destination.raw_keys
         )
 
-    def _write(
-        self,
-        envelope: Envelope,
-        values: pa.Array,
-        keys: pa.Array | None,
-        places: pa.Array,
-        matched: np.ndarray,
-    ) -> Columnar | None:
-        self._leave = times_as_text(envelope.decoder.row.connect)
-        return super()._write(envelope, values, keys, places, matched)
-
     def _encode_values(  # type: ignore[override]
-        self, batch: pa.RecordBatch, metadata: pa.MapArray, collections: pa.Array
+        self,
+        batch: pa.RecordBatch,
+        metadata: pa.MapArray,
+        collections: pa.Array,
+        row: ConnectSchema,
     ) -> Bodies:
-        """The value bodies of the decoded rows: the ``after`` image; a delete has none."""
+        """The value bodies of the decoded rows: the ``after`` image; a delete has none.
+        Times of day in ``row`` leave their rows to the per-message way."""
         after = batch.column("after")
         present = wire.valid(after) & ~wire.mask(pc.equal(batch.column("operation"), "delete"))
         values: ProtobufRows = self._values  # type: ignore[assignment]
-        return values.encode(after, present, collections, self._leave)
+        return values.encode(after, present, collections, times_as_text(row))
 
     def _encode_keys(  # type: ignore[override]
         self, read: ReadKeys, local: np.ndarray, collections: pa.Array

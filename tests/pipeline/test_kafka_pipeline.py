@@ -51,6 +51,51 @@ def run_pipeline(pipeline: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+def write_pipeline(
+    path: Path,
+    broker: KafkaBroker,
+    name: str,
+    source: str,
+    target: str,
+    *,
+    destination: str = "format: opencdc-proto",
+    registry: str | None = None,
+    dead_letters: Path | None = None,
+) -> Path:
+    """A batch pipeline YAML at ``path``: Debezium JSON from the ``source`` topic, from the
+    earliest offset to the latest, into the ``target`` topic with the ``destination``
+    settings (besides the broker and the topic); a registry and dead-letter files if given."""
+    lines = ['version: "2.2"']
+    if registry is not None:
+        lines += ["schema-registry:", f"  url: {registry}"]
+    lines += [
+        "spark:",
+        "  master: local[2]",
+        '  conf: {spark.sql.shuffle.partitions: "2", spark.ui.enabled: "false"}',
+        "pipelines:",
+        f"  - id: {name}",
+        "    connectors:",
+        "      - id: in",
+        "        type: source",
+        "        plugin: kafka",
+        f'        settings: {{servers: "{broker.bootstrap}", topics: {source},',
+        "                   format: debezium-json,",
+        "                   startingOffsets: earliest, endingOffsets: latest}",
+        "      - id: out",
+        "        type: destination",
+        "        plugin: kafka",
+        f'        settings: {{servers: "{broker.bootstrap}", topic: {target}, {destination}}}',
+    ]
+    if dead_letters is not None:
+        lines += [
+            "    dead-letter-queue:",
+            "      plugin: files",
+            f'      settings: {{path: "{dead_letters}", format: opencdc-json}}',
+        ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 def test_run_moves_good_records_to_opencdc_protobuf_and_bad_ones_to_dead_letters(
     kafka_broker: KafkaBroker, tmp_path: Path
 ) -> None:
@@ -65,30 +110,14 @@ def test_run_moves_good_records_to_opencdc_protobuf_and_bad_ones_to_dead_letters
     assert producer.flush(30) == 0
 
     dlq = tmp_path / "dlq"
-    pipeline = tmp_path / "pipeline.yaml"
-    pipeline.write_text(
-        f"""version: "2.2"
-schema-registry:
-  url: sqlite:///{tmp_path}/registry.db
-spark:
-  master: local[2]
-  conf: {{spark.sql.shuffle.partitions: "2", spark.ui.enabled: "false"}}
-pipelines:
-  - id: customers
-    connectors:
-      - id: in
-        type: source
-        plugin: kafka
-        settings: {{servers: "{kafka_broker.bootstrap}", topics: {source}, format: debezium-json,
-                   startingOffsets: earliest, endingOffsets: latest}}
-      - id: out
-        type: destination
-        plugin: kafka
-        settings: {{servers: "{kafka_broker.bootstrap}", topic: {target}, format: opencdc-proto}}
-    dead-letter-queue:
-      plugin: files
-      settings: {{path: "{dlq}", format: opencdc-json}}
-"""
+    pipeline = write_pipeline(
+        tmp_path / "pipeline.yaml",
+        kafka_broker,
+        "customers",
+        source,
+        target,
+        registry=f"sqlite:///{tmp_path}/registry.db",
+        dead_letters=dlq,
     )
     result = run_pipeline(pipeline)
     assert result.returncode == 1, result.stderr[-3000:]  # 1: some went to the dead letters
@@ -154,26 +183,7 @@ def test_a_batch_pipeline_over_an_empty_topic_moves_nothing_and_says_so(
     """In the suite's Spark session (the run above is the one a user starts)."""
     source = kafka_broker.create_topic(f"cdc-empty-{uuid.uuid4().hex[:8]}", 2)
     target = kafka_broker.create_topic(f"cdc-out-{uuid.uuid4().hex[:8]}", 1)
-    pipeline = tmp_path / "pipeline.yaml"
-    pipeline.write_text(
-        f"""version: "2.2"
-spark:
-  master: local[2]
-  conf: {{spark.sql.shuffle.partitions: "2", spark.ui.enabled: "false"}}
-pipelines:
-  - id: empty
-    connectors:
-      - id: in
-        type: source
-        plugin: kafka
-        settings: {{servers: "{kafka_broker.bootstrap}", topics: {source}, format: debezium-json,
-                   startingOffsets: earliest, endingOffsets: latest}}
-      - id: out
-        type: destination
-        plugin: kafka
-        settings: {{servers: "{kafka_broker.bootstrap}", topic: {target}, format: opencdc-proto}}
-"""
-    )
+    pipeline = write_pipeline(tmp_path / "pipeline.yaml", kafka_broker, "empty", source, target)
     result = run_here(spark, pipeline)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "AssertionError" not in result.stderr
@@ -208,27 +218,15 @@ def test_a_pipeline_writes_confluent_protobuf_rows_from_columns(
     (tmp_path / "row.proto").write_text(_ORDERS)
     (tmp_path / "key.proto").write_text(_HEAD + "message Key { int64 id = 1; }\n")
     registry = f"sqlite:///{tmp_path}/registry.db"
-    pipeline = tmp_path / "pipeline.yaml"
-    pipeline.write_text(
-        f"""version: "2.2"
-schema-registry:
-  url: {registry}
-spark:
-  master: local[2]
-pipelines:
-  - id: orders
-    connectors:
-      - id: in
-        type: source
-        plugin: kafka
-        settings: {{servers: "{kafka_broker.bootstrap}", topics: {source}, format: debezium-json,
-                   startingOffsets: earliest, endingOffsets: latest}}
-      - id: out
-        type: destination
-        plugin: kafka
-        settings: {{servers: "{kafka_broker.bootstrap}", topic: {target}, format: protobuf,
-                   format.value.schema: row.proto, format.key.schema: key.proto}}
-"""
+    pipeline = write_pipeline(
+        tmp_path / "pipeline.yaml",
+        kafka_broker,
+        "orders",
+        source,
+        target,
+        destination="format: protobuf, format.value.schema: row.proto, "
+        "format.key.schema: key.proto",
+        registry=registry,
     )
     result = run_here(spark, pipeline)
     assert result.returncode == 0, result.stderr[-3000:]
