@@ -153,6 +153,10 @@ class ProtobufRows:
         leave: frozenset[str],
     ) -> None:
         """The bodies of ``rows``, of one collection."""
+        names = data.type.names if pa.types.is_struct(data.type) else []
+        if any(name in leave for name in names):
+            out.refused[rows] = True
+            return
         try:
             cls, indexes, schema = self.destination.message_for(collection, self.part)
         except (CodecError, SchemaError):
@@ -161,10 +165,6 @@ class ProtobufRows:
         key = (cls.DESCRIPTOR.file.serialized_pb, tuple(indexes), data.type)
         if key not in self._plans:
             self._plans[key] = plan(cls.DESCRIPTOR, data.type)
-        names = data.type.names if pa.types.is_struct(data.type) else []
-        if any(name in leave for name in names):
-            out.refused[rows] = True
-            return
         found = self._plans[key]
         if found is None:
             out.refused[rows] = True
