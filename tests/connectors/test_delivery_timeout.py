@@ -26,7 +26,7 @@ from tests.kafka_broker import KafkaBroker
 
 TIMEOUT_MS = 3000
 #: A batch of rows every PAUSE_S, for longer than twice the timeout.
-ROWS_PER_BATCH, PAUSE_S, BATCHES = 100, 0.05, 300
+ROWS_PER_BATCH, PAUSE_S, BATCHES = 100, 0.05, 200
 
 
 def test_a_task_fails_within_the_delivery_timeout_of_the_broker_kill() -> None:
@@ -118,7 +118,7 @@ def test_a_spark_write_fails_in_one_line_naming_topic_and_partition(spark: Any) 
             watcher.join()
 
     # Through Spark the bound is loose: Spark reports a Python writer's failure only once
-    # the task's input is read to its end (here about 13 s after the kill, the paced rows
+    # the task's input is read to its end (here about 8 s after the kill, the paced rows
     # left; the README says so), and its own share (the failure reaching the driver, the
     # job's abort) is seconds more on a loaded machine. The test above times the task.
     assert took < TIMEOUT_MS / 1000 + 30, f"failed {took:.1f}s after the kill"
