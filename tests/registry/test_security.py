@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,6 +36,7 @@ from cdc_connectors.registry.redact import (
 )
 from cdc_connectors.registry.serve import ServeError, serve
 from cdc_connectors.registry.server import create_app
+from tests.cli_runner import run_cli
 
 from .conftest import free_port, http, self_signed
 
@@ -158,43 +160,58 @@ REFUSED_CREDENTIALS: list[tuple[list[str], dict[str, str], str]] = [
 ]
 
 
-@pytest.mark.slow
-def test_empty_or_malformed_credential_refuses_to_start(tmp_path: Path):
-    """Each case refuses in one line naming the option or variable, and never listens."""
-    ports = [free_port() for _ in REFUSED_CREDENTIALS]
-    processes = [
-        subprocess.Popen(
-            [
-                *CLI,
-                "registry",
-                "serve",
-                "--store",
-                f"sqlite:///{tmp_path}/r.db",
-                "--port",
-                str(port),
-                *args,
-            ],
+def _serve_refused(
+    args: list[str], env: dict[str, str], cwd: Path, *, in_process: bool
+) -> subprocess.CompletedProcess[str]:
+    """``registry serve ARGS``, which must refuse to start: in this process (click's runner,
+    in a thread, so that a server that starts fails the test instead of hanging it), or
+    as a process of its own."""
+    command = ["registry", "serve", *args]
+    if not in_process:
+        process = subprocess.Popen(
+            [*CLI, *command],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             env=_env(**env),
+            cwd=cwd,
         )
-        for port, (args, env, _) in zip(ports, REFUSED_CREDENTIALS, strict=True)
-    ]
-    for process, port, (args, env, named) in zip(
-        processes, ports, REFUSED_CREDENTIALS, strict=True
-    ):
         try:
             out, err = process.communicate(timeout=30)
         except subprocess.TimeoutExpired:
             process.kill()
             raise AssertionError(f"{args} {env}: the server started") from None
-        result = subprocess.CompletedProcess(process.args, process.returncode, out, err)
-        line = assert_one_line_refusal(result, "ada: ", "two words")
-        assert named in line, (args, env, line)
-        with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
-            pass
+        return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+    done: list[subprocess.CompletedProcess[bytes]] = []
+    unset: dict[str, str | None] = dict.fromkeys(("CDC_REGISTRY_BASIC_AUTH", "CDC_REGISTRY_TOKEN"))
+    thread = threading.Thread(
+        target=lambda: done.append(run_cli(*command, cwd=cwd, env={**unset, **env})),
+        daemon=True,
+    )
+    thread.start()
+    thread.join(30)
+    if not done:
+        raise AssertionError(f"{args} {env}: the server started")
+    (result,) = done
+    return subprocess.CompletedProcess(
+        result.args, result.returncode, result.stdout.decode(), result.stderr.decode()
+    )
+
+
+@pytest.mark.slow
+def test_empty_or_malformed_credential_refuses_to_start(tmp_path: Path):
+    """Each case refuses in one line naming the option or variable, and never listens (in
+    this process; the first case also as a process of its own)."""
+    for number, (args, env, named) in enumerate(REFUSED_CREDENTIALS):
+        port = free_port()
+        store = ["--store", f"sqlite:///{tmp_path}/r.db", "--port", str(port)]
+        for in_process in (True, False) if number == 0 else (True,):
+            result = _serve_refused([*store, *args], env, tmp_path, in_process=in_process)
+            line = assert_one_line_refusal(result, "ada: ", "two words")
+            assert named in line, (args, env, line)
+            with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+                pass
     assert not (tmp_path / "r.db").exists()  # refused before touching anything
 
 
@@ -585,30 +602,14 @@ def _misuse_cases(tmp_path: Path) -> dict[str, list[str]]:
 
 @pytest.mark.slow
 def test_serve_misuse_is_one_line_and_exit_2(tmp_path: Path):
-    cases = _misuse_cases(tmp_path)
-    processes = {
-        name: subprocess.Popen(
-            [*CLI, "registry", "serve", "--port", "0", *args],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=_env(),
-            cwd=tmp_path,
-        )
-        for name, args in cases.items()
-    }
-    for name, process in processes.items():
-        try:
-            out, err = process.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            raise AssertionError(f"{name}: registry serve started instead of refusing") from None
-        result = subprocess.CompletedProcess(process.args, process.returncode, out, err)
-        try:
-            assert_one_line_refusal(result)
-        except AssertionError as failure:
-            raise AssertionError(f"{name}: {failure}") from None
+    """Each case in this process; the first also as a process of its own."""
+    for number, (name, args) in enumerate(_misuse_cases(tmp_path).items()):
+        for in_process in (True, False) if number == 0 else (True,):
+            result = _serve_refused(["--port", "0", *args], {}, tmp_path, in_process=in_process)
+            try:
+                assert_one_line_refusal(result)
+            except AssertionError as failure:
+                raise AssertionError(f"{name} (in process: {in_process}): {failure}") from None
     assert not (tmp_path / "ok.db").exists()
 
 
