@@ -1,7 +1,8 @@
 """A pipeline run inside its Spark tasks: read, convert and write in one pass.
 
 ```
-plan rows: cdc-kafka-ranges (a range of offsets each) or cdc-files-plan (a file each)
+plan rows: cdc-kafka-ranges (a range of offsets each) or cdc-files-plan (a file each);
+           a batch plans them on the driver (planned_rows), Spark reads their numbers
   -> mapInArrow, per row: its raw messages (read_range, or raw_batches of a file)
                           -> converter (or bytes as they are, for a Kafka copy)
                           -> messages written: produced to Kafka, every report awaited; or
@@ -12,9 +13,11 @@ plan rows: cdc-kafka-ranges (a range of offsets each) or cdc-files-plan (a file 
 
 The messages never cross into Spark's JVM and back (three hand-offs of every byte in the
 staged way: source to stage, stage to cache, cache to writer); only dead letters, counts and
-commit messages do. Spark still plans the ranges or files, runs the tasks on its executors
-and keeps a streaming query's offsets in its checkpoint; a files destination is committed by
-its own writer's job commit (:meth:`FilesWriter.commit`), on the driver, as in the staged way.
+commit messages do. Spark runs the tasks on its executors and keeps a streaming query's
+offsets in its checkpoint; a batch's ranges or files are planned on the driver by the plan
+sources' own code (no Python process to plan a Python read, no Python worker to read plan
+rows beside each task's); a files destination is committed by its own writer's job commit
+(:meth:`FilesWriter.commit`), on the driver, as in the staged way.
 
 What it gives up, and so when the runner takes it (:func:`in_task`): a task writes its
 messages before the batch's dead letters are counted, so a pipeline that stops on dead
@@ -26,7 +29,7 @@ Kafka task Spark retries writes its messages again: at least once, as every Kafk
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,9 +38,10 @@ from pyspark.sql.types import BinaryType, StructField, StructType
 
 from cdc_connectors.connectors import files, task_heap
 from cdc_connectors.connectors.errors import guarded
-from cdc_connectors.connectors.files_plan import raw_batches
+from cdc_connectors.connectors.files_plan import FilesPlanDataSource, raw_batches
 from cdc_connectors.connectors.files_write import FilesWriter, TaskFile
 from cdc_connectors.connectors.kafka_offsets import KafkaRange
+from cdc_connectors.connectors.kafka_ranges import KafkaRangesDataSource
 from cdc_connectors.connectors.kafka_read import read_range
 from cdc_connectors.connectors.kafka_settings import (
     CONNECTOR,
@@ -63,7 +67,16 @@ from cdc_connectors.pipeline.plan import (
     written_batch,
 )
 
-__all__ = ["FILES_PLAN", "MESSAGE_LAYOUT", "RANGES", "FilesOut", "InTask", "in_task", "tasks"]
+__all__ = [
+    "FILES_PLAN",
+    "MESSAGE_LAYOUT",
+    "RANGES",
+    "FilesOut",
+    "InTask",
+    "in_task",
+    "planned_rows",
+    "tasks",
+]
 
 #: The data sources an in-task pipeline reads its plan rows from.
 RANGES = f"{CONNECTOR}-ranges"
@@ -203,13 +216,37 @@ def in_task(
     return InTask(parts, out, fmt, node_id, decode, route, columns)
 
 
-def tasks(plan: InTask) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The mapInArrow function over plan rows (module docstring)."""
+def planned_rows(plan: InTask, read_with: Mapping[str, str]) -> list[dict[str, Any]]:
+    """A batch's plan rows, planned here on the driver: the rows the plan source
+    (``cdc-kafka-ranges``, ``cdc-files-plan``) would give Spark, without the processes
+    Spark starts to plan and read a Python data source (a planner process per step, a
+    Python worker per task beside the one of :func:`tasks`)."""
+    kind = KafkaRangesDataSource if isinstance(plan.parts, KafkaParts) else FilesPlanDataSource
+    source = kind(dict(read_with))
+    reader = source.reader(source.schema())
+    rows: list[dict[str, Any]] = []
+    for part in reader.partitions():
+        for batch in reader.read(part):
+            assert isinstance(batch, pa.RecordBatch)  # the plan readers give Arrow batches
+            rows.extend(batch.to_pylist())
+    return rows
+
+
+def tasks(
+    plan: InTask, rows: Sequence[dict[str, Any]] | None = None
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The mapInArrow function over plan rows (module docstring); with ``rows``
+    (:func:`planned_rows`), over the numbers of the rows to run instead (``spark.range``:
+    one task each)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         task_heap.settle()
         for batch in batches:
-            for row in batch.to_pylist():
+            if rows is None:
+                found = batch.to_pylist()
+            else:
+                found = [rows[number] for number in batch.column(0).to_pylist()]
+            for row in found:
                 yield from guarded(_one_part(plan, row))
 
     return run

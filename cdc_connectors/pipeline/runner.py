@@ -36,14 +36,21 @@ from cdc_connectors.connectors.files_owner import check, owner_of, refuse_owned
 from cdc_connectors.connectors.files_plan import FilesPlanDataSource
 from cdc_connectors.connectors.files_write import FilesWriter
 from cdc_connectors.connectors.kafka_ranges import KafkaRangesDataSource
-from cdc_connectors.connectors.messages import open_format
+from cdc_connectors.connectors.messages import SettingError, open_format
 from cdc_connectors.errors import ConfigError, FailFastError
 from cdc_connectors.formats.base import Format
 from cdc_connectors.options import TRUE
 from cdc_connectors.pipeline import outputs
 from cdc_connectors.pipeline.config import Config, Connector, Pipeline
 from cdc_connectors.pipeline.connectors import missing_input
-from cdc_connectors.pipeline.in_task import MESSAGE_LAYOUT, FilesOut, InTask, in_task, tasks
+from cdc_connectors.pipeline.in_task import (
+    MESSAGE_LAYOUT,
+    FilesOut,
+    InTask,
+    in_task,
+    planned_rows,
+    tasks,
+)
 from cdc_connectors.pipeline.outputs import StagedOutput
 from cdc_connectors.pipeline.plan import Counts, Route, SourceFormat, Stage
 
@@ -98,6 +105,8 @@ def one_line(exc: BaseException) -> str:
 
 
 def _setting_error(exc: BaseException) -> str | None:
+    if isinstance(exc, SettingError):  # raised here on the driver, not inside Spark's
+        return str(exc)
     found = _SETTING_ERROR.findall(str(exc))
     return found[-1].strip() if found else None
 
@@ -199,6 +208,8 @@ class _Job:
     lock: threading.Lock = field(default_factory=threading.Lock)
     first_began: float = 0.0  # time.monotonic() at the start of the first batch
     last_ended: float = 0.0  # and at the end of the last one
+    # a batch run in its tasks: its plan rows, planned on the driver (:meth:`read`)
+    plan_rows: list[dict[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         prepared = _Prepared.of(self.pipeline)
@@ -244,7 +255,7 @@ class _Job:
                 destination.plugin.message_columns,
                 self.route,
                 self.fused,
-                tasks(plan) if plan is not None else None,
+                tasks(plan, self.plan_rows) if plan is not None else None,
             )
             if stage.copy:
                 # Rows copied as they are have no dead letters to split off or to stop for:
@@ -417,6 +428,11 @@ class _Job:
         reader: Any = self.spark.readStream if streaming else self.spark.read
         try:
             name = source.plugin.spark_name
+            if self.in_task is not None and not streaming:
+                # Planned here: Spark reads numbers alone, the tasks their plan rows.
+                self.plan_rows = planned_rows(self.in_task, self.source_settings)
+                count = len(self.plan_rows)
+                return self.spark.range(0, count, 1, max(count, 1))
             if self.in_task is not None:
                 name = self.in_task.parts.plan_source
             return reader.format(name).options(**self.source_settings).load()  # type: ignore[no-any-return]

@@ -344,6 +344,31 @@ def test_only_pipelines_that_go_on_past_dead_letters_run_in_one_pass(
     assert (chosen is not None) == one_pass
 
 
+def test_a_batch_plans_its_files_on_the_driver_and_runs_a_task_each(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Spark reads numbers (``spark.range``, one partition each), not a Python data source:
+    no planner process, no Python worker beside each task's."""
+    source = tmp_path / "in"
+    source.mkdir()
+    for number in range(3):
+        (source / f"part-{number}.jsonl").write_bytes(change(number)[1] + b"\n")
+    text = _files_pipeline(source, tmp_path / "out", tmp_path / "dead")
+    (pipeline,) = parse(text).pipelines
+    job = _Job(pipeline, spark)
+    frame = job.read(streaming=False)
+    assert job.plan_rows is not None
+    assert sorted(row["file"] for row in job.plan_rows) == sorted(
+        str(path) for path in source.glob("*.jsonl")
+    )
+    assert frame.rdd.getNumPartitions() == 3
+    assert "Range" in frame._jdf.queryExecution().analyzed().toString()
+    for path in source.glob("*.jsonl"):
+        path.unlink()
+    nothing = _Job(pipeline, spark)
+    assert nothing.read(streaming=False).count() == 0 and nothing.plan_rows == []
+
+
 def _files_pipeline(source: Path, target: Path, dead: Path, policy: str = "") -> str:
     return f"""version: "2.2"
 pipelines:
