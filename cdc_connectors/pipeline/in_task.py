@@ -78,7 +78,8 @@ __all__ = [
     "tasks",
 ]
 
-#: The data sources an in-task pipeline reads its plan rows from.
+#: The data sources a streaming in-task pipeline reads its plan rows from (a batch plans
+#: them on the driver: :func:`planned_rows`).
 RANGES = f"{CONNECTOR}-ranges"
 FILES_PLAN = f"{files.NAME}-plan"
 #: The rows a files destination's writer is made for: messages (key, value).

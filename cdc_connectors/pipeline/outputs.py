@@ -100,6 +100,7 @@ def stage(path: str, mode: str) -> StagedOutput:
     os.makedirs(parent, exist_ok=True)
     _remove_stale(absolute)
     staging = os.path.join(parent, f".{name}{_STAGING}{os.getpid()}-{uuid.uuid4().hex[:12]}")
+    os.mkdir(staging)  # here, so that a place nothing can be written to fails before a write
     mode = "error" if mode == "errorifexists" else mode
     return StagedOutput(absolute, mode, staging)
 

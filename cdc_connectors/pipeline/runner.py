@@ -276,7 +276,11 @@ class _Job:
                             stage.letters(),
                             dlq.plugin.spark_name,
                             self._output(
-                                dlq.plugin.spark_name, self.dlq_settings, batch_id, staged
+                                dlq.plugin.spark_name,
+                                self.dlq_settings,
+                                batch_id,
+                                staged,
+                                dlq.place_of,
                             ),
                             dlq.place_of,
                         )
@@ -324,7 +328,7 @@ class _Job:
             return plan, None
         destination = self.pipeline.destination
         name = destination.plugin.spark_name
-        settings = self._output(name, self.writer_settings, batch_id, staged)
+        settings = self._output(name, self.writer_settings, batch_id, staged, destination.place_of)
         try:
             writer = FilesDataSource(settings).writer(MESSAGE_LAYOUT, False)
         except Exception as exc:
@@ -341,7 +345,7 @@ class _Job:
         self._write(
             stage.messages(),
             name,
-            self._output(name, self.writer_settings, batch_id, staged),
+            self._output(name, self.writer_settings, batch_id, staged, destination.place_of),
             destination.place_of,
         )
 
@@ -362,10 +366,12 @@ class _Job:
         settings: dict[str, str],
         batch_id: int,
         staged: list[StagedOutput],
+        place_of: Callable[[str], str],
     ) -> dict[str, str]:
         """Settings of a write. A streaming micro-batch to files commits as ``batch-<N>/``
         once (a replayed micro-batch does not add its files again) in a directory that
-        belongs to the query; a batch pipeline writes its files to a staging directory."""
+        belongs to the query; a batch pipeline writes its files to a staging directory (a
+        path where none can be made is refused, at ``place_of`` its setting)."""
         if name != _FILES:
             return settings
         if not self.pipeline.batch:
@@ -374,7 +380,12 @@ class _Job:
                 "batchId": str(batch_id),
                 "checkpointLocation": os.path.abspath(self.pipeline.checkpoint),
             }
-        output = outputs.stage(_path(settings), self.pipeline.save_mode)
+        path = _path(settings)
+        try:
+            output = outputs.stage(path, self.pipeline.save_mode)
+        except OSError as exc:
+            refused = f"{name} setting 'path': cannot write to {path!r}: {exc.strerror or exc}"
+            raise SettingRefused(f"{place_of(refused)}: {refused}") from None
         staged.append(output)
         return {
             **{k: v for k, v in settings.items() if k.lower() != "path"},

@@ -369,6 +369,24 @@ def test_a_batch_plans_its_files_on_the_driver_and_runs_a_task_each(
     assert nothing.read(streaming=False).count() == 0 and nothing.plan_rows == []
 
 
+def test_an_output_nothing_can_be_written_to_is_refused_in_one_line_with_its_place(
+    spark: Any, tmp_path: Path
+) -> None:
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "a.jsonl").write_bytes(change(1)[1] + b"\n{not json\n")
+    for target, dead, setting in (
+        (Path("/proc/nowhere"), tmp_path / "dead", "connectors[1].settings.path"),
+        (tmp_path / "out", Path("/proc/nowhere"), "dead-letter-queue.settings.path"),
+    ):
+        result = _run(spark, tmp_path, _files_pipeline(source, target, dead))
+        assert result.returncode == 2, result.stderr
+        last = result.stderr.strip().splitlines()[-1]
+        assert f"pipelines[0].{setting}: cdc-files setting 'path': cannot write to" in last
+        assert "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists()  # the records are not published without letters
+
+
 def _files_pipeline(source: Path, target: Path, dead: Path, policy: str = "") -> str:
     return f"""version: "2.2"
 pipelines:
