@@ -78,7 +78,7 @@ def test_overwrite_through_a_symbolic_link_replaces_its_target(tmp_path: Path) -
     link = tmp_path / "link"
     link.symlink_to(target)
     output = outputs.stage(str(link), "overwrite")
-    os.makedirs(output.staging)
+    os.makedirs(output.staging, exist_ok=True)  # the writer makes it too
     Path(output.staging, "part-new.jsonl").write_text("new\n")
     outputs.publish(output)
     assert link.is_symlink() and os.listdir(link) == ["part-new.jsonl"]
