@@ -32,6 +32,27 @@ def test_a_connector_module_imports_neither_the_registry_client_nor_pandas(modul
     assert name in ("cdc-files", "cdc-kafka")
 
 
+@pytest.mark.parametrize("module", ["pyspark_cdc_files", "pyspark_cdc_kafka"])
+def test_the_look_up_of_a_session_imports_no_connector(module):
+    """PySpark imports every ``pyspark_*`` module in each session's look-up, whatever it
+    queries: ours import the connector (pyarrow, confluent-kafka, the formats) only when a
+    query uses it, and name it as it names itself."""
+    probe = (
+        f"import sys, {module}\n"
+        "heavy = ('pyarrow', 'numpy', 'confluent_kafka', 'cdc_connectors.formats')\n"
+        "print(' '.join(m for m in heavy if m in sys.modules))\n"
+        f"found = {module}.DefaultSource\n"
+        "print(found.name(), found.connector_class().name())\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    imported, names = result.stdout.splitlines()
+    assert imported == ""
+    name, connector_name = names.split()
+    assert name == connector_name and name in ("cdc-files", "cdc-kafka")
+
+
 def test_a_pipeline_task_imports_the_registry_client_only_for_a_registry():
     # (pandas it imports with the first Arrow column it makes of data: pyarrow's doing)
     probe = (
