@@ -43,6 +43,7 @@ from cdc_connectors.options import TRUE
 from cdc_connectors.pipeline import outputs
 from cdc_connectors.pipeline.config import Config, Connector, Pipeline
 from cdc_connectors.pipeline.connectors import missing_input
+from cdc_connectors.pipeline.driver_write import write_on_driver
 from cdc_connectors.pipeline.in_task import (
     MESSAGE_LAYOUT,
     FilesOut,
@@ -64,6 +65,11 @@ _OUR_ERRORS = re.compile(
 _TRACEBACK = "Traceback (most recent call last):"
 _ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception)): (.+)$", re.MULTILINE)
 
+
+#: Dead letters of a batch written by the driver itself, up to this many (collected as
+#: Arrow: a few MiB for messages of a few KiB, 1 GiB at most for Kafka's largest, 1 MiB);
+#: more are written by Spark, a task per partition.
+DRIVER_LETTERS = 1_000
 
 #: What the start line of a pipeline run in its tasks (:mod:`.in_task`) says.
 ONE_PASS = "read and written in one pass per task"
@@ -272,18 +278,7 @@ class _Job:
                     # written. A batch pipeline stages its file outputs and publishes them
                     # once all went through.
                     if counts.letters or self._replaces(dlq.plugin.spark_name):
-                        self._write(
-                            stage.letters(),
-                            dlq.plugin.spark_name,
-                            self._output(
-                                dlq.plugin.spark_name,
-                                self.dlq_settings,
-                                batch_id,
-                                staged,
-                                dlq.place_of,
-                            ),
-                            dlq.place_of,
-                        )
+                        self._write_letters(stage, counts.letters, batch_id, staged)
                 except BaseException:
                     if writer is not None:  # what its tasks staged goes (a failed task's too)
                         writer.abort(written)
@@ -338,6 +333,25 @@ class _Job:
             raise
         assert isinstance(writer, FilesWriter)
         return replace(plan, out=FilesOut(writer)), writer
+
+    def _write_letters(
+        self, stage: Stage, letters: int, batch_id: int, staged: list[StagedOutput]
+    ) -> None:
+        """The batch's dead letters to the dead-letter output: by the driver itself when
+        they are at most :data:`DRIVER_LETTERS` (:mod:`.driver_write`), else by Spark."""
+        dlq = self.pipeline.dead_letters
+        name = dlq.plugin.spark_name
+        settings = self._output(name, self.dlq_settings, batch_id, staged, dlq.place_of)
+        if letters <= DRIVER_LETTERS:
+            try:
+                if write_on_driver(dlq.plugin.source_class, settings, stage.letters()):
+                    return
+            except Exception as exc:
+                refused = _setting_error(exc)
+                if refused is not None:
+                    self.refused = f"{dlq.place_of(refused)}: {refused}"
+                raise
+        self._write(stage.letters(), name, settings, dlq.place_of)
 
     def _write_messages(self, stage: Stage, batch_id: int, staged: list[StagedOutput]) -> None:
         destination = self.pipeline.destination

@@ -1,0 +1,116 @@
+"""A batch's dead letters written by the driver itself when they are few
+(:mod:`cdc_connectors.pipeline.driver_write`), and by Spark when they are many: the same
+letters, to files and to Kafka, batch and streaming."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+from cdc_connectors.pipeline import runner
+from tests.kafka_broker import KafkaBroker
+from tests.pipeline.support import files_pipeline, run_here, write_config, write_debezium
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+WAYS = {"driver": runner.DRIVER_LETTERS, "spark": 0}
+
+
+def _letters(folder: Path) -> tuple[list[dict[str, Any]], int]:
+    """Every dead letter of ``folder`` (the time each was read left out), sorted, and how
+    many files hold them."""
+    files = sorted(p for p in folder.rglob("*.jsonl") if not p.name.startswith((".", "_")))
+    found = []
+    for path in files:
+        for line in path.read_bytes().splitlines():
+            letter = json.loads(line)
+            letter["metadata"].pop("opencdc.readAt")
+            found.append(letter)
+    return sorted(found, key=lambda letter: json.dumps(letter, sort_keys=True)), len(files)
+
+
+@pytest.fixture
+def changes(tmp_path: Path) -> Path:
+    source = tmp_path / "in"
+    source.mkdir()
+    write_debezium(source / "a.jsonl", 1)
+    write_debezium(source / "b.jsonl", 2)  # letters in two tasks
+    return source
+
+
+@pytest.mark.parametrize("mode", ["batch", "streaming"])
+def test_few_letters_are_written_by_the_driver_as_spark_writes_them(
+    spark: Any, tmp_path: Path, changes: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    found = {}
+    for way, most in WAYS.items():
+        monkeypatch.setattr(runner, "DRIVER_LETTERS", most)
+        dead = tmp_path / f"{way}-dead"
+        pipeline = files_pipeline("p", changes, tmp_path / f"{way}-out", dead, mode=mode)
+        (tmp_path / way).mkdir()
+        config = write_config(tmp_path / way / "p.yaml", pipeline)
+        result = run_here(spark, config, available_now=mode == "streaming")
+        assert result.returncode == 1, result.stderr  # dead letters: exit 1
+        assert "8 to the dead-letter output" in result.stderr, result.stderr
+        found[way] = _letters(dead)
+    (letters, files), (spark_letters, spark_files) = found["driver"], found["spark"]
+    assert letters == spark_letters and len(letters) == 8
+    assert (files, spark_files) == (1, 2)  # the driver's one file; a file per Spark task
+
+
+def _topic_letters(broker: KafkaBroker, topic: str) -> list[dict[str, Any]]:
+    """The dead letters of ``topic`` (OpenCDC JSON, the time each was read left out)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": uuid.uuid4().hex,
+            "enable.partition.eof": True,
+        }
+    )
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    found = []
+    try:
+        while True:
+            message = consumer.poll(10)
+            assert message is not None, "no end of the dead-letter topic within 10 s"
+            error = message.error()
+            if error is not None:
+                assert error.code() == KafkaError._PARTITION_EOF, error
+                break
+            letter = json.loads(message.value())
+            letter["metadata"].pop("opencdc.readAt")
+            found.append(letter)
+    finally:
+        consumer.close()
+    return sorted(found, key=lambda letter: json.dumps(letter, sort_keys=True))
+
+
+def test_few_letters_reach_a_kafka_dead_letter_topic_from_the_driver_as_from_spark(
+    spark: Any,
+    tmp_path: Path,
+    changes: Path,
+    kafka_broker: KafkaBroker,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    found = {}
+    for way, most in WAYS.items():
+        monkeypatch.setattr(runner, "DRIVER_LETTERS", most)
+        topic = kafka_broker.create_topic(f"dead-{uuid.uuid4().hex[:8]}", 1)
+        out = tmp_path / f"{way}-out"
+        pipeline = files_pipeline("p", changes, out, tmp_path / "unused", mode="batch")
+        pipeline["dead-letter-queue"] = {
+            "plugin": "kafka",
+            "settings": {"servers": kafka_broker.bootstrap, "topic": topic},
+        }
+        (tmp_path / way).mkdir()
+        result = run_here(spark, write_config(tmp_path / way / "p.yaml", pipeline))
+        assert result.returncode == 1, result.stderr
+        found[way] = _topic_letters(kafka_broker, topic)
+    assert found["driver"] == found["spark"] and len(found["driver"]) == 8
+    reasons = [letter["metadata"]["conduit.dlq.nack.error"] for letter in found["driver"]]
+    assert all(reasons), reasons
