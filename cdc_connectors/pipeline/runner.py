@@ -41,7 +41,7 @@ from cdc_connectors.errors import ConfigError, FailFastError
 from cdc_connectors.formats.base import Format
 from cdc_connectors.options import TRUE
 from cdc_connectors.pipeline import outputs
-from cdc_connectors.pipeline.config import Config, Connector, Pipeline
+from cdc_connectors.pipeline.config import Config, Connector, DeadLetterQueue, Pipeline
 from cdc_connectors.pipeline.connectors import missing_input
 from cdc_connectors.pipeline.driver_write import write_on_driver
 from cdc_connectors.pipeline.in_task import (
@@ -66,10 +66,11 @@ _TRACEBACK = "Traceback (most recent call last):"
 _ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception)): (.+)$", re.MULTILINE)
 
 
-#: Dead letters of a batch written by the driver itself, up to this many (collected as
-#: Arrow: a few MiB for messages of a few KiB, 1 GiB at most for Kafka's largest, 1 MiB);
-#: more are written by Spark, a task per partition.
-DRIVER_LETTERS = 1_000
+#: The rows of a batch's output (its dead letters; its messages, when the stage is written
+#: after it is counted) written by the driver itself, up to this many, collected as Arrow:
+#: a few MiB for messages of a few KiB, 1 GiB at most for Kafka's largest (1 MiB). More are
+#: written by Spark, a task per partition.
+DRIVER_ROWS = 1_000
 
 #: What the start line of a pipeline run in its tasks (:mod:`.in_task`) says.
 ONE_PASS = "read and written in one pass per task"
@@ -293,7 +294,7 @@ class _Job:
                 elif stage.in_task:
                     pass  # its tasks wrote the messages
                 elif counts.written or self._replaces(destination.plugin.spark_name):
-                    self._write_messages(stage, batch_id, staged)
+                    self._write_messages(stage, batch_id, staged, counts.written)
             for output in reversed(staged):  # the destination first
                 outputs.check_publishable(output)
             for output in reversed(staged):
@@ -337,31 +338,40 @@ class _Job:
     def _write_letters(
         self, stage: Stage, letters: int, batch_id: int, staged: list[StagedOutput]
     ) -> None:
-        """The batch's dead letters to the dead-letter output: by the driver itself when
-        they are at most :data:`DRIVER_LETTERS` (:mod:`.driver_write`), else by Spark."""
         dlq = self.pipeline.dead_letters
-        name = dlq.plugin.spark_name
-        settings = self._output(name, self.dlq_settings, batch_id, staged, dlq.place_of)
-        if letters <= DRIVER_LETTERS:
+        settings = self._output(
+            dlq.plugin.spark_name, self.dlq_settings, batch_id, staged, dlq.place_of
+        )
+        self._write_rows(stage.letters(), letters, dlq, settings)
+
+    def _write_messages(
+        self, stage: Stage, batch_id: int, staged: list[StagedOutput], rows: int | None = None
+    ) -> None:
+        destination = self.pipeline.destination
+        name = destination.plugin.spark_name
+        settings = self._output(name, self.writer_settings, batch_id, staged, destination.place_of)
+        self._write_rows(stage.messages(), rows, destination, settings)
+
+    def _write_rows(
+        self,
+        frame: DataFrame,
+        rows: int | None,
+        output: Connector | DeadLetterQueue,
+        settings: dict[str, str],
+    ) -> None:
+        """Append ``frame`` (``rows`` rows, when known) through ``output``'s connector (the
+        destination or the dead-letter output): by the driver itself when they are at most
+        :data:`DRIVER_ROWS` (:mod:`.driver_write`), else by Spark."""
+        if rows is not None and rows <= DRIVER_ROWS:
             try:
-                if write_on_driver(dlq.plugin.source_class, settings, stage.letters()):
+                if write_on_driver(output.plugin.source_class, settings, frame):
                     return
             except Exception as exc:
                 refused = _setting_error(exc)
                 if refused is not None:
-                    self.refused = f"{dlq.place_of(refused)}: {refused}"
+                    self.refused = f"{output.place_of(refused)}: {refused}"
                 raise
-        self._write(stage.letters(), name, settings, dlq.place_of)
-
-    def _write_messages(self, stage: Stage, batch_id: int, staged: list[StagedOutput]) -> None:
-        destination = self.pipeline.destination
-        name = destination.plugin.spark_name
-        self._write(
-            stage.messages(),
-            name,
-            self._output(name, self.writer_settings, batch_id, staged, destination.place_of),
-            destination.place_of,
-        )
+        self._write(frame, output.plugin.spark_name, settings, output.place_of)
 
     def timing(self) -> Timing:
         """How long the pipeline's batches took, from the start of the first to the end of

@@ -1,6 +1,6 @@
-"""A batch's dead letters written by the driver itself when they are few
-(:mod:`cdc_connectors.pipeline.driver_write`), and by Spark when they are many: the same
-letters, to files and to Kafka, batch and streaming."""
+"""A batch's dead letters, and the messages of a batch staged before it is written, written by
+the driver itself when they are few (:mod:`cdc_connectors.pipeline.driver_write`), and by
+Spark when they are many: the same rows, to files and to Kafka, batch and streaming."""
 
 from __future__ import annotations
 
@@ -18,12 +18,12 @@ from tests.pipeline.support import files_pipeline, run_here, write_config, write
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-WAYS = {"driver": runner.DRIVER_LETTERS, "spark": 0}
+WAYS = {"driver": runner.DRIVER_ROWS, "spark": 0}
 
 
 def _letters(folder: Path) -> tuple[list[dict[str, Any]], int]:
-    """Every dead letter of ``folder`` (the time each was read left out), sorted, and how
-    many files hold them."""
+    """Every record of ``folder`` (the time each was read left out), sorted, and how many
+    files hold them."""
     files = sorted(p for p in folder.rglob("*.jsonl") if not p.name.startswith((".", "_")))
     found = []
     for path in files:
@@ -49,7 +49,7 @@ def test_few_letters_are_written_by_the_driver_as_spark_writes_them(
 ) -> None:
     found = {}
     for way, most in WAYS.items():
-        monkeypatch.setattr(runner, "DRIVER_LETTERS", most)
+        monkeypatch.setattr(runner, "DRIVER_ROWS", most)
         dead = tmp_path / f"{way}-dead"
         pipeline = files_pipeline("p", changes, tmp_path / f"{way}-out", dead, mode=mode)
         (tmp_path / way).mkdir()
@@ -61,6 +61,34 @@ def test_few_letters_are_written_by_the_driver_as_spark_writes_them(
     (letters, files), (spark_letters, spark_files) = found["driver"], found["spark"]
     assert letters == spark_letters and len(letters) == 8
     assert (files, spark_files) == (1, 2)  # the driver's one file; a file per Spark task
+
+
+@pytest.mark.parametrize("mode", ["batch", "streaming"])
+def test_a_staged_batch_of_few_messages_is_written_by_the_driver_as_spark_writes_it(
+    spark: Any, tmp_path: Path, changes: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """A pipeline that may stop on dead letters stages its batch, counts it, then writes
+    it: the messages too go through the driver when they are few."""
+    found = {}
+    for way, most in WAYS.items():
+        monkeypatch.setattr(runner, "DRIVER_ROWS", most)
+        out = tmp_path / f"{way}-out"
+        pipeline = files_pipeline(
+            "p", changes, out, tmp_path / f"{way}-dead", mode=mode, **{"max-error-ratio": 0.5}
+        )
+        (tmp_path / way).mkdir()
+        result = run_here(
+            spark,
+            write_config(tmp_path / way / "p.yaml", pipeline),
+            available_now=mode == "streaming",
+        )
+        assert result.returncode == 1, result.stderr
+        assert "60 out, 8 to the dead-letter output" in result.stderr, result.stderr
+        assert runner.ONE_PASS not in result.stderr
+        found[way] = _letters(out)
+    (records, files), (spark_records, spark_files) = found["driver"], found["spark"]
+    assert records == spark_records and len(records) == 60
+    assert (files, spark_files) == (1, 2)
 
 
 def _topic_letters(broker: KafkaBroker, topic: str) -> list[dict[str, Any]]:
@@ -99,7 +127,7 @@ def test_few_letters_reach_a_kafka_dead_letter_topic_from_the_driver_as_from_spa
 ) -> None:
     found = {}
     for way, most in WAYS.items():
-        monkeypatch.setattr(runner, "DRIVER_LETTERS", most)
+        monkeypatch.setattr(runner, "DRIVER_ROWS", most)
         topic = kafka_broker.create_topic(f"dead-{uuid.uuid4().hex[:8]}", 1)
         out = tmp_path / f"{way}-out"
         pipeline = files_pipeline("p", changes, out, tmp_path / "unused", mode="batch")
