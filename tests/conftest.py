@@ -93,7 +93,7 @@ MODULE_SECONDS = {
     "tests/test_readme_kafka.py": 30,
     "tests/pipeline/test_save_modes.py": 30,
     "tests/pipeline/test_batch_kill_race.py": 28,
-    "tests/pipeline/test_driver_letters.py": 25,
+    "tests/pipeline/test_driver_letters.py": 20,
     "tests/spark/test_debezium_typed_columnar.py": 27,
     "tests/spark/test_avro_spec_spark.py": 22,
     "tests/connectors/test_kafka_destination.py": 22,

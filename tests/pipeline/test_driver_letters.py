@@ -44,51 +44,32 @@ def changes(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("mode", ["batch", "streaming"])
-def test_few_letters_are_written_by_the_driver_as_spark_writes_them(
-    spark: Any, tmp_path: Path, changes: Path, monkeypatch: pytest.MonkeyPatch, mode: str
-) -> None:
-    found = {}
-    for way, most in WAYS.items():
-        monkeypatch.setattr(runner, "DRIVER_ROWS", most)
-        dead = tmp_path / f"{way}-dead"
-        pipeline = files_pipeline("p", changes, tmp_path / f"{way}-out", dead, mode=mode)
-        (tmp_path / way).mkdir()
-        config = write_config(tmp_path / way / "p.yaml", pipeline)
-        result = run_here(spark, config, available_now=mode == "streaming")
-        assert result.returncode == 1, result.stderr  # dead letters: exit 1
-        assert "8 to the dead-letter output" in result.stderr, result.stderr
-        found[way] = _letters(dead)
-    (letters, files), (spark_letters, spark_files) = found["driver"], found["spark"]
-    assert letters == spark_letters and len(letters) == 8
-    assert (files, spark_files) == (1, 2)  # the driver's one file; a file per Spark task
-
-
-@pytest.mark.parametrize("mode", ["batch", "streaming"])
-def test_a_staged_batch_of_few_messages_is_written_by_the_driver_as_spark_writes_it(
+def test_few_rows_are_written_by_the_driver_as_spark_writes_them(
     spark: Any, tmp_path: Path, changes: Path, monkeypatch: pytest.MonkeyPatch, mode: str
 ) -> None:
     """A pipeline that may stop on dead letters stages its batch, counts it, then writes
-    it: the messages too go through the driver when they are few."""
+    its dead letters and its messages: both through the driver when they are few."""
     found = {}
     for way, most in WAYS.items():
         monkeypatch.setattr(runner, "DRIVER_ROWS", most)
-        out = tmp_path / f"{way}-out"
-        pipeline = files_pipeline(
-            "p", changes, out, tmp_path / f"{way}-dead", mode=mode, **{"max-error-ratio": 0.5}
-        )
+        out, dead = tmp_path / f"{way}-out", tmp_path / f"{way}-dead"
+        pipeline = files_pipeline("p", changes, out, dead, mode=mode, **{"max-error-ratio": 0.5})
         (tmp_path / way).mkdir()
         result = run_here(
             spark,
             write_config(tmp_path / way / "p.yaml", pipeline),
             available_now=mode == "streaming",
         )
-        assert result.returncode == 1, result.stderr
+        assert result.returncode == 1, result.stderr  # dead letters: exit 1
         assert "60 out, 8 to the dead-letter output" in result.stderr, result.stderr
         assert runner.ONE_PASS not in result.stderr
-        found[way] = _letters(out)
-    (records, files), (spark_records, spark_files) = found["driver"], found["spark"]
-    assert records == spark_records and len(records) == 60
-    assert (files, spark_files) == (1, 2)
+        found[way] = (_letters(out), _letters(dead))
+    (records, files), (letters, letter_files) = found["driver"]
+    assert (records, letters) == (found["spark"][0][0], found["spark"][1][0])
+    assert (len(records), len(letters)) == (60, 8)
+    # the driver's one file each; a file per Spark task (two hold letters, two records)
+    assert (files, letter_files) == (1, 1)
+    assert (found["spark"][0][1], found["spark"][1][1]) == (2, 2)
 
 
 def _topic_letters(broker: KafkaBroker, topic: str) -> list[dict[str, Any]]:
