@@ -521,6 +521,7 @@ class Stage:
     ):
         names = rows.schema.fieldNames()
         self.in_task = in_task is not None
+        self._commits: list[bytes] = []
         self.copy = names != _OPENCDC_COLUMNS and source is None and in_task is None
         self.fused = source is not None
         if in_task is not None:  # tasks that read, convert and write: letters and counts
@@ -552,7 +553,11 @@ class Stage:
             return Counts(records=total, written=total)
         kind = F.col(KIND)
         written, per_message = kind == WRITTEN, F.col(_PER_MESSAGE)
+        # what the tasks of an in-task stage gave their writer's job to commit, in the
+        # same job (collect_list leaves the nulls out)
+        committed = F.when(written & F.lit(self.in_task), F.col(_MESSAGE_VALUE))
         row = self.frame.agg(
+            F.collect_list(committed).alias("commits"),
             F.count(F.when(kind == MESSAGE, 1)).alias("messages"),
             F.coalesce(F.sum(F.when(written, F.col(COUNT))), F.lit(0)).alias("produced"),
             F.count(F.when(kind == SOURCE_LETTER, 1)).alias("source"),
@@ -563,6 +568,7 @@ class Stage:
             ).alias("per_message"),
         ).first()
         assert row is not None
+        self._commits = [bytes(found) for found in row["commits"]]
         out = int(row["messages"]) + int(row["produced"])
         return Counts(
             records=out + int(row["source"]) + int(row["encode"]),
@@ -573,9 +579,9 @@ class Stage:
         )
 
     def commits(self) -> list[bytes]:
-        """What the tasks of an in-task stage gave their writer's job to commit."""
-        found = self.frame.where((F.col(KIND) == WRITTEN) & F.col(_MESSAGE_VALUE).isNotNull())
-        return [bytes(row[0]) for row in found.select(_MESSAGE_VALUE).collect()]
+        """What the tasks of an in-task stage gave their writer's job to commit (read by
+        :meth:`count`, which comes first)."""
+        return self._commits
 
     def first_letter(self) -> tuple[str, str]:
         """Position and reason of one dead letter of the batch."""
