@@ -47,13 +47,17 @@ class ConvertStats:
     skipped: Counter[str] = field(default_factory=Counter)
     errors: int = 0
     first_errors: list[str] = field(default_factory=list)
+    #: Messages converted the per-message way where the columns convert the others
+    #: (``None``: the columns do not serve this pair of formats).
+    per_message: int | None = None
 
     def summary(self) -> str:
         skipped = sum(self.skipped.values())
         reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(self.skipped.items()))
+        slow = "" if self.per_message is None else f", {self.per_message} the per-message way"
         return (
             f"read {_count(self.messages, 'message')}, wrote {_count(self.written, 'record')}, "
-            f"skipped {skipped}{f' ({reasons})' if reasons else ''}, errors {self.errors}"
+            f"skipped {skipped}{f' ({reasons})' if reasons else ''}, errors {self.errors}{slow}"
         )
 
 
@@ -271,10 +275,12 @@ class _Conversion:
 
         columns = columnar_stream.ChunkWriter(self.decoder, self.encoder, self.writer)
         stats, progress = self.stats, self.progress
+        stats.per_message = 0
         for chunk in chunks:
             if live and len(chunk) < FEW:  # a trickle: the same bytes, one by one
                 for index in range(len(chunk)):
                     self.one(self.counted(chunk[index]))
+                stats.per_message += len(chunk)
                 self.writer.stream.flush()
                 continue
             written = columns.convert(chunk)
@@ -282,6 +288,7 @@ class _Conversion:
             while index < len(chunk):
                 end = written.run_end(index)
                 if end == index:  # the per-message way
+                    stats.per_message += 1
                     self.one(self.counted(chunk[index]))
                     index += 1
                     continue

@@ -10,6 +10,7 @@ import itertools
 import re
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -98,7 +99,7 @@ def _convert(
         for subject in registry.get_subjects()
         for version in registry.get_versions(subject)
     ]
-    summary = f"{stats.summary()} {stats.first_errors}"
+    summary = f"{replace(stats, per_message=None).summary()} {stats.first_errors}"
     return out.getvalue(), named, letters.getvalue(), summary, registered
 
 

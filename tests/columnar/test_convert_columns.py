@@ -8,6 +8,8 @@ import base64
 import io
 import time
 from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -15,9 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cdc_connectors.columnar.choose import serves
 from cdc_connectors.convert import engine
 from cdc_connectors.convert.deadletter import DeadLetterWriter
-from cdc_connectors.convert.engine import FailFast, convert_stream
+from cdc_connectors.convert.engine import ConvertStats, FailFast, convert_stream
 from cdc_connectors.formats.base import Format, Message
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.formats.debezium.lindorm import LindormJsonFormat
@@ -29,6 +32,8 @@ from tests.columnar.opencdc_json_batches import opencdc_json_batches
 from tests.columnar.opencdc_proto_batches import opencdc_proto_batches
 from tests.columnar.ydb_json_batches import YDB_SETTINGS, ydb_json_batches
 from tests.hypothesis_profiles import examples
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class PerMessageDebezium(DebeziumJsonFormat):
@@ -70,6 +75,12 @@ def _is_json(data: bytes) -> bool:
     return True
 
 
+def _counts(stats: ConvertStats) -> str:
+    """The counts line without the count of the per-message way, which only the columns'
+    run has."""
+    return replace(stats, per_message=None).summary()
+
+
 def _convert(
     fmt: Format,
     data: bytes,
@@ -93,7 +104,7 @@ def _convert(
         )
     except FailFast as stop:
         stats = stop.stats
-    return out.getvalue(), letters.getvalue(), f"{stats.summary()} {stats.first_errors}"
+    return out.getvalue(), letters.getvalue(), f"{_counts(stats)} {stats.first_errors}"
 
 
 @settings(max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -344,3 +355,31 @@ def test_an_op_that_is_no_text_is_a_dead_letter_in_every_dialect(op: bytes) -> N
     for fmt in (DebeziumJsonFormat({}), LindormJsonFormat({}), PerMessageLindorm({})):
         out, letters, summary = _convert(fmt, data, False, False, False)
         assert out == b"" and letters.count(b"\n") == 1 and "errors 1" in summary
+
+
+def test_the_counts_say_how_many_messages_went_the_per_message_way():
+    """What the columns leave (a tombstone, junk) is counted in the summary, as pipelines
+    count it; a pair of formats the columns do not serve says nothing of it."""
+    changes = (ROOT / "examples" / "debezium" / "orders.kv.jsonl").read_bytes()
+    data = changes + b"{not json\n" + b'{"key": null, "value": [1, 2]}\n'
+    out, letters = io.BytesIO(), io.BytesIO()
+    stats = convert_stream(
+        io.BytesIO(data),
+        out,
+        DebeziumJsonFormat({}),
+        OpenCDCProtoFormat({}),
+        kv_in=True,
+        dead_letters=DeadLetterWriter(letters, "convert"),
+        source_name="in.jsonl",
+    )
+    assert (stats.messages, stats.errors, stats.skipped["tombstone"]) == (8, 2, 1)
+    assert stats.per_message == 3  # the tombstone and the two bad lines
+    assert stats.summary().endswith(", errors 2, 3 the per-message way"), stats.summary()
+
+    # OpenCDC JSON to Debezium JSON: no columns, no count
+    records = (ROOT / "examples" / "opencdc" / "orders.jsonl").read_bytes()
+    assert not serves(OpenCDCJsonFormat({}), DebeziumJsonFormat({}))
+    plain = convert_stream(
+        io.BytesIO(records), io.BytesIO(), OpenCDCJsonFormat({}), DebeziumJsonFormat({})
+    )
+    assert plain.per_message is None and plain.summary().endswith(", errors 0"), plain.summary()

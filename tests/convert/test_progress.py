@@ -117,7 +117,9 @@ def test_a_long_run_shows_its_counts_on_the_terminal_and_clears_them(tmp_path: P
 def test_nothing_but_the_counts_when_stderr_is_no_terminal(tmp_path: Path):
     code, _, stderr = _convert_slowly(tmp_path, stderr_terminal=False, bursts=2)
     assert code == 0
-    assert stderr == b"read 200 messages, wrote 200 records, skipped 0, errors 0\n"
+    assert stderr == (
+        b"read 200 messages, wrote 200 records, skipped 0, errors 0, 0 the per-message way\n"
+    )
 
 
 def test_no_progress_line_between_records_shown_on_the_terminal(tmp_path: Path):
