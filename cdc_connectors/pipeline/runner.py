@@ -325,13 +325,8 @@ class _Job:
         destination = self.pipeline.destination
         name = destination.plugin.spark_name
         settings = self._output(name, self.writer_settings, batch_id, staged, destination.place_of)
-        try:
+        with self._noting_refusals(destination.place_of):
             writer = FilesDataSource(settings).writer(MESSAGE_LAYOUT, False)
-        except Exception as exc:
-            refused = _setting_error(exc)
-            if refused is not None:
-                self.refused = f"{destination.place_of(refused)}: {refused}"
-            raise
         assert isinstance(writer, FilesWriter)
         return replace(plan, out=FilesOut(writer)), writer
 
@@ -363,14 +358,9 @@ class _Job:
         destination or the dead-letter output): by the driver itself when they are at most
         :data:`DRIVER_ROWS` (:mod:`.driver_write`), else by Spark."""
         if rows is not None and rows <= DRIVER_ROWS:
-            try:
+            with self._noting_refusals(output.place_of):
                 if write_on_driver(output.plugin.source_class, settings, frame):
                     return
-            except Exception as exc:
-                refused = _setting_error(exc)
-                if refused is not None:
-                    self.refused = f"{output.place_of(refused)}: {refused}"
-                raise
         self._write(frame, output.plugin.spark_name, settings, output.place_of)
 
     def timing(self) -> Timing:
@@ -425,8 +415,15 @@ class _Job:
     ) -> None:
         """Append ``frame`` with the data source ``name``; a refused setting is noted with
         the connector's place in the file."""
-        try:
+        with self._noting_refusals(place_of):
             frame.write.format(name).options(**settings).mode("append").save()
+
+    @contextlib.contextmanager
+    def _noting_refusals(self, place_of: Callable[[str], str]) -> Iterator[None]:
+        """A setting a connector refuses inside, noted with its place in the file (``place_of``
+        the connector's); the error goes on."""
+        try:
+            yield
         except Exception as exc:
             refused = _setting_error(exc)
             if refused is not None:
