@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, Observation
+from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
@@ -64,12 +64,15 @@ from cdc_connectors.spark.schema import OPENCDC_ARROW_SCHEMA, OPENCDC_SCHEMA
 
 __all__ = [
     "Counts",
+    "Sizes",
     "SourceFormat",
     "Stage",
     "converter",
     "encoder",
     "is_messages",
+    "letter_bytes",
     "letters_batch",
+    "message_bytes",
     "message_layout",
     "per_message_rows",
     "written_batch",
@@ -506,6 +509,59 @@ class Counts:
             self.per_message = (self.per_message or 0) + other.per_message
 
 
+def _length(column: Column) -> Column:
+    """Bytes of a binary or text column; 0 for null."""
+    return F.coalesce(F.octet_length(column), F.lit(0)).cast("long")
+
+
+def _sum_of(items: Column, size: Callable[[Column], Column]) -> Column:
+    """The sum of ``size`` over the items of an array (0 for null or empty)."""
+    total = F.aggregate(items, F.lit(0).cast("long"), lambda acc, item: acc + size(item))
+    return F.coalesce(total, F.lit(0).cast("long"))
+
+
+def _data_bytes(data: Column) -> Column:
+    """Bytes of an OpenCDC data struct: its raw bytes, or its structured value as JSON."""
+    return _length(data["raw_data"]) + _length(F.to_json(data["structured_data"]))
+
+
+def _header_bytes(header: Column) -> Column:
+    return _length(header["key"]) + _length(header["value"])
+
+
+def message_bytes() -> Column:
+    """About the bytes a stage row's message takes (key, value, headers and topic)."""
+    return (
+        _length(F.col(_MESSAGE_KEY))
+        + _length(F.col(_MESSAGE_VALUE))
+        + _sum_of(F.col(_MESSAGE_HEADERS), _header_bytes)
+        + _length(F.col(_TOPIC))
+    )
+
+
+def letter_bytes() -> Column:
+    """About the bytes a stage row's dead letter takes: its position, metadata, key and
+    images (a structured value counted as its JSON text)."""
+    metadata = F.col("metadata")
+    return (
+        _length(F.col("position"))
+        + _sum_of(F.map_keys(metadata), _length)
+        + _sum_of(F.map_values(metadata), _length)
+        + _data_bytes(F.col("key"))
+        + _data_bytes(F.col("payload")["before"])
+        + _data_bytes(F.col("payload")["after"])
+    )
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """About how many bytes a batch's messages and its dead letters take (rows of the
+    stage; a copy's rows are not sized)."""
+
+    messages: int = 0
+    letters: int = 0
+
+
 class Stage:
     """One batch of source rows, staged: counted once, then split to the two writers."""
 
@@ -522,6 +578,7 @@ class Stage:
         names = rows.schema.fieldNames()
         self.in_task = in_task is not None
         self._commits: list[bytes] = []
+        self.sizes = Sizes()
         self.copy = names != _OPENCDC_COLUMNS and source is None and in_task is None
         self.fused = source is not None
         if in_task is not None:  # tasks that read, convert and write: letters and counts
@@ -547,7 +604,8 @@ class Stage:
 
     def count(self) -> Counts:
         """What the batch holds; a copy's rows are counted as they are written, so a copy
-        is counted after :meth:`messages` was written (the runner's order)."""
+        is counted after :meth:`messages` was written (the runner's order). The sizes of
+        its messages and dead letters come in the same job (:attr:`sizes`)."""
         if self.copy:
             total = int(self._copied.get["rows"])
             return Counts(records=total, written=total)
@@ -556,8 +614,12 @@ class Stage:
         # what the tasks of an in-task stage gave their writer's job to commit, in the
         # same job (collect_list leaves the nulls out)
         committed = F.when(written & F.lit(self.in_task), F.col(_MESSAGE_VALUE))
+        letter = kind.isin(SOURCE_LETTER, ENCODE_LETTER)
+        no_bytes = F.lit(0).cast("long")
         row = self.frame.agg(
             F.collect_list(committed).alias("commits"),
+            F.coalesce(F.sum(F.when(kind == MESSAGE, message_bytes())), no_bytes).alias("mb"),
+            F.coalesce(F.sum(F.when(letter, letter_bytes())), no_bytes).alias("lb"),
             F.count(F.when(kind == MESSAGE, 1)).alias("messages"),
             F.coalesce(F.sum(F.when(written, F.col(COUNT))), F.lit(0)).alias("produced"),
             F.count(F.when(kind == SOURCE_LETTER, 1)).alias("source"),
@@ -569,6 +631,7 @@ class Stage:
         ).first()
         assert row is not None
         self._commits = [bytes(found) for found in row["commits"]]
+        self.sizes = Sizes(messages=int(row["mb"]), letters=int(row["lb"]))
         out = int(row["messages"]) + int(row["produced"])
         return Counts(
             records=out + int(row["source"]) + int(row["encode"]),

@@ -67,10 +67,13 @@ _ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception)): (.+)$", re.MU
 
 
 #: The rows of a batch's output (its dead letters; its messages, when the stage is written
-#: after it is counted) written by the driver itself, up to this many, collected as Arrow:
-#: a few MiB for messages of a few KiB, 1 GiB at most for Kafka's largest (1 MiB). More are
+#: after it is counted) written by the driver itself, up to this many and up to
+#: :data:`DRIVER_BYTES` (as the stage's count sizes them), collected as Arrow. More are
 #: written by Spark, a task per partition.
 DRIVER_ROWS = 1_000
+#: The bytes of the rows the driver writes at most: a thousand messages of a few KiB, or
+#: some sixty of Kafka's largest (1 MiB), and never a gigabyte held by the driver.
+DRIVER_BYTES = 64 << 20
 
 #: What the start line of a pipeline run in its tasks (:mod:`.in_task`) says.
 ONE_PASS = "read and written in one pass per task"
@@ -337,7 +340,7 @@ class _Job:
         settings = self._output(
             dlq.plugin.spark_name, self.dlq_settings, batch_id, staged, dlq.place_of
         )
-        self._write_rows(stage.letters(), letters, dlq, settings)
+        self._write_rows(stage.letters(), (letters, stage.sizes.letters), dlq, settings)
 
     def _write_messages(
         self, stage: Stage, batch_id: int, staged: list[StagedOutput], rows: int | None = None
@@ -345,19 +348,21 @@ class _Job:
         destination = self.pipeline.destination
         name = destination.plugin.spark_name
         settings = self._output(name, self.writer_settings, batch_id, staged, destination.place_of)
-        self._write_rows(stage.messages(), rows, destination, settings)
+        size = None if rows is None else (rows, stage.sizes.messages)
+        self._write_rows(stage.messages(), size, destination, settings)
 
     def _write_rows(
         self,
         frame: DataFrame,
-        rows: int | None,
+        size: tuple[int, int] | None,
         output: Connector | DeadLetterQueue,
         settings: dict[str, str],
     ) -> None:
-        """Append ``frame`` (``rows`` rows, when known) through ``output``'s connector (the
-        destination or the dead-letter output): by the driver itself when they are at most
-        :data:`DRIVER_ROWS` (:mod:`.driver_write`), else by Spark."""
-        if rows is not None and rows <= DRIVER_ROWS:
+        """Append ``frame`` (``size``: its rows and about their bytes, when known) through
+        ``output``'s connector (the destination or the dead-letter output): by the driver
+        itself when they are at most :data:`DRIVER_ROWS` and :data:`DRIVER_BYTES`
+        (:mod:`.driver_write`), else by Spark."""
+        if size is not None and size[0] <= DRIVER_ROWS and size[1] <= DRIVER_BYTES:
             with self._noting_refusals(output.place_of):
                 if write_on_driver(output.plugin.source_class, settings, frame):
                     return

@@ -1,6 +1,7 @@
 """A batch's dead letters, and the messages of a batch staged before it is written, written by
-the driver itself when they are few (:mod:`cdc_connectors.pipeline.driver_write`), and by
-Spark when they are many: the same rows, to files and to Kafka, batch and streaming."""
+the driver itself when they are few and small (:mod:`cdc_connectors.pipeline.driver_write`),
+and by Spark when they are many or large: the same rows, to files and to Kafka, batch and
+streaming."""
 
 from __future__ import annotations
 
@@ -18,7 +19,18 @@ from tests.pipeline.support import files_pipeline, run_here, write_config, write
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-WAYS = {"driver": runner.DRIVER_ROWS, "spark": 0}
+#: The driver's bounds (rows, bytes) each way: Spark's for too many rows, or too many bytes.
+WAYS = {
+    "driver": (runner.DRIVER_ROWS, runner.DRIVER_BYTES),
+    "spark": (0, runner.DRIVER_BYTES),
+    "spark by bytes": (runner.DRIVER_ROWS, 1_000),
+}
+
+
+def _bounds(monkeypatch: pytest.MonkeyPatch, way: str) -> None:
+    rows, size = WAYS[way]
+    monkeypatch.setattr(runner, "DRIVER_ROWS", rows)
+    monkeypatch.setattr(runner, "DRIVER_BYTES", size)
 
 
 def _letters(folder: Path) -> tuple[list[dict[str, Any]], int]:
@@ -43,15 +55,23 @@ def changes(tmp_path: Path) -> Path:
     return source
 
 
-@pytest.mark.parametrize("mode", ["batch", "streaming"])
+@pytest.mark.parametrize(
+    ("mode", "spark_way"), [("batch", "spark by bytes"), ("streaming", "spark")]
+)
 def test_few_rows_are_written_by_the_driver_as_spark_writes_them(
-    spark: Any, tmp_path: Path, changes: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+    spark: Any,
+    tmp_path: Path,
+    changes: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
+    spark_way: str,
 ) -> None:
     """A pipeline that may stop on dead letters stages its batch, counts it, then writes
-    its dead letters and its messages: both through the driver when they are few."""
+    its dead letters and its messages: both through the driver when they are few and
+    small (8 letters and 60 records of more than 1,000 bytes each way), else by Spark."""
     found = {}
-    for way, most in WAYS.items():
-        monkeypatch.setattr(runner, "DRIVER_ROWS", most)
+    for way in ("driver", spark_way):
+        _bounds(monkeypatch, way)
         out, dead = tmp_path / f"{way}-out", tmp_path / f"{way}-dead"
         pipeline = files_pipeline("p", changes, out, dead, mode=mode, **{"max-error-ratio": 0.5})
         (tmp_path / way).mkdir()
@@ -65,11 +85,11 @@ def test_few_rows_are_written_by_the_driver_as_spark_writes_them(
         assert runner.ONE_PASS not in result.stderr
         found[way] = (_letters(out), _letters(dead))
     (records, files), (letters, letter_files) = found["driver"]
-    assert (records, letters) == (found["spark"][0][0], found["spark"][1][0])
+    assert (records, letters) == (found[spark_way][0][0], found[spark_way][1][0])
     assert (len(records), len(letters)) == (60, 8)
     # the driver's one file each; a file per Spark task (two hold letters, two records)
     assert (files, letter_files) == (1, 1)
-    assert (found["spark"][0][1], found["spark"][1][1]) == (2, 2)
+    assert (found[spark_way][0][1], found[spark_way][1][1]) == (2, 2)
 
 
 def _topic_letters(broker: KafkaBroker, topic: str) -> list[dict[str, Any]]:
@@ -107,8 +127,8 @@ def test_few_letters_reach_a_kafka_dead_letter_topic_from_the_driver_as_from_spa
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     found = {}
-    for way, most in WAYS.items():
-        monkeypatch.setattr(runner, "DRIVER_ROWS", most)
+    for way in ("driver", "spark"):
+        _bounds(monkeypatch, way)
         topic = kafka_broker.create_topic(f"dead-{uuid.uuid4().hex[:8]}", 1)
         out = tmp_path / f"{way}-out"
         pipeline = files_pipeline("p", changes, out, tmp_path / "unused", mode="batch")

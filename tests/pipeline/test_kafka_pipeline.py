@@ -1,12 +1,13 @@
 """The pipeline of ARCHITECTURE.md end to end: a Debezium JSON topic (written by a batching
 producer) -> `cdc-connectors run` -> an OpenCDC protobuf topic that an independent definition
-of Conduit's record reads, and every bad message in the dead-letter files."""
+of Conduit's record reads, and every bad message in the dead-letter files.
+
+The runs here are in the suite's Spark session (:func:`run_here`, the driver's code after
+Spark has started): the same pipeline as a command of its own, from its directory, is the
+README's (``examples/pipelines/kafka.yaml`` in tests/test_readme_kafka.py)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -35,19 +36,6 @@ def change(n: int) -> bytes:
             "op": "c" if n % 3 else "u",
             "ts_ms": 1_700_000_000_500 + n,
         }
-    )
-
-
-def run_pipeline(pipeline: Path) -> subprocess.CompletedProcess[str]:
-    """``cdc-connectors run PIPELINE`` as a user runs it, from the pipeline's directory."""
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
-    return subprocess.run(
-        [sys.executable, "-m", "cdc_connectors.cli", "run", str(pipeline)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=pipeline.parent,
-        env=env,
     )
 
 
@@ -97,7 +85,7 @@ def write_pipeline(
 
 
 def test_run_moves_good_records_to_opencdc_protobuf_and_bad_ones_to_dead_letters(
-    kafka_broker: KafkaBroker, tmp_path: Path
+    kafka_broker: KafkaBroker, tmp_path: Path, spark: object
 ) -> None:
     source = kafka_broker.create_topic(f"cdc-in-{uuid.uuid4().hex[:8]}", 2)
     target = kafka_broker.create_topic(f"cdc-out-{uuid.uuid4().hex[:8]}", 1)
@@ -119,7 +107,7 @@ def test_run_moves_good_records_to_opencdc_protobuf_and_bad_ones_to_dead_letters
         registry=f"sqlite:///{tmp_path}/registry.db",
         dead_letters=dlq,
     )
-    result = run_pipeline(pipeline)
+    result = run_here(spark, pipeline)
     assert result.returncode == 1, result.stderr[-3000:]  # 1: some went to the dead letters
     assert f"{GOOD + 3} records in, {GOOD} out, 3 to the dead-letter output" in result.stderr
 
@@ -180,7 +168,6 @@ def _all_values(broker: KafkaBroker, topic: str) -> list[bytes]:
 def test_a_batch_pipeline_over_an_empty_topic_moves_nothing_and_says_so(
     kafka_broker: KafkaBroker, tmp_path: Path, spark: object
 ) -> None:
-    """In the suite's Spark session (the run above is the one a user starts)."""
     source = kafka_broker.create_topic(f"cdc-empty-{uuid.uuid4().hex[:8]}", 2)
     target = kafka_broker.create_topic(f"cdc-out-{uuid.uuid4().hex[:8]}", 1)
     pipeline = write_pipeline(tmp_path / "pipeline.yaml", kafka_broker, "empty", source, target)

@@ -4,6 +4,7 @@ destination, a record it cannot encode (or route) turned into a dead letter."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -71,8 +72,36 @@ def test_stage_routes_encodes_and_turns_failures_into_dead_letters(spark: object
         assert "raw data" in letters["raw"]
         assert "opencdc.collection" in letters["no-collection"]
         assert stage.letters().columns == ["position", "operation", "metadata", "key", "payload"]
+        # the count sizes what the driver may collect: each message's bytes, and each
+        # letter's, a structured value as its JSON text
+        assert stage.sizes.messages == sum(map(_message_bytes, messages.collect()))
+        assert stage.sizes.letters == sum(map(_letter_bytes, stage.letters().collect()))
+        assert stage.sizes.letters > len(b"bad-linenot jsonnot JSON")
     finally:
         stage.release()
+
+
+def _data_bytes(data: Any) -> int:
+    if data is None:
+        return 0
+    raw, structured = data["raw_data"], data["structured_data"]
+    return len(raw or b"") + (0 if structured is None else len(structured.toJson().encode()))
+
+
+def _message_bytes(message: Any) -> int:
+    headers = sum(len(h["key"].encode()) + len(h["value"] or b"") for h in message["headers"] or [])
+    return (
+        len(message["key"] or b"")
+        + len(message["value"] or b"")
+        + headers
+        + len(message["topic"].encode())
+    )
+
+
+def _letter_bytes(letter: Any) -> int:
+    metadata = sum(len(k.encode()) + len((v or "").encode()) for k, v in letter["metadata"].items())
+    images = _data_bytes(letter["payload"]["before"]) + _data_bytes(letter["payload"]["after"])
+    return len(letter["position"]) + metadata + _data_bytes(letter["key"]) + images
 
 
 def test_a_fixed_topic_stays_a_writer_setting() -> None:
