@@ -116,7 +116,9 @@ class SchemaKeys:
         self.raw = raw
         self._keys: OrderedDict[int, _Key | None] = OrderedDict()
 
-    def _key(self, schema_id: int) -> _Key | None:
+    def key_of(self, schema_id: int) -> _Key | None:
+        """The reader of the keys of writer schema ``schema_id`` (kept for the run), or
+        ``None`` for a schema the columns do not read."""
         if schema_id in self._keys:
             self._keys.move_to_end(schema_id)
             return self._keys[schema_id]
@@ -224,7 +226,7 @@ class SchemaKeys:
         refused |= valid & (starts == 0) & ~framed  # too short for a frame
         for schema_id in np.unique(ids[framed]):
             rows = np.flatnonzero(framed & (ids == schema_id))
-            key = self._key(int(schema_id))
+            key = self.key_of(int(schema_id))
             if key is None:
                 refused[rows] = True
                 continue

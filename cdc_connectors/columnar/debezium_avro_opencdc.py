@@ -61,13 +61,13 @@ from cdc_connectors.spark.avro_decode import AvroBatchDecoder
 from cdc_connectors.spark.debezium_typed import doubles_for_floats, output_schema
 from cdc_connectors.spark.envelope_columns import EnvelopeColumns, mask, metadata_map
 
-__all__ = ["DebeziumAvroToOpenCDC"]
+__all__ = ["DebeziumAvroToOpenCDC", "ValueSchema", "envelope_payload"]
 
 _IMAGES = ("before", "after")
 
 
 @dataclass
-class _Value:
+class ValueSchema:
     """One envelope writer schema: its decoder, envelope fields and record writer."""
 
     writer: Resolved
@@ -95,7 +95,7 @@ class DebeziumAvroToOpenCDC(FramedToOpenCDC):
             and layout_of(destination) is not None
         )
 
-    def learn(self, schema_id: int) -> _Value | None:
+    def learn(self, schema_id: int) -> ValueSchema | None:
         writer = self.fmt.store.by_id(schema_id)
         if writer.schema_type != "AVRO":
             return None
@@ -128,13 +128,13 @@ class DebeziumAvroToOpenCDC(FramedToOpenCDC):
         widened = doubles_for_floats(row_type)
         assert isinstance(widened, pa.StructType)
         records = self.records_writer(row_connect, widened)
-        return _Value(writer, decoder, envelope, widened, records, uuids, row_connect)
+        return ValueSchema(writer, decoder, envelope, widened, records, uuids, row_connect)
 
     # --- writing ------------------------------------------------------------------------
 
     def write(
         self,
-        schema: _Value,
+        schema: ValueSchema,
         values: pa.Array,
         keys: pa.Array | None,
         places: pa.Array,
@@ -145,7 +145,7 @@ class DebeziumAvroToOpenCDC(FramedToOpenCDC):
         bodies = values.take(taken).to_pylist()
         decoded, problems = schema.decoder.decode(bodies, [HEADER] * count)
         bad = np.array([p is not None for p in problems], dtype=bool)
-        payload = _payload(decoded, schema.envelope)
+        payload = envelope_payload(decoded, schema.envelope)
         before = decoded.field("before").cast(schema.row_type)
         after = decoded.field("after").cast(schema.row_type)
         columns, refused = schema.envelope.columns(payload, before, after)
@@ -174,7 +174,7 @@ class DebeziumAvroToOpenCDC(FramedToOpenCDC):
 
     def _schema_entries(
         self,
-        value: _Value,
+        value: ValueSchema,
         collection: pa.Array,
         before: pa.Array,
         after: pa.Array,
@@ -251,7 +251,7 @@ def _reads_as(decoded: pa.DataType, wanted: pa.DataType) -> bool:
     return bool(decoded == wanted)
 
 
-def _payload(decoded: pa.StructArray, envelope: EnvelopeColumns) -> pa.StructArray:
+def envelope_payload(decoded: pa.StructArray, envelope: EnvelopeColumns) -> pa.StructArray:
     """The decoded envelopes with the fields :class:`EnvelopeColumns` reads, typed as it
     reads them (an Avro ``int`` as a 64-bit integer)."""
     fields = [pa.field("before", decoded.type.field("before").type)]

@@ -42,10 +42,13 @@ class FramedToOpenCDC:
         fmt: Any,
         destination: Format,
         topic: Sequence[tuple[str, str | None]] | None = None,
+        layout: Layout | None = None,
     ):
         """``topic``: a Kafka topic template's parts, as
-        :class:`~cdc_connectors.columnar.debezium_opencdc.DebeziumToOpenCDC` takes them."""
-        layout = layout_of(destination)
+        :class:`~cdc_connectors.columnar.debezium_opencdc.DebeziumToOpenCDC` takes them;
+        ``layout``: the OpenCDC layout of the record keys read (the destination's, unless
+        a subclass writes another format)."""
+        layout = layout or layout_of(destination)
         assert layout is not None, "see serves()"
         self.fmt = fmt
         self.layout: Layout = layout

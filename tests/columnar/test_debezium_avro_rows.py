@@ -1,0 +1,104 @@
+"""Debezium Avro -> ``avro`` rows (change events unwrapped to their rows) from columns: the
+same stage rows (message bytes, their order, dead letters) as the per-message way on
+generated batches; good change events all from columns, as confluent-kafka reads them."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from typing import Any
+
+import orjson
+import pyarrow as pa
+import pytest
+from confluent_kafka.schema_registry.avro import AvroDeserializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cdc_connectors.columnar.choose import columns_for, serves
+from cdc_connectors.columnar.debezium_avro_to_rows import DebeziumAvroToAvroRows
+from cdc_connectors.formats.avro import AvroFormat
+from cdc_connectors.formats.base import Format
+from cdc_connectors.formats.debezium.avro_format import DebeziumAvroFormat
+from cdc_connectors.pipeline.plan import SourceFormat, converter
+from cdc_connectors.registry import open_registry
+from tests.columnar.debezium_avro_batches import batches
+from tests.columnar.test_avro_columns import _orders, _raw
+from tests.columnar.test_pipeline_columns import per_message
+from tests.hypothesis_profiles import examples
+
+PerMessageDebeziumAvro = per_message(DebeziumAvroFormat)
+_REGISTRIES = itertools.count()
+
+
+@pytest.fixture(autouse=True)
+def _fixed_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(time, "time_ns", lambda: 1_700_000_000_000_000_000)
+
+
+def _stage(
+    source: type[Format], url: str, raw: pa.RecordBatch, options: dict[str, str]
+) -> tuple[list[dict[str, Any]], int]:
+    """The stage rows of a fused pipeline stage to ``avro`` (messages and dead letters, in
+    order), and how many came the per-message way."""
+    stage = converter(
+        SourceFormat(source({}, registry=url), "cdc-kafka", fail_fast=False),
+        AvroFormat(dict(options), registry=url),
+        "p:out",
+    )
+    rows, per_message_rows = [], 0
+    for batch in stage(iter([raw])):
+        for row in batch.to_pylist():
+            per_message_rows += bool(row.pop("_per_message"))
+            rows.append(row)
+    return rows, per_message_rows
+
+
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), options=st.sampled_from([{}, {"topic": "rows"}]))
+def test_columns_give_the_stage_rows_of_the_per_message_way(
+    data: st.DataObject, options: dict[str, str]
+) -> None:
+    """One registry for both ways, the columns first: the schemas they register under the
+    destination's subjects are those the per-message way finds there (the same ids)."""
+    url = f"memory://debezium-avro-rows-{next(_REGISTRIES)}"
+    raw = _raw(data.draw(batches(open_registry(url))), 1)
+    ours, _ = _stage(DebeziumAvroFormat, url, raw, options)
+    theirs, _ = _stage(PerMessageDebeziumAvro, url, raw, options)
+    assert ours == theirs
+
+
+def test_change_events_come_from_columns_and_confluent_reads_their_rows() -> None:
+    from tests.formats.test_debezium_avro import AFTER
+
+    url = f"memory://debezium-avro-rows-{next(_REGISTRIES)}"
+    messages = _orders(url, 12)
+    raw = _raw(messages, 1)
+    rows_topic = {"topic": "orders-rows"}  # (the envelopes' subject holds the envelope)
+    ours, per_message_rows = _stage(DebeziumAvroFormat, url, raw, rows_topic)
+    assert per_message_rows == 0
+    assert ours == _stage(PerMessageDebeziumAvro, url, raw, rows_topic)[0]
+    read = AvroDeserializer(open_registry(url))
+    rows = [
+        read(row["_message_value"], SerializationContext("t", MessageField.VALUE)) for row in ours
+    ]
+    keys = [read(row["_message_key"], SerializationContext("t", MessageField.KEY)) for row in ours]
+    assert keys == [{"id": n} for n in range(12)]
+    assert rows[1] == AFTER
+    assert rows[0] == {**AFTER, "notes": None}  # an update's new image
+
+
+def test_only_debezium_avro_with_the_registry_of_the_rows_is_served(tmp_path: Any) -> None:
+    url = "memory://debezium-avro-served"
+    source = DebeziumAvroFormat({}, registry=url)
+    assert serves(source, AvroFormat({}, registry=url))
+    assert isinstance(columns_for(source, AvroFormat({}, registry=url)), DebeziumAvroToAvroRows)
+    assert not serves(source, AvroFormat({}, registry="memory://elsewhere"))
+    assert not serves(source, AvroFormat({"raw.keys": "true"}, registry=url))
+    assert not serves(
+        DebeziumAvroFormat({"key.fields": "id"}, registry=url), AvroFormat({}, registry=url)
+    )
+    schema = tmp_path / "row.avsc"
+    schema.write_text(orjson.dumps({"type": "record", "name": "R", "fields": []}).decode())
+    assert not serves(source, AvroFormat({"value.schema": str(schema)}, registry=url))
