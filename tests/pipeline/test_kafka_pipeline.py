@@ -229,3 +229,49 @@ def test_a_pipeline_writes_confluent_protobuf_rows_from_columns(
     expected = {orjson.loads(event)["payload"]["after"]["id"] for event in events}
     assert {row.id for row in read} == expected
     assert all(row.amount and row.created_at.seconds for row in read)
+
+
+def test_a_pipeline_unwraps_debezium_avro_to_avro_rows_from_columns(
+    kafka_broker: KafkaBroker, tmp_path: Path, spark: object
+) -> None:
+    """Debezium Avro change events (AvroConverter's envelopes) -> ``avro`` rows of the same
+    registry: every message written from columns, and confluent-kafka's
+    ``AvroDeserializer`` reads each one's new row and key."""
+    from confluent_kafka.schema_registry.avro import AvroDeserializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    from cdc_connectors.registry import open_registry
+    from tests.columnar.test_avro_columns import _orders
+    from tests.formats.test_debezium_avro import AFTER
+
+    registry = f"sqlite:///{tmp_path}/registry.db"
+    source = kafka_broker.create_topic(f"cdc-dav-in-{uuid.uuid4().hex[:8]}", 2)
+    target = kafka_broker.create_topic(f"cdc-dav-out-{uuid.uuid4().hex[:8]}", 1)
+    producer = Producer({"bootstrap.servers": kafka_broker.bootstrap, "linger.ms": 50})
+    for n, (key, value, _) in enumerate(_orders(registry, 60)):
+        producer.produce(source, value, key=key, partition=n % 2)
+    assert producer.flush(30) == 0
+    pipeline = write_pipeline(
+        tmp_path / "pipeline.yaml",
+        kafka_broker,
+        "orders",
+        source,
+        target,
+        # the rows' subjects of their own (the envelopes' subject holds the envelope)
+        destination="format: avro, format.topic: orders-rows",
+        registry=registry,
+    )
+    text = pipeline.read_text().replace("format: debezium-json", "format: debezium-avro")
+    pipeline.write_text(text)
+    result = run_here(spark, pipeline)
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = "60 records in, 60 out, 0 to the dead-letter output, 0 the per-message way"
+    assert summary in result.stderr, result.stderr
+    read = AvroDeserializer(open_registry(registry))
+    rows = [
+        read(value, SerializationContext(target, MessageField.VALUE))
+        for value in _all_values(kafka_broker, target)
+    ]
+    assert len(rows) == 60
+    assert sum(row == AFTER for row in rows) == 40  # creates; the updates' rows have no notes
+    assert sum(row == {**AFTER, "notes": None} for row in rows) == 20
