@@ -21,6 +21,7 @@ from cdc_connectors.columnar.debezium_avro_to_rows import DebeziumAvroToAvroRows
 from cdc_connectors.formats.avro import AvroFormat
 from cdc_connectors.formats.base import Format
 from cdc_connectors.formats.debezium.avro_format import DebeziumAvroFormat
+from cdc_connectors.pipeline.connectors import resolve
 from cdc_connectors.pipeline.plan import SourceFormat, converter
 from cdc_connectors.registry import open_registry
 from tests.columnar.debezium_avro_batches import batches
@@ -38,14 +39,25 @@ def _fixed_clock(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _stage(
-    source: type[Format], url: str, raw: pa.RecordBatch, options: dict[str, str]
+    source: type[Format],
+    url: str,
+    raw: pa.RecordBatch,
+    options: dict[str, str],
+    routed: bool = False,
 ) -> tuple[list[dict[str, Any]], int]:
     """The stage rows of a fused pipeline stage to ``avro`` (messages and dead letters, in
-    order), and how many came the per-message way."""
+    order), and how many came the per-message way; ``routed``: to the Kafka topic of each
+    record's collection."""
+    route = None
+    if routed:
+        kafka = resolve("kafka")
+        assert kafka is not None
+        route, _ = kafka.routing({"servers": "x:1", "topic": "rows.{collection}"})
     stage = converter(
         SourceFormat(source({}, registry=url), "cdc-kafka", fail_fast=False),
         AvroFormat(dict(options), registry=url),
         "p:out",
+        route,
     )
     rows, per_message_rows = [], 0
     for batch in stage(iter([raw])):
@@ -56,16 +68,16 @@ def _stage(
 
 
 @settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data(), options=st.sampled_from([{}, {"topic": "rows"}]))
+@given(data=st.data(), options=st.sampled_from([{}, {"topic": "rows"}]), routed=st.booleans())
 def test_columns_give_the_stage_rows_of_the_per_message_way(
-    data: st.DataObject, options: dict[str, str]
+    data: st.DataObject, options: dict[str, str], routed: bool
 ) -> None:
     """One registry for both ways, the columns first: the schemas they register under the
     destination's subjects are those the per-message way finds there (the same ids)."""
     url = f"memory://debezium-avro-rows-{next(_REGISTRIES)}"
     raw = _raw(data.draw(batches(open_registry(url))), 1)
-    ours, _ = _stage(DebeziumAvroFormat, url, raw, options)
-    theirs, _ = _stage(PerMessageDebeziumAvro, url, raw, options)
+    ours, _ = _stage(DebeziumAvroFormat, url, raw, options, routed)
+    theirs, _ = _stage(PerMessageDebeziumAvro, url, raw, options, routed)
     assert ours == theirs
 
 
@@ -79,6 +91,10 @@ def test_change_events_come_from_columns_and_confluent_reads_their_rows() -> Non
     ours, per_message_rows = _stage(DebeziumAvroFormat, url, raw, rows_topic)
     assert per_message_rows == 0
     assert ours == _stage(PerMessageDebeziumAvro, url, raw, rows_topic)[0]
+    routed, per_message_rows = _stage(DebeziumAvroFormat, url, raw, rows_topic, routed=True)
+    assert per_message_rows == 0
+    assert {row["_topic"] for row in routed} == {"rows.shop.public.orders"}
+    assert routed == _stage(PerMessageDebeziumAvro, url, raw, rows_topic, routed=True)[0]
     read = AvroDeserializer(open_registry(url))
     rows = [
         read(row["_message_value"], SerializationContext("t", MessageField.VALUE)) for row in ours
