@@ -113,6 +113,7 @@ MODULE_SECONDS = {
     "tests/connectors/test_dead_letter_marker.py": 9,
     "tests/columnar/test_avro_rows.py": 9,
     "tests/columnar/test_debezium_avro_rows.py": 9,
+    "tests/columnar/test_debezium_avro_protobuf_rows.py": 9,
     "tests/columnar/test_convert_columns.py": 9,
     "tests/convert/test_convert_places.py": 7,
     "tests/connectors/test_files_owner.py": 7,

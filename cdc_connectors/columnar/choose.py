@@ -10,7 +10,8 @@ JSON dialects described by their envelope, :mod:`~cdc_connectors.columnar.debezi
 :mod:`~cdc_connectors.columnar.opencdc_json_opencdc`, and protobuf,
 :mod:`~cdc_connectors.columnar.opencdc_proto_opencdc`; each to OpenCDC protobuf or JSON; and
 Debezium JSON to ``avro`` rows, :mod:`~cdc_connectors.columnar.debezium_avro_rows`, and
-``debezium-avro`` likewise, :mod:`~cdc_connectors.columnar.debezium_avro_to_rows`; Debezium
+``debezium-avro`` likewise, :mod:`~cdc_connectors.columnar.debezium_avro_to_rows` (and to
+``protobuf`` rows, :mod:`~cdc_connectors.columnar.debezium_avro_protobuf_rows`); Debezium
 JSON to ``debezium-avro``, :mod:`~cdc_connectors.columnar.debezium_avro_envelopes`, and to
 Confluent ``protobuf`` rows, :mod:`~cdc_connectors.columnar.debezium_protobuf_rows`), else
 ``None``: the per-message way.
@@ -27,6 +28,7 @@ from cdc_connectors.columnar.avro_opencdc import AvroToOpenCDC
 from cdc_connectors.columnar.cdl_opencdc import CdlToOpenCDC
 from cdc_connectors.columnar.debezium_avro_envelopes import DebeziumToDebeziumAvro
 from cdc_connectors.columnar.debezium_avro_opencdc import DebeziumAvroToOpenCDC
+from cdc_connectors.columnar.debezium_avro_protobuf_rows import DebeziumAvroToProtobufRows
 from cdc_connectors.columnar.debezium_avro_rows import DebeziumToAvroRows
 from cdc_connectors.columnar.debezium_avro_to_rows import DebeziumAvroToAvroRows
 from cdc_connectors.columnar.debezium_opencdc import Columnar, DebeziumToOpenCDC
@@ -56,6 +58,7 @@ class ColumnarConverter(Protocol):
 #: formats are Debezium JSON's subclasses, so they come before it).
 CONVERTERS: tuple[Any, ...] = (
     DebeziumAvroToAvroRows,
+    DebeziumAvroToProtobufRows,
     DebeziumAvroToOpenCDC,
     CdlToOpenCDC,
     ProtobufToOpenCDC,

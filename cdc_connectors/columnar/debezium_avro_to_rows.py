@@ -49,7 +49,7 @@ from cdc_connectors.schema import framing
 from cdc_connectors.schema.subjects import Part
 from cdc_connectors.spark.envelope_columns import mask, metadata_map
 
-__all__ = ["DebeziumAvroToAvroRows"]
+__all__ = ["AvroKeys", "DebeziumAvroToAvroRows", "ReadAvroKeys"]
 
 
 class DebeziumAvroToAvroRows(DebeziumAvroToOpenCDC):
@@ -107,7 +107,7 @@ class DebeziumAvroToAvroRows(DebeziumAvroToOpenCDC):
         bad |= refused | non_finite(before) | non_finite(after)
         bad |= odd_uuids(before, schema.uuids) | odd_uuids(after, schema.uuids)
         bad |= out_of_range(schema.row, before) | out_of_range(schema.row, after)
-        read = _AvroKeys(self.keys).read(None if keys is None else keys.take(taken), count)
+        read = AvroKeys(self.keys).read(None if keys is None else keys.take(taken), count)
         bad |= read.refused
         collection = columns["collection"]
         # The schemas named as the per-message way names them (the row's, then the key's),
@@ -117,10 +117,10 @@ class DebeziumAvroToAvroRows(DebeziumAvroToOpenCDC):
         named = self._named_columns(payload, read.writers, collection, bad)
         payload_subjects, payload_versions, key_subjects, key_versions = named
         present = wire.valid(after) & ~wire.mask(pc.equal(columns["operation"], "delete"))
-        encoded_values = self._values.encode(
-            after, present & ~bad, payload_subjects, payload_versions, collection
+        encoded_values = self._encode_values(
+            schema, after, present & ~bad, (payload_subjects, payload_versions), collection
         )
-        encoded_keys = self._encode_keys(read, key_subjects, key_versions, collection, bad)
+        encoded_keys = self._encode_keys(read, (key_subjects, key_versions), collection, bad)
         keep = ~(bad | encoded_values.refused | encoded_keys.refused)
         topics = None
         if self.topic is not None:
@@ -165,15 +165,27 @@ class DebeziumAvroToAvroRows(DebeziumAvroToOpenCDC):
         bad |= refused
         return columns[0], columns[1], columns[2], columns[3]
 
+    def _encode_values(
+        self,
+        schema: ValueSchema,
+        after: pa.Array,
+        present: np.ndarray,
+        names: tuple[pa.Array, pa.Array],
+        collection: pa.Array,
+    ) -> Any:
+        """The bodies of the ``after`` images where ``present`` (``names``: the subject and
+        version each row's schema is named by)."""
+        return self._values.encode(after, present, *names, collection)
+
     def _encode_keys(
         self,
-        read: _ReadKeys,
-        subjects: pa.Array,
-        versions: pa.Array,
+        read: ReadAvroKeys,
+        names: tuple[pa.Array, pa.Array],
         collection: pa.Array,
         bad: np.ndarray,
-    ) -> Encoded:
+    ) -> Any:
         """The Avro bodies of the keys read, each key schema's rows encoded together."""
+        subjects, versions = names
         count = len(collection)
         encoded = Encoded([None] * count, np.zeros(count, dtype=bool))
         for rows, typed in read.typed:
@@ -197,7 +209,7 @@ class DebeziumAvroToAvroRows(DebeziumAvroToOpenCDC):
         return encoded
 
 
-class _ReadKeys:
+class ReadAvroKeys:
     """The Avro record keys of a batch, typed per key schema."""
 
     def __init__(self, count: int):
@@ -209,7 +221,7 @@ class _ReadKeys:
         self.typed: list[tuple[np.ndarray, pa.StructArray]] = []
 
 
-class _AvroKeys:
+class AvroKeys:
     """Kafka keys -> typed Avro record keys (:class:`SchemaKeys`' readers): a raw key, a
     GUID-framed one, one of an unknown schema, of a Protobuf message or that does not
     decode is refused (the per-message way)."""
@@ -217,8 +229,8 @@ class _AvroKeys:
     def __init__(self, keys: SchemaKeys):
         self.keys = keys
 
-    def read(self, keys: pa.Array | None, count: int) -> _ReadKeys:
-        read = _ReadKeys(count)
+    def read(self, keys: pa.Array | None, count: int) -> ReadAvroKeys:
+        read = ReadAvroKeys(count)
         if keys is None:
             return read
         if keys.type != pa.binary():
