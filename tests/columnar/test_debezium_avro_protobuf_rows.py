@@ -24,11 +24,11 @@ from cdc_connectors.columnar.debezium_avro_protobuf_rows import DebeziumAvroToPr
 from cdc_connectors.formats.base import Format
 from cdc_connectors.formats.debezium.avro_format import DebeziumAvroFormat
 from cdc_connectors.formats.protobuf import ProtobufFormat
-from cdc_connectors.pipeline.plan import SourceFormat, converter
 from cdc_connectors.registry import open_registry
 from cdc_connectors.schema.protobuf import message_class
 from tests.columnar.debezium_avro_batches import batches
 from tests.columnar.test_avro_columns import _orders, _raw
+from tests.columnar.test_debezium_avro_rows import stage_rows
 from tests.columnar.test_pipeline_columns import per_message
 from tests.hypothesis_profiles import examples
 
@@ -104,17 +104,7 @@ def _stage(
 ) -> tuple[list[dict[str, Any]], int]:
     """The stage rows to ``protobuf`` (messages and dead letters, in order), and how many
     came the per-message way."""
-    stage = converter(
-        SourceFormat(source({}, registry=url), "cdc-kafka", fail_fast=False),
-        ProtobufFormat(dict(options), registry=url),
-        "p:out",
-    )
-    rows, per_message_rows = [], 0
-    for batch in stage(iter([raw])):
-        for row in batch.to_pylist():
-            per_message_rows += bool(row.pop("_per_message"))
-            rows.append(row)
-    return rows, per_message_rows
+    return stage_rows(source, url, raw, options, to=ProtobufFormat)
 
 
 def _files(tmp: Path, value: str, key: str) -> dict[str, str]:

@@ -38,14 +38,15 @@ def _fixed_clock(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(time, "time_ns", lambda: 1_700_000_000_000_000_000)
 
 
-def _stage(
+def stage_rows(
     source: type[Format],
     url: str,
     raw: pa.RecordBatch,
     options: dict[str, str],
     routed: bool = False,
+    to: type[Format] = AvroFormat,
 ) -> tuple[list[dict[str, Any]], int]:
-    """The stage rows of a fused pipeline stage to ``avro`` (messages and dead letters, in
+    """The stage rows of a fused pipeline stage to ``to`` (messages and dead letters, in
     order), and how many came the per-message way; ``routed``: to the Kafka topic of each
     record's collection."""
     route = None
@@ -55,7 +56,7 @@ def _stage(
         route, _ = kafka.routing({"servers": "x:1", "topic": "rows.{collection}"})
     stage = converter(
         SourceFormat(source({}, registry=url), "cdc-kafka", fail_fast=False),
-        AvroFormat(dict(options), registry=url),
+        to(dict(options), registry=url),
         "p:out",
         route,
     )
@@ -76,8 +77,8 @@ def test_columns_give_the_stage_rows_of_the_per_message_way(
     destination's subjects are those the per-message way finds there (the same ids)."""
     url = f"memory://debezium-avro-rows-{next(_REGISTRIES)}"
     raw = _raw(data.draw(batches(open_registry(url))), 1)
-    ours, _ = _stage(DebeziumAvroFormat, url, raw, options, routed)
-    theirs, _ = _stage(PerMessageDebeziumAvro, url, raw, options, routed)
+    ours, _ = stage_rows(DebeziumAvroFormat, url, raw, options, routed)
+    theirs, _ = stage_rows(PerMessageDebeziumAvro, url, raw, options, routed)
     assert ours == theirs
 
 
@@ -88,13 +89,13 @@ def test_change_events_come_from_columns_and_confluent_reads_their_rows() -> Non
     messages = _orders(url, 12)
     raw = _raw(messages, 1)
     rows_topic = {"topic": "orders-rows"}  # (the envelopes' subject holds the envelope)
-    ours, per_message_rows = _stage(DebeziumAvroFormat, url, raw, rows_topic)
+    ours, per_message_rows = stage_rows(DebeziumAvroFormat, url, raw, rows_topic)
     assert per_message_rows == 0
-    assert ours == _stage(PerMessageDebeziumAvro, url, raw, rows_topic)[0]
-    routed, per_message_rows = _stage(DebeziumAvroFormat, url, raw, rows_topic, routed=True)
+    assert ours == stage_rows(PerMessageDebeziumAvro, url, raw, rows_topic)[0]
+    routed, per_message_rows = stage_rows(DebeziumAvroFormat, url, raw, rows_topic, routed=True)
     assert per_message_rows == 0
     assert {row["_topic"] for row in routed} == {"rows.shop.public.orders"}
-    assert routed == _stage(PerMessageDebeziumAvro, url, raw, rows_topic, routed=True)[0]
+    assert routed == stage_rows(PerMessageDebeziumAvro, url, raw, rows_topic, routed=True)[0]
     read = AvroDeserializer(open_registry(url))
     rows = [
         read(row["_message_value"], SerializationContext("t", MessageField.VALUE)) for row in ours
