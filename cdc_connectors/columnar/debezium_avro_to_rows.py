@@ -112,9 +112,12 @@ class DebeziumAvroToAvroRows(DebeziumAvroToOpenCDC):
         collection = columns["collection"]
         # The schemas named as the per-message way names them (the row's, then the key's),
         # then written under the destination's subjects (the value's, then the key's).
+        # Only the rows the columns write: the per-message way names the others' schemas
+        # itself, or fails before it names any.
         with_image = mask(pc.or_(pc.is_valid(before), pc.is_valid(after)))
-        payload = [(np.flatnonzero(with_image), schema.writer)]
-        named = self._named_columns(payload, read.writers, collection, bad)
+        payload = [(np.flatnonzero(with_image & ~bad), schema.writer)]
+        keyed = [(rows[~bad[rows]], writer) for rows, writer in read.writers]
+        named = self._named_columns(payload, keyed, collection, bad)
         payload_subjects, payload_versions, key_subjects, key_versions = named
         present = wire.valid(after) & ~wire.mask(pc.equal(columns["operation"], "delete"))
         encoded_values = self._encode_values(

@@ -578,7 +578,8 @@ class Stage:
         names = rows.schema.fieldNames()
         self.in_task = in_task is not None
         self._commits: list[bytes] = []
-        self.sizes = Sizes()
+        #: The sizes of its messages and letters, once counted (:meth:`count`).
+        self.sizes: Sizes | None = None
         self.copy = names != _OPENCDC_COLUMNS and source is None and in_task is None
         self.fused = source is not None
         if in_task is not None:  # tasks that read, convert and write: letters and counts

@@ -340,7 +340,8 @@ class _Job:
         settings = self._output(
             dlq.plugin.spark_name, self.dlq_settings, batch_id, staged, dlq.place_of
         )
-        self._write_rows(stage.letters(), (letters, stage.sizes.letters), dlq, settings)
+        size = None if stage.sizes is None else (letters, stage.sizes.letters)
+        self._write_rows(stage.letters(), size, dlq, settings)
 
     def _write_messages(
         self, stage: Stage, batch_id: int, staged: list[StagedOutput], rows: int | None = None
@@ -348,7 +349,7 @@ class _Job:
         destination = self.pipeline.destination
         name = destination.plugin.spark_name
         settings = self._output(name, self.writer_settings, batch_id, staged, destination.place_of)
-        size = None if rows is None else (rows, stage.sizes.messages)
+        size = None if rows is None or stage.sizes is None else (rows, stage.sizes.messages)
         self._write_rows(stage.messages(), size, destination, settings)
 
     def _write_rows(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -119,3 +120,43 @@ def test_only_debezium_avro_with_the_registry_of_the_rows_is_served(tmp_path: An
     schema = tmp_path / "row.avsc"
     schema.write_text(orjson.dumps({"type": "record", "name": "R", "fields": []}).decode())
     assert not serves(source, AvroFormat({"value.schema": str(schema)}, registry=url))
+
+
+def test_a_message_left_to_the_per_message_way_registers_nothing_from_columns() -> None:
+    """A good key beside a value that does not decode: the per-message way fails before it
+    names a schema, and so do the columns (no subject of Conduit's for the key)."""
+    url = f"memory://debezium-avro-rows-{next(_REGISTRIES)}"
+    (key, value, _), *_ = _orders(url, 1)
+    assert value is not None
+    registry = open_registry(url)
+    before = set(registry.get_subjects())
+    raw = _raw([(key, value[:7], False)], 1)  # the frame and two bytes of the body
+    rows, per_message_rows = stage_rows(DebeziumAvroFormat, url, raw, {"topic": "orders-rows"})
+    assert per_message_rows == 1 and rows[0]["_kind"] != 0  # a dead letter
+    assert set(registry.get_subjects()) == before
+
+
+def _registered(url: str) -> set[tuple[str, int, str]]:
+    registry = open_registry(url)
+    return {
+        (subject, version, registry.get_version(subject, version).schema.schema_str)
+        for subject in registry.get_subjects()
+        for version in registry.get_versions(subject)
+    }
+
+
+def test_each_way_on_a_registry_of_its_own_registers_the_same_schemas(tmp_path: Path) -> None:
+    """The two ways on registries of their own that hold the source's schemas alike: the
+    same subjects, versions and schemas afterwards, and the same messages (ids aside)."""
+    ours_url, theirs_url = (f"sqlite:///{tmp_path}/{name}.db" for name in ("ours", "theirs"))
+    messages = _orders(ours_url, 12)
+    assert _orders(theirs_url, 12) == messages  # the same schemas, ids and messages
+    raw = _raw(messages, 1)
+    options = {"topic": "orders-rows"}
+    ours, _ = stage_rows(DebeziumAvroFormat, ours_url, raw, options)
+    theirs, _ = stage_rows(PerMessageDebeziumAvro, theirs_url, raw, options)
+    assert _registered(ours_url) == _registered(theirs_url)
+    assert len(_registered(ours_url)) == 6  # the source's two, Conduit's two, the rows' two
+    assert [(r["_message_key"][5:], r["_message_value"][5:]) for r in ours] == [
+        (r["_message_key"][5:], r["_message_value"][5:]) for r in theirs
+    ]

@@ -146,3 +146,33 @@ pipelines:
         "Error: refused.yaml:9: pipelines[0].connectors[0].settings.path: cdc-files setting"
     ), lines
     assert "does not exist" in lines[-1]
+
+
+def test_the_sizes_count_headers_and_structured_values(spark: Any) -> None:
+    """A message's headers and a letter's structured key (as its JSON text) are sized too."""
+    from pyspark.sql import functions as F
+
+    from cdc_connectors.pipeline.plan import letter_bytes, message_bytes
+
+    image = "struct<raw_data: binary, structured_data: variant>"
+    row = spark.range(1).select(  # type: ignore[attr-defined]
+        F.lit(b"k").alias("_message_key"),
+        F.lit(b"vv").alias("_message_value"),
+        F.array(F.struct(F.lit("h1").alias("key"), F.lit(b"hv").alias("value"))).alias("_headers"),
+        F.lit("t").alias("_topic"),
+        F.lit(b"pos").alias("position"),
+        F.create_map(F.lit("a"), F.lit("bc")).alias("metadata"),
+        F.struct(
+            F.lit(None).cast("binary").alias("raw_data"),
+            F.parse_json(F.lit('{"id":9}')).alias("structured_data"),
+        ).alias("key"),
+        F.struct(
+            F.lit(None).cast(image).alias("before"),
+            F.struct(
+                F.lit(b"xyz").alias("raw_data"),
+                F.lit(None).cast("variant").alias("structured_data"),
+            ).alias("after"),
+        ).alias("payload"),
+    )
+    sizes = row.select(message_bytes().alias("m"), letter_bytes().alias("l")).first()
+    assert (sizes["m"], sizes["l"]) == (1 + 2 + 2 + 2 + 1, 3 + 1 + 2 + len('{"id":9}') + 3)
