@@ -61,7 +61,7 @@ from cdc_connectors.spark.avro_decode import AvroBatchDecoder
 from cdc_connectors.spark.debezium_typed import doubles_for_floats, output_schema
 from cdc_connectors.spark.envelope_columns import EnvelopeColumns, mask, metadata_map
 
-__all__ = ["DebeziumAvroToOpenCDC", "ValueSchema", "envelope_payload"]
+__all__ = ["DebeziumAvroToOpenCDC", "Events", "ValueSchema", "envelope_payload"]
 
 _IMAGES = ("before", "after")
 
@@ -78,6 +78,18 @@ class ValueSchema:
     #: The paths of the row's ``uuid`` strings (:func:`confluent_frames.odd_uuids`).
     uuids: list[tuple[str, ...]]
     row: ConnectSchema
+
+
+@dataclass
+class Events:
+    """A batch of change events of one writer schema as typed columns."""
+
+    before: pa.Array
+    after: pa.Array
+    #: The envelope's columns (operation, collection, metadata), by name.
+    columns: dict[str, Any]
+    #: The events the columns cannot write exactly.
+    bad: np.ndarray
 
 
 class DebeziumAvroToOpenCDC(FramedToOpenCDC):
@@ -142,16 +154,8 @@ class DebeziumAvroToOpenCDC(FramedToOpenCDC):
     ) -> Columnar | None:
         count = len(rows)
         taken = pa.array(rows)
-        bodies = values.take(taken).to_pylist()
-        decoded, problems = schema.decoder.decode(bodies, [HEADER] * count)
-        bad = np.array([p is not None for p in problems], dtype=bool)
-        payload = envelope_payload(decoded, schema.envelope)
-        before = decoded.field("before").cast(schema.row_type)
-        after = decoded.field("after").cast(schema.row_type)
-        columns, refused = schema.envelope.columns(payload, before, after)
-        bad |= refused | non_finite(before) | non_finite(after)
-        bad |= odd_uuids(before, schema.uuids) | odd_uuids(after, schema.uuids)
-        bad |= out_of_range(schema.row, before) | out_of_range(schema.row, after)
+        events = self.events(schema, values.take(taken))
+        before, after, columns, bad = events.before, events.after, events.columns, events.bad
         message_keys, key_schemas = self.keys.write(
             None if keys is None else keys.take(taken), count
         )
@@ -171,6 +175,20 @@ class DebeziumAvroToOpenCDC(FramedToOpenCDC):
             schema=output_schema(schema.row_type),
         )
         return self.written(rows, batch, schema.records, message_keys, bad)
+
+    def events(self, schema: ValueSchema, bodies: pa.Array) -> Events:
+        """The change events of framed ``bodies`` (all of ``schema``) as typed columns, and
+        the rows the columns cannot write exactly."""
+        decoded, problems = schema.decoder.decode(bodies.to_pylist(), [HEADER] * len(bodies))
+        bad = np.array([p is not None for p in problems], dtype=bool)
+        payload = envelope_payload(decoded, schema.envelope)
+        before = decoded.field("before").cast(schema.row_type)
+        after = decoded.field("after").cast(schema.row_type)
+        columns, refused = schema.envelope.columns(payload, before, after)
+        bad |= refused | non_finite(before) | non_finite(after)
+        bad |= odd_uuids(before, schema.uuids) | odd_uuids(after, schema.uuids)
+        bad |= out_of_range(schema.row, before) | out_of_range(schema.row, after)
+        return Events(before, after, columns, bad)
 
     def _schema_entries(
         self,

@@ -27,19 +27,8 @@ import pyarrow.compute as pc
 
 from cdc_connectors.columnar import wire
 from cdc_connectors.columnar.avro_rows import AvroRows, Encoded
-from cdc_connectors.columnar.confluent_frames import (
-    HEADER,
-    SchemaKeys,
-    frames,
-    non_finite,
-    odd_uuids,
-    out_of_range,
-)
-from cdc_connectors.columnar.debezium_avro_opencdc import (
-    DebeziumAvroToOpenCDC,
-    ValueSchema,
-    envelope_payload,
-)
+from cdc_connectors.columnar.confluent_frames import SchemaKeys, frames
+from cdc_connectors.columnar.debezium_avro_opencdc import DebeziumAvroToOpenCDC, ValueSchema
 from cdc_connectors.columnar.debezium_opencdc import Columnar, topics_of
 from cdc_connectors.formats.avro import AvroFormat
 from cdc_connectors.formats.base import Format
@@ -97,16 +86,8 @@ class DebeziumAvroToAvroRows(DebeziumAvroToOpenCDC):
     ) -> Columnar | None:
         count = len(rows)
         taken = pa.array(rows)
-        decoded, problems = schema.decoder.decode(values.take(taken).to_pylist(), [HEADER] * count)
-        bad = np.array([p is not None for p in problems], dtype=bool)
-        before = decoded.field("before").cast(schema.row_type)
-        after = decoded.field("after").cast(schema.row_type)
-        columns, refused = schema.envelope.columns(
-            envelope_payload(decoded, schema.envelope), before, after
-        )
-        bad |= refused | non_finite(before) | non_finite(after)
-        bad |= odd_uuids(before, schema.uuids) | odd_uuids(after, schema.uuids)
-        bad |= out_of_range(schema.row, before) | out_of_range(schema.row, after)
+        events = self.events(schema, values.take(taken))
+        before, after, columns, bad = events.before, events.after, events.columns, events.bad
         read = AvroKeys(self.keys).read(None if keys is None else keys.take(taken), count)
         bad |= read.refused
         collection = columns["collection"]
