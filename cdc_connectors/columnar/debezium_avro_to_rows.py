@@ -114,15 +114,7 @@ class DebeziumAvroToAvroRows(DebeziumAvroToOpenCDC):
         keep &= ~refused
         written_keys, refused = self._key_rows.framed(encoded_keys, keep)
         keep &= ~refused
-        if not keep.any():
-            return None
-        kept = pa.array(keep)
-        return Columnar(
-            rows[keep],
-            written_values.filter(kept),
-            written_keys.filter(kept),
-            None if topics is None else topics.filter(kept),
-        )
+        return Columnar.kept(rows, keep, written_values, written_keys, topics)
 
     def _named_columns(
         self,

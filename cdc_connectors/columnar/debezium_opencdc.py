@@ -78,6 +78,27 @@ class Columnar:
     #: Each message's topic, when a topic template routes them (else ``None``).
     topics: pa.Array | None = None
 
+    @classmethod
+    def kept(
+        cls,
+        rows: np.ndarray,
+        keep: np.ndarray,
+        values: pa.Array,
+        keys: pa.Array,
+        topics: pa.Array | None,
+    ) -> Columnar | None:
+        """The messages of ``rows`` to ``keep`` (``values``, ``keys`` and ``topics`` have a
+        row each); ``None`` when none is kept."""
+        if not keep.any():
+            return None
+        kept = pa.array(keep)
+        return cls(
+            rows[keep],
+            values.filter(kept),
+            keys.filter(kept),
+            None if topics is None else topics.filter(kept),
+        )
+
 
 def envelope_layout(source: Format, destination: Format) -> Layout | None:
     """What the columns write of Debezium JSON ``source`` for ``destination``: what

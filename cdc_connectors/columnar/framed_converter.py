@@ -153,16 +153,7 @@ class FramedToOpenCDC:
         if self.topic is not None:
             topics, no_topic = topics_of(self.topic, batch.column("metadata"))
             bad |= no_topic
-        keep = ~bad
-        if not keep.any():
-            return None
-        kept = pa.array(keep)
-        return Columnar(
-            rows[keep],
-            values.filter(kept),
-            message_keys.message_keys.filter(kept),
-            None if topics is None else topics.filter(kept),
-        )
+        return Columnar.kept(rows, ~bad, values, message_keys.message_keys, topics)
 
 
 def created(
