@@ -41,7 +41,8 @@ class RecordSchemas(Protocol):
     """A destination writing Avro records with the schemas metadata names: ``avro``,
     ``debezium-avro``."""
 
-    store: SchemaStore
+    @property
+    def store(self) -> SchemaStore: ...
 
     def named_record(self, named: tuple[str, int]) -> tuple[Resolved, str, str] | None: ...
 
@@ -159,7 +160,7 @@ class AvroRows:
                 continue
             bodies = encoded.bodies
             for row in kept.tolist():
-                out[row] = header + bodies[row]  # type: ignore[operator]
+                out[row] = header + bodies[row]
         return pa.array(out, pa.binary()), refused
 
     def _encoder(self, source: Resolved) -> AvroBatchEncoder | None:

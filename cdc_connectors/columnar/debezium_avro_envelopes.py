@@ -305,4 +305,5 @@ def _longs(texts: pa.Array) -> np.ndarray:
 
 def _longs_or_null(texts: pa.Array) -> np.ndarray:
     """Which texts are null or a 64-bit integer (a time the columns read)."""
-    return ~wire.valid(texts) | _longs(texts)
+    found: np.ndarray = ~wire.valid(texts) | _longs(texts)
+    return found

@@ -169,10 +169,11 @@ class KeyColumns:
                 written, field_texts, message_keys = found
                 fields.append((rows[written], field_texts, message_keys))
                 rest[rows[written]] = False
-                if named and schema.row is None:
-                    refused[rows[written]] = True  # the per-message way says why
-                elif named:
-                    pending.append((schema.row, rows[written]))
+                if named:
+                    if schema.row is None:
+                        refused[rows[written]] = True  # the per-message way says why
+                    else:
+                        pending.append((schema.row, rows[written]))
         plain = rest & structured & ~_wrapped(keys)
         if plain.any() and not self.ordered:
             rows = np.flatnonzero(plain)
@@ -186,9 +187,9 @@ class KeyColumns:
             field_texts, message_keys, bad = self._one_by_one(keys.take(pa.array(rows)))
             refused[rows] = bad
             fields.append((rows, field_texts, message_keys))
-        found = merged(fields, count, refused, self.layout)
-        found.pending = pending
-        return found
+        read = merged(fields, count, refused, self.layout)
+        read.pending = pending
+        return read
 
     def name(self, keys: Keys, collections: pa.Array) -> Keys:
         """``keys`` with their schemas named (:attr:`Keys.names`), registered once per

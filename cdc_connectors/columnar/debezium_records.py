@@ -162,7 +162,7 @@ def _groups(metadata: pa.MapArray) -> list[tuple[np.ndarray, list[tuple[str, pa.
     encoded = pc.dictionary_encode(names)
     codes = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
     distinct = encoded.dictionary.to_pylist()
-    groups = []
+    groups: list[tuple[np.ndarray, list[tuple[str, pa.Array]]]] = []
     for width in np.unique(sizes):
         rows = np.flatnonzero(sizes == width)
         if not width:
