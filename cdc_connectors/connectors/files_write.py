@@ -16,7 +16,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import TaskContext
 from pyspark.sql.datasource import (
     DataSourceArrowWriter,
@@ -128,6 +130,30 @@ def _messages_of(
     return messages
 
 
+def _lines_of(values: pa.Array, fmt: Format, first_row: int) -> pa.Buffer:
+    """The values of a batch one per line, each then ``\\n``: the bytes
+    :meth:`~cdc_connectors.convert.streams.MessageWriter.write_all` writes for them, made
+    without a Python object per message; :class:`FilesWriteError` naming the first value a
+    line cannot hold (none, or one with a line break), as :func:`_messages_of` names it."""
+    values = values.cast(pa.large_binary())
+    broken = pc.fill_null(
+        pc.or_(pc.match_substring(values, "\n"), pc.match_substring(values, "\r")), True
+    )
+    if pc.any(broken).as_py():
+        index = int(np.flatnonzero(broken.to_numpy(zero_copy_only=False))[0])
+        what = "a null value" if values[index].as_py() is None else "a line break"
+        raise FilesWriteError(
+            f"{NAME}: row {first_row + index} of the task has {what}, which a file "
+            f"of one {fmt.name} message per line cannot hold (use kv: true)"
+        )
+    ends = pa.scalar(b"", pa.large_binary()), pa.scalar(b"\n", pa.large_binary())
+    lines = pc.binary_join_element_wise(values, *ends)
+    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64)[lines.offset :]
+    start, stop = int(offsets[0]), int(offsets[len(lines)])
+    buffer: pa.Buffer = lines.buffers()[2].slice(start, stop - start)
+    return buffer
+
+
 def _open_output(file: str, compression: str) -> gzip.GzipFile | io.BufferedWriter:
     if compression == "gzip":
         return gzip.GzipFile(file, "wb")
@@ -156,19 +182,34 @@ class TaskFile:
         self.records = 0
 
     def add(self, batch: pa.RecordBatch) -> None:
-        """Write the rows of ``batch``; :class:`FilesWriteError` for a row a file cannot hold."""
+        """Write the rows of ``batch``; :class:`FilesWriteError` for a row a file cannot hold.
+        Messages one per line are written from the value column as it is."""
+        if self.messages_layout and self.lines:
+            if not batch.num_rows:
+                return
+            data = _lines_of(batch.column("value"), self.fmt, self.records)
+            self._writer()
+            assert self.out is not None
+            self.out.write(memoryview(data))
+            self.records += batch.num_rows
+            return
         messages = _messages_of(batch, self.fmt, self.messages_layout, self.lines, self.records)
         if not messages:
             return
+        writer = self._writer()
+        try:
+            writer.write_all(messages)
+        except CodecError as exc:
+            raise FilesWriteError(f"{NAME}: a row of the task cannot be written: {exc}") from None
+        self.records += len(messages)
+
+    def _writer(self) -> MessageWriter:
+        """The writer of the staged file, opened on the first rows."""
         if self.writer is None:
             os.makedirs(self.staging, exist_ok=True)
             self.out = _open_output(self.staged, self.settings.compression)
             self.writer = MessageWriter(self.out, type(self.fmt), kv=self.settings.kv)
-        try:
-            self.writer.write_all(messages)
-        except CodecError as exc:
-            raise FilesWriteError(f"{NAME}: a row of the task cannot be written: {exc}") from None
-        self.records += len(messages)
+        return self.writer
 
     def close(self) -> FilesCommitMessage:
         """The file closed and synced; its commit message."""
