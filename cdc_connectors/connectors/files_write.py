@@ -27,6 +27,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import BinaryType, StringType, StructType
 
+from cdc_connectors.columnar import wire
 from cdc_connectors.connectors.errors import ConnectorError, bare
 from cdc_connectors.connectors.files import (
     NAME,
@@ -49,6 +50,8 @@ __all__ = [
     "TaskFile",
     "commit_batch",
 ]
+
+_NEWLINE, _RETURN = 0x0A, 0x0D
 
 
 @dataclass
@@ -136,11 +139,17 @@ def _lines_of(values: pa.Array, fmt: Format, first_row: int) -> pa.Buffer:
     without a Python object per message; :class:`FilesWriteError` naming the first value a
     line cannot hold (none, or one with a line break), as :func:`_messages_of` names it."""
     values = values.cast(pa.large_binary())
-    broken = pc.fill_null(
-        pc.or_(pc.match_substring(values, "\n"), pc.match_substring(values, "\r")), True
-    )
-    if pc.any(broken).as_py():
-        index = int(np.flatnonzero(broken.to_numpy(zero_copy_only=False))[0])
+    offsets = np.frombuffer(values.buffers()[1], dtype=np.int64)[values.offset :]
+    start, stop = int(offsets[0]), int(offsets[len(values)])
+    data = values.buffers()[2]
+    content = np.frombuffer(data, dtype=np.uint8)[start:stop] if data is not None else None
+    breaks = np.zeros(0, dtype=np.int64)
+    if content is not None and len(content):
+        breaks = np.flatnonzero((content == _NEWLINE) | (content == _RETURN)) + start
+    nulls = np.flatnonzero(~wire.valid(values))
+    if len(breaks) or len(nulls):
+        broken = np.searchsorted(offsets[: len(values) + 1], breaks, "right") - 1
+        index = int(min(np.concatenate([broken, nulls])))
         what = "a null value" if values[index].as_py() is None else "a line break"
         raise FilesWriteError(
             f"{NAME}: row {first_row + index} of the task has {what}, which a file "
