@@ -648,9 +648,10 @@ def run_pipeline(pipeline_file: str, available_now: bool) -> None:
     """
     from cdc_connectors.pipeline import ConfigError, load
     from cdc_connectors.pipeline.launch import run_local
+    from cdc_connectors.pipeline.registries import check_registries
 
     try:
-        load(pipeline_file)
+        check_registries(load(pipeline_file))
     except ConfigError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(2)

@@ -107,6 +107,19 @@ class DestinationSettings:
     kafka: dict[str, str] = field(default_factory=dict)
 
 
+#: librdkafka properties holding a secret: given empty, a client would fail only when it
+#: first connects (``sasl.password must be set``), or connect without it.
+_SECRETS = frozenset(
+    {
+        "sasl.password",
+        "sasl.username",
+        "sasl.oauthbearer.client.secret",
+        "ssl.key.password",
+        "ssl.keystore.password",
+    }
+)
+
+
 def _split(
     options: Mapping[str, str], known: tuple[str, ...], role: str
 ) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
@@ -133,6 +146,11 @@ def _split(
                 f"{SPARK_UNSUPPORTED[lowered]}"
             )
         if lowered.startswith(KAFKA_PREFIX) and len(lowered) > len(KAFKA_PREFIX):
+            if lowered[len(KAFKA_PREFIX) :] in _SECRETS and not str(value).strip():
+                raise SettingError(
+                    f"{CONNECTOR} setting {key!r} is empty: give the secret, or leave the "
+                    "setting out"
+                )
             kafka[key[len(KAFKA_PREFIX) :]] = str(value)
         elif lowered.startswith(FORMAT_PREFIX) and len(lowered) > len(FORMAT_PREFIX):
             fmt[FORMAT_PREFIX + key[len(FORMAT_PREFIX) :]] = str(value)

@@ -123,6 +123,7 @@ class Config:
     trigger: str | None
     registry: str | None
     pipelines: list[Pipeline] = field(default_factory=list)
+    registry_at: str = ""  # "file:line: schema-registry.url" of ``registry``
 
 
 def load(path: str) -> Config:
@@ -163,7 +164,7 @@ def _parse(text: str, file: str) -> Config:
     version = top.need("version")
     if version.setting() != VERSION:
         raise version.error(f'must be "{VERSION}", not {version.setting()!r}')
-    registry = _registry(top.take("schema-registry"))
+    registry, registry_at = _registry(top.take("schema-registry"))
     master, conf, checkpoints, trigger = _spark(top.take("spark"))
     pipelines_node = top.need("pipelines")
     top.done(["version", "schema-registry", "spark", "pipelines"])
@@ -179,12 +180,13 @@ def _parse(text: str, file: str) -> Config:
         pipelines.append(pipeline)
     if not pipelines:
         raise pipelines_node.error("no pipeline to run (none, or all stopped)")
-    return Config(file, master, conf, trigger, registry, pipelines)
+    return Config(file, master, conf, trigger, registry, pipelines, registry_at)
 
 
-def _registry(node: Node | None) -> str | None:
+def _registry(node: Node | None) -> tuple[str | None, str]:
+    """The registry URL and its place (``file:line: schema-registry.url``)."""
     if node is None:
-        return None
+        return None, ""
     keys = Keys(node)
     url_node = keys.need("url")
     keys.done(["url"])
@@ -199,7 +201,7 @@ def _registry(node: Node | None) -> str | None:
             if scheme
             else f"a URL with a scheme ({', '.join(known)}), not {url!r}"
         )
-    return url
+    return url, f"{url_node.file}:{url_node.line}: {url_node.path}"
 
 
 def _spark(node: Node | None) -> tuple[str, dict[str, str], str, str | None]:

@@ -59,11 +59,14 @@ __all__ = ["Stopper", "Timing", "refusal", "run"]
 
 EXIT_OK, EXIT_LETTERS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 _SETTING_ERROR = re.compile(r"SettingError: (.+)")
+# Our errors' messages say what and where: their class names, with or without the module,
+# are left out of a pipeline's failure line.
 _OUR_ERRORS = re.compile(
-    r"^(?:[\w.]+\.)?(?:SettingError|FailFastError|ConnectorError|FilesWriteError): "
+    r"^(?:cdc_connectors\.[\w.]+\.\w+"
+    r"|(?:[\w.]+\.)?(?:SettingError|FailFastError|ConnectorError|FilesWriteError)): "
 )
 _TRACEBACK = "Traceback (most recent call last):"
-_ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception)): (.+)$", re.MULTILINE)
+_ERROR_LINE = re.compile(r"^([\w.]+\.)?(\w*(?:Error|Exception)): (.+)$", re.MULTILINE)
 
 
 #: The rows of a batch's output (its dead letters; its messages, when the stage is written
@@ -107,7 +110,9 @@ def one_line(exc: BaseException) -> str:
                 break
     if not line:
         found = _ERROR_LINE.findall(text)
-        line = f"{found[-1][0]}: {found[-1][1]}" if found else ""
+        if found:
+            module, name, message = found[-1]
+            line = message if module.startswith("cdc_connectors.") else f"{name}: {message}"
     if not line:
         line = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
     line = _OUR_ERRORS.sub("", line)  # their messages name the connector already

@@ -190,6 +190,11 @@ def test_a_stopped_pipeline_is_not_run() -> None:
             _with("    connectors:", "    processors: [{id: p, plugin: x}]\n    connectors:"),
             "pipeline.yaml:9: pipelines[0].processors: processors are not supported",
         ),
+        (
+            _with('topic: orders-opencdc, ', 'topic: orders-opencdc, kafka.sasl.password: "", '),
+            "pipeline.yaml:19: pipelines[0].connectors[1].settings.kafka.sasl.password: "
+            "cdc-kafka setting 'kafka.sasl.password' is empty: give the secret",
+        ),
         ("pipelines: []\n", "pipeline.yaml:1: version: required"),
         ("", "pipeline.yaml:1: empty"),
         ("version: [\n", "pipeline.yaml:2: not valid YAML"),

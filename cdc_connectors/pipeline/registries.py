@@ -1,0 +1,37 @@
+"""The schema registries a pipeline file names, opened and asked once before Spark starts:
+a URL that cannot be one (an empty password, an unknown option, a directory for a store) or
+a registry that does not answer is one line naming the file's line, as ``convert`` says it
+for ``--registry``, instead of a failure inside the first batch."""
+
+from __future__ import annotations
+
+from cdc_connectors.errors import ConfigError
+from cdc_connectors.pipeline.config import Config
+
+__all__ = ["check_registries", "registry_places"]
+
+
+def registry_places(config: Config) -> dict[str, str]:
+    """Each registry URL of ``config`` and where the file gives it first: the top-level
+    ``schema-registry.url``, then a connector's own ``registry`` setting."""
+    places: dict[str, str] = {}
+    if config.registry:
+        places[config.registry] = config.registry_at
+    for pipeline in config.pipelines:
+        for connector in (pipeline.source, pipeline.destination, pipeline.dead_letters):
+            for key, url in connector.settings.items():
+                if key.lower() == "registry" and url.strip() and url not in places:
+                    places[url] = connector.locate(key)
+    return places
+
+
+def check_registries(config: Config) -> None:
+    """:class:`ConfigError` (``file:line: key: problem``) for the first registry of
+    ``config`` that cannot be used (:func:`~cdc_connectors.registry.checked_registry`)."""
+    from cdc_connectors.registry import checked_registry
+
+    for url, where in registry_places(config).items():
+        try:
+            checked_registry(url)
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
