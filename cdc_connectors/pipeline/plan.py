@@ -78,8 +78,9 @@ __all__ = [
     "written_batch",
 ]
 
-#: Row kinds of the stage's output; WRITTEN: how many messages a task wrote itself (COUNT).
-MESSAGE, SOURCE_LETTER, ENCODE_LETTER, WRITTEN = 0, 1, 2, 3
+#: Row kinds of the stage's output; WRITTEN: how many messages a task wrote itself (COUNT);
+#: SKIPPED: how many messages carried no change (tombstones, heartbeats: COUNT).
+MESSAGE, SOURCE_LETTER, ENCODE_LETTER, WRITTEN, SKIPPED = 0, 1, 2, 3, 4
 KIND = "_kind"
 COUNT = "_count"
 _MESSAGE_KEY, _MESSAGE_VALUE, _MESSAGE_HEADERS = "_message_key", "_message_value", "_headers"
@@ -174,6 +175,23 @@ def written_batch(from_columns: int, per_message: int, commit: bytes | None) -> 
             pa.array([False, True]),
             pa.array([from_columns, per_message], pa.int64()),
             *_placeholders(2),
+        ],
+        schema=STAGE_ARROW_SCHEMA,
+    )
+
+
+def skipped_batch(count: int) -> pa.RecordBatch:
+    """One ``SKIPPED`` row: how many messages of a batch carried no change."""
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([SKIPPED], pa.int32()),
+            pa.nulls(1, pa.binary()),
+            pa.nulls(1, pa.binary()),
+            pa.nulls(1, _HEADERS_ARROW),
+            pa.nulls(1, pa.string()),
+            pa.array([False]),
+            pa.array([count], pa.int64()),
+            *_placeholders(1),
         ],
         schema=STAGE_ARROW_SCHEMA,
     )
@@ -354,6 +372,7 @@ class _Converted:
     topics: list[str] | None
     source_letters: list[Record]
     encode_letters: list[Record]
+    skipped: int = 0  # messages without a change (tombstones, heartbeats)
 
 
 def _per_message(
@@ -369,6 +388,7 @@ def _per_message(
     for index, found in source.fmt.decode_many(messages):
         message = messages[index]
         if isinstance(found, SkipMessage):
+            done.skipped += 1
             continue
         if isinstance(found, CodecError):
             if source.fail_fast:
@@ -480,6 +500,8 @@ def converter(
                 yield messages
             if done.encode_letters:
                 yield _letters_batch(records_to_batch(done.encode_letters), ENCODE_LETTER)
+            if done.skipped:
+                yield skipped_batch(done.skipped)
 
     return convert
 
@@ -495,6 +517,7 @@ class Counts:
     #: Stage rows (messages and dead letters) of a fused stage that came the per-message
     #: way, not from columns; ``None`` for other stages.
     per_message: int | None = None
+    skipped: int = 0  # messages of a fused stage without a change (tombstones, heartbeats)
 
     @property
     def letters(self) -> int:
@@ -505,6 +528,7 @@ class Counts:
         self.written += other.written
         self.source_letters += other.source_letters
         self.encode_letters += other.encode_letters
+        self.skipped += other.skipped
         if other.per_message is not None:
             self.per_message = (self.per_message or 0) + other.per_message
 
@@ -625,6 +649,7 @@ class Stage:
             F.coalesce(F.sum(F.when(written, F.col(COUNT))), F.lit(0)).alias("produced"),
             F.count(F.when(kind == SOURCE_LETTER, 1)).alias("source"),
             F.count(F.when(kind == ENCODE_LETTER, 1)).alias("encode"),
+            F.coalesce(F.sum(F.when(kind == SKIPPED, F.col(COUNT))), F.lit(0)).alias("skipped"),
             (
                 F.count(F.when(per_message & ~written, 1))
                 + F.coalesce(F.sum(F.when(per_message & written, F.col(COUNT))), F.lit(0))
@@ -640,6 +665,7 @@ class Stage:
             source_letters=int(row["source"]),
             encode_letters=int(row["encode"]),
             per_message=int(row["per_message"]) if self.fused else None,
+            skipped=int(row["skipped"]),
         )
 
     def commits(self) -> list[bytes]:

@@ -319,6 +319,7 @@ class _Job:
         self.say(
             f"{pipeline.id}: batch {batch_id}: {counts.records} in, {counts.written} out, "
             f"{counts.letters} to the dead-letter output, "
+            f"{f'{counts.skipped} skipped (no change), ' if counts.skipped else ''}"
             f"{rate:,.{0 if rate >= 10 else 1}f} records/s"
         )
 
@@ -516,6 +517,7 @@ class _Job:
             f"{self.pipeline.id}: {self.batches} batch{'es' if self.batches != 1 else ''}, "
             f"{t.records} records in, {t.written} out, {t.letters} to the dead-letter output"
             f"{f' ({dlq})' if t.letters else ''}"
+            f"{f', {t.skipped} skipped (no change)' if t.skipped else ''}"
             f"{f', {t.per_message} the per-message way' if t.per_message is not None else ''}"
             f", {elapsed:.1f} s"
         )

@@ -165,6 +165,20 @@ def test_one_line_per_batch_and_a_summary_per_pipeline(work: Work) -> None:
     assert "Traceback" not in work.first.stderr
 
 
+def test_the_summary_counts_the_messages_without_a_change(work: Work) -> None:
+    """Heartbeats and tombstones are skipped, not lost from the numbers: each line read is
+    in, or skipped."""
+    summary = next(
+        line for line in work.first.stderr.splitlines() if line.startswith("all: 1 batch, ")
+    )
+    expected = work.batch_input
+    read = len(expected.written) + len(expected.dead)
+    assert f" {read} records in, {len(expected.written)} out, " in summary, summary
+    assert f", {len(expected.skipped)} skipped (no change), " in summary, summary
+    batch = next(line for line in work.first.stderr.splitlines() if line.startswith("all: batch 0"))
+    assert f", {len(expected.skipped)} skipped (no change), " in batch, batch
+
+
 @pytest.fixture(scope="module")
 def second(work: Work, spark: object) -> Run:
     """The streaming pipeline again from its checkpoint, with one more file."""
