@@ -10,6 +10,7 @@ and :class:`SkipMessage` for input that carries no change by policy
 
 from __future__ import annotations
 
+import difflib
 import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -93,8 +94,10 @@ class Format(ABC):
         unknown = sorted(set(options) - set(self.options))
         if unknown:
             known = ", ".join(sorted(self.options)) or "none"
+            nearest = difflib.get_close_matches(unknown[0], sorted(self.options), n=1)
+            hint = f"; did you mean {nearest[0]!r}?" if nearest else ""
             raise FormatOptionError(
-                f"format {self.name!r} has no option {unknown[0]!r} (options: {known})"
+                f"format {self.name!r} has no option {unknown[0]!r}{hint} (options: {known})"
             )
         self.settings = options
         self.registry_url = registry

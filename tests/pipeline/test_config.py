@@ -195,6 +195,11 @@ def test_a_stopped_pipeline_is_not_run() -> None:
             "pipeline.yaml:19: pipelines[0].connectors[1].settings.kafka.sasl.password: "
             "cdc-kafka setting 'kafka.sasl.password' is empty: give the secret",
         ),
+        (
+            _with("format: opencdc-proto}", "format: avro, format.topc: t}"),
+            "pipeline.yaml:19: pipelines[0].connectors[1].settings.format.topc: cdc-kafka "
+            "setting 'format.*': format 'avro' has no option 'topc'; did you mean 'topic'?",
+        ),
         ("pipelines: []\n", "pipeline.yaml:1: version: required"),
         ("", "pipeline.yaml:1: empty"),
         ("version: [\n", "pipeline.yaml:2: not valid YAML"),
