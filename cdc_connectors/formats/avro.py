@@ -65,7 +65,10 @@ class SchemaRowFormat(Format):
 
     def configure(self) -> None:
         if not self.registry_url:
-            raise FormatOptionError(f"format {self.name!r} needs a schema registry (--registry)")
+            raise FormatOptionError(
+                f"format {self.name!r} needs a schema registry (--registry; "
+                "schema-registry.url in a pipeline file)"
+            )
         self.topic = self.settings.get("topic") or None
         name = self.settings.get("subject.strategy", "topic")
         if name not in _STRATEGIES:

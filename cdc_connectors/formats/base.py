@@ -111,7 +111,8 @@ class Format(ABC):
         """The schema registry of ``registry_url``, opened once per process (picklable format)."""
         if not self.registry_url:
             raise FormatOptionError(
-                f"format {self.name!r} needs a schema registry URL (--registry)"
+                f"format {self.name!r} needs a schema registry URL (--registry; "
+                "schema-registry.url in a pipeline file)"
             )
         return registry_for(self.registry_url)
 

@@ -105,7 +105,10 @@ class DebeziumAvroFormat(DebeziumJsonFormat):
 
     def configure(self) -> None:
         if not self.registry_url:
-            raise FormatOptionError(f"format {self.name!r} needs a schema registry (--registry)")
+            raise FormatOptionError(
+                f"format {self.name!r} needs a schema registry (--registry; "
+                "schema-registry.url in a pipeline file)"
+            )
         name = self.settings.get("subject.strategy", "topic")
         if name not in _STRATEGIES:
             raise FormatOptionError(
