@@ -107,17 +107,10 @@ class DestinationSettings:
     kafka: dict[str, str] = field(default_factory=dict)
 
 
-#: librdkafka properties holding a secret: given empty, a client would fail only when it
-#: first connects (``sasl.password must be set``), or connect without it.
-_SECRETS = frozenset(
-    {
-        "sasl.password",
-        "sasl.username",
-        "sasl.oauthbearer.client.secret",
-        "ssl.key.password",
-        "ssl.keystore.password",
-    }
-)
+#: librdkafka properties whose secret cannot be empty: given so, a client fails only when it
+#: first connects (``sasl.username and sasl.password must be set``). (An empty
+#: ``ssl.key.password`` is a key without a password, which librdkafka takes.)
+_SECRETS = frozenset({"sasl.password", "sasl.oauthbearer.client.secret"})
 
 
 def _split(
@@ -146,7 +139,7 @@ def _split(
                 f"{SPARK_UNSUPPORTED[lowered]}"
             )
         if lowered.startswith(KAFKA_PREFIX) and len(lowered) > len(KAFKA_PREFIX):
-            if lowered[len(KAFKA_PREFIX) :] in _SECRETS and not str(value).strip():
+            if lowered[len(KAFKA_PREFIX) :] in _SECRETS and not str(value):
                 raise SettingError(
                     f"{CONNECTOR} setting {key!r} is empty: give the secret, or leave the "
                     "setting out"

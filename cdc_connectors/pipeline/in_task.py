@@ -290,7 +290,7 @@ def _converted(
             yield letters_batch(_unsplit(broken, decode.node_id))
             broken.clear()
         if not is_messages(staged):
-            yield staged  # dead letters
+            yield staged  # dead letters, and the count of messages without a change
             continue
         out.add(message_layout(staged))
         slow = per_message_rows(staged)

@@ -1,7 +1,9 @@
-"""The schema registries a pipeline file names, opened and asked once before Spark starts:
-a URL that cannot be one (an empty password, an unknown option, a directory for a store) or
-a registry that does not answer is one line naming the file's line, as ``convert`` says it
-for ``--registry``, instead of a failure inside the first batch."""
+"""The schema registry URLs a pipeline file names, checked before Spark starts: a URL that
+cannot be one (an empty password, an unknown option, a directory for a store) is one line
+naming the file's line, as ``convert`` says it for ``--registry``, instead of a failure
+inside the first batch. Nothing is opened nor asked here: a registry that does not answer
+fails the pipeline that uses it, when it uses it (one that names a registry it never needs
+still runs)."""
 
 from __future__ import annotations
 
@@ -26,12 +28,12 @@ def registry_places(config: Config) -> dict[str, str]:
 
 
 def check_registries(config: Config) -> None:
-    """:class:`ConfigError` (``file:line: key: problem``) for the first registry of
-    ``config`` that cannot be used (:func:`~cdc_connectors.registry.checked_registry`)."""
-    from cdc_connectors.registry import checked_registry
+    """:class:`ConfigError` (``file:line: key: problem``) for the first registry URL of
+    ``config`` that cannot be one (:func:`~cdc_connectors.registry.check_url`)."""
+    from cdc_connectors.registry import check_url
 
     for url, where in registry_places(config).items():
         try:
-            checked_registry(url)
+            check_url(url)
         except ValueError as exc:
             raise ConfigError(f"{where}: {exc}") from None

@@ -57,6 +57,7 @@ __all__ = [
     "SchemaRegistry",
     "SchemaRegistryError",
     "SchemaVersion",
+    "check_url",
     "checked_registry",
     "describe_error",
     "open_registry",
@@ -124,6 +125,32 @@ def registry_for(url: str) -> SchemaRegistry:
         if registry is None:
             registry = _shared[url] = open_registry(url)
         return registry
+
+
+def check_url(url: str) -> None:
+    """ValueError (one line, no secret) for a registry URL that cannot name a registry,
+    found without opening the registry or asking it anything: no or an unknown scheme, an
+    HTTP URL that does not parse or holds an empty credential, an embedded store's URL with
+    options, a host or no file, or a path that is a directory or cannot be read."""
+    scheme = url_scheme(url)
+    if not scheme:
+        raise RegistryURLError(
+            f"registry URL {redact_url(url)!r} has no scheme (sqlite:///..., memory://, http://)"
+        )
+    known = plugins.available(GROUP)
+    if scheme not in known:
+        raise RegistryURLError(
+            f"no registry serves the scheme {scheme!r} of {redact_url(url)!r} "
+            f"(schemes: {', '.join(known)})"
+        )
+    if scheme in ("http", "https"):
+        from cdc_connectors.registry.confluent import check_url as check_http_url
+
+        check_http_url(url)
+    elif scheme in ("memory", "sqlite"):
+        from cdc_connectors.registry.embedded import store_place
+
+        store_place(url)
 
 
 #: Asked of a registry to check it: every Confluent registry and store of ours answers it.

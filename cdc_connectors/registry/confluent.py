@@ -54,7 +54,10 @@ from cdc_connectors.registry.redact import is_secret, redact_line, redact_url
 DEFAULT_TIMEOUT = 30.0
 
 
-_ENCODE = "a password holding '/', '?', '#' or '@' must be percent-encoded (%2F, %3F, %23, %40)"
+_ENCODE = (
+    "a password holding '/', '?', '#', '@' or ',' must be percent-encoded "
+    "(%2F, %3F, %23, %40, %2C)"
+)
 #: Settings naming a file the client loads when it is opened.
 _TLS_FILES = ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location")
 

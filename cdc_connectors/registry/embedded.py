@@ -220,14 +220,11 @@ class _Opened:
     read_only: bool = False
 
 
-def _open(url: str) -> _Opened:
-    """Open the store of an embedded URL; ValueError naming the store (one line, no
-    secret) when the URL cannot be one or the store cannot be opened.
-
-    A file this process cannot write (nor its directory, where SQLite keeps its
-    write-ahead log) is opened read-only: reading works, a change is refused naming
-    the store as read-only.
-    """
+def store_place(url: str) -> tuple[str, Path | None]:
+    """What an embedded URL names, checked without opening anything: ``("memory", None)``
+    for a ``memory://`` store, else ``("sqlite", path)`` of a path that may be opened (it
+    may not exist yet). ValueError naming the store (one line, no secret) for a URL that
+    cannot be one (a :class:`RegistryURLError`) or a path that cannot be a store."""
     parsed = urlparse(url)
     names = sorted({unquote(item.partition("=")[0]) for item in parsed.query.split("&") if item})
     if names and parsed.scheme in ("memory", "sqlite"):
@@ -236,13 +233,7 @@ def _open(url: str) -> _Opened:
             f"{'s' if len(names) > 1 else ''} {', '.join(names)} (the embedded store takes none)"
         )
     if parsed.scheme == "memory":
-        name = (parsed.netloc + parsed.path).strip("/")
-        label = f"registry store {redact_url(url)}"
-        if not name:
-            return _Opened(_memory(), threading.RLock(), None, label)
-        key = (os.getpid(), name)
-        named = _attach(key)
-        return _Opened(named.db, named.lock, key, label)
+        return "memory", None
     if parsed.scheme != "sqlite":
         raise errors.RegistryURLError(f"not an embedded registry URL: {redact_url(url)!r}")
     if parsed.netloc:
@@ -263,9 +254,31 @@ def _open(url: str) -> _Opened:
         raise ValueError(f"{label} cannot be reached ({exc.strerror or exc})") from None
     if is_dir:
         raise ValueError(f"{label} is a directory, not a SQLite database file")
-    if exists:
-        if not os.access(path, os.R_OK):
-            raise ValueError(f"{label} cannot be read (permission denied)")
+    if exists and not os.access(path, os.R_OK):
+        raise ValueError(f"{label} cannot be read (permission denied)")
+    return "sqlite", path
+
+
+def _open(url: str) -> _Opened:
+    """Open the store of an embedded URL; ValueError naming the store (one line, no
+    secret) when the URL cannot be one or the store cannot be opened.
+
+    A file this process cannot write (nor its directory, where SQLite keeps its
+    write-ahead log) is opened read-only: reading works, a change is refused naming
+    the store as read-only.
+    """
+    _, path = store_place(url)
+    if path is None:
+        parsed = urlparse(url)
+        name = (parsed.netloc + parsed.path).strip("/")
+        label = f"registry store {redact_url(url)}"
+        if not name:
+            return _Opened(_memory(), threading.RLock(), None, label)
+        key = (os.getpid(), name)
+        named = _attach(key)
+        return _Opened(named.db, named.lock, key, label)
+    label = f"registry store {path}"
+    if path.exists():
         folder = path.parent
         if not (os.access(path, os.W_OK) and os.access(folder, os.W_OK | os.X_OK)):
             return _Opened(_open_read_only(path, label), threading.RLock(), None, label, True)

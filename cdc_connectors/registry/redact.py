@@ -18,16 +18,19 @@ MASK = "***"
 MIN_SECRET = 3
 SECRET_KEYS = ("password", "secret", "token", "user.info", "credentials", "auth")
 _AUTHORITY_END = "/?#"
+# Where a list of URLs is cut: at a comma before a scheme, so that a comma of a password
+# (unencoded) does not cut a URL in two and leave its second half unmasked.
+_NEXT_URL = re.compile(r",(?=\s*[A-Za-z][A-Za-z0-9+.-]*://)")
 
 
 def redact_url(url: str) -> str:
     """``url`` with any password (and any secret query parameter) replaced by ``***``.
 
     Several URLs separated by commas are each redacted. When it is unclear
-    where the credentials end (a password holding ``/`` or ``?``), more is
+    where the credentials end (a password holding ``/``, ``?`` or ``,``), more is
     masked rather than less.
     """
-    return ",".join(_redact_one(part) for part in url.split(","))
+    return ",".join(_redact_one(part) for part in _NEXT_URL.split(url))
 
 
 def _redact_one(url: str) -> str:

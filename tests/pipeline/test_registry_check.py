@@ -1,5 +1,5 @@
-"""``cdc-connectors run`` opens the registries a pipeline file names before Spark starts: a
-URL that cannot be one, a store that cannot be opened or a registry that does not answer is
+"""``cdc-connectors run`` checks the registry URLs a pipeline file names before Spark starts,
+without opening them: a URL that cannot be one, or a store path that cannot be a store, is
 one line naming the file's line, exit 2, and nothing is started or written."""
 
 from __future__ import annotations
@@ -46,9 +46,10 @@ def _pipeline_file(folder: Path, url: str, destination_registry: str | None = No
         ("http://u:@127.0.0.1:1", "registry URL http://u:***@127.0.0.1:1: its user info has"),
         ("sqlite:///r.db?x=1", "unknown query parameter x"),
         ("sqlite:///adir", "registry store adir is a directory"),
-        ("http://127.0.0.1:1", "schema registry http://127.0.0.1:1 did not answer"),
+        ("http://ada:pw1,pw2@127.0.0.1:1", "registry URL http://ada:***@127.0.0.1:1: its host"),
+        ("sqlite://host/r.db", "has a host"),
     ],
-    ids=["empty-password", "query", "directory", "no-answer"],
+    ids=["empty-password", "query", "directory", "comma-in-password", "host"],
 )
 def test_a_registry_that_cannot_be_used_stops_the_run_in_one_line_at_its_line(
     tmp_path: Path, url: str, problem: str
@@ -61,7 +62,7 @@ def test_a_registry_that_cannot_be_used_stops_the_run_in_one_line_at_its_line(
     assert stderr.startswith(f"Error: {path}:3: schema-registry.url: "), stderr
     assert problem in stderr
     assert stderr.count("\n") == 1 and "Traceback" not in stderr
-    assert "u:@" not in stderr  # no credentials
+    assert "u:@" not in stderr and "pw1" not in stderr and "pw2" not in stderr
     assert not (tmp_path / ".cdc").exists()  # nothing started: no checkpoint, no letters
     assert not (tmp_path / "out").exists()
 
@@ -77,18 +78,21 @@ def test_a_connector_registry_is_named_at_its_own_setting(tmp_path: Path) -> Non
     assert "unknown query parameter y" in stderr
 
 
-def test_each_registry_is_asked_once_and_a_usable_one_passes(
+def test_registry_urls_are_checked_without_opening_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.chdir(tmp_path)  # (registries are shared by URL in a process: URLs of its own)
-    path = _pipeline_file(tmp_path, "sqlite:///asked-r.db", destination_registry="sqlite:///asked-s.db")
+    """Each URL where the file gives it first; no store is created, no registry asked (one
+    that does not answer fails the pipeline that uses it, when it does)."""
+    monkeypatch.chdir(tmp_path)
+    down = "http://127.0.0.1:1"
+    path = _pipeline_file(tmp_path, down, destination_registry="sqlite:///s.db")
     config = load(str(path))
     assert registry_places(config) == {
-        "sqlite:///asked-r.db": f"{path}:3: schema-registry.url",
-        "sqlite:///asked-s.db": f"{path}:14: pipelines[0].connectors[1].settings.registry",
+        down: f"{path}:3: schema-registry.url",
+        "sqlite:///s.db": f"{path}:14: pipelines[0].connectors[1].settings.registry",
     }
     check_registries(config)
-    assert (tmp_path / "asked-r.db").is_file() and (tmp_path / "asked-s.db").is_file()
+    assert not (tmp_path / "s.db").exists()
 
 
 @pytest.mark.parametrize(
