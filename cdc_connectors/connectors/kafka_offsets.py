@@ -23,6 +23,7 @@ from confluent_kafka import Message as KafkaMessage
 from pyspark.sql.datasource import InputPartition
 
 from cdc_connectors.connectors.errors import ConnectorError
+from cdc_connectors.connectors.kafka_logs import LOGGER
 from cdc_connectors.connectors.kafka_settings import (
     CONNECTOR,
     EARLIEST,
@@ -106,6 +107,7 @@ class Broker:
         if "fetch.wait.max.ms" not in settings.kafka:
             config["fetch.wait.max.ms"] = FETCH_WAIT_MS
         self.consumer = Consumer(config)
+        self._missing: set[str] = set()  # named topics said to be missing (once each)
 
     def close(self) -> None:
         self.consumer.close()
@@ -136,6 +138,16 @@ class Broker:
                     raise SettingError(
                         f"{CONNECTOR} setting 'topics': topic {name!r} does not exist "
                         f"on {settings.servers}"
+                    )
+                if settings.topic_pattern is None and name not in self._missing:
+                    # a stream waits for it, as Spark's Kafka source does: said once
+                    self._missing.add(name)
+                    LOGGER.warning(
+                        "%s: topic %r does not exist on %s (yet): the stream reads it once "
+                        "it is created",
+                        CONNECTOR,
+                        name,
+                        settings.servers,
                     )
                 continue
             found.extend((name, p) for p in sorted(topic.partitions))

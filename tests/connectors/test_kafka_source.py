@@ -287,6 +287,27 @@ def test_a_batch_read_of_a_missing_topic_names_it(kafka_broker: KafkaBroker) -> 
         KafkaBatchReader(settings).partitions()
 
 
+def test_a_stream_of_a_missing_topic_says_so_once_and_waits_for_it(
+    kafka_broker: KafkaBroker, caplog: pytest.LogCaptureFixture
+) -> None:
+    missing = f"not-yet-{uuid.uuid4().hex[:8]}"
+    settings = source_settings({"servers": kafka_broker.bootstrap, "topics": missing})
+    broker = Broker(settings)
+    try:
+        with caplog.at_level("WARNING", logger="cdc_connectors.kafka"):
+            assert broker.partitions(require_topics=False) == []
+            assert broker.partitions(require_topics=False) == []
+        said = [r.getMessage() for r in caplog.records if missing in r.getMessage()]
+        assert said == [
+            f"cdc-kafka: topic {missing!r} does not exist on {kafka_broker.bootstrap} (yet): "
+            "the stream reads it once it is created"
+        ]
+        kafka_broker.create_topic(missing, 2)
+        assert broker.partitions(require_topics=False) == [(missing, 0), (missing, 1)]
+    finally:
+        broker.close()
+
+
 @pytest.mark.parametrize(
     ("options", "setting"),
     [
