@@ -201,7 +201,22 @@ def _registry(node: Node | None) -> tuple[str | None, str]:
             if scheme
             else f"a URL with a scheme ({', '.join(known)}), not {url!r}"
         )
+    _shared_registry(url, url_node)
     return url, f"{url_node.file}:{url_node.line}: {url_node.path}"
+
+
+def _shared_registry(url: str, node: Node) -> None:
+    """A ``memory://`` store is refused: it lives in one process, and a pipeline's Spark
+    workers are processes of their own, each with a store of its own; schemas registered
+    there would be lost with the worker, and the messages written with their ids unreadable."""
+    from cdc_connectors.registry import url_scheme
+
+    if url_scheme(url) == "memory":
+        raise node.error(
+            "a memory:// store lives in one process, and Spark's workers are processes of "
+            "their own: use a store they share (sqlite:///path/to.db on one machine, or a "
+            "registry at http://...)"
+        )
 
 
 def _spark(node: Node | None) -> tuple[str, dict[str, str], str, str | None]:
@@ -493,6 +508,8 @@ def _settings(node: Node | None, registry: str | None) -> dict[str, str]:
                 raise value.error(f"the same setting as {twin!r} (setting names ignore case)")
             seen[key.lower()] = key
             settings[key] = value.setting()
+            if key.lower() == "registry":
+                _shared_registry(settings[key].strip(), value)
     if registry and "registry" not in settings:
         settings["registry"] = registry
     return settings

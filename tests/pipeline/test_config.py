@@ -69,8 +69,8 @@ def test_a_good_file_gives_connectors_with_the_registry_and_spark_names() -> Non
 
 
 def test_a_connector_registry_setting_wins_over_the_file_one() -> None:
-    config = parse(_with("path: in/", "path: in/\n          registry: memory://x"))
-    assert config.pipelines[0].source.settings["registry"] == "memory://x"
+    config = parse(_with("path: in/", "path: in/\n          registry: sqlite:///own.db"))
+    assert config.pipelines[0].source.settings["registry"] == "sqlite:///own.db"
 
 
 def test_ending_offsets_or_mode_batch_make_a_batch_job() -> None:
@@ -199,6 +199,14 @@ def test_a_stopped_pipeline_is_not_run() -> None:
             _with("format: opencdc-proto}", "format: avro, format.topc: t}"),
             "pipeline.yaml:19: pipelines[0].connectors[1].settings.format.topc: cdc-kafka "
             "setting 'format.*': format 'avro' has no option 'topc'; did you mean 'topic'?",
+        ),
+        (
+            _with("  url: sqlite:///.cdc/registry.db", "  url: memory://shared"),
+            "pipeline.yaml:3: schema-registry.url: a memory:// store lives in one process",
+        ),
+        (
+            _with("path: in/", "path: in/\n          registry: memory://"),
+            "pipeline.yaml:15: pipelines[0].connectors[0].settings.registry: a memory:// store",
         ),
         ("pipelines: []\n", "pipeline.yaml:1: version: required"),
         ("", "pipeline.yaml:1: empty"),
