@@ -66,7 +66,11 @@ _OUR_ERRORS = re.compile(
     r"|(?:[\w.]+\.)?(?:SettingError|FailFastError|ConnectorError|FilesWriteError)): "
 )
 _TRACEBACK = "Traceback (most recent call last):"
-_ERROR_LINE = re.compile(r"^([\w.]+\.)?(\w*(?:Error|Exception)): (.+)$", re.MULTILINE)
+# An exception's line: a class ending in Error or Exception, or any class of ours.
+_ERROR_LINE = re.compile(
+    r"^((?:[\w.]+\.)?(?=\w*(?:Error|Exception): )|cdc_connectors\.[\w.]+\.)(\w+): (.+)$",
+    re.MULTILINE,
+)
 
 
 #: The rows of a batch's output (its dead letters; its messages, when the stage is written

@@ -105,6 +105,11 @@ def test_registry_urls_are_checked_without_opening_them(
         ),
         ("pyspark.errors.SettingError: cdc-kafka setting 'x'", "cdc-kafka setting 'x'"),
         ("ValueError: not ours", "ValueError: not ours"),
+        (
+            "cdc_connectors.registry.store.UnknownSchema: schema id 7 is not in the registry",
+            "schema id 7 is not in the registry",
+        ),
+        ("Caused by: something", "Job aborted"),
     ],
 )
 def test_a_failure_line_leaves_out_the_class_names_of_our_errors(raised: str, line: str) -> None:
