@@ -675,6 +675,7 @@ def submit(pipeline_file: str, available_now: bool, spark_submit_args: tuple[str
     """
     from cdc_connectors.pipeline import ConfigError, load
     from cdc_connectors.pipeline.launch import submit as submit_pipeline
+    from cdc_connectors.pipeline.registries import check_registries
 
     ctx = click.get_current_context()
     if spark_submit_args and "--" not in sys.argv[1:] and not ctx.resilient_parsing:
@@ -683,6 +684,7 @@ def submit(pipeline_file: str, available_now: bool, spark_submit_args: tuple[str
         )
     try:
         config = load(pipeline_file)
+        check_registries(config)
     except ConfigError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(2)

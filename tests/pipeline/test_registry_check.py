@@ -67,6 +67,15 @@ def test_a_registry_that_cannot_be_used_stops_the_run_in_one_line_at_its_line(
     assert not (tmp_path / "out").exists()
 
 
+def test_submit_checks_them_too(tmp_path: Path) -> None:
+    path = _pipeline_file(tmp_path, "http://u:@127.0.0.1:1")
+    done = run_cli("submit", str(path), cwd=tmp_path)
+    stderr = done.stderr.decode()
+    assert done.returncode == 2, stderr
+    assert stderr.startswith(f"Error: {path}:3: schema-registry.url: "), stderr
+    assert "empty password" in stderr and stderr.count("\n") == 1
+
+
 def test_a_connector_registry_is_named_at_its_own_setting(tmp_path: Path) -> None:
     path = _pipeline_file(tmp_path, "sqlite:///r.db", destination_registry="sqlite:///r.db?y=2")
     done = run_cli("run", str(path), cwd=tmp_path)
