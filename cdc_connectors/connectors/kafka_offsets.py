@@ -11,6 +11,7 @@ Reads use assigned partitions and explicit offsets, never a consumer-group join;
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 import re
 import time
@@ -23,7 +24,6 @@ from confluent_kafka import Message as KafkaMessage
 from pyspark.sql.datasource import InputPartition
 
 from cdc_connectors.connectors.errors import ConnectorError
-from cdc_connectors.connectors.kafka_logs import LOGGER
 from cdc_connectors.connectors.kafka_settings import (
     CONNECTOR,
     EARLIEST,
@@ -33,6 +33,10 @@ from cdc_connectors.connectors.kafka_settings import (
     kafka_config,
 )
 from cdc_connectors.connectors.messages import SettingError
+
+#: What the driver says of the cluster (a topic not there yet): its own lines, apart from
+#: librdkafka's rate-limited ones (``cdc_connectors.kafka``), so that none is held back.
+NOTICES = logging.getLogger("cdc_connectors.kafka.topics")
 
 GROUP_ID = "cdc-connectors"
 #: How long a driver-side request (metadata, offsets) may take, in seconds.
@@ -142,7 +146,7 @@ class Broker:
                 if settings.topic_pattern is None and name not in self._missing:
                     # a stream waits for it, as Spark's Kafka source does: said once
                     self._missing.add(name)
-                    LOGGER.warning(
+                    NOTICES.warning(
                         "%s: topic %r does not exist on %s (yet): the stream reads it once "
                         "it is created",
                         CONNECTOR,
