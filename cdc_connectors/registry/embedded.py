@@ -29,6 +29,7 @@ import hashlib
 import os
 import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -294,9 +295,13 @@ def _open(url: str) -> _Opened:
         raise ValueError(f"{label} cannot be opened: {exc}") from None
     try:
         db.execute("PRAGMA busy_timeout = 60000")
-        db.execute("PRAGMA journal_mode = WAL")
+        _write_ahead(db)
     except sqlite3.DatabaseError as exc:
         db.close()
+        if _primary_code(exc) == sqlite3.SQLITE_BUSY:
+            raise ValueError(
+                f"{label} stayed locked by another process for {_BUSY_SECONDS:.0f} s ({exc})"
+            ) from None
         if _is_read_only(exc):
             raise ValueError(
                 f"{label} is read-only ({exc}): make it and its directory writable, "
@@ -304,6 +309,25 @@ def _open(url: str) -> _Opened:
             ) from None
         raise ValueError(f"{label} is not a SQLite database ({exc})") from None
     return _Opened(db, threading.RLock(), None, label)
+
+
+_BUSY_SECONDS = 60.0
+
+
+def _write_ahead(db: sqlite3.Connection) -> None:
+    """The store in write-ahead-log mode. Several processes opening a new store at once
+    (a pipeline's Spark workers) race for the lock that switching the mode takes, and
+    SQLite answers the losers "database is locked" at once, without its busy handler:
+    they try again until the winner has switched it, for :data:`_BUSY_SECONDS` at most."""
+    deadline = time.monotonic() + _BUSY_SECONDS
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if _primary_code(exc) != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.005)
 
 
 def _primary_code(exc: sqlite3.Error) -> int | None:

@@ -65,3 +65,37 @@ def test_concurrent_processes_neither_duplicate_versions_nor_lose_registrations(
     # ids are unique per distinct schema across all subjects
     all_ids = {sid for _, sid, _ in results}
     assert len(all_ids) == PER_PROCESS + PROCESSES * PER_PROCESS
+
+
+ROUNDS = 25
+
+
+def _open_new_stores(base: str, barrier: multiprocessing.synchronize.Barrier) -> list[str]:
+    """Open store ``<base>-<round>.db`` in each round as the other processes do."""
+    done = []
+    for round_ in range(ROUNDS):
+        barrier.wait()
+        try:
+            registry = open_registry(f"{base}-{round_}.db")
+            registry.get_subjects()
+            registry.close()
+            done.append("ok")
+        except ValueError as exc:
+            done.append(str(exc))
+    return done
+
+
+def test_processes_opening_a_new_store_at_once_all_open_it(tmp_path: Path):
+    """A pipeline's Spark workers open a store the run has not made yet at the same moment:
+    switching it to write-ahead logging, which the first does, is not a failure of the
+    others (SQLite answers them "database is locked" at once)."""
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Manager() as manager:
+        barrier = manager.Barrier(PROCESSES)
+        with ctx.Pool(PROCESSES) as pool:
+            base = f"sqlite:///{tmp_path}/new"
+            pending = [
+                pool.apply_async(_open_new_stores, (base, barrier)) for _ in range(PROCESSES)
+            ]
+            results = [r for p in pending for r in p.get(timeout=300)]
+    assert results == ["ok"] * (PROCESSES * ROUNDS)
