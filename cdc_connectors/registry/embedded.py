@@ -221,10 +221,10 @@ class _Opened:
     read_only: bool = False
 
 
-def store_place(url: str) -> tuple[str, Path | None]:
-    """What an embedded URL names, checked without opening anything: ``("memory", None)``
-    for a ``memory://`` store, else ``("sqlite", path)`` of a path that may be opened (it
-    may not exist yet). ValueError naming the store (one line, no secret) for a URL that
+def store_place(url: str) -> Path | None:
+    """What an embedded URL names, checked without opening anything: ``None`` for a
+    ``memory://`` store, else the path of a SQLite file that may be opened (it may not
+    exist yet). ValueError naming the store (one line, no secret) for a URL that
     cannot be one (a :class:`RegistryURLError`) or a path that cannot be a store."""
     parsed = urlparse(url)
     names = sorted({unquote(item.partition("=")[0]) for item in parsed.query.split("&") if item})
@@ -234,7 +234,7 @@ def store_place(url: str) -> tuple[str, Path | None]:
             f"{'s' if len(names) > 1 else ''} {', '.join(names)} (the embedded store takes none)"
         )
     if parsed.scheme == "memory":
-        return "memory", None
+        return None
     if parsed.scheme != "sqlite":
         raise errors.RegistryURLError(f"not an embedded registry URL: {redact_url(url)!r}")
     if parsed.netloc:
@@ -257,7 +257,7 @@ def store_place(url: str) -> tuple[str, Path | None]:
         raise ValueError(f"{label} is a directory, not a SQLite database file")
     if exists and not os.access(path, os.R_OK):
         raise ValueError(f"{label} cannot be read (permission denied)")
-    return "sqlite", path
+    return path
 
 
 def _open(url: str) -> _Opened:
@@ -268,7 +268,7 @@ def _open(url: str) -> _Opened:
     write-ahead log) is opened read-only: reading works, a change is refused naming
     the store as read-only.
     """
-    _, path = store_place(url)
+    path = store_place(url)
     if path is None:
         parsed = urlparse(url)
         name = (parsed.netloc + parsed.path).strip("/")
