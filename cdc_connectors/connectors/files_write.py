@@ -133,22 +133,27 @@ def _messages_of(
     return messages
 
 
+def _span(array: pa.Array) -> tuple[np.ndarray, int, int]:
+    """The offsets of a ``large_binary`` array's rows, and where its bytes start and stop."""
+    offsets = np.frombuffer(array.buffers()[1], dtype=np.int64)[array.offset :][: len(array) + 1]
+    return offsets, int(offsets[0]), int(offsets[-1])
+
+
 def _lines_of(values: pa.Array, fmt: Format, first_row: int) -> pa.Buffer:
     """The values of a batch one per line, each then ``\\n``: the bytes
     :meth:`~cdc_connectors.convert.streams.MessageWriter.write_all` writes for them, made
     without a Python object per message; :class:`FilesWriteError` naming the first value a
     line cannot hold (none, or one with a line break), as :func:`_messages_of` names it."""
     values = values.cast(pa.large_binary())
-    offsets = np.frombuffer(values.buffers()[1], dtype=np.int64)[values.offset :]
-    start, stop = int(offsets[0]), int(offsets[len(values)])
+    offsets, start, stop = _span(values)
     data = values.buffers()[2]
-    content = np.frombuffer(data, dtype=np.uint8)[start:stop] if data is not None else None
     breaks = np.zeros(0, dtype=np.int64)
-    if content is not None and len(content):
+    if data is not None and stop > start:
+        content = np.frombuffer(data, dtype=np.uint8)[start:stop]
         breaks = np.flatnonzero((content == _NEWLINE) | (content == _RETURN)) + start
     nulls = np.flatnonzero(~wire.valid(values))
     if len(breaks) or len(nulls):
-        broken = np.searchsorted(offsets[: len(values) + 1], breaks, "right") - 1
+        broken = np.searchsorted(offsets, breaks, "right") - 1
         index = int(min(np.concatenate([broken, nulls])))
         what = "a null value" if values[index].as_py() is None else "a line break"
         raise FilesWriteError(
@@ -157,8 +162,7 @@ def _lines_of(values: pa.Array, fmt: Format, first_row: int) -> pa.Buffer:
         )
     ends = pa.scalar(b"", pa.large_binary()), pa.scalar(b"\n", pa.large_binary())
     lines = pc.binary_join_element_wise(values, *ends)
-    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64)[lines.offset :]
-    start, stop = int(offsets[0]), int(offsets[len(lines)])
+    _, start, stop = _span(lines)
     buffer: pa.Buffer = lines.buffers()[2].slice(start, stop - start)
     return buffer
 

@@ -161,40 +161,36 @@ def _messages_batch(
     )
 
 
+def _count_rows(
+    kind: int, counts: list[int], per_message: list[bool], values: list[bytes | None]
+) -> pa.RecordBatch:
+    """Rows of ``kind`` that carry a count (``COUNT``) instead of a message."""
+    rows = len(counts)
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([kind] * rows, pa.int32()),
+            pa.nulls(rows, pa.binary()),
+            pa.array(values, pa.binary()),
+            pa.nulls(rows, _HEADERS_ARROW),
+            pa.nulls(rows, pa.string()),
+            pa.array(per_message, pa.bool_()),
+            pa.array(counts, pa.int64()),
+            *_placeholders(rows),
+        ],
+        schema=STAGE_ARROW_SCHEMA,
+    )
+
+
 def written_batch(from_columns: int, per_message: int, commit: bytes | None) -> pa.RecordBatch:
     """Two ``WRITTEN`` rows: how many messages a task wrote itself, from columns and the
     per-message way; the first carries ``commit``, what the task's writer gives its job to
     commit (pickled), as its value."""
-    return pa.RecordBatch.from_arrays(
-        [
-            pa.array([WRITTEN, WRITTEN], pa.int32()),
-            pa.nulls(2, pa.binary()),
-            pa.array([commit, None], pa.binary()),
-            pa.nulls(2, _HEADERS_ARROW),
-            pa.nulls(2, pa.string()),
-            pa.array([False, True]),
-            pa.array([from_columns, per_message], pa.int64()),
-            *_placeholders(2),
-        ],
-        schema=STAGE_ARROW_SCHEMA,
-    )
+    return _count_rows(WRITTEN, [from_columns, per_message], [False, True], [commit, None])
 
 
 def skipped_batch(count: int) -> pa.RecordBatch:
     """One ``SKIPPED`` row: how many messages of a batch carried no change."""
-    return pa.RecordBatch.from_arrays(
-        [
-            pa.array([SKIPPED], pa.int32()),
-            pa.nulls(1, pa.binary()),
-            pa.nulls(1, pa.binary()),
-            pa.nulls(1, _HEADERS_ARROW),
-            pa.nulls(1, pa.string()),
-            pa.array([False]),
-            pa.array([count], pa.int64()),
-            *_placeholders(1),
-        ],
-        schema=STAGE_ARROW_SCHEMA,
-    )
+    return _count_rows(SKIPPED, [count], [False], [None])
 
 
 def is_messages(batch: pa.RecordBatch) -> bool:
