@@ -34,6 +34,7 @@ import orjson
 from cdc_connectors.errors import CodecError
 from cdc_connectors.opencdc import structured
 from cdc_connectors.opencdc.data import Change, Data
+from cdc_connectors.opencdc.jsonkinds import json_kind
 from cdc_connectors.opencdc.metadata import Metadata, checked_metadata
 from cdc_connectors.opencdc.operation import Operation
 from cdc_connectors.opencdc.record import Record, checked_position
@@ -242,7 +243,7 @@ def _data_from_obj(obj: Any, raw_as_string: bool, what: str) -> Data:
         return obj
     if isinstance(obj, str):
         return obj.encode("utf-8") if raw_as_string else _b64decode(obj, what)
-    raise CodecError(f"{what} must be a base64 string, an object or null, not {type(obj).__name__}")
+    raise CodecError(f"{what} must be a base64 string, an object or null, not {json_kind(obj)}")
 
 
 def _metadata_json(metadata: Any) -> bytes:
@@ -280,7 +281,7 @@ KV_LINE_HINT = 'this is a --kv line ({"key": ..., "value": ...}), not a record: 
 def record_from_obj(obj: Any, *, raw_as_string: bool = False) -> Record:
     """A record from a parsed OpenCDC JSON object."""
     if not isinstance(obj, dict):
-        raise CodecError(f"an OpenCDC record must be a JSON object, not {type(obj).__name__}")
+        raise CodecError(f"an OpenCDC record must be a JSON object, not {json_kind(obj)}")
     if "value" in obj and not obj.keys() & {"operation", "payload", "position"}:
         # Unknown members are ignored, as Conduit does; this one would become an empty record.
         raise CodecError(KV_LINE_HINT)
@@ -290,13 +291,13 @@ def record_from_obj(obj: Any, *, raw_as_string: bool = False) -> Record:
     elif isinstance(position, str):
         position_bytes = _b64decode(position, "position")
     else:
-        raise CodecError(f"position must be a base64 string, not {type(position).__name__}")
+        raise CodecError(f"position must be a base64 string, not {json_kind(position)}")
 
     metadata = obj.get("metadata")
     if metadata is None:
         metadata = {}
     elif not isinstance(metadata, dict):
-        raise CodecError(f"metadata must be an object, not {type(metadata).__name__}")
+        raise CodecError(f"metadata must be an object, not {json_kind(metadata)}")
     try:
         metadata = Metadata(metadata)
     except TypeError as exc:
@@ -306,7 +307,7 @@ def record_from_obj(obj: Any, *, raw_as_string: bool = False) -> Record:
     if payload is None:
         payload = {}
     elif not isinstance(payload, dict):
-        raise CodecError(f"payload must be an object, not {type(payload).__name__}")
+        raise CodecError(f"payload must be an object, not {json_kind(payload)}")
 
     return Record(
         position_bytes,

@@ -55,8 +55,7 @@ DEFAULT_TIMEOUT = 30.0
 
 
 _ENCODE = (
-    "a password holding '/', '?', '#', '@' or ',' must be percent-encoded "
-    "(%2F, %3F, %23, %40, %2C)"
+    "a password holding '/', '?', '#', '@' or ',' must be percent-encoded (%2F, %3F, %23, %40, %2C)"
 )
 #: Settings naming a file the client loads when it is opened.
 _TLS_FILES = ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location")

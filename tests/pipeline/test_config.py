@@ -191,7 +191,7 @@ def test_a_stopped_pipeline_is_not_run() -> None:
             "pipeline.yaml:9: pipelines[0].processors: processors are not supported",
         ),
         (
-            _with('topic: orders-opencdc, ', 'topic: orders-opencdc, kafka.sasl.password: "", '),
+            _with("topic: orders-opencdc, ", 'topic: orders-opencdc, kafka.sasl.password: "", '),
             "pipeline.yaml:19: pipelines[0].connectors[1].settings.kafka.sasl.password: "
             "cdc-kafka setting 'kafka.sasl.password' is empty: give the secret",
         ),

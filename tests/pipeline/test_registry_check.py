@@ -81,9 +81,9 @@ def test_a_connector_registry_is_named_at_its_own_setting(tmp_path: Path) -> Non
     done = run_cli("run", str(path), cwd=tmp_path)
     stderr = done.stderr.decode()
     assert done.returncode == 2, stderr
-    assert stderr.startswith(
-        f"Error: {path}:14: pipelines[0].connectors[1].settings.registry: "
-    ), stderr
+    assert stderr.startswith(f"Error: {path}:14: pipelines[0].connectors[1].settings.registry: "), (
+        stderr
+    )
     assert "unknown query parameter y" in stderr
 
 

@@ -18,7 +18,7 @@ from cdc_connectors.formats.debezium.connect_blocks import avro_to_connect
 from cdc_connectors.formats.debezium.envelope import UNAVAILABLE_VALUE, Envelope
 from cdc_connectors.formats.debezium.json_format import DebeziumJsonFormat
 from cdc_connectors.formats.debezium.reading import parse_kafka_key, unwrap
-from cdc_connectors.formats.jsonkinds import json_kind
+from cdc_connectors.opencdc.jsonkinds import json_kind
 
 __all__ = [
     "UNAVAILABLE_VALUE",

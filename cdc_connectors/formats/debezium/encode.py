@@ -21,10 +21,10 @@ from cdc_connectors.formats.debezium.connect_blocks import (
 from cdc_connectors.formats.debezium.envelope import LETTERS
 from cdc_connectors.formats.debezium.reading import INTEGER, load_json
 from cdc_connectors.formats.debezium.row_schemas import RowSchemas
-from cdc_connectors.formats.jsonkinds import json_kind
 from cdc_connectors.opencdc import CodecError, Record, structured
 from cdc_connectors.opencdc.data import Data
 from cdc_connectors.opencdc.json_codec import MAX_DEPTH, json_default
+from cdc_connectors.opencdc.jsonkinds import json_kind
 from cdc_connectors.schema import avro_values, framing
 from cdc_connectors.schema.connect import ConnectSchema, connect_value, parse_connect_schema
 from cdc_connectors.schema.errors import SchemaError

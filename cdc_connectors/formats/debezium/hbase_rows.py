@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cdc_connectors.formats.jsonkinds import json_kind
 from cdc_connectors.opencdc import CodecError
+from cdc_connectors.opencdc.jsonkinds import json_kind
 
 __all__ = ["ROW", "hbase_key", "hbase_schema", "is_hbase_row"]
 

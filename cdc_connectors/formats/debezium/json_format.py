@@ -98,10 +98,10 @@ from cdc_connectors.formats.debezium.reading import (
     unwrap,
 )
 from cdc_connectors.formats.debezium.row_schemas import RowSchema
-from cdc_connectors.formats.jsonkinds import json_kind
 from cdc_connectors.opencdc import CodecError, Record, keys
 from cdc_connectors.opencdc.data import Change, Data
 from cdc_connectors.opencdc.json_codec import KV_LINE_HINT
+from cdc_connectors.opencdc.jsonkinds import json_kind
 from cdc_connectors.opencdc.metadata import Metadata
 from cdc_connectors.opencdc.operation import Operation
 from cdc_connectors.schema.subjects import strategy

@@ -10,10 +10,10 @@ import orjson
 
 from cdc_connectors.formats.debezium.reading import parse_kafka_key, typed_row, unwrap
 from cdc_connectors.formats.debezium.row_schemas import RowSchema, RowSchemas
-from cdc_connectors.formats.jsonkinds import json_kind
 from cdc_connectors.opencdc import CodecError
 from cdc_connectors.opencdc.data import Data
 from cdc_connectors.opencdc.json_codec import json_default
+from cdc_connectors.opencdc.jsonkinds import json_kind
 from cdc_connectors.opencdc.operation import Operation
 from cdc_connectors.schema.connect import ConnectSchema
 

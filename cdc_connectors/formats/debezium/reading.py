@@ -11,10 +11,10 @@ from typing import Any
 import orjson
 
 from cdc_connectors.formats.debezium.envelope import UNAVAILABLE_VALUE
-from cdc_connectors.formats.jsonkinds import json_kind
 from cdc_connectors.opencdc import CodecError
 from cdc_connectors.opencdc.data import Data
 from cdc_connectors.opencdc.json_codec import json_default, json_error, load_exact
+from cdc_connectors.opencdc.jsonkinds import json_kind
 from cdc_connectors.opencdc.metadata import Metadata
 from cdc_connectors.opencdc.operation import Operation
 from cdc_connectors.schema import avro_values

@@ -11,9 +11,9 @@ import orjson
 
 from cdc_connectors.formats.base import Format
 from cdc_connectors.formats.debezium.reading import is_json_text
-from cdc_connectors.formats.jsonkinds import json_kind
 from cdc_connectors.opencdc import CodecError
 from cdc_connectors.opencdc.json_codec import json_default
+from cdc_connectors.opencdc.jsonkinds import json_kind
 from cdc_connectors.opencdc.metadata import Metadata
 from cdc_connectors.schema import framing
 from cdc_connectors.schema.connect import ConnectSchema, connect_to_avro, parse_connect_schema
