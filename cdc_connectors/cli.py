@@ -42,6 +42,7 @@ from cdc_connectors.convert.files import (
     StreamError,
     check_places,
     close_quietly,
+    open_input,
     settle_stdout,
 )
 from cdc_connectors.formats import Format, FormatOptionError, available_formats, load_format
@@ -378,7 +379,7 @@ def _open_streams(stack: ExitStack, places: _Places) -> _Streams:
         where, action = places.source, "cannot open"
         # standard input only when it is read: a process may run without one
         raw_in: IO[bytes] = (
-            stack.enter_context(open(places.input_path, "rb"))  # noqa: SIM115
+            stack.enter_context(open_input(places.input_path))
             if places.input_path
             else sys.stdin.buffer
         )

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import gzip
 import io
 import os
 import re
@@ -26,6 +27,7 @@ import socket
 import stat
 import sys
 import tempfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO
@@ -154,15 +156,32 @@ def check_places(source: Place, outputs: list[Place]) -> None:
                 raise PlaceError(f"{second} is the same file as {first}")
 
 
+#: What reading a stream raises besides ``OSError``: a gzip file cut short (``EOFError``)
+#: or corrupt inside (``zlib.error``).
+_READ_ERRORS = (OSError, EOFError, zlib.error)
+
+
+def open_input(path: str) -> IO[bytes]:
+    """A file to read, decompressed as it is read when its name ends in ``.gz`` (as a
+    ``cdc-files`` source reads it)."""
+    if path.endswith(".gz"):
+        return gzip.GzipFile(path, "rb")  # type: ignore[return-value]  # an IO[bytes] reader
+    return open(path, "rb")
+
+
 class Guarded:
-    """A binary stream whose ``OSError`` is a :class:`StreamError` naming ``name``."""
+    """A binary stream whose ``OSError`` (and a gzip stream's errors) is a
+    :class:`StreamError` naming ``name``."""
 
     def __init__(self, stream: IO[bytes], name: str):
         self.stream = stream
         self.name = name
 
-    def _failed(self, action: str, exc: OSError) -> StreamError:
-        error = StreamError(f"cannot {action} {self.name}: {exc.strerror or exc}")
+    def _failed(self, action: str, exc: Exception) -> StreamError:
+        reason = getattr(exc, "strerror", None) or exc
+        if isinstance(exc, EOFError | zlib.error):
+            reason = f"not a whole gzip file ({exc})"
+        error = StreamError(f"cannot {action} {self.name}: {reason}")
         error.closed_pipe = isinstance(exc, BrokenPipeError)
         return error
 
@@ -173,7 +192,7 @@ class Guarded:
     def read(self, size: int = -1) -> bytes:
         try:
             return self.stream.read(size)
-        except OSError as exc:
+        except _READ_ERRORS as exc:
             raise self._failed("read", exc) from None
 
     def __iter__(self) -> Iterator[bytes]:
@@ -183,7 +202,7 @@ class Guarded:
                 line = next(lines)
             except StopIteration:
                 return
-            except OSError as exc:
+            except _READ_ERRORS as exc:
                 raise self._failed("read", exc) from None
             yield line
 

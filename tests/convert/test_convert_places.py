@@ -371,3 +371,37 @@ def test_errors_dash_is_standard_output_when_o_names_a_file(tmp_path):
     refused = run_cli(*J2J, "--errors", "-", stdin=GOOD)
     _one_line_error(refused, 2, "standard output already holds the output")
     assert not (ROOT / "-").exists()
+
+
+def test_a_gzip_input_is_read_decompressed_as_a_files_source_reads_it(tmp_path):
+    import gzip
+
+    plain, packed = tmp_path / "in.jsonl", tmp_path / "in.jsonl.gz"
+    plain.write_bytes(GOOD)
+    packed.write_bytes(gzip.compress(GOOD))
+    outs = []
+    for source in (plain, packed):
+        out = tmp_path / f"{source.name}.out"
+        result = run_cli(*J2J, str(source), "-o", str(out))
+        assert result.returncode == 0, result.stderr
+        outs.append([record_from_json(line) for line in out.read_bytes().splitlines()])
+    assert outs[0] == [record_from_json(line) for line in CANONICAL] == outs[1]
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (lambda whole: whole[: len(whole) // 2], "not a whole gzip file"),
+        (lambda whole: b"plain text\n", "Not a gzipped file"),
+    ],
+    ids=["cut-short", "not-gzip"],
+)
+def test_a_gzip_input_that_cannot_be_read_is_one_line_and_no_output(tmp_path, data, reason):
+    import gzip
+
+    packed = tmp_path / "in.jsonl.gz"
+    packed.write_bytes(data(gzip.compress(GOOD * 50)))
+    out = tmp_path / "out.jsonl"
+    result = run_cli(*J2J, str(packed), "-o", str(out))
+    _one_line_error(result, 1, f"cannot read IN {packed}", reason)
+    assert not out.exists()
