@@ -25,6 +25,7 @@ import threading
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
+from types import FrameType
 from typing import IO, TYPE_CHECKING, Any, NoReturn, TypeGuard
 
 import click
@@ -176,17 +177,71 @@ class _HungUp(_Terminated):
 _STOPPED_BY = {signal.SIGTERM: _Terminated, signal.SIGHUP: _HungUp}
 
 
+#: How soon a stop signal that came during an import is delivered again.
+_AGAIN_SECONDS = 0.01
+
+
+@dataclass
+class _PutOff:
+    """A stop signal that came while a module was being imported: raised inside the
+    import machinery, the stop would leave a module lock held (a ``KeyError`` at the next
+    import) or be lost. It is delivered again in a moment, and acted on at the latest
+    before the run keeps its output (:func:`_stop_if_signalled`)."""
+
+    signum: int | None = None
+    again: threading.Timer | None = None
+
+    def hold(self, signum: int) -> None:
+        self.cancel()
+        self.signum = signum
+        self.again = threading.Timer(_AGAIN_SECONDS, os.kill, (os.getpid(), signum))
+        self.again.daemon = True
+        self.again.start()
+
+    def cancel(self) -> None:
+        if self.again is not None:
+            self.again.cancel()
+        self.signum, self.again = None, None
+
+
+_put_off = _PutOff()
+
+
+def _importing(frame: FrameType | None) -> bool:
+    """Whether ``frame`` (where a signal came) is in Python's import machinery."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _stopped(signum: int) -> NoReturn:
+    _put_off.cancel()
+    for each in _STOPPED_BY:
+        signal.signal(each, signal.SIG_IGN)
+    raise _STOPPED_BY[signal.Signals(signum)]()
+
+
+def _stop_if_signalled() -> None:
+    """A stop signal put off by an import ends the run now (before its output is kept)."""
+    if _put_off.signum is not None:
+        _stopped(_put_off.signum)
+
+
 def _stop_on_signals(stack: ExitStack) -> None:
     """Until ``stack`` closes, SIGTERM and SIGHUP raise :class:`_Terminated` (once: a
     second one waits until the cleanups are done)."""
     if threading.current_thread() is not threading.main_thread():
         return  # only the main thread may handle signals; the caller keeps its own
 
-    def stop(signum: int, frame: object) -> None:
-        for each in _STOPPED_BY:
-            signal.signal(each, signal.SIG_IGN)
-        raise _STOPPED_BY[signal.Signals(signum)]()
+    def stop(signum: int, frame: FrameType | None) -> None:
+        if _importing(frame):
+            _put_off.hold(signum)
+            return
+        _stopped(signum)
 
+    stack.callback(_put_off.cancel)
     for each in _STOPPED_BY:
         stack.callback(signal.signal, each, signal.signal(each, stop))
 
@@ -447,6 +502,7 @@ def _convert_streams(
     if output is None:
         sink.flush()
     elif not stopped:
+        _stop_if_signalled()
         output.commit()
     return stats, stopped
 

@@ -405,3 +405,29 @@ def test_a_gzip_input_that_cannot_be_read_is_one_line_and_no_output(tmp_path, da
     result = run_cli(*J2J, str(packed), "-o", str(out))
     _one_line_error(result, 1, f"cannot read IN {packed}", reason)
     assert not out.exists()
+
+
+def test_a_stop_signal_during_an_import_is_put_off_until_the_import_is_done(tmp_path, monkeypatch):
+    """Raised inside the import machinery, the stop would leave a module lock held (a
+    KeyError at the next import) or be lost (the run then kept its output); it comes
+    once the import is done, at the latest before the output is kept."""
+    from contextlib import ExitStack
+
+    from cdc_connectors import cli
+
+    monkeypatch.setattr(cli, "_AGAIN_SECONDS", 30.0)  # acted on below, not redelivered
+    (tmp_path / "stops_itself.py").write_text(
+        "import signal\nsignal.raise_signal(signal.SIGHUP)\nDONE = True\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    reached = []
+    with pytest.raises(cli._HungUp), ExitStack() as stack:
+        cli._stop_on_signals(stack)
+        import stops_itself  # noqa: F401
+
+        reached.append(sys.modules["stops_itself"].DONE)
+        cli._stop_if_signalled()
+        reached.append("kept")
+    assert reached == [True]
+    assert cli._put_off.signum is None and cli._put_off.again is None
+    __import__("json.tool")  # the import machinery is whole
