@@ -84,11 +84,7 @@ __getattr__ = lazy_names(__name__, _LAZY)
 
 def open_registry(url: str, **conf: Any) -> SchemaRegistry:
     """A new registry client for ``url``; ``conf`` goes to the implementation."""
-    scheme = url_scheme(url)
-    if not scheme:
-        raise RegistryURLError(
-            f"registry URL {redact_url(url)!r} has no scheme (sqlite:///..., memory://, http://)"
-        )
+    scheme = _scheme(url)
     from cdc_connectors.registry.base import SchemaRegistry
 
     try:
@@ -99,6 +95,16 @@ def open_registry(url: str, **conf: Any) -> SchemaRegistry:
         ) from None
     registry: SchemaRegistry = cls(url, **conf)
     return registry
+
+
+def _scheme(url: str) -> str:
+    """The scheme of ``url``; :class:`RegistryURLError` for a URL without one."""
+    scheme = url_scheme(url)
+    if not scheme:
+        raise RegistryURLError(
+            f"registry URL {redact_url(url)!r} has no scheme (sqlite:///..., memory://, http://)"
+        )
+    return scheme
 
 
 def url_scheme(url: str) -> str:
@@ -132,11 +138,7 @@ def check_url(url: str) -> None:
     found without opening the registry or asking it anything: no or an unknown scheme, an
     HTTP URL that does not parse or holds an empty credential, an embedded store's URL with
     options, a host or no file, or a path that is a directory or cannot be read."""
-    scheme = url_scheme(url)
-    if not scheme:
-        raise RegistryURLError(
-            f"registry URL {redact_url(url)!r} has no scheme (sqlite:///..., memory://, http://)"
-        )
+    scheme = _scheme(url)
     known = plugins.available(GROUP)
     if scheme not in known:
         raise RegistryURLError(
