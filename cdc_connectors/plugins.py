@@ -7,12 +7,14 @@
 | ``cdc_connectors.registries`` | URL scheme (``sqlite``, ``http``) -> registry client class |
 
 Another package adds a connector, format or registry by declaring an entry
-point in one of these groups; nothing here changes.
+point in one of these groups; nothing here changes. The installed entry points are read
+once a process (reading them scans every installed distribution).
 """
 
 from __future__ import annotations
 
-from importlib.metadata import entry_points
+from functools import cache
+from importlib.metadata import EntryPoints, entry_points
 from typing import Any
 
 from cdc_connectors.errors import ConfigError
@@ -29,9 +31,15 @@ class PluginError(ConfigError, LookupError):
     """No plugin of that name, or the entry point does not name the expected kind of object."""
 
 
+@cache
+def _installed() -> EntryPoints:
+    return entry_points()
+
+
 def available(group: str) -> dict[str, str]:
     """Name -> ``module:object`` of every entry point of ``group``, sorted by name."""
-    return {ep.name: ep.value for ep in sorted(entry_points(group=group), key=lambda e: e.name)}
+    found = _installed().select(group=group)
+    return {ep.name: ep.value for ep in sorted(found, key=lambda e: e.name)}
 
 
 def load(group: str, name: str, base: type[Any] | None = None) -> Any:
@@ -41,7 +49,7 @@ def load(group: str, name: str, base: type[Any] | None = None) -> Any:
     plugin, when its module cannot be imported, or when it is not a ``base``.
     """
     kind = _KINDS.get(group, "plugin")
-    found = entry_points(group=group, name=name)
+    found = _installed().select(group=group, name=name)
     if not found:
         known = ", ".join(available(group)) or "none installed"
         raise PluginError(f"unknown {kind} {name!r} ({kind} names: {known})")

@@ -11,6 +11,7 @@ end (:meth:`Pieces.joined`). A row without a field has no bytes for it (proto3).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 import pyarrow as pa
@@ -27,6 +28,7 @@ __all__ = [
     "lengths",
     "mask",
     "masked",
+    "rows_holding",
     "segments",
     "varint",
     "varint64",
@@ -58,6 +60,28 @@ def lengths(array: pa.Array) -> np.ndarray:
     found = np.diff(offsets).astype(np.int64)
     if array.null_count:
         found[~valid(array)] = 0
+    return found
+
+
+def rows_holding(array: pa.Array, table: np.ndarray) -> np.ndarray:
+    """Which rows of a binary or string column hold a byte ``table`` (a boolean array of
+    256, by byte value) marks: one pass over the column's bytes, not a kernel call per
+    row; null rows never."""
+    count = len(array)
+    found = np.zeros(count, dtype=bool)
+    if not count:
+        return found
+    buffers = array.buffers()
+    offsets = np.frombuffer(buffers[1], dtype=np.int32)[array.offset : array.offset + count + 1]
+    start, end = int(offsets[0]), int(offsets[-1])
+    if buffers[2] is None or end == start:
+        return found
+    data = np.frombuffer(buffers[2], dtype=np.uint8)[start:end]
+    hits = np.flatnonzero(table[data])
+    if len(hits):
+        found[np.searchsorted(offsets, hits + start, side="right") - 1] = True
+        if array.null_count:
+            found &= valid(array)
     return found
 
 
@@ -117,10 +141,14 @@ def varint64(values: np.ndarray) -> Segment:
     return matrix, sizes
 
 
+@lru_cache(maxsize=1024)
 def constant(data: bytes, count: int) -> Segment:
-    """The same bytes on every row."""
+    """The same bytes on every row (read-only arrays, shared by the calls that ask for the
+    same: a batch asks for a few constants hundreds of times)."""
     row = np.frombuffer(data, dtype=np.uint8)
-    return np.broadcast_to(row, (count, len(data))), np.full(count, len(data), dtype=np.int64)
+    sizes = np.full(count, len(data), dtype=np.int64)
+    sizes.setflags(write=False)
+    return np.broadcast_to(row, (count, len(data))), sizes
 
 
 def choose(condition: np.ndarray, yes: Segment, no: Segment) -> Segment:

@@ -134,7 +134,7 @@ class FailFast(FailFastError):
 
 
 #: Messages converted together where the columns write them (to OpenCDC protobuf or JSON).
-CHUNK = 4096
+CHUNK = 8192
 #: A chunk of a live stream with fewer messages goes the per-message way: the columns cost
 #: some milliseconds a chunk whatever its size (wide rows more), a message a fraction of one.
 FEW = 8

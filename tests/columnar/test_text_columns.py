@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import base64
 
+import numpy as np
 import orjson
 import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cdc_connectors.columnar import base64text, json_text
+from cdc_connectors.columnar import base64text, json_text, wire
 from cdc_connectors.schema.connect import parse_connect_schema
 from tests.hypothesis_profiles import examples
 
@@ -30,10 +31,34 @@ def test_base64_of_a_column_is_b64encode_of_each_value(
     assert base64text.encode(array).to_pylist() == expected
 
 
-@given(st.lists(st.none() | st.text(st.characters(exclude_categories=("Cs",))), max_size=30))
-def test_quoted_strings_are_what_orjson_writes(values: list[str | None]) -> None:
-    expected = [None if v is None else orjson.dumps(v) for v in values]
-    assert json_text.quoted(pa.array(values, pa.string())).to_pylist() == expected
+@given(
+    st.lists(st.none() | st.text(st.characters(exclude_categories=("Cs",))), max_size=30),
+    st.integers(0, 3),
+)
+def test_quoted_strings_are_what_orjson_writes(values: list[str | None], skip: int) -> None:
+    array = pa.array(values, pa.string()).slice(min(skip, len(values)))
+    expected = [None if v is None else orjson.dumps(v) for v in array.to_pylist()]
+    assert json_text.quoted(array).to_pylist() == expected
+
+
+@given(st.lists(st.none() | st.binary(max_size=12), max_size=30), st.integers(0, 3))
+def test_rows_holding_a_byte_are_found_from_the_column_bytes(
+    values: list[bytes | None], skip: int
+) -> None:
+    table = np.zeros(256, dtype=bool)
+    table[[0, 10, 0x22, 0xFF]] = True
+    array = pa.array(values, pa.binary()).slice(min(skip, len(values)))
+    expected = [v is not None and any(table[b] for b in v) for v in array.to_pylist()]
+    assert wire.rows_holding(array, table).tolist() == expected
+
+
+def test_bytes_under_a_null_are_not_its_own() -> None:
+    # Arrow lets a null slot span bytes; they are no value of the row's.
+    data = pa.py_buffer(b'ab"cd')
+    offsets = pa.py_buffer(np.array([0, 2, 4, 5], dtype=np.int32))
+    validity = pa.py_buffer(np.packbits([True, False, True], bitorder="little"))
+    array = pa.Array.from_buffers(pa.string(), 3, [validity, offsets, data])
+    assert json_text.quoted(array).to_pylist() == [b'"ab"', None, b'"d"']
 
 
 @given(
