@@ -16,10 +16,16 @@ __all__ = ["dates", "times", "timestamps"]
 
 _DAY = 86_400_000_000
 _ZERO = ord("0")
+# Days whose civil date 32-bit arithmetic computes without overflow (years -25,000 to
+# 25,000 and more).
+_INT32_DAYS = 10_000_000
 
 
 def _civil(days: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(year, month, day) of days since 1970-01-01 (Howard Hinnant's civil_from_days)."""
+    """(year, month, day) of days since 1970-01-01 (Howard Hinnant's civil_from_days), in
+    32-bit arithmetic for the days of years 1 to 9999 (which it holds)."""
+    if len(days) and -_INT32_DAYS < int(days.min()) and int(days.max()) < _INT32_DAYS:
+        days = days.astype(np.int32)
     z = days + 719_468
     era = np.floor_divide(z, 146_097)
     doe = z - era * 146_097
@@ -33,8 +39,13 @@ def _civil(days: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _digits(out: np.ndarray, column: int, number: np.ndarray, width: int) -> None:
+    """``number`` (below ``10**width``, at most 9 digits) in ``width`` digits at ``column``:
+    one 32-bit division a digit (a remainder kernel per digit costs three times more)."""
+    rest = number.astype(np.int32)
     for k in range(width):
-        out[:, column + width - 1 - k] = _ZERO + (number // 10**k) % 10
+        tens = rest // 10
+        out[:, column + width - 1 - k] = _ZERO + (rest - tens * 10)
+        rest = tens
 
 
 def _put(out: np.ndarray, column: int, text: str) -> None:
@@ -54,7 +65,7 @@ def _date_part(out: np.ndarray, days: np.ndarray) -> None:
 def _time_part(out: np.ndarray, column: int, micros: np.ndarray) -> np.ndarray:
     """``HH:MM:SS`` at ``column``, then ``.ffffff`` where the fraction is not zero;
     whether each row has it."""
-    seconds, fraction = np.divmod(micros, 1_000_000)
+    seconds, fraction = (part.astype(np.int32) for part in np.divmod(micros, 1_000_000))
     _digits(out, column, seconds // 3600, 2)
     _put(out, column + 2, ":")
     _digits(out, column + 3, seconds // 60 % 60, 2)

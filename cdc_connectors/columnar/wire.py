@@ -197,15 +197,39 @@ def _column(parts: list[Segment]) -> pa.Array:
     offsets = np.zeros(count + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
     matrix = np.concatenate([m for m, _ in parts], axis=1)
-    counted = np.concatenate(
-        [np.arange(m.shape[1])[None, :] < part_sizes[:, None] for m, part_sizes in parts], axis=1
-    )
-    data = np.ascontiguousarray(matrix[counted], dtype=np.uint8)
+    data = np.ascontiguousarray(matrix[_counted(parts)], dtype=np.uint8)
     return pa.Array.from_buffers(
         pa.binary(),
         count,
         [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)],
     )
+
+
+def _counted(parts: list[Segment]) -> np.ndarray:
+    """Which bytes of the matrices of ``parts`` side by side count: the first ``size``
+    of each part's on each row. Compared over the flat bytes (each part's sizes repeated
+    over its columns), as comparing a few columns at a time row by row costs three times
+    more."""
+    count = len(parts[0][1])
+    widths = tuple(matrix.shape[1] for matrix, _ in parts)
+    places, repeats = _layout(widths, count)
+    sizes = np.empty((count, len(parts)), dtype=places.dtype)
+    for k, (_, part_sizes) in enumerate(parts):
+        sizes[:, k] = part_sizes
+    counted: np.ndarray = places < np.repeat(sizes.ravel(), repeats)
+    return counted.reshape(count, sum(widths))
+
+
+@lru_cache(maxsize=16)
+def _layout(widths: tuple[int, ...], count: int) -> tuple[np.ndarray, np.ndarray]:
+    """For :func:`_counted`: each byte's place in its part, over ``count`` rows of
+    ``widths``, and each part's width, over the rows (read-only, shared)."""
+    dtype = np.uint8 if max(widths, default=0) < 256 else np.int64
+    row = np.concatenate([np.arange(width, dtype=dtype) for width in widths])
+    places, repeats = np.tile(row, count), np.tile(np.array(widths, dtype=np.int64), count)
+    places.setflags(write=False)
+    repeats.setflags(write=False)
+    return places, repeats
 
 
 @dataclass

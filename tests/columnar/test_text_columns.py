@@ -4,6 +4,7 @@ strings and doubles (orjson)."""
 from __future__ import annotations
 
 import base64
+import datetime
 
 import numpy as np
 import orjson
@@ -11,7 +12,7 @@ import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cdc_connectors.columnar import base64text, json_text, wire
+from cdc_connectors.columnar import base64text, isotext, json_text, wire
 from cdc_connectors.schema.connect import parse_connect_schema
 from tests.hypothesis_profiles import examples
 
@@ -72,3 +73,19 @@ def test_doubles_are_what_orjson_writes(values: list[float | None]) -> None:
     texts, refused = json_text.struct_text(schema, column.type)(column)
     expected = [orjson.dumps({"x": v}) for v in values]
     assert texts.to_pylist() == expected and not refused.any()
+
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+@given(st.lists(st.datetimes(timezones=st.just(datetime.timezone.utc)), max_size=30))
+def test_timestamps_and_dates_are_what_isoformat_writes(values: list[datetime.datetime]) -> None:
+    micros = np.array([(v - _EPOCH) // datetime.timedelta(microseconds=1) for v in values])
+    days = np.array([(v.date() - _EPOCH.date()).days for v in values])
+    for (matrix, sizes), expected in (
+        (isotext.timestamps(micros), [v.isoformat() for v in values]),
+        (isotext.dates(days), [v.date().isoformat() for v in values]),
+        (isotext.times(micros % 86_400_000_000), [v.time().isoformat() for v in values]),
+    ):
+        found = [bytes(row[:size]).decode() for row, size in zip(matrix, sizes, strict=True)]
+        assert found == expected
