@@ -7,7 +7,7 @@
 | ``cdc_connectors.registries`` | URL scheme (``sqlite``, ``http``) -> registry client class |
 
 Another package adds a connector, format or registry by declaring an entry
-point in one of these groups; nothing here changes. The installed entry points are read
+point in one of these groups; nothing here changes. A group's installed entry points are read
 once a process (reading them scans every installed distribution).
 """
 
@@ -32,13 +32,13 @@ class PluginError(ConfigError, LookupError):
 
 
 @cache
-def _installed() -> EntryPoints:
-    return entry_points()
+def _installed(group: str) -> EntryPoints:
+    return entry_points(group=group)
 
 
 def available(group: str) -> dict[str, str]:
     """Name -> ``module:object`` of every entry point of ``group``, sorted by name."""
-    found = _installed().select(group=group)
+    found = _installed(group)
     return {ep.name: ep.value for ep in sorted(found, key=lambda e: e.name)}
 
 
@@ -49,7 +49,7 @@ def load(group: str, name: str, base: type[Any] | None = None) -> Any:
     plugin, when its module cannot be imported, or when it is not a ``base``.
     """
     kind = _KINDS.get(group, "plugin")
-    found = _installed().select(group=group, name=name)
+    found = _installed(group).select(name=name)
     if not found:
         known = ", ".join(available(group)) or "none installed"
         raise PluginError(f"unknown {kind} {name!r} ({kind} names: {known})")

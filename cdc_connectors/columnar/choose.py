@@ -13,8 +13,9 @@ Debezium JSON to ``avro`` rows, :mod:`~cdc_connectors.columnar.debezium_avro_row
 ``debezium-avro`` likewise, :mod:`~cdc_connectors.columnar.debezium_avro_to_rows` (and to
 ``protobuf`` rows, :mod:`~cdc_connectors.columnar.debezium_avro_protobuf_rows`); Debezium
 JSON to ``debezium-avro``, :mod:`~cdc_connectors.columnar.debezium_avro_envelopes`, and to
-Confluent ``protobuf`` rows, :mod:`~cdc_connectors.columnar.debezium_protobuf_rows`), else
-``None``: the per-message way.
+Confluent ``protobuf`` rows, :mod:`~cdc_connectors.columnar.debezium_protobuf_rows`; CDL's
+Debezium JSON to each of those and to Debezium JSON,
+:mod:`~cdc_connectors.columnar.cdl_debezium`), else ``None``: the per-message way.
 """
 
 from __future__ import annotations
@@ -25,6 +26,12 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from cdc_connectors.columnar.avro_opencdc import AvroToOpenCDC
+from cdc_connectors.columnar.cdl_debezium import (
+    CdlToAvroRows,
+    CdlToDebeziumAvro,
+    CdlToDebeziumJson,
+    CdlToProtobufRows,
+)
 from cdc_connectors.columnar.cdl_opencdc import CdlToOpenCDC
 from cdc_connectors.columnar.debezium_avro_envelopes import DebeziumToDebeziumAvro
 from cdc_connectors.columnar.debezium_avro_opencdc import DebeziumAvroToOpenCDC
@@ -61,6 +68,10 @@ CONVERTERS: tuple[Any, ...] = (
     DebeziumAvroToProtobufRows,
     DebeziumAvroToOpenCDC,
     CdlToOpenCDC,
+    CdlToAvroRows,
+    CdlToProtobufRows,
+    CdlToDebeziumAvro,
+    CdlToDebeziumJson,
     ProtobufToOpenCDC,
     AvroToOpenCDC,
     OpenCDCJsonToOpenCDC,

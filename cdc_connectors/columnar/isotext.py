@@ -24,7 +24,7 @@ _INT32_DAYS = 10_000_000
 def _civil(days: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(year, month, day) of days since 1970-01-01 (Howard Hinnant's civil_from_days), in
     32-bit arithmetic for the days of years 1 to 9999 (which it holds)."""
-    if len(days) and -_INT32_DAYS < int(days.min()) and int(days.max()) < _INT32_DAYS:
+    if len(days) and int(days.min()) > -_INT32_DAYS and int(days.max()) < _INT32_DAYS:
         days = days.astype(np.int32)
     z = days + 719_468
     era = np.floor_divide(z, 146_097)

@@ -75,10 +75,10 @@ def test_doubles_are_what_orjson_writes(values: list[float | None]) -> None:
     assert texts.to_pylist() == expected and not refused.any()
 
 
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 
-@given(st.lists(st.datetimes(timezones=st.just(datetime.timezone.utc)), max_size=30))
+@given(st.lists(st.datetimes(timezones=st.just(datetime.UTC)), max_size=30))
 def test_timestamps_and_dates_are_what_isoformat_writes(values: list[datetime.datetime]) -> None:
     micros = np.array([(v - _EPOCH) // datetime.timedelta(microseconds=1) for v in values])
     days = np.array([(v.date() - _EPOCH.date()).days for v in values])
