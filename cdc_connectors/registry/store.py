@@ -124,6 +124,7 @@ class SchemaStore:
             tuple[str, str, str, tuple[tuple[str, str, int], ...]], Resolved
         ] = {}
         self._lock = threading.Lock()
+        self._holds_schemas = False
 
     def by_id(self, schema_id: int) -> Resolved:
         """The schema with ``schema_id``."""
@@ -283,8 +284,7 @@ class SchemaStore:
             self._collect(registered.schema.references or [], into, depth + 1)
             into[str(ref.name)] = str(registered.schema.schema_str)
 
-    @staticmethod
-    def _ask(call: Any, what: str) -> Any:
+    def _ask(self, call: Any, what: str) -> Any:
         from confluent_kafka.schema_registry.error import SchemaRegistryError
 
         try:
@@ -293,5 +293,21 @@ class SchemaStore:
             if exc.http_status_code == _NOT_FOUND:
                 raise UnknownSchema(
                     f"{what} is not in the schema registry ({exc.error_message})"
+                    + self._empty_hint()
                 ) from None
             raise
+
+    def _empty_hint(self) -> str:
+        """A hint when the registry holds no schema at all (a new store at a mistyped
+        path, say), for a schema it does not find; known to hold some, never asked again."""
+        if self._holds_schemas:
+            return ""
+        from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+        try:
+            self._holds_schemas = bool(self.registry.get_subjects())
+        except (SchemaRegistryError, OSError, ValueError):
+            return ""
+        if self._holds_schemas:
+            return ""
+        return ": the registry holds no schema at all; is it the one the messages were written with?"

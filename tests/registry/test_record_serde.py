@@ -269,6 +269,22 @@ def test_garbage_is_an_error_that_keeps_the_bytes(
     assert caught.value.data == data
 
 
+def test_an_unknown_schema_of_a_registry_holding_none_says_so(registry: SchemaRegistry):
+    """A store at a mistyped path is created empty: each message's error says the registry
+    holds no schema at all; once it holds one, an unknown id is only that."""
+    store = SchemaStore(registry)
+    with pytest.raises(UnknownSchema) as caught:
+        store.by_id(7)
+    assert str(caught.value).endswith(
+        "schema id 7 is not in the schema registry (Schema 7 not found): the registry "
+        "holds no schema at all; is it the one the messages were written with?"
+    ), caught.value
+    store.register("items-value", json.dumps(V1))
+    with pytest.raises(UnknownSchema) as caught:
+        store.by_id(999)
+    assert "holds no schema" not in str(caught.value)
+
+
 def test_bytes_that_do_not_match_the_schema(registry: SchemaRegistry):
     store = SchemaStore(registry)
     sid = store.register("items-value", json.dumps(V1)).schema_id
