@@ -310,4 +310,6 @@ class SchemaStore:
             return ""
         if self._holds_schemas:
             return ""
-        return ": the registry holds no schema at all; is it the one the messages were written with?"
+        return (
+            ": the registry holds no schema at all; is it the one the messages were written with?"
+        )
