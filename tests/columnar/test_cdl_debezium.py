@@ -127,31 +127,41 @@ def test_the_example_s_inserts_and_updates_come_from_columns(to: type[Format]) -
 
 _ROWS_PROTO = """syntax = "proto3";
 package cdl;
-message Row { optional int64 count1 = 1; int32 id = 2; optional string time1 = 3;
+import "google/protobuf/timestamp.proto";
+message Row { optional int64 count1 = 1; int32 id = 2; TIME time1 = 3;
   optional string decimalNum = 4; }
 """
 
 
-def test_protobuf_rows_of_the_example_come_from_columns(tmp_path: Path) -> None:
-    (tmp_path / "row.proto").write_text(_ROWS_PROTO)
+@pytest.mark.parametrize(
+    ("time", "per_message"),
+    [
+        ("google.protobuf.Timestamp", ["in.jsonl:3"]),
+        # CDL's timestamp text is a timestamp column, which the Protobuf columns write
+        # into a Timestamp only: into a string, its row goes the per-message way
+        ("optional string", ["in.jsonl:1", "in.jsonl:3"]),
+    ],
+)
+def test_protobuf_rows_of_the_example_come_from_columns(
+    tmp_path: Path, time: str, per_message: list[str]
+) -> None:
+    (tmp_path / "row.proto").write_text(_ROWS_PROTO.replace("TIME", time))
     options = {"value.schema": str(tmp_path / "row.proto")}
     found = []
     for source in (CdlJsonFormat, PerMessageCdl):
         url = _urls()[0]
         fmt = source({}, registry=url)
         decoded: list[Any] = []
-        per_message = fmt.decode
-        fmt.decode = lambda m, d=decoded, p=per_message: d.append(m) or p(m)  # type: ignore[method-assign,misc]
+        original = fmt.decode
+        fmt.decode = lambda m, d=decoded, p=original: d.append(m) or p(m)  # type: ignore[method-assign,misc]
         _, named, letters, summary, registered = _convert(
             fmt, url, _example(), False, options, ProtobufFormat
         )
         assert not letters, summary
-        found.append((named, summary, registered, decoded))
+        found.append((named, summary, registered, [m.where for m in decoded]))
     assert found[0][:3] == found[1][:3]
-    assert [m.where for m in found[1][3]] == ["in.jsonl:1", "in.jsonl:2", "in.jsonl:3"]
-    # the delete from columns (its tombstone); the insert's row holds CDL's named text
-    # types, which the Protobuf columns leave to the per-message way, as the Kafka tombstone
-    assert [m.where for m in found[0][3]] == ["in.jsonl:1", "in.jsonl:3"]
+    assert found[1][3] == ["in.jsonl:1", "in.jsonl:2", "in.jsonl:3"]
+    assert found[0][3] == per_message  # the Kafka tombstone (line 3) is the per-message way's
 
 
 def test_what_is_served() -> None:
