@@ -65,6 +65,8 @@ def joined(*parts: pa.Array | bytes) -> pa.Array:
 
 def quoted(texts: pa.Array) -> pa.Array:
     """Each value of a string column as a JSON string (orjson's escapes); nulls stay null."""
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
     if texts.type != pa.string():
         texts = texts.cast(pa.string())
     out = pc.binary_join_element_wise(_QUOTE, texts.cast(pa.binary()), _QUOTE, _NOTHING)

@@ -63,16 +63,20 @@ def lengths(array: pa.Array) -> np.ndarray:
     return found
 
 
-def rows_holding(array: pa.Array, table: np.ndarray) -> np.ndarray:
-    """Which rows of a binary or string column hold a byte ``table`` (a boolean array of
-    256, by byte value) marks: one pass over the column's bytes, not a kernel call per
-    row; null rows never."""
+def rows_holding(array: pa.Array | pa.ChunkedArray, table: np.ndarray) -> np.ndarray:
+    """Which rows of a binary or string column (large ones too) hold a byte ``table`` (a
+    boolean array of 256, by byte value) marks: one pass over the column's bytes, not a
+    kernel call per row; null rows never."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
     count = len(array)
     found = np.zeros(count, dtype=bool)
     if not count:
         return found
     buffers = array.buffers()
-    offsets = np.frombuffer(buffers[1], dtype=np.int32)[array.offset : array.offset + count + 1]
+    wide = pa.types.is_large_binary(array.type) or pa.types.is_large_string(array.type)
+    offsets = np.frombuffer(buffers[1], dtype=np.int64 if wide else np.int32)
+    offsets = offsets[array.offset : array.offset + count + 1]
     start, end = int(offsets[0]), int(offsets[-1])
     if buffers[2] is None or end == start:
         return found
@@ -141,13 +145,13 @@ def varint64(values: np.ndarray) -> Segment:
     return matrix, sizes
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=256)
 def constant(data: bytes, count: int) -> Segment:
-    """The same bytes on every row (read-only arrays, shared by the calls that ask for the
-    same: a batch asks for a few constants hundreds of times)."""
+    """The same bytes on every row: read-only views of ``data`` and of its size, which hold
+    no memory a row, shared by the calls that ask for the same (a batch asks for a few
+    constants hundreds of times)."""
     row = np.frombuffer(data, dtype=np.uint8)
-    sizes = np.full(count, len(data), dtype=np.int64)
-    sizes.setflags(write=False)
+    sizes = np.broadcast_to(np.int64(len(data)), (count,))
     return np.broadcast_to(row, (count, len(data))), sizes
 
 
@@ -214,8 +218,8 @@ def _counted(parts: list[Segment]) -> np.ndarray:
     widths = tuple(matrix.shape[1] for matrix, _ in parts)
     places, repeats = _layout(widths, count)
     sizes = np.empty((count, len(parts)), dtype=places.dtype)
-    for k, (_, part_sizes) in enumerate(parts):
-        sizes[:, k] = part_sizes
+    for k, (matrix, part_sizes) in enumerate(parts):
+        sizes[:, k] = np.minimum(part_sizes, matrix.shape[1])  # (no more than the width)
     counted: np.ndarray = places < np.repeat(sizes.ravel(), repeats)
     return counted.reshape(count, sum(widths))
 

@@ -42,15 +42,27 @@ def test_quoted_strings_are_what_orjson_writes(values: list[str | None], skip: i
     assert json_text.quoted(array).to_pylist() == expected
 
 
-@given(st.lists(st.none() | st.binary(max_size=12), max_size=30), st.integers(0, 3))
+@given(
+    st.lists(st.none() | st.binary(max_size=12), max_size=30),
+    st.integers(0, 3),
+    st.sampled_from([pa.binary(), pa.large_binary()]),
+    st.booleans(),
+)
 def test_rows_holding_a_byte_are_found_from_the_column_bytes(
-    values: list[bytes | None], skip: int
+    values: list[bytes | None], skip: int, type_: pa.DataType, chunked: bool
 ) -> None:
     table = np.zeros(256, dtype=bool)
     table[[0, 10, 0x22, 0xFF]] = True
-    array = pa.array(values, pa.binary()).slice(min(skip, len(values)))
+    array = pa.array(values, type_).slice(min(skip, len(values)))
     expected = [v is not None and any(table[b] for b in v) for v in array.to_pylist()]
-    assert wire.rows_holding(array, table).tolist() == expected
+    column = pa.chunked_array([array.slice(0, 2), array.slice(2)]) if chunked else array
+    assert wire.rows_holding(column, table).tolist() == expected
+
+
+def test_a_constant_holds_no_memory_a_row() -> None:
+    matrix, sizes = wire.constant(b"\x0a\x12", 1_000_000)
+    assert matrix.strides == (0, 1) and sizes.strides == (0,)
+    assert sizes[999_999] == 2 and bytes(matrix[5]) == b"\x0a\x12"
 
 
 def test_bytes_under_a_null_are_not_its_own() -> None:
