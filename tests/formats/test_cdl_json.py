@@ -6,6 +6,7 @@ import copy
 import io
 import time
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -512,3 +513,46 @@ def test_convert_stream_turns_good_lines_to_opencdc_and_a_bad_line_into_a_dead_l
         "payload.OPERATION: unknown operation 'MERGE'"
         in letter.metadata[keys.CONDUIT_DLQ_NACK_ERROR]
     )
+
+
+def test_with_a_registry_1_0_names_its_table_s_schemas_and_avro_rows_of_every_row_are_read_back():
+    """CDL JSON 1.0 names the row's schema (its ``data`` struct) and the key's (``unique``)
+    as Debezium JSON does: the ``avro`` destination writes every row of the table with that
+    schema; inferred from each row's values, the second row's (a column null in the first)
+    was refused by the registry."""
+    import base64
+    import uuid
+
+    from confluent_kafka.schema_registry.avro import AvroDeserializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    from cdc_connectors.formats.avro import AvroFormat
+    from cdc_connectors.registry import open_registry
+
+    url = f"memory://cdl-v1-{uuid.uuid4().hex}"
+    registry = open_registry(url)  # (a memory:// store lives while a client is open)
+    lines = Path("examples/cdl/ct_pg2hudi.jsonl").read_bytes().splitlines()
+    fmt = CdlJsonFormat(registry=url)
+    record = fmt.decode(Message(value=lines[0], where="cdl.jsonl:1"))[0]
+    assert record.metadata["opencdc.payload.schema.subject"] == "public.ct_pg2hudi.payload"
+    assert record.metadata["opencdc.key.schema.subject"] == "public.ct_pg2hudi.key"
+    out, dead = io.BytesIO(), io.BytesIO()
+    stats = convert_stream(
+        io.BytesIO(b"\n".join(lines) + b"\n"),
+        out,
+        fmt,
+        AvroFormat(registry=url),
+        kv_out=True,
+        dead_letters=DeadLetterWriter(dead, "convert"),
+        source_name="cdl.jsonl",
+    )
+    assert (stats.written, stats.errors) == (4, 0), dead.getvalue()
+    rows = AvroDeserializer(registry)
+    values = [
+        rows(base64.b64decode(line["value"]), SerializationContext("t", MessageField.VALUE))
+        for line in map(orjson.loads, out.getvalue().splitlines())
+        if line["value"] is not None
+    ]
+    assert [row["count1"] for row in values] == [13, 14, 14]
+    assert values[1]["decimalNum"] == Decimal("12.500000000000000000")
+    registry.close()

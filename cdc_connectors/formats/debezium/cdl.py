@@ -198,16 +198,47 @@ class CdlJsonFormat(Format):
         metadata.update(_transaction_properties(payload.get("transaction")))
         owner = _optional_str(payload, "SEG_OWNER")
         table = _required_str(payload, "TABLE_NAME")
+        collection = f"{owner}.{table}" if owner else table
+        created_at = _millis(payload.get("TIMESTAMP"), "payload.TIMESTAMP") * 1_000_000
+        key = self._key_v1(unique, before, after, message)
+        if self.registry_url and block is not None:
+            self._name_v1(block, metadata, collection, after or before, unique)
         return Record.new(
             _OPERATIONS[operation],
-            key=self._key_v1(unique, before, after, message),
+            key=key,
             before=before,
             after=after,
             metadata=metadata,
-            collection=f"{owner}.{table}" if owner else table,
-            created_at=_millis(payload.get("TIMESTAMP"), "payload.TIMESTAMP") * 1_000_000,
+            collection=collection,
+            created_at=created_at,
             read_at=time.time_ns(),
         )
+
+    def _name_v1(
+        self,
+        block: Any,
+        metadata: dict[str, str],
+        collection: str,
+        row: dict[str, Any] | None,
+        unique: dict[str, Any] | None,
+    ) -> None:
+        """With a registry, the row's schema (the ``data`` struct of the message's schema,
+        else ``before``'s) and the key's (``unique``'s) registered and named in
+        ``metadata``, as Debezium JSON (and so 2.0) names them: the ``avro`` and
+        ``protobuf`` destinations then write every row of a table with its table's schema,
+        not one inferred from each row's values (which a registry refuses as soon as a
+        column is null in one row and not in the next)."""
+        debezium = self._debezium
+        if row is not None:
+            found = _field_block(block, "data") or _field_block(block, "before")
+            if found is not None:
+                schema = debezium.row_schema(found, "schema data")
+                debezium.name_schema(metadata, "payload", schema, collection)
+        if unique is not None:
+            found = _field_block(block, "unique")
+            if found is not None:
+                schema = debezium.row_schema(found, "schema unique")
+                debezium.name_schema(metadata, "key", schema, collection)
 
     def _key_v1(
         self,

@@ -36,7 +36,7 @@ class KafkaKeys(RowSchemas):
     def key_schema(self, block: Any) -> RowSchema:
         """The row schema of a Kafka key's ``schema`` block (:class:`CodecError` for one
         that is none), parsed once per distinct block."""
-        return self._row_schema(block, "key schema")
+        return self.row_schema(block, "key schema")
 
     def _kafka_key(self, key: Any) -> tuple[Data, RowSchema | None]:
         """The structured (or raw) key of a Kafka key, and its row schema if it has one."""

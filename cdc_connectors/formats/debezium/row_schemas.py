@@ -3,7 +3,7 @@ each with its Avro form, and registered under the format's subject strategy."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +14,6 @@ from cdc_connectors.formats.debezium.reading import is_json_text
 from cdc_connectors.opencdc import CodecError
 from cdc_connectors.opencdc.json_codec import json_default
 from cdc_connectors.opencdc.jsonkinds import json_kind
-from cdc_connectors.opencdc.metadata import Metadata
 from cdc_connectors.schema import framing
 from cdc_connectors.schema.connect import ConnectSchema, connect_to_avro, parse_connect_schema
 from cdc_connectors.schema.errors import SchemaError
@@ -83,7 +82,7 @@ class RowSchemas(Format):
             if isinstance(f, Mapping) and isinstance(f.get("field"), str)
         }
         rows = tuple(
-            self._row_schema(blocks[name], f"value schema {name}")
+            self.row_schema(blocks[name], f"value schema {name}")
             if name in blocks and not is_json_text(blocks[name])
             else None
             for name in ("before", "after")
@@ -94,7 +93,7 @@ class RowSchemas(Format):
         self._envelopes[text] = pair
         return pair
 
-    def _row_schema(self, block: Any, what: str) -> RowSchema:
+    def row_schema(self, block: Any, what: str) -> RowSchema:
         """A row struct's schema, parsed once per distinct block text."""
         if not isinstance(block, Mapping):
             raise CodecError(f"{what}: expected an object, got {json_kind(block)}")
@@ -136,7 +135,7 @@ class RowSchemas(Format):
             raise CodecError(f"no {part} subject ({self.strategy_name} strategy): {exc}") from None
 
     def name_schema(
-        self, metadata: Metadata, part: Part, row: RowSchema, collection: str | None
+        self, metadata: MutableMapping[str, str], part: Part, row: RowSchema, collection: str | None
     ) -> None:
         """Register ``row``'s Avro form and name it in ``metadata`` as the ``part``'s schema."""
         if row.avro_text is None:
