@@ -102,14 +102,11 @@ class Columnar:
 
 def envelope_layout(source: Format, destination: Format) -> Layout | None:
     """What the columns write of Debezium JSON ``source`` for ``destination``: what
-    :func:`layout_of` says, or Debezium JSON itself, without schema blocks and registry
-    (``"debezium"``: :class:`~cdc_connectors.columnar.debezium_records.DebeziumRecordWriter`)."""
-    if (
-        type(destination) is DebeziumJsonFormat
-        and not destination.schemas_enable
-        and not destination.registry_url
-        and not source.registry_url
-    ):
+    :func:`layout_of` says, or Debezium JSON itself, without schema blocks (``"debezium"``:
+    :class:`~cdc_connectors.columnar.debezium_records.DebeziumRecordWriter`; with a registry
+    too, whose schema names the records carry are written as the per-message way writes
+    them: in ``source`` only where an event has none of its own)."""
+    if type(destination) is DebeziumJsonFormat and not destination.schemas_enable:
         return "debezium"
     return layout_of(destination)
 

@@ -193,11 +193,11 @@ def test_opencdc_with_a_registry_names_the_schemas_of_the_per_message_way(
 ) -> None:
     """With a registry, keys of a schema block are written from columns too, their schema
     named in each record's metadata (``opencdc.key.schema.*``)."""
-    for to in (OpenCDCProtoFormat, OpenCDCJsonFormat):
+    for to in (OpenCDCProtoFormat, OpenCDCJsonFormat, DebeziumJsonFormat):
         _both(_kv(messages), fail_fast, to=to)
 
 
-@pytest.mark.parametrize("to", [OpenCDCProtoFormat, OpenCDCJsonFormat])
+@pytest.mark.parametrize("to", [OpenCDCProtoFormat, OpenCDCJsonFormat, DebeziumJsonFormat])
 def test_opencdc_keys_of_a_schema_block_with_a_registry_are_written_from_columns(
     to: type[Format],
 ) -> None:
@@ -376,3 +376,37 @@ def test_a_collection_of_any_text_and_a_first_key_that_is_refused() -> None:
     *_, summary, registered = _convert(fmt, url, data, False)
     assert len(decoded) == 1 and summary.startswith("read 12 messages, wrote 11 records")
     assert any(subject == "shop.public.a\x00\x00b-value" for subject, _, _ in registered)
+
+
+def _to_debezium_json(cls: type[Format], source: str | None, destination: str | None, data: bytes):
+    """``convert --to debezium-json`` of ``data`` with a registry for the source, the
+    destination, both or neither: the messages and dead letters."""
+    kept = [EmbeddedRegistry(url) for url in {source, destination} if url]
+    out, letters = io.BytesIO(), io.BytesIO()
+    convert_stream(
+        io.BytesIO(data),
+        out,
+        cls({}, registry=source),
+        DebeziumJsonFormat({}, registry=destination),
+        kv_in=True,
+        kv_out=True,
+        dead_letters=DeadLetterWriter(letters, "convert"),
+        source_name="in.jsonl",
+    )
+    del kept
+    return out.getvalue(), letters.getvalue()
+
+
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(messages=_streams(), sides=st.sampled_from([(True, False), (False, True), (True, True)]))
+def test_debezium_json_with_a_registry_on_either_side_is_the_per_message_way_s(
+    messages: list[tuple[bytes | None, bytes | None]], sides: tuple[bool, bool]
+) -> None:
+    data = _kv(messages)
+    found = []
+    for cls in (DebeziumJsonFormat, PerMessageDebezium):
+        source, destination = (
+            f"memory://dj-{next(_REGISTRIES)}" if side else None for side in sides
+        )
+        found.append(_to_debezium_json(cls, source, destination, data))
+    assert found[0] == found[1]

@@ -615,12 +615,13 @@ def test_dialects_described_by_their_envelope_are_written_from_columns() -> None
     assert not DebeziumToOpenCDC.serves(PerMessageDebezium({}), OpenCDCProtoFormat({}))
     assert DebeziumToOpenCDC.serves(LindormJsonFormat({}), OpenCDCProtoFormat({}))
     assert not DebeziumToOpenCDC.serves(fmt, OpenCDCJsonFormat({"raw.as.string": "true"}))
-    # Debezium JSON itself, without schema blocks and without a registry
+    # Debezium JSON itself, without schema blocks, with a registry on either side or not
+    # (test_avro_rows compares the ways with one)
     assert DebeziumToOpenCDC.serves(fmt, DebeziumJsonFormat({}))
     assert DebeziumToOpenCDC.serves(ArcionJsonFormat({}), DebeziumJsonFormat({}))
     assert not DebeziumToOpenCDC.serves(fmt, DebeziumJsonFormat({"schemas.enable": "true"}))
-    assert not DebeziumToOpenCDC.serves(fmt, DebeziumJsonFormat({}, registry="memory://"))
-    assert not DebeziumToOpenCDC.serves(DebeziumJsonFormat({}, registry="memory://"), fmt)
+    assert DebeziumToOpenCDC.serves(fmt, DebeziumJsonFormat({}, registry="memory://"))
+    assert DebeziumToOpenCDC.serves(DebeziumJsonFormat({}, registry="memory://"), fmt)
     assert not DebeziumToOpenCDC.serves(fmt, LindormJsonFormat({}))
     assert not DebeziumToOpenCDC.serves(
         DebeziumJsonFormat({"key.fields": "id"}), OpenCDCProtoFormat({})
