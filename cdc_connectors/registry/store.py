@@ -16,6 +16,7 @@ route to the dead letters. A registry that does not answer is not: that error pr
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -111,6 +112,11 @@ def _plain(schema: Any) -> Any:
     return schema
 
 
+#: Seconds an empty registry's answer holds before it is asked again.
+_EMPTY_RECHECK = 10.0
+_EMPTY_HINT = ": the registry holds no schema at all; is it the one the messages were written with?"
+
+
 class SchemaStore:
     """A registry's schemas, resolved and cached for this process (module docstring)."""
 
@@ -124,7 +130,8 @@ class SchemaStore:
             tuple[str, str, str, tuple[tuple[str, str, int], ...]], Resolved
         ] = {}
         self._lock = threading.Lock()
-        self._holds_schemas = False
+        self._holds_schemas: bool | None = False
+        self._empty_at: float | None = None
 
     def by_id(self, schema_id: int) -> Resolved:
         """The schema with ``schema_id``."""
@@ -247,6 +254,7 @@ class SchemaStore:
         with self._lock:
             self._registered[key] = found
             self._by_version.setdefault((subject, found.version or 0), found)
+            self._holds_schemas = True  # (no hint that it holds none)
         return found
 
     def _from_registered(self, registered: RegisteredSchema, subject: str) -> Resolved:
@@ -299,17 +307,23 @@ class SchemaStore:
 
     def _empty_hint(self) -> str:
         """A hint when the registry holds no schema at all (a new store at a mistyped
-        path, say), for a schema it does not find; known to hold some, never asked again."""
-        if self._holds_schemas:
+        path, say), for a schema it does not find. Asked at most once a
+        :data:`_EMPTY_RECHECK` seconds while it is empty, and never again once it holds
+        one or cannot say (every bad message of a run asks)."""
+        if self._holds_schemas is not False:
             return ""
+        now = time.monotonic()
+        if self._empty_at is not None and now - self._empty_at < _EMPTY_RECHECK:
+            return _EMPTY_HINT
         from confluent_kafka.schema_registry.error import SchemaRegistryError
 
         try:
-            self._holds_schemas = bool(self.registry.get_subjects())
+            holds = bool(self.registry.get_subjects())
         except (SchemaRegistryError, OSError, ValueError):
+            self._holds_schemas = None  # it cannot say: no hint, and no more asking
             return ""
-        if self._holds_schemas:
+        if holds:
+            self._holds_schemas = True
             return ""
-        return (
-            ": the registry holds no schema at all; is it the one the messages were written with?"
-        )
+        self._empty_at = now
+        return _EMPTY_HINT

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import fastavro
 import pytest
@@ -283,6 +284,35 @@ def test_an_unknown_schema_of_a_registry_holding_none_says_so(registry: SchemaRe
     with pytest.raises(UnknownSchema) as caught:
         store.by_id(999)
     assert "holds no schema" not in str(caught.value)
+
+
+class _Counting:
+    """A registry whose subjects cannot be listed (an HTTP error, a timeout), counting asks."""
+
+    def __init__(self, registry: SchemaRegistry, fails: bool):
+        self.registry, self.fails, self.asked = registry, fails, 0
+
+    def get_subjects(self) -> list[str]:
+        self.asked += 1
+        if self.fails:
+            raise OSError("timed out")
+        return list(self.registry.get_subjects())
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.registry, name)
+
+
+@pytest.mark.parametrize("fails", [True, False])
+def test_the_registry_is_asked_whether_it_is_empty_once_for_many_unknown_schemas(fails: bool):
+    registry = open_registry(f"memory://{uuid.uuid4().hex}")
+    counting = _Counting(registry, fails)
+    store = SchemaStore(counting)  # type: ignore[arg-type]
+    for schema_id in range(1, 6):
+        with pytest.raises(UnknownSchema) as caught:
+            store.by_id(schema_id)
+        assert ("holds no schema" in str(caught.value)) is not fails
+    assert counting.asked == 1  # (an empty one again after some seconds only)
+    registry.close()
 
 
 def test_bytes_that_do_not_match_the_schema(registry: SchemaRegistry):
