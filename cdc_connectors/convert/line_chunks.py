@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc_connectors.convert.kv_columns import kv_columns
+from cdc_connectors.convert.streams import BOM
 from cdc_connectors.formats.base import Message
 from cdc_connectors.opencdc import CodecError
 
@@ -120,11 +121,20 @@ def line_chunks(
     pending = _Pending(source, size, max_bytes)
     first = 1  # the number of the first line of what is read next
     held: list[bytes] = []  # the start of a line not ended yet
+    at_start = True
     while True:
         data = stream.read(block)
         if not data:
             break
         start = 0
+        if at_start:  # a byte order mark is no part of the first line (text_lines)
+            at_start = False
+            while len(data) < len(BOM) and BOM.startswith(data):
+                more = stream.read(block)
+                if not more:
+                    break
+                data += more
+            start = len(BOM) if data.startswith(BOM) else 0
         if held:  # the line begun before ends in this block, or goes on past it
             end = data.find(b"\n")
             if end < 0:

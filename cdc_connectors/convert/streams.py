@@ -352,6 +352,20 @@ class Chunk:
         self.places.append(place)
 
 
+#: A UTF-8 byte order mark, which Windows tools write at the start of a text file.
+BOM = b"\xef\xbb\xbf"
+
+
+def text_lines(stream: ByteReader) -> Iterator[bytes]:
+    """The lines of a text stream, a byte order mark at its start left out (JSON's RFC
+    lets a reader ignore one; no JSON text starts with it)."""
+    lines = iter(stream)
+    for first in lines:
+        yield first[len(BOM) :] if first.startswith(BOM) else first
+        break
+    yield from lines
+
+
 def read_messages(
     stream: ByteReader, fmt: type[Format], *, kv: bool = False, source: str = "<stdin>"
 ) -> Iterator[Message | CodecError]:
@@ -371,7 +385,7 @@ def read_messages(
         except CodecError as exc:
             yield CodecError(exc.reason, where=f"{source}: {exc.where}", data=exc.data)
         return
-    for number, line in enumerate(stream, start=1):
+    for number, line in enumerate(text_lines(stream), start=1):
         if not line.strip():
             continue
         where = f"{source}:{number}"
@@ -421,7 +435,7 @@ def read_chunks(
     else:
         binary = fmt.binary
         keys, values, places = chunk.keys, chunk.values, chunk.places
-        for number, line in enumerate(stream, start=1):
+        for number, line in enumerate(text_lines(stream), start=1):
             if not line.strip():
                 continue
             content = line.rstrip(b"\r\n")

@@ -18,13 +18,13 @@ from cdc_connectors.connectors.files import Settings
 from cdc_connectors.connectors.files_plan import raw_batches
 from cdc_connectors.convert import line_chunks as line_chunks_module
 from cdc_connectors.convert.line_chunks import line_chunks
-from cdc_connectors.convert.streams import read_messages
+from cdc_connectors.convert.streams import BOM, read_messages
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from tests.hypothesis_profiles import examples
 
 # Bytes that make lines interesting: endings, whitespace of every kind, a brace, non-UTF-8.
 _PIECES = st.sampled_from(
-    [b"\n", b"\r", b"\r\n", b" ", b"\t", b"\x0b", b"\x0c", b"{", b"x", b"\xff", b"\xc3\xa9"]
+    [b"\n", b"\r", b"\r\n", b" ", b"\t", b"\x0b", b"\x0c", b"{", b"x", b"\xff", b"\xc3\xa9", BOM]
 )
 _STREAMS = st.lists(_PIECES | st.binary(max_size=6), max_size=60).map(b"".join)
 
@@ -66,6 +66,17 @@ def test_lines_as_columns_are_the_messages_of_the_per_message_reading(
         mock.patch.object(line_chunks_module, "PIECE", piece),
     ):
         assert _columns(data, size, max_bytes, block) == _per_message(data)
+
+
+@pytest.mark.parametrize("block", [1, 2, 1 << 20])
+def test_a_byte_order_mark_at_the_start_is_no_part_of_the_first_line(block: int) -> None:
+    """Windows tools start a UTF-8 text file with one; JSON's RFC lets a reader ignore it.
+    Anywhere else it is the line's own (and no JSON)."""
+    data = BOM + b'{"a":1}\n' + BOM + b'{"b":2}\n'
+    expected = [(b'{"a":1}', "in.jsonl:1"), (BOM + b'{"b":2}', "in.jsonl:2")]
+    assert _columns(data, 10, 1 << 20, block) == expected == _per_message(data)
+    assert _columns(BOM, 10, 1 << 20, block) == [] == _per_message(BOM)
+    assert _columns(BOM[:2] + b"x\n", 10, 1 << 20, block) == [(BOM[:2] + b"x", "in.jsonl:1")]
 
 
 def test_windows_endings_blank_lines_and_a_last_line_without_an_ending() -> None:
@@ -193,3 +204,38 @@ def test_convert_writes_a_line_too_long_as_a_dead_letter_and_goes_on(
     assert (stats.written, stats.errors) == (2, 1)
     (letter,) = [record_from_json(line) for line in dead.getvalue().splitlines()]
     assert letter.payload.after == long and letter.position == b"in.jsonl:2"
+
+
+@pytest.mark.parametrize("kv", [False, True])
+@pytest.mark.parametrize(
+    "to", [{}, {"schemas.enable": "true"}], ids=["from columns", "the per-message way"]
+)
+def test_a_file_starting_with_a_byte_order_mark_converts_as_one_without(
+    kv: bool, to: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cdc_connectors.convert import convert_stream
+    from cdc_connectors.convert.deadletter import DeadLetterWriter
+
+    monkeypatch.setattr("time.time_ns", lambda: 1_700_000_000_000_000_000)
+    data = Path("examples/debezium/orders.kv.jsonl").read_bytes()
+    if not kv:
+        data = b"".join(
+            line[line.index(b'"value":') + 8 : -2] + b"\n"
+            for line in data.splitlines(keepends=True)
+            if b'"value":null' not in line
+        )
+    found = []
+    for text in (data, BOM + data):
+        out, letters = io.BytesIO(), io.BytesIO()
+        stats = convert_stream(
+            io.BytesIO(text),
+            out,
+            DebeziumJsonFormat({}),
+            DebeziumJsonFormat(to),
+            kv_in=kv,
+            kv_out=kv,
+            dead_letters=DeadLetterWriter(letters, "convert"),
+            source_name="orders.jsonl",
+        )
+        found.append((out.getvalue(), letters.getvalue(), stats.errors))
+    assert found[0] == found[1] and found[0][2] == 0 and found[0][0]
