@@ -51,7 +51,9 @@ __all__ = [
     "commit_batch",
 ]
 
-_NEWLINE, _RETURN = 0x0A, 0x0D
+# The bytes a value written one per line cannot hold (wire.rows_holding's table).
+_LINE_BREAKS = np.zeros(256, dtype=bool)
+_LINE_BREAKS[[0x0A, 0x0D]] = True
 
 
 @dataclass
@@ -145,15 +147,9 @@ def _lines_of(values: pa.Array, fmt: Format, first_row: int) -> pa.Buffer:
     without a Python object per message; :class:`FilesWriteError` naming the first value a
     line cannot hold (none, or one with a line break), as :func:`_messages_of` names it."""
     values = values.cast(pa.large_binary())
-    offsets, start, stop = _span(values)
-    data = values.buffers()[2]
-    breaks = np.zeros(0, dtype=np.int64)
-    if data is not None and stop > start:
-        content = np.frombuffer(data, dtype=np.uint8)[start:stop]
-        breaks = np.flatnonzero((content == _NEWLINE) | (content == _RETURN)) + start
+    broken = np.flatnonzero(wire.rows_holding(values, _LINE_BREAKS))
     nulls = np.flatnonzero(~wire.valid(values))
-    if len(breaks) or len(nulls):
-        broken = np.searchsorted(offsets, breaks, "right") - 1
+    if len(broken) or len(nulls):
         index = int(min(np.concatenate([broken, nulls])))
         what = "a null value" if values[index].as_py() is None else "a line break"
         raise FilesWriteError(
