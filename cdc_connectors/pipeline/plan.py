@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark import StorageLevel
+from pyspark import SparkContext, StorageLevel
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -573,6 +573,50 @@ def letter_bytes() -> Column:
     )
 
 
+def _count_columns(in_task: bool) -> list[Column]:
+    """What :meth:`Stage.count` aggregates, built once a process (and again for another
+    JVM): each function of an expression is a call into the JVM, and building them took
+    a sixth of a second a batch. The messages of an in-task stage are written by its
+    tasks, not held in it: none to size."""
+    gateway = SparkContext._gateway
+    found = _COUNTING.get(in_task)
+    if found is None or found[0] is not gateway:
+        found = _COUNTING[in_task] = (gateway, _counting(in_task))
+    return found[1]
+
+
+_COUNTING: dict[bool, tuple[object, list[Column]]] = {}
+
+
+def _counting(in_task: bool) -> list[Column]:
+    kind = F.col(KIND)
+    written, per_message = kind == WRITTEN, F.col(_PER_MESSAGE)
+    # what the tasks of an in-task stage gave their writer's job to commit, in the same job
+    # (collect_list leaves the nulls out)
+    committed = F.when(written & F.lit(in_task), F.col(_MESSAGE_VALUE))
+    letter = kind.isin(SOURCE_LETTER, ENCODE_LETTER)
+    no_bytes = F.lit(0).cast("long")
+    message_sizes = (
+        no_bytes
+        if in_task
+        else F.coalesce(F.sum(F.when(kind == MESSAGE, message_bytes())), no_bytes)
+    )
+    return [
+        F.collect_list(committed).alias("commits"),
+        message_sizes.alias("mb"),
+        F.coalesce(F.sum(F.when(letter, letter_bytes())), no_bytes).alias("lb"),
+        F.count(F.when(kind == MESSAGE, 1)).alias("messages"),
+        F.coalesce(F.sum(F.when(written, F.col(COUNT))), F.lit(0)).alias("produced"),
+        F.count(F.when(kind == SOURCE_LETTER, 1)).alias("source"),
+        F.count(F.when(kind == ENCODE_LETTER, 1)).alias("encode"),
+        F.coalesce(F.sum(F.when(kind == SKIPPED, F.col(COUNT))), F.lit(0)).alias("skipped"),
+        (
+            F.count(F.when(per_message & ~written, 1))
+            + F.coalesce(F.sum(F.when(per_message & written, F.col(COUNT))), F.lit(0))
+        ).alias("per_message"),
+    ]
+
+
 @dataclass(frozen=True)
 class Sizes:
     """About how many bytes a batch's messages and its dead letters take (rows of the
@@ -630,27 +674,7 @@ class Stage:
         if self.copy:
             total = int(self._copied.get["rows"])
             return Counts(records=total, written=total)
-        kind = F.col(KIND)
-        written, per_message = kind == WRITTEN, F.col(_PER_MESSAGE)
-        # what the tasks of an in-task stage gave their writer's job to commit, in the
-        # same job (collect_list leaves the nulls out)
-        committed = F.when(written & F.lit(self.in_task), F.col(_MESSAGE_VALUE))
-        letter = kind.isin(SOURCE_LETTER, ENCODE_LETTER)
-        no_bytes = F.lit(0).cast("long")
-        row = self.frame.agg(
-            F.collect_list(committed).alias("commits"),
-            F.coalesce(F.sum(F.when(kind == MESSAGE, message_bytes())), no_bytes).alias("mb"),
-            F.coalesce(F.sum(F.when(letter, letter_bytes())), no_bytes).alias("lb"),
-            F.count(F.when(kind == MESSAGE, 1)).alias("messages"),
-            F.coalesce(F.sum(F.when(written, F.col(COUNT))), F.lit(0)).alias("produced"),
-            F.count(F.when(kind == SOURCE_LETTER, 1)).alias("source"),
-            F.count(F.when(kind == ENCODE_LETTER, 1)).alias("encode"),
-            F.coalesce(F.sum(F.when(kind == SKIPPED, F.col(COUNT))), F.lit(0)).alias("skipped"),
-            (
-                F.count(F.when(per_message & ~written, 1))
-                + F.coalesce(F.sum(F.when(per_message & written, F.col(COUNT))), F.lit(0))
-            ).alias("per_message"),
-        ).first()
+        row = self.frame.agg(*_count_columns(self.in_task)).first()
         assert row is not None
         self._commits = [bytes(found) for found in row["commits"]]
         self.sizes = Sizes(messages=int(row["mb"]), letters=int(row["lb"]))
