@@ -46,7 +46,7 @@ from cdc_connectors.columnar.protobuf_opencdc import ProtobufToOpenCDC
 from cdc_connectors.columnar.ydb_opencdc import YdbToOpenCDC
 from cdc_connectors.formats.base import Format
 
-__all__ = ["ColumnarConverter", "columns_for", "serves"]
+__all__ = ["ColumnarConverter", "checks_values", "columns_for", "serves"]
 
 
 class ColumnarConverter(Protocol):
@@ -87,6 +87,17 @@ CONVERTERS: tuple[Any, ...] = (
 def serves(source: Format, destination: Format) -> bool:
     """Whether the columns write what ``source.decode`` then ``destination.encode`` do."""
     return any(converter.serves(source, destination) for converter in CONVERTERS)
+
+
+def checks_values(source: Format, destination: Format) -> bool:
+    """Whether the columns of ``source`` to ``destination`` take only messages whose value
+    is one JSON value, exactly as the per-message way reads it, and leave every other to
+    that way (a reader of kv lines may then leave the values unchecked:
+    :func:`~cdc_connectors.convert.kv_columns.kv_columns`)."""
+    for converter in CONVERTERS:
+        if converter.serves(source, destination):
+            return bool(getattr(converter, "checks_values", False))
+    return False
 
 
 def columns_for(

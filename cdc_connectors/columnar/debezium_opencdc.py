@@ -133,6 +133,11 @@ class Envelope:
 class DebeziumToOpenCDC:
     """Debezium JSON -> OpenCDC protobuf or JSON, column by column (module docstring)."""
 
+    #: Every value goes through Arrow's JSON reader (:meth:`TypedDebeziumDecoder.
+    #: decode_fast`), which takes none the per-message way refuses as JSON: one that is no
+    #: JSON value is left to that way (:func:`~cdc_connectors.columnar.choose.checks_values`).
+    checks_values = True
+
     def __init__(
         self,
         fmt: DebeziumJsonFormat,

@@ -30,6 +30,7 @@ from cdc_connectors.connectors.files import (
     raw_bytes,
 )
 from cdc_connectors.connectors.messages import SettingError
+from cdc_connectors.convert.kv_columns import UNCHECKED, ValueChecks
 from cdc_connectors.convert.line_chunks import LineChunk, line_chunks
 from cdc_connectors.convert.streams import CHUNK_BYTES, Chunk, layout_of, read_chunks
 from cdc_connectors.opencdc import CodecError
@@ -92,10 +93,16 @@ def files_of(batch: pa.RecordBatch) -> Sequence[str]:
     return [str(file) for file in batch.column("file").to_pylist()]
 
 
-def raw_batches(settings: Settings, file: str) -> Iterator[pa.RecordBatch | CodecError]:
+def raw_batches(
+    settings: Settings, file: str, checks: ValueChecks | None = None
+) -> Iterator[pa.RecordBatch | CodecError]:
     """The messages of ``file`` in batches of at most ``maxRecordsPerBatch``, bytes as they
     are (:data:`RAW_ARROW`); bytes that are no message, and the rest of a file that cannot be
-    read, as a :class:`CodecError` carrying them (a dead letter, as ``cdc-files`` makes)."""
+    read, as a :class:`CodecError` carrying them (a dead letter, as ``cdc-files`` makes).
+    While ``checks`` says none are needed, the values of kv lines of a text format are left
+    unchecked (:func:`~cdc_connectors.convert.kv_columns.kv_columns`), and each batch of
+    them says so (its schema's metadata is :data:`~cdc_connectors.convert.kv_columns.
+    UNCHECKED`)."""
     fmt = type(settings.open_format())
     try:
         with open_input(file) as stream:
@@ -105,7 +112,7 @@ def raw_batches(settings: Settings, file: str) -> Iterator[pa.RecordBatch | Code
                 # one message per line (or kv line of text): straight into Arrow columns
                 for lines in line_chunks(stream, file, size, CHUNK_BYTES):
                     if layout == "kv":
-                        lines = lines.split_kv()
+                        lines = lines.split_kv(checks)
                     for row in sorted(lines.errors):  # no kv line; a line too long
                         error = lines[row]
                         assert isinstance(error, CodecError)
@@ -128,7 +135,7 @@ def _lines_batch(lines: LineChunk) -> pa.RecordBatch:
             values,
             places.cast(pa.string()),
         ],
-        schema=RAW_ARROW,
+        schema=RAW_ARROW if lines.unchecked is None else RAW_ARROW.with_metadata(UNCHECKED),
     )
 
 

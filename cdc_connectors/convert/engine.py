@@ -187,7 +187,11 @@ def convert_stream(
 
                 chunks = line_chunks(source, source_name, CHUNK, CHUNK_BYTES)
                 if kv_in:
-                    chunks = (chunk.split_kv() for chunk in chunks)
+                    from cdc_connectors.columnar.choose import checks_values
+                    from cdc_connectors.convert.kv_columns import ValueChecks
+
+                    checks = ValueChecks(needed=not checks_values(decoder, encoder))
+                    chunks = (chunk.split_kv(checks) for chunk in chunks)
             else:
                 items = read_messages(source, type(decoder), kv=kv_in, source=source_name)
                 chunks = columnar_stream.chunks(items, CHUNK, waiting)

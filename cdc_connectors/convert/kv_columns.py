@@ -9,6 +9,16 @@ then checked to be one JSON value, as that fast way checks it. Any other line (s
 members the other way round, one that is no kv line) is read by
 :func:`~cdc_connectors.convert.streams.kv_pair` itself: the columns hold what it gives, or
 the line is one of :attr:`KvColumns.errors`.
+
+A reader whose columns check each value themselves, taking only what is one JSON value
+exactly as the per-message way reads it (:func:`~cdc_connectors.columnar.choose.
+checks_values`), may leave the values unchecked (``check_values=False``; checking them was
+a sixth of reading a change event). A row such a reader leaves to the per-message way is
+then read again from its line (:func:`reread`): a value that is no JSON value makes its
+line no kv line, as it is when read one by one. Values that are no JSON value cost the
+columns more than checking them (Arrow refuses the part of a batch holding one, which is
+split and read again), so a stream checks its values again once it met one
+(:class:`ValueChecks`).
 """
 
 from __future__ import annotations
@@ -24,7 +34,11 @@ from cdc_connectors.columnar.slices import row_slices
 from cdc_connectors.convert.streams import COMPACT_KEY, COMPACT_VALUE, is_json, kv_pair
 from cdc_connectors.opencdc import CodecError
 
-__all__ = ["KvColumns", "kv_columns"]
+__all__ = ["UNCHECKED", "KvColumns", "ValueChecks", "kv_columns", "reread"]
+
+#: The schema metadata of a batch of raw messages whose kv values were left unchecked
+#: (:func:`reread` each row the per-message way reads).
+UNCHECKED = {b"cdc.kv.values": b"unchecked"}
 
 # Any separator before the value member (kv_pair's first candidate): JSON whitespace and
 # the vertical tab and form feed that Python's \s also takes.
@@ -35,6 +49,19 @@ _WHITESPACE[list(b" \t\n\r\x0b\x0c")] = True
 
 
 @dataclass
+class ValueChecks:
+    """Whether the values of a stream's next kv lines are checked before the columns
+    (module docstring): not while the columns check them themselves, until a value that
+    is no JSON value was met."""
+
+    needed: bool = True
+
+    def bad_value(self) -> None:
+        """A line read again was not what its unchecked split said: check from now on."""
+        self.needed = True
+
+
+@dataclass
 class KvColumns:
     """Each line's key and value (binary, null for none) and the lines that are no kv line,
     by row, with :func:`kv_pair`'s error (placed by the caller)."""
@@ -42,10 +69,14 @@ class KvColumns:
     keys: pa.Array
     values: pa.Array
     errors: dict[int, CodecError]
+    #: The rows whose value was not checked to be one JSON value (``check_values=False``).
+    unchecked: np.ndarray | None = None
 
 
-def kv_columns(lines: pa.BinaryArray) -> KvColumns:
-    """The keys and values of ``lines`` (the contents of ``--kv`` lines of a text format)."""
+def kv_columns(lines: pa.BinaryArray, check_values: bool = True) -> KvColumns:
+    """The keys and values of ``lines`` (the contents of ``--kv`` lines of a text format);
+    with ``check_values`` false, the values of the lines split at the writers' layout are
+    not checked (module docstring)."""
     count = len(lines)
     sizes = wire.lengths(lines).astype(np.int64)
     fast = wire.mask(pc.starts_with(lines, COMPACT_KEY)) & wire.mask(pc.ends_with(lines, b"}"))
@@ -74,7 +105,7 @@ def kv_columns(lines: pa.BinaryArray) -> KvColumns:
             strict=True,
         ):
             key, value = data[at:key_end], data[value_from:value_end]
-            if not (is_json(key) and is_json(value)):
+            if not (is_json(key) and (not check_values or is_json(value))):
                 fast[row] = False
             else:
                 nulls[row] = value.tobytes() == b"null" if len(value) == 4 else False
@@ -93,7 +124,40 @@ def kv_columns(lines: pa.BinaryArray) -> KvColumns:
             pairs.append((None, None))
     values = _replaced(values, slow, [v for v, _ in pairs], nulls)
     keys = _replaced(keys, slow, [k for _, k in pairs], null_keys)
-    return KvColumns(keys, values, errors)
+    return KvColumns(keys, values, errors, None if check_values else fast)
+
+
+def reread(
+    key: bytes | None, value: bytes | None, checks: ValueChecks | None = None
+) -> tuple[bytes | None, bytes | None]:
+    """The value and key (as :func:`kv_pair` gives them) of the kv line a row of
+    :func:`kv_columns` came from, read again; :class:`CodecError` for a line that is no kv
+    line. For a row split at the writers' layout that line is ``{"key":K,"value":V}`` (a
+    null for none); any other row's key and value are ones :func:`kv_pair` gave, which it
+    gives again from that layout. ``checks`` are told when the line is not what the row
+    said (its value was no JSON value)."""
+    try:
+        found = kv_pair(compact_line(key, value), False)
+    except CodecError:
+        if checks is not None:
+            checks.bad_value()
+        raise
+    if checks is not None and found != (value, key):
+        checks.bad_value()
+    return found
+
+
+def compact_line(key: bytes | None, value: bytes | None) -> bytes:
+    """``{"key":K,"value":V}``: the writers' layout of a kv line (a null for none)."""
+    return b"".join(
+        [
+            COMPACT_KEY,
+            b"null" if key is None else key,
+            COMPACT_VALUE,
+            b"null" if value is None else value,
+            b"}",
+        ]
+    )
 
 
 def _offsets(lines: pa.BinaryArray) -> np.ndarray:

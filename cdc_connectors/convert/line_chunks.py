@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdc_connectors.convert.kv_columns import kv_columns
+from cdc_connectors.convert.kv_columns import ValueChecks, kv_columns, reread
 from cdc_connectors.convert.streams import BOM
 from cdc_connectors.formats.base import Message
 from cdc_connectors.opencdc import CodecError
@@ -62,6 +62,8 @@ class LineChunk:
         keys: pa.Array | None = None,
         errors: dict[int, CodecError] | None = None,
         lines: pa.BinaryArray | None = None,
+        unchecked: np.ndarray | None = None,
+        checks: ValueChecks | None = None,
     ):
         self.values = values
         self.numbers = numbers
@@ -69,6 +71,10 @@ class LineChunk:
         self.keys = keys
         self.errors: dict[int, CodecError] = errors or {}
         self.lines = lines
+        #: The rows of ``--kv`` lines whose value was left unchecked (:meth:`split_kv`),
+        #: and what is told when one of them is read again and was no JSON value.
+        self.unchecked = unchecked
+        self.checks = checks
 
     def __len__(self) -> int:
         return len(self.values)
@@ -83,16 +89,31 @@ class LineChunk:
             return error.at(where, self.lines[index].as_py())
         value: bytes | None = self.values[index].as_py()
         key = None if self.keys is None else self.keys[index].as_py()
+        if self.unchecked is not None and self.unchecked[index]:
+            assert self.lines is not None
+            try:  # the per-message way reads the line again (kv_columns)
+                value, key = reread(key, value, self.checks)
+            except CodecError as exc:
+                return exc.at(where, self.lines[index].as_py())
         return Message(value, key=key, where=where)
 
-    def split_kv(self) -> LineChunk:
+    def split_kv(self, checks: ValueChecks | None = None) -> LineChunk:
         """The chunk of ``--kv`` lines (of a text format) as messages: each line's key and
-        value (:func:`~cdc_connectors.convert.kv_columns.kv_columns`)."""
+        value (:func:`~cdc_connectors.convert.kv_columns.kv_columns`); their values are
+        left unchecked while ``checks`` says none are needed (for columns that check each
+        value themselves: a line they leave to the per-message way is read again whole)."""
         if len(self.errors) == len(self):
             return self  # a line too long: no kv line to split
-        found = kv_columns(self.values)
+        found = kv_columns(self.values, checks is None or checks.needed)
         return LineChunk(
-            found.values, self.numbers, self.source, found.keys, found.errors, self.values
+            found.values,
+            self.numbers,
+            self.source,
+            found.keys,
+            found.errors,
+            self.values,
+            found.unchecked,
+            checks,
         )
 
     def without_errors(self) -> tuple[pa.Array, pa.Array | None, pa.Array]:

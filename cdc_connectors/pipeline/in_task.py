@@ -36,6 +36,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.types import BinaryType, StructField, StructType
 
+from cdc_connectors.columnar.choose import checks_values
 from cdc_connectors.connectors import files, task_heap
 from cdc_connectors.connectors.errors import guarded
 from cdc_connectors.connectors.files_plan import FilesPlanDataSource, raw_batches
@@ -52,6 +53,7 @@ from cdc_connectors.connectors.kafka_settings import (
 )
 from cdc_connectors.connectors.kafka_write import Output, TopicTemplate, message_rows
 from cdc_connectors.convert.deadletter import dead_letter
+from cdc_connectors.convert.kv_columns import ValueChecks
 from cdc_connectors.errors import ConfigError
 from cdc_connectors.formats.base import Format, Message
 from cdc_connectors.opencdc import CodecError, Record
@@ -93,7 +95,9 @@ class KafkaParts:
     settings: SourceSettings
     plan_source: str = RANGES
 
-    def read(self, row: dict[str, Any]) -> Iterator[pa.RecordBatch | CodecError]:
+    def read(
+        self, row: dict[str, Any], checks: ValueChecks | None = None
+    ) -> Iterator[pa.RecordBatch | CodecError]:
         part = KafkaRange(row["topic"], row["partition"], row["start"], row["end"])
         return read_range(self.settings, part)
 
@@ -104,9 +108,18 @@ class FileParts:
 
     settings: files.Settings
     plan_source: str = FILES_PLAN
+    #: The values of kv lines are left to the converter's columns, which check them
+    #: (:func:`~cdc_connectors.columnar.choose.checks_values`).
+    values_checked_later: bool = False
 
-    def read(self, row: dict[str, Any]) -> Iterator[pa.RecordBatch | CodecError]:
-        return raw_batches(self.settings, row["file"])
+    def read(
+        self, row: dict[str, Any], checks: ValueChecks | None = None
+    ) -> Iterator[pa.RecordBatch | CodecError]:
+        """The file's messages (``checks``: whether the values of its kv lines are checked
+        before the columns, when the columns check them)."""
+        return raw_batches(
+            self.settings, row["file"], checks if self.values_checked_later else None
+        )
 
 
 class _KafkaTaskOut:
@@ -194,7 +207,10 @@ def in_task(
             if read.typed or read.fail_fast:
                 return None
             decode = SourceFormat(read.open_format(), files.NODE_ID, False)
-            parts = FileParts(read)
+            by_columns = route is None or getattr(route, "template", None) is not None
+            parts = FileParts(
+                read, values_checked_later=by_columns and checks_values(decode.fmt, fmt)
+            )
         else:
             return None
         out: KafkaOut | FilesOut
@@ -277,15 +293,17 @@ def _converted(
 ) -> Iterator[pa.RecordBatch]:
     """Convert the part's messages and write them; yield its dead letters."""
     broken: list[CodecError] = []
+    checks = ValueChecks(needed=False)
 
     def messages() -> Iterator[pa.RecordBatch]:
-        for item in plan.parts.read(row):
+        for item in plan.parts.read(row, checks):
             if isinstance(item, CodecError):
                 broken.append(item)  # bytes that are no message: a dead letter as they are
             else:
                 yield item
 
-    for staged in converter(decode, plan.fmt, plan.node_id, plan.route)(messages()):
+    convert = converter(decode, plan.fmt, plan.node_id, plan.route, checks)
+    for staged in convert(messages()):
         if broken:
             yield letters_batch(_unsplit(broken, decode.node_id))
             broken.clear()

@@ -55,6 +55,7 @@ from cdc_connectors.connectors.messages import (
     is_dead_letter,
 )
 from cdc_connectors.convert.deadletter import dead_letter
+from cdc_connectors.convert.kv_columns import UNCHECKED, ValueChecks, compact_line, reread
 from cdc_connectors.formats.base import Format, Message, SkipMessage
 from cdc_connectors.opencdc import CodecError, Record
 from cdc_connectors.opencdc.json_codec import record_to_json
@@ -346,6 +347,28 @@ def _raw_messages(batch: pa.RecordBatch) -> list[Message]:
     ]
 
 
+def _reread(
+    rows: np.ndarray, messages: list[Message], source: SourceFormat, checks: ValueChecks | None
+) -> tuple[np.ndarray, list[Message], list[Record]]:
+    """The messages of ``rows`` of kv lines whose values were not checked, read again from
+    their lines (:func:`~cdc_connectors.convert.kv_columns.reread`): those still messages,
+    and the dead letters of the lines that are no kv line, as reading the file makes them."""
+    kept: list[int] = []
+    found: list[Message] = []
+    letters: list[Record] = []
+    for at, message in enumerate(messages):
+        try:
+            value, key = reread(message.key, message.value, checks)
+        except CodecError as exc:  # as in_task's dead letters of a file's bad lines
+            error = exc.at(message.where, compact_line(message.key, message.value))
+            letter = Message(error.data, where=error.where or "")
+            letters.append(dead_letter(letter, error.reason, source.node_id))
+            continue
+        kept.append(at)
+        found.append(Message(value, key, message.headers, where=message.where))
+    return rows[np.asarray(kept, dtype=np.int64)], found, letters
+
+
 def _places(batch: pa.RecordBatch) -> pa.Array:
     """The place of each message of a batch of raw messages, as bytes (:func:`_raw_messages`)."""
     if "place" in batch.schema.names:
@@ -452,7 +475,11 @@ def _merged_messages(columnar: Columnar, done: _Converted, slow: np.ndarray) -> 
 
 
 def converter(
-    source: SourceFormat, fmt: Format, node_id: str, route: Route | None = None
+    source: SourceFormat,
+    fmt: Format,
+    node_id: str,
+    route: Route | None = None,
+    checks: ValueChecks | None = None,
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The mapInArrow function of a fused stage: raw source messages decoded with the
     source's format and encoded with the destination's, in one pass; a message that does
@@ -461,7 +488,8 @@ def converter(
     The formats the columns serve to OpenCDC protobuf or JSON, with or without a topic
     template, are written from columns
     (:func:`~cdc_connectors.columnar.choose.columns_for`): only the messages the columns
-    cannot take exactly go the per-message way, in the same output order."""
+    cannot take exactly go the per-message way, in the same output order (kv lines whose
+    values were left unchecked read again whole, and ``checks`` told of a bad value)."""
     columns = None
     template = getattr(route, "template", None)  # a TopicRoute's, rendered from columns too
     if route is None or template is not None:
@@ -486,7 +514,11 @@ def converter(
                 rest[found.rows] = False
                 slow = np.flatnonzero(rest)
                 messages_of_rest = _raw_messages(batch.take(pa.array(slow))) if len(slow) else []
+                unread: list[Record] = []
+                if batch.schema.metadata == UNCHECKED:  # kv lines, read again whole
+                    slow, messages_of_rest, unread = _reread(slow, messages_of_rest, source, checks)
                 done = _per_message(source, fmt, node_id, route, messages_of_rest)
+                done.source_letters[:0] = unread
                 messages = (
                     _merged_messages(found, done, slow) if len(found.rows) or done.out else None
                 )

@@ -6,6 +6,7 @@ import gzip
 import io
 from pathlib import Path
 
+import orjson
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
@@ -13,9 +14,13 @@ from hypothesis import strategies as st
 
 from cdc_connectors.connectors.files import Settings
 from cdc_connectors.connectors.files_plan import raw_batches
-from cdc_connectors.convert.kv_columns import kv_columns
+from cdc_connectors.convert.deadletter import DeadLetterWriter
+from cdc_connectors.convert.engine import convert_stream
+from cdc_connectors.convert.kv_columns import ValueChecks, compact_line, kv_columns, reread
 from cdc_connectors.convert.line_chunks import line_chunks
 from cdc_connectors.convert.streams import kv_pair, read_messages
+from cdc_connectors.formats import load_format
+from cdc_connectors.formats.base import Message
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.opencdc import CodecError
 from tests.hypothesis_profiles import examples
@@ -26,6 +31,7 @@ _MEMBERS = st.sampled_from(
         b"1", b"null", b'"x"', b'{"id":1}', b'{"a":1,"value":2}', b'[1,"value",{}]', b"1.5e3",
         b'"a,\\"value\\":1"', b"{", b"abc", b"", b" 1", b"1 ", b"\t{}", b'"\xff"', b"\xc3\xa9",
         b"18446744073709551616", b"NaN", b'{"schema":{"type":"int64"},"payload":7}', b"nul",
+        b'{"a":1}x', b'{"a":1} {}', b'1,"value":2', b'{"a":1},"key":2', b'"\\ud800"',
     ]
 )  # fmt: skip
 _LAYOUTS = st.sampled_from(
@@ -50,12 +56,45 @@ def _per_line(line: bytes) -> tuple[bytes | None, bytes | None] | str:
 @given(lines=st.lists(_LINES | st.binary(max_size=12), min_size=1, max_size=12))
 def test_each_line_split_by_columns_is_what_kv_pair_gives(lines: list[bytes]) -> None:
     found = kv_columns(pa.array(lines, pa.binary()))
+    assert found.unchecked is None
     for row, line in enumerate(lines):
         if row in found.errors:
             assert str(found.errors[row]) == _per_line(line)
         else:
             pair = (found.values[row].as_py(), found.keys[row].as_py())
             assert pair == _per_line(line)
+            # what a row left to the per-message way is read again as
+            assert reread(found.keys[row].as_py(), found.values[row].as_py()) == pair
+
+
+def _reread_said(key: bytes | None, value: bytes | None) -> tuple[bytes | None, bytes | None] | str:
+    try:
+        return reread(key, value)
+    except CodecError as exc:
+        return str(exc)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(lines=st.lists(_LINES | st.binary(max_size=12), min_size=1, max_size=12))
+def test_values_left_unchecked_are_read_again_as_kv_pair_reads_their_lines(
+    lines: list[bytes],
+) -> None:
+    """Without checking values, a line split at the writers' layout keeps whatever value it
+    holds (one JSON value or not), and its key and value make that line again: read again,
+    it is what :func:`kv_pair` makes of it. Every other line is what checking gives."""
+    found = kv_columns(pa.array(lines, pa.binary()), check_values=False)
+    checked = kv_columns(pa.array(lines, pa.binary()))
+    assert found.unchecked is not None
+    for row, line in enumerate(lines):
+        if row in found.errors:
+            assert str(found.errors[row]) == _per_line(line)
+            continue
+        key, value = found.keys[row].as_py(), found.values[row].as_py()
+        assert _reread_said(key, value) == _per_line(line)
+        if found.unchecked[row]:
+            assert compact_line(key, value) == line
+        else:
+            assert (value, key) == (checked.values[row].as_py(), checked.keys[row].as_py())
 
 
 def _stream_messages(data: bytes) -> list[tuple[object, ...]]:
@@ -79,9 +118,13 @@ def test_a_kv_stream_by_columns_gives_the_messages_and_errors_of_the_per_message
     lines: list[bytes], endings: list[bytes], size: int
 ) -> None:
     data = b"".join(line + end for line, end in zip(lines, endings, strict=False))
-    chunks = [c.split_kv() for c in line_chunks(io.BytesIO(data), "in.jsonl", size, 1 << 20)]
-    ours = [_said(chunk[row]) for chunk in chunks for row in range(len(chunk))]
-    assert ours == _stream_messages(data)
+    expected = _stream_messages(data)
+    for checks in (None, ValueChecks(needed=False)):
+        chunks = [
+            c.split_kv(checks) for c in line_chunks(io.BytesIO(data), "in.jsonl", size, 1 << 20)
+        ]
+        ours = [_said(chunk[row]) for chunk in chunks for row in range(len(chunk))]
+        assert ours == expected
 
 
 def test_the_usual_lines_are_split_by_columns_alone() -> None:
@@ -130,3 +173,82 @@ def test_a_files_pipeline_reads_kv_lines_as_the_per_message_reading_does(
             io.BytesIO(data), DebeziumJsonFormat, kv=True, source=str(file)
         ) if not isinstance(m, CodecError)
     ]  # fmt: skip
+
+
+def _event(n: int) -> bytes:
+    """A Debezium JSON change event with its schema block."""
+    field = {"type": "int64", "optional": False, "field": "id"}
+    image = {"type": "struct", "optional": True, "fields": [field], "name": "t.Value"}
+    block = {
+        "type": "struct",
+        "optional": False,
+        "name": "t.Envelope",
+        "fields": [
+            {**image, "field": "before"},
+            {**image, "field": "after"},
+            {"type": "string", "optional": False, "field": "op"},
+        ],
+    }
+    return orjson.dumps(
+        {"schema": block, "payload": {"before": None, "after": {"id": n}, "op": "c"}}
+    )
+
+
+def _unread(lines: bytes) -> list[object]:
+    """OpenCDC JSON lines without the time they were read."""
+    found = [orjson.loads(line) for line in lines.splitlines()]
+    for record in found:
+        del record["metadata"]["opencdc.readAt"]
+    return found
+
+
+def test_convert_leaves_kv_values_to_columns_that_check_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``convert --kv`` to a destination whose columns check each value leaves the values
+    unchecked; a line they leave to the per-message way is read again whole: the output
+    and the dead letters are those of checking each value first."""
+    from cdc_connectors.columnar import choose
+
+    lines = [b'{"key":{"id":%d},"value":%s}' % (n, _event(n)) for n in range(40)]
+    broken = [b"{not json", _event(1) + b"x", _event(2) + b" {}", _event(3)[:-1] + b',"x":NaN}',
+              _event(4) + b',"value":1', _event(5)[:-1] + b',"x":"\\ud800"}', b"null"]  # fmt: skip
+    for at, value in enumerate(broken):
+        lines[2 + 5 * at] = b'{"key":{"id":%d},"value":%s}' % (at, value)
+    lines[38] = b"no kv line"
+    source = tmp_path / "in.jsonl"
+    source.write_bytes(b"\n".join(lines) + b"\n")
+    fmt_in, fmt_out = DebeziumJsonFormat(), load_format("opencdc-json")()
+    assert choose.checks_values(fmt_in, fmt_out)
+
+    def converted() -> tuple[list[object], list[object], str]:
+        out, letters = io.BytesIO(), io.BytesIO()
+        with source.open("rb") as stream:
+            stats = convert_stream(
+                stream, out, fmt_in, fmt_out, kv_in=True,
+                dead_letters=DeadLetterWriter(letters, "convert"), source_name=str(source),
+            )  # fmt: skip
+        said = f"{stats.messages} {stats.written} {stats.errors} {stats.skipped}"
+        return _unread(out.getvalue()), _unread(letters.getvalue()), said
+
+    unchecked = converted()
+    monkeypatch.setattr(choose, "checks_values", lambda *_: False)
+    assert unchecked == converted()
+    assert unchecked[2].split()[:3] == ["40", "32", "7"]  # a null value: a tombstone, skipped
+
+
+def test_a_stream_checks_its_values_again_once_one_was_no_json_value() -> None:
+    """Values the columns refuse cost more than checking them: once a line read again was
+    not what its unchecked split said, the stream's next chunks are checked."""
+    good = b'{"key":1,"value":{"a":1}}'
+    checks = ValueChecks(needed=False)
+    data = b"\n".join([good, good, b'{"key":1,"value":{"a":1}x}', good, good, good]) + b"\n"
+    chunks = line_chunks(io.BytesIO(data), "in.jsonl", 2, 1 << 20)
+    first = next(chunks).split_kv(checks)
+    assert first.unchecked is not None and first.unchecked.all()
+    assert isinstance(first[0], Message) and not checks.needed  # read again: as split
+    second = next(chunks).split_kv(checks)
+    assert second.unchecked is not None and second.unchecked.all()  # {"a":1}x unchecked
+    assert isinstance(second[0], CodecError) and checks.needed
+    third = next(chunks).split_kv(checks)
+    assert third.unchecked is None  # checked from now on
