@@ -59,13 +59,17 @@ from cdc_connectors.formats.base import Format, Message
 from cdc_connectors.opencdc import CodecError, Record
 from cdc_connectors.pipeline.config import Pipeline
 from cdc_connectors.pipeline.plan import (
+    ENCODE_LETTER,
+    SOURCE_LETTER,
     Route,
     SourceFormat,
     converter,
     is_messages,
+    letter_kind,
     letters_batch,
     message_layout,
     per_message_rows,
+    tally_batch,
     written_batch,
 )
 
@@ -272,6 +276,7 @@ def tasks(
 def _one_part(plan: InTask, row: dict[str, Any]) -> Iterator[pa.RecordBatch]:
     out = plan.out.open()
     counts = [0, 0]  # messages written from columns, and the per-message way
+    letters = {SOURCE_LETTER: 0, ENCODE_LETTER: 0}
     try:
         if plan.decode is None:
             for batch in plan.parts.read(row):
@@ -279,13 +284,18 @@ def _one_part(plan: InTask, row: dict[str, Any]) -> Iterator[pa.RecordBatch]:
                 out.add(batch.select([c for c in plan.columns if c in batch.schema.names]))
                 counts[0] += batch.num_rows
         else:
-            yield from _converted(plan, plan.decode, row, out, counts)
+            for staged in _converted(plan, plan.decode, row, out, counts):
+                kind = letter_kind(staged)
+                if kind is not None:
+                    letters[kind] += staged.num_rows
+                yield staged
         commit = out.close()
     except BaseException:
         out.discard()
         raise
     done = pickle.dumps(commit) if commit is not None else None
     yield written_batch(counts[0], counts[1], done)
+    yield tally_batch(letters[SOURCE_LETTER], letters[ENCODE_LETTER])
 
 
 def _converted(

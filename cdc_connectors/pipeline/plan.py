@@ -81,7 +81,7 @@ __all__ = [
 
 #: Row kinds of the stage's output; WRITTEN: how many messages a task wrote itself (COUNT);
 #: SKIPPED: how many messages carried no change (tombstones, heartbeats: COUNT).
-MESSAGE, SOURCE_LETTER, ENCODE_LETTER, WRITTEN, SKIPPED = 0, 1, 2, 3, 4
+MESSAGE, SOURCE_LETTER, ENCODE_LETTER, WRITTEN, SKIPPED, TALLY = 0, 1, 2, 3, 4, 5
 KIND = "_kind"
 COUNT = "_count"
 _MESSAGE_KEY, _MESSAGE_VALUE, _MESSAGE_HEADERS = "_message_key", "_message_value", "_headers"
@@ -187,6 +187,21 @@ def written_batch(from_columns: int, per_message: int, commit: bytes | None) -> 
     per-message way; the first carries ``commit``, what the task's writer gives its job to
     commit (pickled), as its value."""
     return _count_rows(WRITTEN, [from_columns, per_message], [False, True], [commit, None])
+
+
+def tally_batch(source_letters: int, encode_letters: int) -> pa.RecordBatch:
+    """Two ``TALLY`` rows: how many dead letters of the source, and of the destination's
+    format, a task gave (the second marked ``_per_message``), so that an in-task stage is
+    counted without an aggregation (:meth:`Stage.count`)."""
+    return _count_rows(TALLY, [source_letters, encode_letters], [False, True], [None, None])
+
+
+def letter_kind(batch: pa.RecordBatch) -> int | None:
+    """``SOURCE_LETTER`` or ``ENCODE_LETTER`` for a stage batch of dead letters, else None."""
+    if not batch.num_rows:
+        return None
+    kind = batch.column(KIND)[0].as_py()
+    return kind if kind in (SOURCE_LETTER, ENCODE_LETTER) else None
 
 
 def skipped_batch(count: int) -> pa.RecordBatch:
@@ -605,38 +620,41 @@ def letter_bytes() -> Column:
     )
 
 
-def _count_columns(in_task: bool) -> list[Column]:
-    """What :meth:`Stage.count` aggregates, built once a process (and again for another
-    JVM): each function of an expression is a call into the JVM, and building them took
-    a sixth of a second a batch. The messages of an in-task stage are written by its
-    tasks, not held in it: none to size."""
+def _count_columns() -> list[Column]:
+    """What :meth:`Stage.count` aggregates over a staged batch, built once a process (and
+    again for another JVM): each function of an expression is a call into the JVM, and
+    building them took a sixth of a second a batch."""
     gateway = SparkContext._gateway
-    found = _COUNTING.get(in_task)
-    if found is None or found[0] is not gateway:
-        found = _COUNTING[in_task] = (gateway, _counting(in_task))
-    return found[1]
+    if not _COUNTING or _COUNTING[0][0] is not gateway:
+        _COUNTING[:] = [(gateway, _counting())]
+    return _COUNTING[0][1]
 
 
-_COUNTING: dict[bool, tuple[object, list[Column]]] = {}
+_COUNTING: list[tuple[object, list[Column]]] = []
+_TALLY_COLUMNS = (KIND, COUNT, _PER_MESSAGE, _MESSAGE_VALUE)
+_LETTER_SIZES: list[tuple[object, list[Column]]] = []
 
 
-def _counting(in_task: bool) -> list[Column]:
+def _letter_sizes() -> list[Column]:
+    """The bytes of a stage's dead letters, as one aggregate (built once a JVM)."""
+    gateway = SparkContext._gateway
+    if not _LETTER_SIZES or _LETTER_SIZES[0][0] is not gateway:
+        _LETTER_SIZES[:] = [(gateway, [_letters_size().alias("lb")])]
+    return _LETTER_SIZES[0][1]
+
+
+def _letters_size() -> Column:
+    letter = F.col(KIND).isin(SOURCE_LETTER, ENCODE_LETTER)
+    return F.coalesce(F.sum(F.when(letter, letter_bytes())), F.lit(0).cast("long"))
+
+
+def _counting() -> list[Column]:
     kind = F.col(KIND)
     written, per_message = kind == WRITTEN, F.col(_PER_MESSAGE)
-    # what the tasks of an in-task stage gave their writer's job to commit, in the same job
-    # (collect_list leaves the nulls out)
-    committed = F.when(written & F.lit(in_task), F.col(_MESSAGE_VALUE))
-    letter = kind.isin(SOURCE_LETTER, ENCODE_LETTER)
     no_bytes = F.lit(0).cast("long")
-    message_sizes = (
-        no_bytes
-        if in_task
-        else F.coalesce(F.sum(F.when(kind == MESSAGE, message_bytes())), no_bytes)
-    )
     return [
-        F.collect_list(committed).alias("commits"),
-        message_sizes.alias("mb"),
-        F.coalesce(F.sum(F.when(letter, letter_bytes())), no_bytes).alias("lb"),
+        F.coalesce(F.sum(F.when(kind == MESSAGE, message_bytes())), no_bytes).alias("mb"),
+        _letters_size().alias("lb"),
         F.count(F.when(kind == MESSAGE, 1)).alias("messages"),
         F.coalesce(F.sum(F.when(written, F.col(COUNT))), F.lit(0)).alias("produced"),
         F.count(F.when(kind == SOURCE_LETTER, 1)).alias("source"),
@@ -706,9 +724,10 @@ class Stage:
         if self.copy:
             total = int(self._copied.get["rows"])
             return Counts(records=total, written=total)
-        row = self.frame.agg(*_count_columns(self.in_task)).first()
+        if self.in_task:
+            return self._count_in_task()
+        row = self.frame.agg(*_count_columns()).first()
         assert row is not None
-        self._commits = [bytes(found) for found in row["commits"]]
         self.sizes = Sizes(messages=int(row["mb"]), letters=int(row["lb"]))
         out = int(row["messages"]) + int(row["produced"])
         return Counts(
@@ -718,6 +737,43 @@ class Stage:
             encode_letters=int(row["encode"]),
             per_message=int(row["per_message"]) if self.fused else None,
             skipped=int(row["skipped"]),
+        )
+
+    def _count_in_task(self) -> Counts:
+        """An in-task stage's counts from the rows its tasks count in (``WRITTEN``,
+        ``SKIPPED``, ``TALLY``): a narrow job, without the exchange an aggregation takes (a
+        third of a small batch's time); the bytes of its dead letters, when it has any, in a
+        second one."""
+        kinds = [WRITTEN, SKIPPED, TALLY]
+        rows = self.frame.where(F.col(KIND).isin(kinds)).select(*_TALLY_COLUMNS).collect()
+        produced = skipped = source = encode = per_message = 0
+        commits: list[bytes] = []
+        for kind, count, slow, value in rows:
+            if kind == WRITTEN:
+                produced += count
+                per_message += count if slow else 0
+                if value is not None:
+                    commits.append(bytes(value))
+            elif kind == SKIPPED:
+                skipped += count
+            elif slow:
+                encode += count
+            else:
+                source += count
+        self._commits = commits
+        letters = 0
+        if source or encode:
+            found = self.frame.agg(*_letter_sizes()).first()
+            assert found is not None
+            letters = int(found["lb"])
+        self.sizes = Sizes(messages=0, letters=letters)
+        return Counts(
+            records=produced + source + encode,
+            written=produced,
+            source_letters=source,
+            encode_letters=encode,
+            per_message=per_message + source + encode if self.fused else None,
+            skipped=skipped,
         )
 
     def commits(self) -> list[bytes]:
