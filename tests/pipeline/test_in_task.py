@@ -482,6 +482,39 @@ def test_kv_lines_whose_values_the_columns_check_give_what_the_staged_way_gives(
     assert sum(b"{not json" in base64.b64decode(r["payload"]["after"]) for r in letters) == 2
 
 
+def test_one_pass_counts_the_dead_letters_of_both_formats_as_the_staged_way(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A record the destination's format cannot write (an integer a protobuf ``Struct``
+    number would change) is a dead letter of that format, a line that is no message one of
+    the source's: one pass counts them from its tasks' tallies as the staged way counts them."""
+    source = tmp_path / "in"
+    source.mkdir()
+    lines = [change(n)[1] for n in range(12)]
+    lines[3] = b"{not json"
+    for at in (5, 8):
+        event = orjson.loads(lines[at])
+        event["payload"]["after"]["id"] = 2**53 + 1
+        lines[at] = orjson.dumps(event)
+    (source / "part.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    said = {}
+    for way, policy in (("one pass", ""), ("staged", "max-error-ratio: 1.0")):
+        target, dead = tmp_path / f"out-{way}", tmp_path / f"dead-{way}"
+        text = _files_pipeline(source, target, dead, policy).replace(
+            f'path: "{target}", format: opencdc-json', f'path: "{target}", format: opencdc-proto'
+        )
+        result = _run(spark, tmp_path, text)
+        assert result.returncode == 1, result.stderr
+        assert (ONE_PASS in result.stderr) == (way == "one pass"), result.stderr
+        said[way] = re.findall(
+            r"\d+ records in, \d+ out, \d+ to the dead-letter output", result.stderr
+        )
+        assert len(_documents(dead)) == 3
+    assert (
+        said["one pass"] == said["staged"] == ["12 records in, 9 out, 3 to the dead-letter output"]
+    )
+
+
 def test_a_stream_killed_mid_run_loses_no_message(
     spark: Any, kafka_broker: KafkaBroker, tmp_path: Path
 ) -> None:
