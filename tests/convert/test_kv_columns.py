@@ -67,13 +67,6 @@ def test_each_line_split_by_columns_is_what_kv_pair_gives(lines: list[bytes]) ->
             assert reread(found.keys[row].as_py(), found.values[row].as_py()) == pair
 
 
-def _reread_said(key: bytes | None, value: bytes | None) -> tuple[bytes | None, bytes | None] | str:
-    try:
-        return reread(key, value)
-    except CodecError as exc:
-        return str(exc)
-
-
 @settings(max_examples=examples(300), deadline=None)
 @given(lines=st.lists(_LINES | st.binary(max_size=12), min_size=1, max_size=12))
 def test_values_left_unchecked_are_read_again_as_kv_pair_reads_their_lines(
@@ -90,7 +83,7 @@ def test_values_left_unchecked_are_read_again_as_kv_pair_reads_their_lines(
             assert str(found.errors[row]) == _per_line(line)
             continue
         key, value = found.keys[row].as_py(), found.values[row].as_py()
-        assert _reread_said(key, value) == _per_line(line)
+        assert _per_line(compact_line(key, value)) == _per_line(line)  # what reread reads
         if found.unchecked[row]:
             assert compact_line(key, value) == line
         else:
