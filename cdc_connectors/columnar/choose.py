@@ -92,8 +92,14 @@ def serves(source: Format, destination: Format) -> bool:
 def checks_values(source: Format, destination: Format) -> bool:
     """Whether the columns of ``source`` to ``destination`` take only messages whose value
     is one JSON value, exactly as the per-message way reads it, and leave every other to
-    that way (a reader of kv lines may then leave the values unchecked:
-    :func:`~cdc_connectors.convert.kv_columns.kv_columns`)."""
+    that way, so that a reader of kv lines may leave the values unchecked
+    (:func:`~cdc_connectors.convert.kv_columns.kv_columns`). Not with a schema registry on
+    either side: the columns register the schemas of the rows they take before the
+    per-message way registers the others', so the rows they take must be those they
+    took when the values were checked (a value that is no JSON value takes up the columns'
+    attempts at a batch, which then take fewer rows)."""
+    if getattr(source, "registry_url", None) or getattr(destination, "registry_url", None):
+        return False
     for converter in CONVERTERS:
         if converter.serves(source, destination):
             return bool(getattr(converter, "checks_values", False))

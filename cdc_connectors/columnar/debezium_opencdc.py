@@ -44,7 +44,7 @@ from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
 from cdc_connectors.opencdc import CodecError
 from cdc_connectors.opencdc import keys as keys_module
 from cdc_connectors.schema import framing
-from cdc_connectors.spark.debezium_typed import TypedDebeziumDecoder
+from cdc_connectors.spark.debezium_typed import TypedDebeziumDecoder, one_json_value
 
 __all__ = [
     "Columnar",
@@ -284,6 +284,13 @@ class DebeziumToOpenCDC:
             rest = pc.binary_slice(some, len(prefix), 2**31 - 1)
             some = pc.binary_join_element_wise(_OBJECT_START, rest, b"")
         inferred = infer_envelope(some)
+        if inferred is None and len(rows) > 1:
+            # Arrow reads the batch together: one message that is no JSON value (cut short,
+            # say) would keep the others from the columns
+            whole = one_json_value(some)
+            if not whole.all() and whole.any():
+                rows, some = rows[whole], some.filter(pa.array(whole))
+                inferred = infer_envelope(some)
         if inferred is None:
             return None
         name = orjson.dumps([inferred.block, inferred.wrapped], option=orjson.OPT_SORT_KEYS)

@@ -99,7 +99,7 @@ def raw_batches(
     """The messages of ``file`` in batches of at most ``maxRecordsPerBatch``, bytes as they
     are (:data:`RAW_ARROW`); bytes that are no message, and the rest of a file that cannot be
     read, as a :class:`CodecError` carrying them (a dead letter, as ``cdc-files`` makes).
-    While ``checks`` says none are needed, the values of kv lines of a text format are left
+    Where ``checks`` says so, the values of kv lines of a text format are left
     unchecked (:func:`~cdc_connectors.convert.kv_columns.kv_columns`), and each batch of
     them says so (its schema's metadata is :data:`~cdc_connectors.convert.kv_columns.
     UNCHECKED`)."""

@@ -190,7 +190,7 @@ def convert_stream(
                     from cdc_connectors.columnar.choose import checks_values
                     from cdc_connectors.convert.kv_columns import ValueChecks
 
-                    checks = ValueChecks(needed=not checks_values(decoder, encoder))
+                    checks = ValueChecks(allowed=checks_values(decoder, encoder))
                     chunks = (chunk.split_kv(checks) for chunk in chunks)
             else:
                 items = read_messages(source, type(decoder), kv=kv_in, source=source_name)

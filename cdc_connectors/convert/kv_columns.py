@@ -17,8 +17,9 @@ a sixth of reading a change event). A row such a reader leaves to the per-messag
 then read again from its line (:func:`reread`): a value that is no JSON value makes its
 line no kv line, as it is when read one by one. Values that are no JSON value cost the
 columns more than checking them (Arrow refuses the part of a batch holding one, which is
-split and read again), so a stream checks its values again once it met one
-(:class:`ValueChecks`).
+split and read again), so a stream checks its values for a while once it met one
+(:class:`ValueChecks`), and a value that does not start with ``{`` and end with ``}`` (cut
+short, something after the document) is checked whatever the stream.
 """
 
 from __future__ import annotations
@@ -31,10 +32,11 @@ import pyarrow.compute as pc
 
 from cdc_connectors.columnar import wire
 from cdc_connectors.columnar.slices import row_slices
-from cdc_connectors.convert.streams import COMPACT_KEY, COMPACT_VALUE, is_json, kv_pair
+from cdc_connectors.convert.streams import COMPACT_KEY, COMPACT_VALUE, kv_pair
+from cdc_connectors.json_values import is_json
 from cdc_connectors.opencdc import CodecError
 
-__all__ = ["UNCHECKED", "KvColumns", "ValueChecks", "kv_columns", "reread"]
+__all__ = ["CHECKED_AFTER_BAD", "UNCHECKED", "KvColumns", "ValueChecks", "kv_columns", "reread"]
 
 #: The schema metadata of a batch of raw messages whose kv values were left unchecked
 #: (:func:`reread` each row the per-message way reads).
@@ -43,6 +45,7 @@ UNCHECKED = {b"cdc.kv.values": b"unchecked"}
 # Any separator before the value member (kv_pair's first candidate): JSON whitespace and
 # the vertical tab and form feed that Python's \s also takes.
 _VALUE_SEPARATOR = ',[ \\t\\n\\r\\x0b\\x0c]*"value"[ \\t\\n\\r\\x0b\\x0c]*:'
+_OPEN, _CLOSE = ord("{"), ord("}")
 # What bytes.strip() removes around a member's text.
 _WHITESPACE = np.zeros(256, dtype=bool)
 _WHITESPACE[list(b" \t\n\r\x0b\x0c")] = True
@@ -50,15 +53,30 @@ _WHITESPACE[list(b" \t\n\r\x0b\x0c")] = True
 
 @dataclass
 class ValueChecks:
-    """Whether the values of a stream's next kv lines are checked before the columns
-    (module docstring): not while the columns check them themselves, until a value that
-    is no JSON value was met."""
+    """Whether the values of a stream's next chunk of kv lines are checked before the
+    columns (module docstring): never while the columns do not check them themselves
+    (``allowed`` false); else not, but for :data:`CHECKED_AFTER_BAD` chunks after a value
+    that is no JSON value was met (a stream that holds one may hold more)."""
 
-    needed: bool = True
+    allowed: bool = False
+    left: int = 0  # chunks still to check
+
+    def next_chunk(self) -> bool:
+        """Whether the values of the next chunk are checked."""
+        if not self.allowed:
+            return True
+        if self.left:
+            self.left -= 1
+            return True
+        return False
 
     def bad_value(self) -> None:
-        """A line read again was not what its unchecked split said: check from now on."""
-        self.needed = True
+        """A line read again was not what its unchecked split said: check for a while."""
+        self.left = CHECKED_AFTER_BAD
+
+
+#: Chunks whose values are checked after a value that is no JSON value was met.
+CHECKED_AFTER_BAD = 16
 
 
 @dataclass
@@ -89,6 +107,8 @@ def kv_columns(lines: pa.BinaryArray, check_values: bool = True) -> KvColumns:
     fast &= (key_stop > len(COMPACT_KEY)) & (value_stop > value_start)
     fast &= _unpadded(lines, len(COMPACT_KEY), key_stop, fast)
     fast &= _unpadded(lines, value_start, value_stop, fast)
+    # values left unchecked: objects as they start and end (the others checked still)
+    check = fast if check_values else fast & ~_braced(lines, value_start, value_stop, fast)
     # each part one JSON value, as kv_pair checks (read where it lies, not copied)
     nulls = np.zeros(count, dtype=bool)
     null_keys = np.zeros(count, dtype=bool)
@@ -105,7 +125,7 @@ def kv_columns(lines: pa.BinaryArray, check_values: bool = True) -> KvColumns:
             strict=True,
         ):
             key, value = data[at:key_end], data[value_from:value_end]
-            if not (is_json(key) and (not check_values or is_json(value))):
+            if not (is_json(key) and (not check[row] or is_json(value))):
                 fast[row] = False
             else:
                 nulls[row] = value.tobytes() == b"null" if len(value) == 4 else False
@@ -124,7 +144,7 @@ def kv_columns(lines: pa.BinaryArray, check_values: bool = True) -> KvColumns:
             pairs.append((None, None))
     values = _replaced(values, slow, [v for v, _ in pairs], nulls)
     keys = _replaced(keys, slow, [k for _, k in pairs], null_keys)
-    return KvColumns(keys, values, errors, None if check_values else fast)
+    return KvColumns(keys, values, errors, None if check_values else fast & ~check)
 
 
 def reread(
@@ -186,6 +206,23 @@ def _unpadded(
     at = np.flatnonzero(rows)
     ok[at] = ~_WHITESPACE[data[first[at]]] & ~_WHITESPACE[data[last[at]]]
     return ok
+
+
+def _braced(
+    lines: pa.BinaryArray, starts: np.ndarray, stops: np.ndarray, rows: np.ndarray
+) -> np.ndarray:
+    """Whether each part ``[starts, stops)`` of ``rows`` starts with ``{`` and ends with
+    ``}``."""
+    buffer = lines.buffers()[2]
+    found = np.zeros(len(rows), dtype=bool)
+    if buffer is None or not rows.any():
+        return found
+    data = np.frombuffer(buffer, dtype=np.uint8)
+    base = _offsets(lines)
+    at = np.flatnonzero(rows)
+    first, last = data[base[at] + starts[at]], data[base[at] + stops[at] - 1]
+    found[at] = (first == _OPEN) & (last == _CLOSE)
+    return found
 
 
 def _replaced(

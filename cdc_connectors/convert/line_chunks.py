@@ -100,11 +100,11 @@ class LineChunk:
     def split_kv(self, checks: ValueChecks | None = None) -> LineChunk:
         """The chunk of ``--kv`` lines (of a text format) as messages: each line's key and
         value (:func:`~cdc_connectors.convert.kv_columns.kv_columns`); their values are
-        left unchecked while ``checks`` says none are needed (for columns that check each
-        value themselves: a line they leave to the per-message way is read again whole)."""
+        left unchecked where ``checks`` says so (for columns that check each value
+        themselves: a line they leave to the per-message way is read again whole)."""
         if len(self.errors) == len(self):
             return self  # a line too long: no kv line to split
-        found = kv_columns(self.values, checks is None or checks.needed)
+        found = kv_columns(self.values, checks is None or checks.next_chunk())
         return LineChunk(
             found.values,
             self.numbers,

@@ -25,18 +25,18 @@ from __future__ import annotations
 
 import binascii
 import re
-import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 import orjson
-import simdjson
 from google.protobuf.internal.decoder import _DecodeVarint
 from google.protobuf.internal.encoder import _VarintBytes
 from google.protobuf.message import DecodeError
 
 from cdc_connectors.formats.base import Format, Message
+from cdc_connectors.json_values import is_json
+from cdc_connectors.json_values import parses as _parses
 from cdc_connectors.opencdc import CodecError, Record, record_from_proto_bytes
 from cdc_connectors.opencdc import record_to_proto_bytes as _to_proto
 from cdc_connectors.opencdc.json_codec import base64_json, json_error
@@ -181,40 +181,6 @@ _THEN = {name: re.compile(rb',\s*"%s"\s*:' % name.encode()) for name in KV_MEMBE
 _STRUCTURE = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},:]')
 _CANDIDATES = 8  # splits tried before walking the line's structure instead
 _QUOTE, _COLON, _CLOSE, _ENDS, _OPENERS, _CLOSERS = 0x22, 0x3A, 0x7D, b",}", b"{[", b"}]"
-
-
-def _parses(text: bytes | memoryview) -> bool:
-    try:
-        orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return False
-    return True
-
-
-# What a JSON value starts with: simdjson would also take a byte order mark first.
-_VALUE_STARTS = frozenset(b'{["-0123456789tfn')
-# simdjson's parser keeps a buffer as large as the largest text it parsed: larger texts
-# (rare) are orjson's.
-_SIMDJSON_AT_MOST = 1 << 20
-_validators = threading.local()
-
-
-def is_json(text: bytes | memoryview) -> bool:
-    """Whether ``text`` is one JSON value, as :func:`_parses` (orjson) says, checked by
-    simdjson first: it validates without building the value, five times sooner on a
-    change event. A text it refuses (a broken one, an integer beyond 64 bits) is asked of
-    orjson, and it takes nothing orjson refuses once the text starts as a value does."""
-    parser = getattr(_validators, "parser", None)
-    if parser is None:
-        parser = _validators.parser = simdjson.Parser()
-    if text[:1] and text[0] in _VALUE_STARTS and len(text) <= _SIMDJSON_AT_MOST:
-        try:
-            parser.parse(text, False)
-        except (ValueError, RuntimeError):
-            pass
-        else:
-            return True
-    return _parses(text)
 
 
 def _usual_kv_members(line: bytes) -> dict[str, bytes] | None:

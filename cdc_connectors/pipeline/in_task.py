@@ -303,7 +303,7 @@ def _converted(
 ) -> Iterator[pa.RecordBatch]:
     """Convert the part's messages and write them; yield its dead letters."""
     broken: list[CodecError] = []
-    checks = ValueChecks(needed=False)
+    checks = _value_checks(plan.node_id)
 
     def messages() -> Iterator[pa.RecordBatch]:
         for item in plan.parts.read(row, checks):
@@ -326,6 +326,19 @@ def _converted(
         counts[0] += staged.num_rows - slow
     if broken:
         yield letters_batch(_unsplit(broken, decode.node_id))
+
+
+#: Each pipeline's value checks in this worker process (:class:`ValueChecks`): shared by
+#: the files its tasks read, so that a value that is no JSON value met in one has the next
+#: chunks checked, in that file or the next.
+_CHECKS: dict[str, ValueChecks] = {}
+
+
+def _value_checks(node_id: str) -> ValueChecks:
+    found = _CHECKS.get(node_id)
+    if found is None:
+        found = _CHECKS[node_id] = ValueChecks(allowed=True)
+    return found
 
 
 def _unsplit(errors: list[CodecError], node_id: str) -> list[Record]:

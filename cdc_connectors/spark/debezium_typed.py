@@ -70,6 +70,7 @@ from cdc_connectors.formats.debezium import (
     json_kind,
 )
 from cdc_connectors.formats.debezium.row_schemas import RowSchema
+from cdc_connectors.json_values import is_json
 from cdc_connectors.opencdc import CodecError, Record
 from cdc_connectors.opencdc.json_codec import json_default
 from cdc_connectors.opencdc.metadata import Metadata
@@ -103,6 +104,7 @@ __all__ = [
     "TypedKeyReader",
     "doubles_for_floats",
     "infer_envelope",
+    "one_json_value",
     "output_schema",
     "spark_schema",
     "two_documents",
@@ -439,14 +441,18 @@ class TypedDebeziumDecoder:
         rows: np.ndarray,
         budget: list[int],
         keys: pa.Array | None,
+        screen: bool = True,
     ) -> list[tuple[pa.RecordBatch, np.ndarray]]:
         """The fast path over ``values`` (with their ``places`` and ``keys``; each message's
         row in the batch in ``rows``): the typed batches of the rows it takes, in order. A
-        part Arrow refuses whole (one message it cannot read, one that is two documents) is
-        split in halves and each tried again, so that one bad message sends only itself the
-        per-message way, not its whole batch; after ``budget[0]`` refused parts, the parts
-        not yet tried go that way unread (a batch refused throughout costs a few reads more,
-        not one a message)."""
+        part Arrow refuses whole is first looked through for messages that are no JSON
+        value (``screen``: once, the first time; :func:`one_json_value`), which go the
+        per-message way, and the rest tried again; a part refused still (a value of
+        another type than its column's, one that is two documents) is split in halves and
+        each tried again, so that one bad message sends only itself the per-message way,
+        not its whole batch; after ``budget[0]`` refused parts, the parts not yet tried go
+        that way unread (a batch refused throughout costs a few reads more, not one a
+        message)."""
         if budget[0] <= 0:
             return []
         try:
@@ -455,6 +461,19 @@ class TypedDebeziumDecoder:
             budget[0] -= 1
             if len(rows) < 2:
                 return []
+            if screen:
+                whole = one_json_value(values)
+                if not whole.all():
+                    kept = np.flatnonzero(whole)
+                    taken = pa.array(kept)
+                    return self._fast_parts(
+                        values.take(taken),
+                        places.take(taken),
+                        rows[kept],
+                        budget,
+                        None if keys is None else keys.take(taken),
+                        False,
+                    )
             half = len(rows) // 2
             return [
                 *self._fast_parts(
@@ -463,6 +482,7 @@ class TypedDebeziumDecoder:
                     rows[:half],
                     budget,
                     None if keys is None else keys.slice(0, half),
+                    False,
                 ),
                 *self._fast_parts(
                     values.slice(half),
@@ -470,6 +490,7 @@ class TypedDebeziumDecoder:
                     rows[half:],
                     budget,
                     None if keys is None else keys.slice(half),
+                    False,
                 ),
             ]
         if rejected.any():
@@ -811,6 +832,23 @@ def doubles_for_floats(type_: pa.DataType) -> pa.DataType:
     if pa.types.is_list(type_):
         return pa.list_(type_.value_field.with_type(doubles_for_floats(type_.value_type)))
     return pa.float64() if type_ == pa.float32() else type_
+
+
+def one_json_value(values: pa.Array) -> np.ndarray:
+    """Whether each value is one JSON value, as the per-message way reads one
+    (:func:`~cdc_connectors.json_values.is_json`, each where it lies in the column)."""
+    found = np.zeros(len(values), dtype=bool)
+    buffer = values.buffers()[2]
+    if buffer is None:
+        return found
+    data = memoryview(buffer).cast("B")
+    offsets = np.frombuffer(values.buffers()[1], dtype=np.int32)
+    offsets = offsets[values.offset : values.offset + len(values) + 1].tolist()
+    valid = values.is_valid().to_numpy(zero_copy_only=False) if values.null_count else None
+    for row in range(len(values)):
+        if valid is None or valid[row]:
+            found[row] = is_json(data[offsets[row] : offsets[row + 1]])
+    return found
 
 
 def two_documents(texts: pa.Array) -> np.ndarray:

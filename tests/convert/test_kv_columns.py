@@ -16,7 +16,13 @@ from cdc_connectors.connectors.files import Settings
 from cdc_connectors.connectors.files_plan import raw_batches
 from cdc_connectors.convert.deadletter import DeadLetterWriter
 from cdc_connectors.convert.engine import convert_stream
-from cdc_connectors.convert.kv_columns import ValueChecks, compact_line, kv_columns, reread
+from cdc_connectors.convert.kv_columns import (
+    CHECKED_AFTER_BAD,
+    ValueChecks,
+    compact_line,
+    kv_columns,
+    reread,
+)
 from cdc_connectors.convert.line_chunks import line_chunks
 from cdc_connectors.convert.streams import kv_pair, read_messages
 from cdc_connectors.formats import load_format
@@ -112,7 +118,7 @@ def test_a_kv_stream_by_columns_gives_the_messages_and_errors_of_the_per_message
 ) -> None:
     data = b"".join(line + end for line, end in zip(lines, endings, strict=False))
     expected = _stream_messages(data)
-    for checks in (None, ValueChecks(needed=False)):
+    for checks in (None, ValueChecks(allowed=True)):
         chunks = [
             c.split_kv(checks) for c in line_chunks(io.BytesIO(data), "in.jsonl", size, 1 << 20)
         ]
@@ -230,18 +236,41 @@ def test_convert_leaves_kv_values_to_columns_that_check_them(
     assert unchecked[2].split()[:3] == ["40", "32", "7"]  # a null value: a tombstone, skipped
 
 
-def test_a_stream_checks_its_values_again_once_one_was_no_json_value() -> None:
+def test_a_stream_checks_its_values_for_a_while_once_one_was_no_json_value() -> None:
     """Values the columns refuse cost more than checking them: once a line read again was
-    not what its unchecked split said, the stream's next chunks are checked."""
+    not what its unchecked split said, the stream's next chunks are checked for a while;
+    a value that does not look like an object at its ends is checked in any chunk."""
     good = b'{"key":1,"value":{"a":1}}'
-    checks = ValueChecks(needed=False)
-    data = b"\n".join([good, good, b'{"key":1,"value":{"a":1}x}', good, good, good]) + b"\n"
+    checks = ValueChecks(allowed=True)
+    lines = [good, good, b'{"key":1,"value":{"a":1,}}', good]
+    lines += [good] * (2 * CHECKED_AFTER_BAD) + [b'{"key":1,"value":{"a":1}x}', good]
+    data = b"\n".join(lines) + b"\n"
     chunks = line_chunks(io.BytesIO(data), "in.jsonl", 2, 1 << 20)
     first = next(chunks).split_kv(checks)
     assert first.unchecked is not None and first.unchecked.all()
-    assert isinstance(first[0], Message) and not checks.needed  # read again: as split
+    assert isinstance(first[0], Message) and not checks.left  # read again: as split
     second = next(chunks).split_kv(checks)
-    assert second.unchecked is not None and second.unchecked.all()  # {"a":1}x unchecked
-    assert isinstance(second[0], CodecError) and checks.needed
-    third = next(chunks).split_kv(checks)
-    assert third.unchecked is None  # checked from now on
+    assert second.unchecked is not None and second.unchecked.all()  # {"a":1,} unchecked
+    assert isinstance(second[0], CodecError) and checks.left == CHECKED_AFTER_BAD
+    after = [next(chunks).split_kv(checks) for _ in range(CHECKED_AFTER_BAD)]
+    assert all(chunk.unchecked is None for chunk in after)  # checked
+    last = next(chunks).split_kv(checks)  # unchecked again, but what is no object at its ends
+    assert last.unchecked is not None and last.unchecked.tolist() == [False, True]
+    assert 0 in last.errors and not checks.left
+    assert ValueChecks().next_chunk()  # columns that do not check values: always checked
+
+
+def test_values_are_checked_first_where_a_registry_names_schemas(tmp_path: Path) -> None:
+    """The columns register the schemas of the rows they take before the per-message way
+    registers the others': with a registry on either side, the rows they take must be
+    those they took when values were checked first (a value that is no JSON value would
+    take up their attempts at a batch, and a schema could get another version)."""
+    from cdc_connectors.columnar import choose
+
+    url = f"sqlite:///{tmp_path / 'registry.db'}"
+    plain, named = DebeziumJsonFormat(), DebeziumJsonFormat(registry=url)
+    to_json, to_avro = load_format("opencdc-json")(), load_format("avro")(registry=url)
+    assert choose.checks_values(plain, to_json)
+    assert not choose.checks_values(named, to_json)
+    assert not choose.checks_values(named, to_avro)
+    assert not choose.checks_values(plain, load_format("opencdc-json")(registry=url))

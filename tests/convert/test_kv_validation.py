@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cdc_connectors import json_values
 from cdc_connectors.convert import streams
 from cdc_connectors.opencdc import CodecError
 
@@ -70,7 +71,7 @@ def _texts(draw: st.DrawFn) -> bytes:
 
 @given(_texts())
 def test_the_fast_check_says_what_orjson_says(text: bytes) -> None:
-    assert streams.is_json(text) == streams._parses(text)
+    assert json_values.is_json(text) == json_values.parses(text)
 
 
 @pytest.mark.parametrize(
@@ -89,7 +90,7 @@ def test_the_fast_check_says_what_orjson_says(text: bytes) -> None:
     ids=lambda text: repr(text[:24]),
 )
 def test_texts_the_two_parsers_might_judge_differently(text: bytes) -> None:
-    assert streams.is_json(text) == streams._parses(text)
+    assert json_values.is_json(text) == json_values.parses(text)
 
 
 def _pair(line: bytes) -> object:

@@ -1,0 +1,79 @@
+"""Messages that are no JSON value send only themselves the per-message way.
+
+Arrow reads a batch of messages together and refuses it whole for one it cannot read; the
+columns then look through the batch for messages that are no JSON value before splitting
+it in halves (whose attempts are limited: a few bad messages scattered over a batch used
+them up, and sent thousands of good ones the per-message way). The output is what the
+per-message way writes either way; what is counted shows which way each message went.
+"""
+
+from __future__ import annotations
+
+import io
+
+import orjson
+import pytest
+
+from cdc_connectors.convert.deadletter import DeadLetterWriter
+from cdc_connectors.convert.engine import convert_stream
+from cdc_connectors.formats import load_format
+
+_FIELD = {"type": "int64", "optional": False, "field": "id"}
+_IMAGE = {"type": "struct", "optional": True, "fields": [_FIELD], "name": "t.Value"}
+_BLOCK = {
+    "type": "struct",
+    "optional": False,
+    "name": "t.Envelope",
+    "fields": [
+        {**_IMAGE, "field": "before"},
+        {**_IMAGE, "field": "after"},
+        {"type": "string", "optional": False, "field": "op"},
+    ],
+}
+
+
+def _event(n: int, block: bool) -> bytes:
+    payload = {"before": None, "after": {"id": n}, "op": "c"}
+    return orjson.dumps({"schema": _BLOCK, "payload": payload} if block else payload)
+
+
+def _junk(n: int, block: bool) -> bytes:
+    """An event made no JSON value, still starting as its kind of event does and ending with
+    ``}``: a member too many, a NaN, a brace short."""
+    text = _event(n, block)
+    spoilt = [
+        text.replace(b'"op":"c"', b'"op":"c",'),
+        text.replace(b'"after":{"id":%d}' % n, b'"after":{"id":NaN}'),
+        text[:-1],
+    ]
+    return spoilt[n % len(spoilt)]
+
+
+@pytest.mark.parametrize("block", [True, False], ids=["schema block", "no schema block"])
+@pytest.mark.parametrize("kv", [False, True])
+def test_a_few_bad_messages_scattered_over_a_batch_cost_only_themselves(
+    block: bool, kv: bool
+) -> None:
+    count = 3000
+    values = [_event(n, block) for n in range(count)]
+    bad = [17, 1500, 2990, 400, 2222]
+    for row in bad:
+        values[row] = _junk(row, block)
+    lines = (
+        [b'{"key":{"id":%d},"value":%s}' % (n, v) for n, v in enumerate(values)] if kv else values
+    )
+    fmt_in, fmt_out = load_format("debezium-json")(), load_format("opencdc-proto")()
+    out, letters = io.BytesIO(), io.BytesIO()
+    stats = convert_stream(
+        io.BytesIO(b"\n".join(lines) + b"\n"),
+        out,
+        fmt_in,
+        fmt_out,
+        kv_in=kv,
+        dead_letters=DeadLetterWriter(letters, "convert"),
+        source_name="in.jsonl",
+    )
+    assert (stats.written, stats.errors) == (count - len(bad), len(bad))
+    assert stats.per_message == len(bad)  # every good message from the columns
+    places = [orjson.loads(line)["position"] for line in letters.getvalue().splitlines()]
+    assert len(places) == len(bad)
