@@ -315,8 +315,12 @@ def _converted(
     convert = converter(decode, plan.fmt, plan.node_id, plan.route, checks)
     for staged in convert(messages()):
         if broken:
-            yield letters_batch(_unsplit(broken, decode.node_id))
+            letters = letters_batch(_unsplit(broken, decode.node_id))
             broken.clear()
+            if letter_kind(staged) == SOURCE_LETTER:  # the same lines' other dead letters
+                staged = _in_line_order(pa.concat_batches([letters, staged]))
+            else:
+                yield letters
         if not is_messages(staged):
             yield staged  # dead letters, and the count of messages without a change
             continue
@@ -326,6 +330,21 @@ def _converted(
         counts[0] += staged.num_rows - slow
     if broken:
         yield letters_batch(_unsplit(broken, decode.node_id))
+
+
+def _in_line_order(letters: pa.RecordBatch) -> pa.RecordBatch:
+    """Dead letters of a file's lines (placed ``FILE:LINE``) in the order of their lines:
+    those of lines that are no kv line and those of lines read again
+    (:func:`~cdc_connectors.pipeline.plan.converter`) come apart."""
+    places = letters.column("position").to_pylist()
+    lines = [_line_number(place) for place in places]
+    order = sorted(range(len(lines)), key=lines.__getitem__)
+    return letters.take(pa.array(order, pa.int64()))
+
+
+def _line_number(place: bytes | None) -> int:
+    number = (place or b"").rpartition(b":")[2]
+    return int(number) if number.isdigit() else -1
 
 
 #: Each pipeline's value checks in this worker process (:class:`ValueChecks`): shared by

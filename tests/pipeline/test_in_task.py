@@ -480,6 +480,14 @@ def test_kv_lines_whose_values_the_columns_check_give_what_the_staged_way_gives(
     assert written["one pass"] == written["staged"]
     letters = written["one pass"][1]
     assert sum(b"{not json" in base64.b64decode(r["payload"]["after"]) for r in letters) == 2
+    # each file's dead letters in the order of its lines, as they were written
+    for number in range(2):
+        lines = [
+            int(base64.b64decode(r["position"]).rpartition(b":")[2])
+            for r in records(tmp_path / "dead-one pass")
+            if f"part-{number}.jsonl".encode() in base64.b64decode(r["position"])
+        ]
+        assert len(lines) == 7 and lines == sorted(lines), lines
 
 
 def test_one_pass_counts_the_dead_letters_of_both_formats_as_the_staged_way(
