@@ -837,6 +837,8 @@ def doubles_for_floats(type_: pa.DataType) -> pa.DataType:
 def one_json_value(values: pa.Array) -> np.ndarray:
     """Whether each value is one JSON value, as the per-message way reads one
     (:func:`~cdc_connectors.json_values.is_json`, each where it lies in the column)."""
+    if values.type != pa.binary():  # 32-bit offsets are read below
+        values = values.cast(pa.binary())
     found = np.zeros(len(values), dtype=bool)
     buffer = values.buffers()[2]
     if buffer is None:

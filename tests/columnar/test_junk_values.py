@@ -77,3 +77,21 @@ def test_a_few_bad_messages_scattered_over_a_batch_cost_only_themselves(
     assert stats.per_message == len(bad)  # every good message from the columns
     places = [orjson.loads(line)["position"] for line in letters.getvalue().splitlines()]
     assert len(places) == len(bad)
+
+
+def test_each_value_is_judged_where_it_lies_in_any_binary_column() -> None:
+    import pyarrow as pa
+
+    from cdc_connectors.json_values import is_json
+    from cdc_connectors.spark.debezium_typed import one_json_value
+
+    texts = [b'{"a":1}', b"{", None, b"", b"[1,2]", b"NaN", b'"x"', b"1 2"]
+    expected = [text is not None and is_json(text) for text in texts]
+    for kind in (pa.binary(), pa.large_binary(), pa.string(), pa.large_string()):
+        array = (
+            pa.array([None if t is None else t.decode() for t in texts], kind)
+            if pa.types.is_string(kind) or pa.types.is_large_string(kind)
+            else pa.array(texts, kind)
+        )
+        assert one_json_value(array).tolist() == expected
+        assert one_json_value(array.slice(2)).tolist() == expected[2:]
