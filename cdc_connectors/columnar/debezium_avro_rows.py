@@ -93,7 +93,7 @@ class DebeziumToAvroRows(DebeziumToOpenCDC):
 
     def _schemaless(
         self, values: pa.Array, found: list[tuple[Envelope, np.ndarray]]
-    ) -> list[tuple[Envelope, np.ndarray]]:
+    ) -> list[tuple[Envelope, np.ndarray, pa.Array | None]]:
         return []  # with a registry, events without a block go the per-message way
 
     def _envelope(self, schema: dict[str, object], prefix: bytes) -> Envelope | None:
@@ -110,7 +110,9 @@ class DebeziumToAvroRows(DebeziumToOpenCDC):
         keys: pa.Array | None,
         places: pa.Array,
         matched: np.ndarray,
+        read: pa.Array | None = None,
     ) -> Columnar | None:
+        # (``read`` is always None: events without a schema block go the per-message way)
         # The order of the per-message way, whose registrations the columns make alike:
         # the key read (a key it refuses registers nothing), the row's schema named, the
         # key's, then the destination's value and key schemas for the rows written.

@@ -189,10 +189,13 @@ class DebeziumToOpenCDC:
         written: list[pa.Array] = []
         written_keys: list[pa.Array] = []
         topics: list[pa.Array] = []
-        found_envelopes = self._envelopes_of(values)
-        found_envelopes += self._schemaless(values, found_envelopes)
-        for envelope, matched in found_envelopes:
-            found = self._write(envelope, values, keys, places, matched)
+        blocks = self._envelopes_of(values)
+        found_envelopes: list[tuple[Envelope, np.ndarray, pa.Array | None]] = [
+            (envelope, matched, None) for envelope, matched in blocks
+        ]
+        found_envelopes += self._schemaless(values, blocks)
+        for envelope, matched, read in found_envelopes:
+            found = self._write(envelope, values, keys, places, matched, read)
             if found is not None:
                 rows.append(found.rows)
                 written.append(found.values)
@@ -241,11 +244,12 @@ class DebeziumToOpenCDC:
 
     def _schemaless(
         self, values: pa.Array, found: list[tuple[Envelope, np.ndarray]]
-    ) -> list[tuple[Envelope, np.ndarray]]:
+    ) -> list[tuple[Envelope, np.ndarray, pa.Array | None]]:
         """The events of the batch without a schema block, typed by the envelope Arrow
         infers from them (:mod:`~cdc_connectors.columnar.schemaless`), but those its types
         would not give exactly: bare or in the ``{"payload": ...}`` wrapper, and, where the
-        dialect says an empty block is none (Lindorm), after a ``{"schema": {},`` block."""
+        dialect says an empty block is none (Lindorm), after a ``{"schema": {},`` block;
+        with each event's payload as the inference read it."""
         if self.fmt.registry_url or self.layout == "debezium":
             # (Debezium JSON writes an image's members in the order each event has them,
             # which one type Arrow infers for all of them does not keep)
@@ -274,7 +278,7 @@ class DebeziumToOpenCDC:
 
     def _inferred(
         self, values: pa.Array, rows: np.ndarray, prefix: bytes
-    ) -> tuple[Envelope, np.ndarray] | None:
+    ) -> tuple[Envelope, np.ndarray, pa.Array | None] | None:
         """``rows`` (each starting with ``prefix``, an empty schema block as spelt, or
         nothing) typed by the envelope Arrow infers from what follows the prefix."""
         if not len(rows):
@@ -306,8 +310,13 @@ class DebeziumToOpenCDC:
         envelope = self._inferred_envelopes[name]
         if envelope is None:
             return None
-        fitting = rows[~inferred.misfits(some, exact_kinds=self.layout == "json")]
-        return (envelope, fitting) if len(fitting) else None
+        fits = ~inferred.misfits(some, exact_kinds=self.layout == "json")
+        if not fits.any():
+            return None
+        read = inferred.payloads
+        if read is not None and not fits.all():
+            read = read.filter(pa.array(fits))
+        return envelope, rows[fits], read
 
     def _match(
         self,
@@ -365,7 +374,10 @@ class DebeziumToOpenCDC:
         keys: pa.Array | None,
         places: pa.Array,
         matched: np.ndarray,
+        read: pa.Array | None = None,
     ) -> Columnar | None:
+        """The messages of the ``matched`` rows written (``read``: their payloads as Arrow
+        read them already, one per row, or ``None``)."""
         # Keys first: a message whose key the per-message way refuses is left to it before
         # its row's schema is named (with a registry, that way names nothing for it).
         keys_of_matched = self._keys.write(
@@ -376,10 +388,11 @@ class DebeziumToOpenCDC:
             if not len(good):
                 return None
             matched, keys_of_matched = matched[good], keys_of_matched.take(good)
+            read = None if read is None else read.take(pa.array(good))
         if len(matched) < len(values):
             taken = pa.array(matched)
             values, places = values.take(taken), places.take(taken)
-        batch, local = envelope.decoder.decode_fast(values, places)
+        batch, local = envelope.decoder.decode_fast(values, places, read)
         if not len(local):
             return None
         rows = matched[local]

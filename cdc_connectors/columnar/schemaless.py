@@ -14,6 +14,7 @@ exactly the fields of the schema, none missing, and each number is of its column
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Any
 
 import numpy as np
@@ -45,6 +46,9 @@ class Inferred:
     #: The events are ``{"payload": {...}}``: JsonConverter's wrapper without its schema
     #: (YDB writes so).
     wrapped: bool = False
+    #: Each event's payload as Arrow read it to infer the block (one row per event), which
+    #: the typed read need not read again (:meth:`TypedDebeziumDecoder.decode_fast`).
+    payloads: pa.Array | None = dataclass_field(default=None, compare=False, repr=False)
 
     def misfits(self, values: pa.Array, exact_kinds: bool) -> np.ndarray:
         """Events whose images miss a field or have one more (the per-message way keeps
@@ -127,7 +131,13 @@ def infer_envelope(values: pa.Array) -> Inferred | None:
     block = {"type": "struct", "optional": False, "name": "Envelope", "fields": fields}
     names = frozenset(f["field"] for f in row["fields"])
     doubles = frozenset(f["field"] for f in row["fields"] if f["type"] == "double")
-    return Inferred(block, names, doubles, wrapped)
+    if wrapped:
+        payloads = table.column("payload").combine_chunks()
+    else:
+        payloads = pa.StructArray.from_arrays(
+            [column.combine_chunks() for column in table.columns], fields=list(table.schema)
+        )
+    return Inferred(block, names, doubles, wrapped, payloads)
 
 
 def _row(schema: pa.Schema) -> dict[str, Any] | None:

@@ -407,11 +407,14 @@ class TypedDebeziumDecoder:
         return self._merge(parts), errors
 
     def decode_fast(
-        self, values: pa.Array, places: pa.Array | None = None
+        self, values: pa.Array, places: pa.Array | None = None, read: pa.Array | None = None
     ) -> tuple[pa.RecordBatch, np.ndarray]:
         """Only the rows the fast path takes exactly: their typed batch (``key`` left null)
         and their indexes in ``values``. Every other row is the caller's to decode the
-        per-message way; no row is taken when the fast path is off for this decoder."""
+        per-message way; no row is taken when the fast path is off for this decoder.
+        ``read``: each value's payload as Arrow's JSON reader read it already (events
+        without a schema block, whose types it inferred), not read again where its types
+        are the decoder's."""
         count = len(values)
         none = np.zeros(0, dtype=np.int64)
         if values.type != pa.binary():
@@ -427,7 +430,10 @@ class TypedDebeziumDecoder:
         if len(rows) < count:
             taken = pa.array(rows)
             values, places = values.take(taken), places.take(taken)
-        parts = self._fast_parts(values, places, rows, [_FAILED_PARTS], None)
+            read = None if read is None else read.take(taken)
+        if read is not None:
+            read = _conformed(read, self._plan.payload_type)
+        parts = self._fast_parts(values, places, rows, [_FAILED_PARTS], None, read=read)
         if not parts:
             return _empty(self.schema), none
         if len(parts) == 1:
@@ -442,6 +448,7 @@ class TypedDebeziumDecoder:
         budget: list[int],
         keys: pa.Array | None,
         screen: bool = True,
+        read: pa.Array | None = None,
     ) -> list[tuple[pa.RecordBatch, np.ndarray]]:
         """The fast path over ``values`` (with their ``places`` and ``keys``; each message's
         row in the batch in ``rows``): the typed batches of the rows it takes, in order. A
@@ -452,11 +459,11 @@ class TypedDebeziumDecoder:
         each tried again, so that one bad message sends only itself the per-message way,
         not its whole batch; after ``budget[0]`` refused parts, the parts not yet tried go
         that way unread (a batch refused throughout costs a few reads more, not one a
-        message)."""
+        message). ``read``: the payloads as read already (:meth:`decode_fast`)."""
         if budget[0] <= 0:
             return []
         try:
-            batch, rejected = self._fast(values, keys, places)
+            batch, rejected = self._fast(values, keys, places, read)
         except (NotColumnar, pa.ArrowInvalid, pa.ArrowNotImplementedError):
             budget[0] -= 1
             if len(rows) < 2:
@@ -473,6 +480,7 @@ class TypedDebeziumDecoder:
                         budget,
                         None if keys is None else keys.take(taken),
                         False,
+                        None if read is None else read.take(taken),
                     )
             half = len(rows) // 2
             return [
@@ -483,6 +491,7 @@ class TypedDebeziumDecoder:
                     budget,
                     None if keys is None else keys.slice(0, half),
                     False,
+                    None if read is None else read.slice(0, half),
                 ),
                 *self._fast_parts(
                     values.slice(half),
@@ -491,6 +500,7 @@ class TypedDebeziumDecoder:
                     budget,
                     None if keys is None else keys.slice(half),
                     False,
+                    None if read is None else read.slice(half),
                 ),
             ]
         if rejected.any():
@@ -512,10 +522,15 @@ class TypedDebeziumDecoder:
     # --- the fast path -----------------------------------------------------------------------
 
     def _fast(
-        self, values: pa.Array, keys: pa.Array | None, places: pa.Array
+        self,
+        values: pa.Array,
+        keys: pa.Array | None,
+        places: pa.Array,
+        read: pa.Array | None = None,
     ) -> tuple[pa.RecordBatch, np.ndarray]:
         """The fast path: the batch (one row per value) and which rows must go the
-        per-message way instead."""
+        per-message way instead (``read``: the payloads as read already, of this
+        decoder's types)."""
         assert self._plan is not None
         count = len(values)
         # Each value without its schema block: {"payload": ...}, one per line (a value
@@ -524,12 +539,15 @@ class TypedDebeziumDecoder:
             rest = pc.binary_slice(values, len(self._prefix), 2**31 - 1)
         else:
             rest = pc.binary_join_element_wise(_PAYLOAD_KEY, values, _CLOSE, b"")
-        table = _read_rests(rest, self._plan.json_schema)
-        if table.num_rows != count:
-            raise NotColumnar("a message is more than one JSON document")
-        if table.schema.names != ["payload"]:
-            raise NotColumnar("top-level fields besides schema and payload")
-        payload = table.column("payload").combine_chunks()
+        if read is None:
+            table = _read_rests(rest, self._plan.json_schema)
+            if table.num_rows != count:
+                raise NotColumnar("a message is more than one JSON document")
+            if table.schema.names != ["payload"]:
+                raise NotColumnar("top-level fields besides schema and payload")
+            payload = table.column("payload").combine_chunks()
+        else:
+            payload = read
         # Arrow's reader passes invalid UTF-8 and lone surrogates into strings: refused
         # here as the per-message way refuses them (the batch goes that way).
         payload.validate(full=True)
@@ -832,6 +850,35 @@ def doubles_for_floats(type_: pa.DataType) -> pa.DataType:
     if pa.types.is_list(type_):
         return pa.list_(type_.value_field.with_type(doubles_for_floats(type_.value_type)))
     return pa.float64() if type_ == pa.float32() else type_
+
+
+def _conformed(read: pa.Array, type_: pa.DataType) -> pa.Array | None:
+    """``read`` (payloads as Arrow inferred them) as the typed read gives them, ``type_``:
+    the same values where each field's type is the one inferred (a field null throughout,
+    which Arrow types as null, and a field no event holds are nulls of their type);
+    ``None`` where a type differs or a field is not of ``type_``, for the typed read to
+    read them."""
+    if read.type == type_:
+        return read
+    if pa.types.is_null(read.type):
+        return pa.nulls(len(read), type_)
+    if not (pa.types.is_struct(read.type) and pa.types.is_struct(type_)):
+        return None
+    names = {read.type.field(i).name for i in range(read.type.num_fields)}
+    wanted = [type_.field(i) for i in range(type_.num_fields)]
+    if not names <= {field.name for field in wanted}:
+        return None
+    children = []
+    for field in wanted:
+        if field.name not in names:  # in no event: what the typed read gives
+            children.append(pa.nulls(len(read), field.type))
+            continue
+        child = _conformed(read.field(field.name), field.type)
+        if child is None:
+            return None
+        children.append(child)
+    mask = read.is_null() if read.null_count else None
+    return pa.StructArray.from_arrays(children, fields=wanted, mask=mask)
 
 
 def one_json_value(values: pa.Array) -> np.ndarray:

@@ -572,9 +572,9 @@ def test_a_batch_arrow_refuses_throughout_is_split_a_bounded_number_of_times() -
     tried = []
     fast = one._fast
 
-    def counted(values: pa.Array, keys: Any, places: pa.Array) -> Any:
+    def counted(values: pa.Array, keys: Any, places: pa.Array, read: Any = None) -> Any:
         tried.append(len(values))
-        return fast(values, keys, places)
+        return fast(values, keys, places, read)
 
     one._fast = counted  # type: ignore[method-assign]
     batch, rows = one.decode_fast(pa.array([event(after=row(id="zz"))] * 4096, pa.binary()))

@@ -1,0 +1,64 @@
+"""Events without a schema block are read once: the payloads Arrow read to infer their
+envelope are the typed read's, where their types are the decoder's (``_conformed``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+
+from cdc_connectors.columnar import debezium_opencdc
+from cdc_connectors.columnar.choose import columns_for
+from cdc_connectors.formats import load_format
+from cdc_connectors.spark import debezium_typed
+from tests.columnar.debezium_batches import lindorm_batches, schemaless_batches
+from tests.hypothesis_profiles import examples
+
+
+def _written(messages: list[tuple[bytes | None, bytes | None]], source: str, to: str) -> Any:
+    converter = columns_for(load_format(source)(), load_format(to)())
+    assert converter is not None
+    keys = pa.array([k for k, _ in messages], pa.binary())
+    values = pa.array([v for _, v in messages], pa.binary())
+    places = pa.array([b"in:%d" % n for n in range(len(messages))], pa.binary())
+    found = converter.convert(values, keys, places)
+    return found.rows.tolist(), found.values.to_pylist(), found.keys.to_pylist()
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(messages=schemaless_batches() | lindorm_batches())
+@pytest.mark.parametrize("to", ["opencdc-proto", "opencdc-json"])
+def test_the_payloads_read_to_infer_are_what_the_typed_read_gives(
+    messages: list[tuple[bytes | None, bytes | None]], to: str
+) -> None:
+    source = (
+        "lindorm-json"
+        if any(b'"schema":{}' in (v or b"") for _, v in messages)
+        else "debezium-json"
+    )
+    once = _written(messages, source, to)
+    infer = debezium_opencdc.infer_envelope
+
+    def unread(values: pa.Array) -> Any:
+        found = infer(values)
+        return None if found is None else dataclasses.replace(found, payloads=None)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(debezium_opencdc, "infer_envelope", unread)
+        twice = _written(messages, source, to)
+    assert once == twice
+
+
+def test_a_field_no_event_holds_and_a_field_null_throughout_are_nulls_of_their_type() -> None:
+    read = pa.array([{"a": 1, "b": None}, {"a": None, "b": None}])
+    wanted = pa.struct([("b", pa.string()), ("a", pa.int64()), ("c", pa.struct([]))])
+    found = debezium_typed._conformed(read, wanted)
+    assert found is not None and found.type == wanted
+    assert found.to_pylist() == [{"b": None, "a": 1, "c": None}, {"b": None, "a": None, "c": None}]
+    assert debezium_typed._conformed(read, pa.struct([("a", pa.int64())])) is None  # b is more
+    assert (
+        debezium_typed._conformed(read, pa.struct([("a", pa.float64()), ("b", pa.null())])) is None
+    )
