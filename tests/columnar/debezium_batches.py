@@ -714,3 +714,24 @@ def lindorm_batches(draw: st.DrawFn) -> list[tuple[bytes | None, bytes | None]]:
         key = draw(_LINDORM_KEYS)
         messages.append((key, respelt(value, draw(_LINDORM_SPELLINGS))))
     return messages
+
+
+_ID_FIELD = {"type": "int64", "optional": False, "field": "id"}
+_ID_IMAGE = {"type": "struct", "optional": True, "fields": [_ID_FIELD], "name": "t.Value"}
+ID_BLOCK = {
+    "type": "struct",
+    "optional": False,
+    "name": "t.Envelope",
+    "fields": [
+        {**_ID_IMAGE, "field": "before"},
+        {**_ID_IMAGE, "field": "after"},
+        {"type": "string", "optional": False, "field": "op"},
+    ],
+}
+
+
+def id_event(n: int, block: bool = True) -> bytes:
+    """A create of the row ``{"id": n}`` in Debezium JSON, with its schema block or without
+    (``schemas.enable=false``)."""
+    payload = {"before": None, "after": {"id": n}, "op": "c"}
+    return orjson.dumps({"schema": ID_BLOCK, "payload": payload} if block else payload)

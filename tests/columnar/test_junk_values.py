@@ -17,30 +17,13 @@ import pytest
 from cdc_connectors.convert.deadletter import DeadLetterWriter
 from cdc_connectors.convert.engine import convert_stream
 from cdc_connectors.formats import load_format
-
-_FIELD = {"type": "int64", "optional": False, "field": "id"}
-_IMAGE = {"type": "struct", "optional": True, "fields": [_FIELD], "name": "t.Value"}
-_BLOCK = {
-    "type": "struct",
-    "optional": False,
-    "name": "t.Envelope",
-    "fields": [
-        {**_IMAGE, "field": "before"},
-        {**_IMAGE, "field": "after"},
-        {"type": "string", "optional": False, "field": "op"},
-    ],
-}
-
-
-def _event(n: int, block: bool) -> bytes:
-    payload = {"before": None, "after": {"id": n}, "op": "c"}
-    return orjson.dumps({"schema": _BLOCK, "payload": payload} if block else payload)
+from tests.columnar.debezium_batches import id_event
 
 
 def _junk(n: int, block: bool) -> bytes:
     """An event made no JSON value, still starting as its kind of event does and ending with
     ``}``: a member too many, a NaN, a brace short."""
-    text = _event(n, block)
+    text = id_event(n, block)
     spoilt = [
         text.replace(b'"op":"c"', b'"op":"c",'),
         text.replace(b'"after":{"id":%d}' % n, b'"after":{"id":NaN}'),
@@ -55,7 +38,7 @@ def test_a_few_bad_messages_scattered_over_a_batch_cost_only_themselves(
     block: bool, kv: bool
 ) -> None:
     count = 3000
-    values = [_event(n, block) for n in range(count)]
+    values = [id_event(n, block) for n in range(count)]
     bad = [17, 1500, 2990, 400, 2222]
     for row in bad:
         values[row] = _junk(row, block)

@@ -29,6 +29,7 @@ from cdc_connectors.formats import load_format
 from cdc_connectors.formats.base import Message
 from cdc_connectors.formats.debezium import DebeziumJsonFormat
 from cdc_connectors.opencdc import CodecError
+from tests.columnar.debezium_batches import id_event
 from tests.hypothesis_profiles import examples
 
 # Member texts: JSON values of every kind, ones holding the separator, broken ones.
@@ -174,25 +175,6 @@ def test_a_files_pipeline_reads_kv_lines_as_the_per_message_reading_does(
     ]  # fmt: skip
 
 
-def _event(n: int) -> bytes:
-    """A Debezium JSON change event with its schema block."""
-    field = {"type": "int64", "optional": False, "field": "id"}
-    image = {"type": "struct", "optional": True, "fields": [field], "name": "t.Value"}
-    block = {
-        "type": "struct",
-        "optional": False,
-        "name": "t.Envelope",
-        "fields": [
-            {**image, "field": "before"},
-            {**image, "field": "after"},
-            {"type": "string", "optional": False, "field": "op"},
-        ],
-    }
-    return orjson.dumps(
-        {"schema": block, "payload": {"before": None, "after": {"id": n}, "op": "c"}}
-    )
-
-
 def _unread(lines: bytes) -> list[object]:
     """OpenCDC JSON lines without the time they were read."""
     found = [orjson.loads(line) for line in lines.splitlines()]
@@ -209,9 +191,16 @@ def test_convert_leaves_kv_values_to_columns_that_check_them(
     and the dead letters are those of checking each value first."""
     from cdc_connectors.columnar import choose
 
-    lines = [b'{"key":{"id":%d},"value":%s}' % (n, _event(n)) for n in range(40)]
-    broken = [b"{not json", _event(1) + b"x", _event(2) + b" {}", _event(3)[:-1] + b',"x":NaN}',
-              _event(4) + b',"value":1', _event(5)[:-1] + b',"x":"\\ud800"}', b"null"]  # fmt: skip
+    lines = [b'{"key":{"id":%d},"value":%s}' % (n, id_event(n)) for n in range(40)]
+    broken = [
+        b"{not json",
+        id_event(1) + b"x",
+        id_event(2) + b" {}",
+        id_event(3)[:-1] + b',"x":NaN}',
+        id_event(4) + b',"value":1',
+        id_event(5)[:-1] + b',"x":"\\ud800"}',
+        b"null",
+    ]
     for at, value in enumerate(broken):
         lines[2 + 5 * at] = b'{"key":{"id":%d},"value":%s}' % (at, value)
     lines[38] = b"no kv line"
