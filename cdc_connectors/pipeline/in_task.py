@@ -7,8 +7,9 @@ plan rows: cdc-kafka-ranges (a range of offsets each) or cdc-files-plan (a file 
                           -> converter (or bytes as they are, for a Kafka copy)
                           -> messages written: produced to Kafka, every report awaited; or
                              a staged file of the cdc-files writer
-                          -> dead-letter rows and two WRITTEN rows (counts, and what the
-                             files writer's job commits) out
+                          -> dead-letter rows, two WRITTEN rows (counts, and what the
+                             files writer's job commits) and two TALLY rows (its dead
+                             letters, counted: Stage.count reads these rows alone) out
 ```
 
 The messages never cross into Spark's JVM and back (three hand-offs of every byte in the
