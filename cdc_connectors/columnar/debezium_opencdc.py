@@ -313,7 +313,10 @@ class DebeziumToOpenCDC:
         fits = ~inferred.misfits(some, exact_kinds=self.layout == "json")
         if not fits.any():
             return None
-        read = inferred.payloads
+        # What Arrow read is the decoder's payload where the decoder puts a bare event in
+        # {"payload": ...} (no prefix) or reads a wrapped one; after a prefix, a bare
+        # event's members sit beside "schema" (the decoder leaves that to the per-message way)
+        read = inferred.payloads if not prefix or inferred.wrapped else None
         if read is not None and not fits.all():
             read = read.filter(pa.array(fits))
         return envelope, rows[fits], read

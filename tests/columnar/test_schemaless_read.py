@@ -52,6 +52,17 @@ def test_the_payloads_read_to_infer_are_what_the_typed_read_gives(
     assert once == twice
 
 
+def test_lindorm_members_beside_an_empty_schema_block_are_not_a_payload() -> None:
+    """``{"schema":{},"before":...,"op":"c"}``: the members sit beside ``schema``, not in a
+    ``payload``: the decoder leaves such events to the per-message way (which keeps the
+    block as ``lindorm.schema``), however Arrow read them to infer their types."""
+    event = b'{"schema":{},"before":null,"after":{"id":%d,"name":"a"},"source":{"db":"d",'
+    event += b'"table":"t"},"op":"c","ts_ms":5}'
+    messages = [(None, event % n) for n in range(3)]
+    rows, _, _ = _written(messages, "lindorm-json", "opencdc-json")
+    assert rows == []
+
+
 def test_a_field_no_event_holds_and_a_field_null_throughout_are_nulls_of_their_type() -> None:
     read = pa.array([{"a": 1, "b": None}, {"a": None, "b": None}])
     wanted = pa.struct([("b", pa.string()), ("a", pa.int64()), ("c", pa.struct([]))])
