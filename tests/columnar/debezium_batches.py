@@ -695,6 +695,8 @@ def lindorm_event(draw: st.DrawFn) -> bytes:
     }
     payload = {"op": op, "ts_ms": draw(st.integers(0, 2 * 10**12)), "before": before}
     payload.update(after=after, source=source)
+    if draw(st.integers(0, 9)) == 0:  # the members beside the empty block, no payload
+        return orjson.dumps({"schema": {}, **payload})
     return orjson.dumps({"schema": {}, "payload": payload})
 
 
