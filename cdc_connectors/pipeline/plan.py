@@ -621,26 +621,27 @@ def letter_bytes() -> Column:
 
 
 def _count_columns() -> list[Column]:
-    """What :meth:`Stage.count` aggregates over a staged batch, built once a process (and
-    again for another JVM): each function of an expression is a call into the JVM, and
-    building them took a sixth of a second a batch."""
-    gateway = SparkContext._gateway
-    if not _COUNTING or _COUNTING[0][0] is not gateway:
-        _COUNTING[:] = [(gateway, _counting())]
-    return _COUNTING[0][1]
-
-
-_COUNTING: list[tuple[object, list[Column]]] = []
-_TALLY_COLUMNS = (KIND, COUNT, _PER_MESSAGE, _MESSAGE_VALUE)
-_LETTER_SIZES: list[tuple[object, list[Column]]] = []
+    """What :meth:`Stage.count` aggregates over a staged batch."""
+    return _built_once("count", _counting)
 
 
 def _letter_sizes() -> list[Column]:
-    """The bytes of a stage's dead letters, as one aggregate (built once a JVM)."""
+    """The bytes of a stage's dead letters, as one aggregate."""
+    return _built_once("letters", lambda: [_letters_size().alias("lb")])
+
+
+_TALLY_COLUMNS = (KIND, COUNT, _PER_MESSAGE, _MESSAGE_VALUE)
+_BUILT: dict[str, tuple[object, list[Column]]] = {}
+
+
+def _built_once(name: str, build: Callable[[], list[Column]]) -> list[Column]:
+    """Columns built once a process (and again for another JVM): each function of an
+    expression is a call into the JVM, and building a batch's took a sixth of a second."""
     gateway = SparkContext._gateway
-    if not _LETTER_SIZES or _LETTER_SIZES[0][0] is not gateway:
-        _LETTER_SIZES[:] = [(gateway, [_letters_size().alias("lb")])]
-    return _LETTER_SIZES[0][1]
+    found = _BUILT.get(name)
+    if found is None or found[0] is not gateway:
+        found = _BUILT[name] = (gateway, build())
+    return found[1]
 
 
 def _letters_size() -> Column:
