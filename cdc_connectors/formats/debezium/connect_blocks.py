@@ -12,7 +12,7 @@ from typing import Any
 
 from cdc_connectors.formats.debezium.envelope import ENVELOPE_FIELDS
 from cdc_connectors.opencdc import CodecError
-from cdc_connectors.schema.connect import AVRO_LOGICAL_CONNECT
+from cdc_connectors.schema.connect import AVRO_LOGICAL_CONNECT, SEMANTIC_TYPES
 
 __all__ = ["avro_to_connect", "envelope_block", "infer_struct", "infer_value"]
 
@@ -186,8 +186,23 @@ def avro_to_connect(avro: Any, where: str, optional: bool = False) -> dict[str, 
             block[key] = node[prop]
     if isinstance(node.get("connect.parameters"), Mapping):
         block["parameters"] = dict(node["connect.parameters"])
+    semantic = SEMANTIC_TYPES.get(block.get("name", ""))
+    if semantic is not None and semantic.connect_type == "struct" and block["type"] != "struct":
+        # A struct the Avro schema spells as a plain value (VariableScaleDecimal's exact
+        # text): Connect's block is the struct Debezium writes, whose value it writes.
+        block["type"] = "struct"
+        block["fields"] = [dict(field) for field in _STRUCT_FIELDS[block["name"]]]
     block["optional"] = optional
     return block
+
+
+#: The fields of the semantic types that are Connect structs, as Debezium writes them.
+_STRUCT_FIELDS: Mapping[str, tuple[Mapping[str, Any], ...]] = {
+    "io.debezium.data.VariableScaleDecimal": (
+        {"type": "int32", "optional": False, "field": "scale"},
+        {"type": "bytes", "optional": False, "field": "value"},
+    ),
+}
 
 
 def _struct_block(node: Mapping[str, Any], where: str) -> dict[str, Any]:
