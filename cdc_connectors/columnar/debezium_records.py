@@ -7,8 +7,8 @@ blocks (``schemas.enable`` off):
 
 - ``before``, ``after``: the images, members in the schema's order (:func:`struct_text`);
 - ``source``: ``<prefix>.source.*`` metadata in name order, each value as JSON (an
-  integer text as the number, other text as a string); without any, the whole metadata as
-  strings (Conduit's way);
+  integer text as the number, other text as a string; the members Debezium declares as
+  strings always as strings); without any, the whole metadata as strings (Conduit's way);
 - ``op``: the operation's letter;
 - ``transaction``: ``<prefix>.transaction.*`` metadata as ``source``'s, else ``null``;
 - ``ts_ms``: ``opencdc.readAt`` in milliseconds, else ``null``;
@@ -33,6 +33,7 @@ from cdc_connectors.columnar import wire
 from cdc_connectors.columnar.json_text import image_texts, joined, quoted, struct_text
 from cdc_connectors.columnar.maps import entry_columns
 from cdc_connectors.columnar.proto_records import NotColumnar
+from cdc_connectors.formats.debezium.envelope import CONNECTOR_TEXT_MEMBERS, TEXT_MEMBERS
 from cdc_connectors.opencdc import keys
 from cdc_connectors.schema.connect import ConnectSchema
 
@@ -143,9 +144,15 @@ class DebeziumRecordWriter:
             if name == keys.READ_AT:
                 read_at = values
         # without source metadata, Conduit's way: the whole metadata, as text
-        source_text = _object(source, bad) if source else _object(entries, bad, as_text=True)
+        if source:
+            source_text = _object(source, bad, texts=_source_texts(dict(source)))
+        else:
+            source_text = _object(entries, bad, as_text=True)
         parts: list[pa.Array | bytes] = [b'","transaction":']
-        parts.append(_object(transaction, bad) if transaction else b"null")
+        if transaction:
+            parts.append(_object(transaction, bad, texts=_texts(TEXT_MEMBERS["transaction"])))
+        else:
+            parts.append(b"null")
         parts.append(b',"ts_ms":')
         parts.append(b"null" if read_at is None else _millis(read_at, bad))
         for member, values in more:
@@ -181,16 +188,52 @@ def _groups(metadata: pa.MapArray) -> list[tuple[np.ndarray, list[tuple[str, pa.
     return groups
 
 
+#: Per member name, which rows write it as text whatever it looks like (``None``: all).
+_Texts = dict[str, np.ndarray | None]
+
+
+def _texts(names: frozenset[str]) -> _Texts:
+    return dict.fromkeys(names)
+
+
+def _source_texts(source: dict[str, pa.Array]) -> _Texts:
+    """Debezium's string members of ``source``: always, or in rows of the connector that
+    declares them so (:data:`~cdc_connectors.formats.debezium.envelope.TEXT_MEMBERS`)."""
+    texts = _texts(TEXT_MEMBERS["source"])
+    connectors = source.get("connector")
+    if connectors is not None:
+        for connector, names in CONNECTOR_TEXT_MEMBERS.items():
+            rows = wire.mask(pc.equal(connectors, connector))
+            if rows.any():
+                texts.update(dict.fromkeys(names, rows))
+    return texts
+
+
 def _object(
-    entries: list[tuple[str, pa.Array]], bad: np.ndarray, as_text: bool = False
+    entries: list[tuple[str, pa.Array]],
+    bad: np.ndarray,
+    as_text: bool = False,
+    texts: _Texts | None = None,
 ) -> pa.Array:
-    """A JSON object per row of ``entries`` (member name, each row's metadata value)."""
+    """A JSON object per row of ``entries`` (member name, each row's metadata value): a
+    value as text when ``as_text`` or ``texts`` names its member (for its rows), else as
+    :func:`_values` reads it."""
     if not entries:
         return pa.array([b"{}"] * len(bad), pa.binary())
+    texts = texts or {}
     parts: list[pa.Array | bytes] = []
     for n, (name, values) in enumerate(entries):
         parts.append((b"{" if n == 0 else b",") + orjson.dumps(name) + b":")
-        parts.append(quoted(values) if as_text else _values(values, bad))
+        if as_text or (name in texts and texts[name] is None):
+            parts.append(quoted(values))
+            continue
+        rows = texts.get(name)
+        if rows is None:
+            parts.append(_values(values, bad))
+            continue
+        read = np.zeros(len(bad), dtype=bool)
+        parts.append(pc.if_else(pa.array(rows), quoted(values), _values(values, read)))
+        bad |= read & ~rows
     return joined(*parts, b"}")
 
 

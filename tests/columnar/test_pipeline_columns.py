@@ -985,7 +985,13 @@ _TRANSACTION = {
 def _debezium_destination_events(draw: st.DrawFn) -> list[tuple[bytes | None, bytes | None]]:
     """Events whose source, transaction and extra payload fields make every kind of
     metadata the Debezium JSON writer turns back into members."""
-    texts = draw(st.lists(st.sampled_from(["note", "lsn_text", "origin"]), unique=True))
+    # "scn", "sequence", "gtid": Debezium's strings, whatever their text looks like
+    texts = draw(
+        st.lists(
+            st.sampled_from(["note", "lsn_text", "origin", "scn", "sequence", "gtid"]),
+            unique=True,
+        )
+    )
     source_fields = [dict(f) for f in SOURCE["fields"]]  # type: ignore[call-overload]
     source_fields += [{"type": "string", "optional": True, "field": t} for t in texts]
     extra = draw(st.lists(st.sampled_from(["ts_us", "ts_ns", "origin", "op_note"]), unique=True))
@@ -1023,9 +1029,10 @@ def _debezium_destination_events(draw: st.DrawFn) -> list[tuple[bytes | None, by
         image = {"id": n, "name": draw(st.none() | _METADATA_TEXTS)}
         source = {
             "version": "2.7",
-            "connector": "postgresql",
+            # txId: a string in Oracle's source block only
+            "connector": draw(st.sampled_from(["postgresql", "oracle", "mysql"])),
             "ts_ms": n,
-            "db": "shop",
+            "db": draw(st.sampled_from(["shop", "2024"])),
             "schema": draw(st.none() | _METADATA_TEXTS),
             "table": "t",
             "txId": draw(st.none() | st.integers(-(2**63), 2**63 - 1)),
@@ -1119,3 +1126,30 @@ def test_rows_of_many_sets_of_metadata_names_give_what_the_per_message_way_gives
     flags = [f for b in out for f in b.column("_per_message").to_pylist()]
     assert flags.count(False) == MAX_GROUPS  # one row per set: the first sets' rows
     assert _rows(iter(out)) == _stage(PerMessageDebezium({}), raw, "debezium")
+
+
+@pytest.mark.parametrize(
+    ("connector", "tx_id"), [("oracle", "0500090012340000"), ("postgresql", 771)]
+)
+def test_debeziums_string_members_stay_strings_from_columns(connector: str, tx_id: object) -> None:
+    """An Oracle SCN of digits, a ``sequence`` of JSON text, a database named ``2024``: the
+    strings Debezium wrote, as both ways write them; ``txId`` is one in Oracle's only."""
+    value = orjson.loads(_with_schema({"type": "string", "optional": True}, ["x"])[0][1])
+    block = next(f for f in value["schema"]["fields"] if f["field"] == "source")
+    block["fields"] += [
+        {"type": "string", "optional": True, "field": m} for m in ("scn", "sequence")
+    ]
+    for field in block["fields"]:
+        if field["field"] == "txId":
+            field["type"] = "string" if connector == "oracle" else "int64"
+    source = value["payload"]["source"]
+    source.update(connector=connector, scn="28815345", sequence='["1","2"]', db="2024", txId=tx_id)
+    raw = _raw([(orjson.dumps({"id": n}), orjson.dumps(value)) for n in range(3)])
+    source_format = SourceFormat(DebeziumJsonFormat({}), "cdc-kafka", fail_fast=False)
+    out = list(converter(source_format, DebeziumJsonFormat({}), "p:out")(iter([raw])))
+    assert not any(any(b.column("_per_message").to_pylist()) for b in out)
+    rows = _rows(iter(out))
+    assert rows == _stage(PerMessageDebezium({}), raw, "debezium")
+    written = orjson.loads(rows[0]["_message_value"])["source"]
+    assert (written["scn"], written["sequence"], written["db"]) == ("28815345", '["1","2"]', "2024")
+    assert written["txId"] == tx_id

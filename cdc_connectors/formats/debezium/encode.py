@@ -18,7 +18,11 @@ from cdc_connectors.formats.debezium.connect_blocks import (
     envelope_block,
     infer_struct,
 )
-from cdc_connectors.formats.debezium.envelope import LETTERS
+from cdc_connectors.formats.debezium.envelope import (
+    CONNECTOR_TEXT_MEMBERS,
+    LETTERS,
+    TEXT_MEMBERS,
+)
 from cdc_connectors.formats.debezium.reading import INTEGER, load_json
 from cdc_connectors.formats.debezium.row_schemas import RowSchemas
 from cdc_connectors.opencdc import CodecError, Record, structured
@@ -66,7 +70,9 @@ class EnvelopeWriter(RowSchemas):
         payload: dict[str, Any] = {"before": before, "after": after}
         payload["source"] = self.source_for(metadata)
         payload["op"] = letter
-        transaction = _from_metadata(metadata, f"{self.prefix}.transaction.")
+        transaction = _from_metadata(
+            metadata, f"{self.prefix}.transaction.", TEXT_MEMBERS["transaction"]
+        )
         payload["transaction"] = transaction or None
         read_at = metadata.read_at
         payload["ts_ms"] = read_at // 1_000_000 if read_at is not None else None
@@ -104,7 +110,11 @@ class EnvelopeWriter(RowSchemas):
     def source_for(self, metadata: Mapping[str, str]) -> dict[str, Any]:
         """The ``source`` block of a record: ``<prefix>.source.*``, else (as Conduit writes
         it) the record's whole metadata; members in name order."""
-        source = _from_metadata(metadata, f"{self.prefix}.source.")
+        prefix = f"{self.prefix}.source."
+        texts = TEXT_MEMBERS["source"] | CONNECTOR_TEXT_MEMBERS.get(
+            metadata.get(f"{prefix}connector", ""), frozenset()
+        )
+        source = _from_metadata(metadata, prefix, texts)
         return source if source else dict(sorted(metadata.items()))
 
     def _readable(
@@ -191,14 +201,18 @@ def key_bytes(key: Any, block: dict[str, Any] | None) -> bytes | None:
     return _dumps({"schema": block, "payload": _written(parsed, key, "key")})
 
 
-def _from_metadata(metadata: Mapping[str, str], prefix: str) -> dict[str, Any]:
+def _from_metadata(
+    metadata: Mapping[str, str], prefix: str, texts: frozenset[str]
+) -> dict[str, Any]:
     """The members named ``<prefix><member>`` in metadata, in name order: metadata is a map
-    (``map<string, string>`` in OpenCDC protobuf), whose order is no part of a record."""
-    return {
-        name[len(prefix) :]: _metadata_value(text)
-        for name, text in sorted(metadata.items())
-        if name.startswith(prefix)
-    }
+    (``map<string, string>`` in OpenCDC protobuf), whose order is no part of a record.
+    Those named in ``texts`` (Debezium's strings) stay text; others are read back as JSON."""
+    members = {}
+    for name, text in sorted(metadata.items()):
+        if name.startswith(prefix):
+            member = name[len(prefix) :]
+            members[member] = text if member in texts else _metadata_value(text)
+    return members
 
 
 def _metadata_value(text: str) -> Any:

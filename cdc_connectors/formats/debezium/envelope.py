@@ -10,10 +10,12 @@ from dataclasses import dataclass
 from cdc_connectors.opencdc.operation import Operation
 
 __all__ = [
+    "CONNECTOR_TEXT_MEMBERS",
     "ENVELOPE_FIELDS",
     "LETTERS",
     "NO_OPERATION",
     "OPERATIONS",
+    "TEXT_MEMBERS",
     "UNAVAILABLE_VALUE",
     "Envelope",
 ]
@@ -36,6 +38,25 @@ NO_OPERATION = {"t": ("truncate", "truncate"), "m": ("message", "logical decodin
 ENVELOPE_FIELDS = frozenset(
     ("before", "after", "source", "op", "transaction", "ts_ms", "ts_us", "ts_ns")
 )
+#: Members of ``source`` and ``transaction`` Debezium's connectors declare as strings,
+#: whatever their text looks like (an Oracle SCN of digits; ``sequence`` and Vitess'
+#: ``vgtid`` hold JSON text), by block; metadata keeps only their text.
+TEXT_MEMBERS: Mapping[str, frozenset[str]] = {
+    "source": frozenset(
+        (
+            *("version", "connector", "name", "snapshot", "db", "sequence", "schema", "table"),
+            *("gtid", "file", "query"),  # MySQL
+            *("change_lsn", "commit_lsn", "begin_lsn"),  # SQL Server, Db2, Informix
+            *("scn", "commit_scn", "lcr_position", "rs_id", "user_name", "redo_sql", "row_id"),
+            *("collection", "lsid"),  # MongoDB
+            *("keyspace", "shard", "vgtid"),  # Vitess
+        )
+    ),
+    "transaction": frozenset(("id",)),
+}
+#: Per connector, the ``source`` members it declares as strings besides :data:`TEXT_MEMBERS`
+#: (``txId`` is a number in PostgreSQL's).
+CONNECTOR_TEXT_MEMBERS: Mapping[str, frozenset[str]] = {"oracle": frozenset(("txId",))}
 
 
 @dataclass(frozen=True)
