@@ -13,6 +13,7 @@ exactly the fields of the schema, none missing, and each number is of its column
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import Any
@@ -23,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
+from cdc_connectors.spark.arrow_masks import mask
 from cdc_connectors.spark.arrow_names import names_are_text
 
 __all__ = ["Inferred", "infer_envelope"]
@@ -53,14 +55,59 @@ class Inferred:
     def misfits(self, values: pa.Array, exact_kinds: bool) -> np.ndarray:
         """Events whose images miss a field or have one more (the per-message way keeps
         them as they are), or are no JSON object; with ``exact_kinds``, also those where a
-        double column holds an integer (a writer of JSON text tells ``1`` from ``1.0``)."""
+        double column holds an integer (a writer of JSON text tells ``1`` from ``1.0``).
+
+        ``values`` are those :func:`infer_envelope` read into :attr:`payloads`, so each is
+        one JSON object without a member named twice (Arrow refuses that) whose images hold
+        no member besides :attr:`fields`. A field is missing where Arrow read a null and
+        the text has no ``"field": null`` member: a key at one place of the text, as
+        quotes inside strings are escaped. Fields also named outside the images (in
+        ``source``, say) and names spelt otherwise (escapes) are read again by orjson in
+        the events they are null in; a name spelt otherwise is never counted, so it sends
+        its event the per-message way, never one with a field missing the columns' way."""
+        payloads = self.payloads
+        if payloads is None or len(payloads) != len(values):
+            return self._parsed(values, np.ones(len(values), dtype=bool), exact_kinds)
+        others = _names_besides_images(payloads.type) | ({"payload"} if self.wrapped else set())
+        plain = sorted(f for f in self.fields if f not in others and _PLAIN_NAME.match(f))
+        nulls = np.zeros(len(values), dtype=np.int64)  # plain fields read as null
+        parse = np.zeros(len(values), dtype=bool)  # rows read again by orjson
+        doubles = exact_kinds and bool(self.doubles)
+        for image in _images(payloads):
+            present = mask(image.is_valid())
+            for name in self.fields:
+                null = present & mask(pc.struct_field(image, name).is_null())
+                if name in plain:
+                    nulls += null
+                else:
+                    parse |= null
+                if doubles and name in self.doubles and name not in plain:
+                    parse |= present & ~null
+        bad = np.zeros(len(values), dtype=bool)
+        counted = np.flatnonzero((nulls > 0) & ~parse)
+        if len(counted):
+            found = pc.count_substring_regex(
+                values.take(pa.array(counted)), _members(plain, "null")
+            )
+            bad[counted] = np.asarray(found) != nulls[counted]
+        whole = [f for f in plain if f in self.doubles]
+        if doubles and whole:
+            # an integer where Arrow read a double: the member's text has no '.' or exponent
+            bad |= mask(pc.match_substring_regex(values, _members(whole, "-?[0-9]+\\s*[,}]")))
+        parse &= ~bad
+        if parse.any():
+            bad |= self._parsed(values, parse, exact_kinds)
+        return bad
+
+    def _parsed(self, values: pa.Array, rows: np.ndarray, exact_kinds: bool) -> np.ndarray:
+        """:meth:`misfits` of the ``rows`` of ``values``, each read by orjson."""
         bad = np.zeros(len(values), dtype=bool)
         fields, doubles = self.fields, self.doubles
         loads = orjson.loads
         wrapped = self.wrapped
-        for n, value in enumerate(values.to_pylist()):
+        for n in np.flatnonzero(rows).tolist():
             try:
-                payload = loads(value)
+                payload = loads(values[n].as_py())
             except orjson.JSONDecodeError:
                 bad[n] = True
                 continue
@@ -80,6 +127,37 @@ class Inferred:
                     bad[n] = True
                     break
         return bad
+
+
+# Field names written into a pattern as they are; others are told by orjson.
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_]+\Z")
+
+
+def _members(names: list[str], value: str) -> str:
+    """A pattern of a member named one of ``names`` whose value starts with ``value``: a
+    key after ``{`` or ``,`` (a quote inside a string is escaped, so no string holds it)."""
+    return '[{,]\\s*"(?:' + "|".join(names) + ')"\\s*:\\s*' + value
+
+
+def _images(payloads: pa.StructArray) -> list[pa.StructArray]:
+    """The image columns Arrow read as objects (an image null in every event is none)."""
+    found = []
+    for name in _IMAGES:
+        if payloads.type.get_field_index(name) >= 0:
+            image = pc.struct_field(payloads, name)
+            if pa.types.is_struct(image.type):
+                found.append(image)
+    return found
+
+
+def _names_besides_images(payload_type: pa.StructType) -> frozenset[str]:
+    """Every member name of the events but the images' own: the top level's and those of
+    its objects but the images (``source``, ``transaction``)."""
+    names = {field.name for field in payload_type}
+    for field in payload_type:
+        if field.name not in _IMAGES and pa.types.is_struct(field.type):
+            names.update(child.name for child in field.type)
+    return frozenset(names)
 
 
 def infer_envelope(values: pa.Array) -> Inferred | None:
