@@ -64,6 +64,7 @@ _DECIMAL_NAME = "org.apache.kafka.connect.data.Decimal"
 # Types whose values a change's signature does not tell the kind of.
 _UNSEEN = frozenset((list, Decimal))
 _METADATA = OPENCDC_ARROW_SCHEMA.field("metadata").type
+_IMAGES = ("before", "after")
 
 #: A column's kind: a scalar's type, ``(list, item type)`` for an array, ``None`` while
 #: every value seen is null (an array's item type likewise).
@@ -262,7 +263,6 @@ class FlatChanges:
             images = tuple(None if image is None else image.filter(kept) for image in images)  # type: ignore[assignment]
             if not changes:
                 return None
-        count = len(changes)
         batch = pa.RecordBatch.from_arrays(
             [
                 pa.array([c.position for c in changes], pa.binary()),
@@ -273,9 +273,53 @@ class FlatChanges:
             ],
             names=["position", "operation", "metadata", "before", "after"],
         )
+        raw = None if writers.key_type is not None else [c.key for c in changes]
+        return self._written(writers, rows, batch, images[2], raw)  # type: ignore[arg-type]
+
+    def write_columns(
+        self,
+        rows: np.ndarray,
+        batch: pa.RecordBatch,
+        row_kinds: tuple[tuple[str, Kind], ...],
+        keys: pa.StructArray | None,
+        key_kinds: tuple[tuple[str, Kind], ...] | None,
+        raw_keys: list[bytes | None] | None,
+    ) -> Columnar | None:
+        """The messages of changes read as columns: ``batch`` (``position``,
+        ``operation``, ``metadata``, ``before``, ``after``, the images of ``row_kinds``)
+        and structured ``keys`` of ``key_kinds``, else ``raw_keys`` (``None`` for none);
+        ``None`` when the writers refuse the shape. Rows whose values the writers refuse
+        are left out, for the caller."""
+        shape = (row_kinds, key_kinds)
+        if shape not in self._writers:
+            self._writers[shape] = self._made(row_kinds, key_kinds)
+            while len(self._writers) > MAX_SHAPES:
+                self._writers.popitem(last=False)
+        self._writers.move_to_end(shape)
+        writers = self._writers[shape]
+        if writers is None:
+            return None
+        images = [batch.column(name).cast(writers.row_type) for name in ("before", "after")]
+        batch = pa.RecordBatch.from_arrays(
+            [*batch.columns[:3], *images], names=["position", "operation", "metadata", *_IMAGES]
+        )
+        if keys is not None and writers.key_type is not None:
+            keys = keys.cast(writers.key_type)
+        return self._written(writers, rows, batch, keys, raw_keys)
+
+    def _written(
+        self,
+        writers: _Writers,
+        rows: np.ndarray,
+        batch: pa.RecordBatch,
+        keys: pa.Array | None,
+        raw_keys: list[bytes | None] | None,
+    ) -> Columnar | None:
+        """The records of ``batch`` (and their structured ``keys``, else ``raw_keys``)."""
+        count = batch.num_rows
         if writers.key_type is not None:
             found = typed_fields(
-                writers.key_proto, writers.key_text, images[2], np.zeros(count, dtype=bool)
+                writers.key_proto, writers.key_text, keys, np.zeros(count, dtype=bool)
             )
             if found is None:
                 return None
@@ -284,7 +328,7 @@ class FlatChanges:
                 batch = batch.take(pa.array(taken))
                 rows = rows[taken]
         else:
-            key_fields, message_keys = _raw_keys([c.key for c in changes], self.layout)  # type: ignore[misc]
+            key_fields, message_keys = _raw_keys(raw_keys or [None] * count, self.layout)
         records, refused = writers.records.write(batch, key_fields)
         keep = ~refused
         topics = None

@@ -136,6 +136,26 @@ def _exact_numbers(text: bytes, obj: Any) -> Any:
     return obj
 
 
+#: What a number of a big exponent looks like, for readers of many documents at once.
+EXPONENT_NUMBER = _EXPONENT_NUMBER.pattern.decode("ascii")
+
+
+def closer_looks(text: bytes) -> list[int]:
+    """Where in ``text`` :func:`load_exact` may look closer at the numbers besides those
+    of big exponents (:data:`EXPONENT_NUMBER` finds those): the offsets of runs of 17 or
+    more number characters but integers of 19 digits, ascending. Over documents joined by
+    newlines, each offset lies in the document it was found in."""
+    runs = []
+    shape = text.translate(_NUMBER_SHAPE).replace(_NINETEEN_DIGITS, _NINETEEN_BLANK)
+    shape = shape.translate(_POINTS_AS_DIGITS)
+    at = shape.find(_LONG_RUN)
+    while at != -1:
+        runs.append(at)
+        end = shape.find(b" ", at)
+        at = -1 if end == -1 else shape.find(_LONG_RUN, end)
+    return runs
+
+
 def _surely_unchanged(run: bytes) -> bool:
     """True when ``run`` is no number orjson would change (False: look closer)."""
     if b"." not in run and b"e" not in run and b"E" not in run:
