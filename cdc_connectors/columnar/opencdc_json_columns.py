@@ -57,7 +57,6 @@ _KINDS: dict[pa.DataType, type | None] = {
 _METADATA = OPENCDC_ARROW_SCHEMA.field("metadata").type
 # Names a pattern holds (dots and dashes escaped); others are told one message at a time.
 _SPELT = re.compile(r"[A-Za-z0-9_.\-]+\Z")
-_SURROGATE = r"\\[uU][dD][89a-fA-F]"
 
 
 def members(names: list[str], value: str) -> str:
@@ -212,20 +211,9 @@ class RecordColumnsReader:
 
 def _looked_at_closer(texts: pa.Array) -> np.ndarray:
     """Messages whose text ``load_exact`` would look at closer (a number a double may
-    change, or beyond 64 bits), or that hold an escaped surrogate: the same tests over the
-    batch's text at once, mapped to the messages they find."""
-    found = ~_utf8(texts)
-    found |= wire.mask(pc.match_substring_regex(texts, _SURROGATE))
-    # a number of three exponent digits, as load_exact finds it in the document
-    found |= wire.mask(pc.match_substring_regex(texts, json_codec.EXPONENT_NUMBER))
-    joined = pc.binary_join(
-        pa.ListArray.from_arrays(pa.array([0, len(texts)], pa.int32()), texts), b"\n"
-    )[0].as_py()
-    runs = json_codec.closer_looks(joined)
-    if runs:
-        starts = np.zeros(len(texts) + 1, dtype=np.int64)
-        np.cumsum(np.asarray(pc.binary_length(texts)) + 1, out=starts[1:])
-        found[np.searchsorted(starts, np.array(runs), side="right") - 1] = True
+    change, or beyond 64 bits; an escaped surrogate), or that are no UTF-8."""
+    found: np.ndarray = ~_utf8(texts)
+    found |= wire.mask(pc.match_substring_regex(texts, json_codec.CLOSER_LOOK))
     return found
 
 

@@ -136,24 +136,23 @@ def _exact_numbers(text: bytes, obj: Any) -> Any:
     return obj
 
 
-#: What a number of a big exponent looks like, for readers of many documents at once.
-EXPONENT_NUMBER = _EXPONENT_NUMBER.pattern.decode("ascii")
-
-
-def closer_looks(text: bytes) -> list[int]:
-    """Where in ``text`` :func:`load_exact` may look closer at the numbers besides those
-    of big exponents (:data:`EXPONENT_NUMBER` finds those): the offsets of runs of 17 or
-    more number characters but integers of 19 digits, ascending. Over documents joined by
-    newlines, each offset lies in the document it was found in."""
-    runs = []
-    shape = text.translate(_NUMBER_SHAPE).replace(_NINETEEN_DIGITS, _NINETEEN_BLANK)
-    shape = shape.translate(_POINTS_AS_DIGITS)
-    at = shape.find(_LONG_RUN)
-    while at != -1:
-        runs.append(at)
-        end = shape.find(b" ", at)
-        at = -1 if end == -1 else shape.find(_LONG_RUN, end)
-    return runs
+_RUN = r"[0-9+.\-]"
+_NOT_RUN = r"(?:[^0-9+.\-]|$)"
+#: A pattern (RE2's and Python's) found in every document whose numbers :func:`load_exact`
+#: may read otherwise than orjson (what ``_exact_numbers`` looks closer at): an escaped
+#: surrogate (orjson refuses a lone one), a number of three exponent digits, or a run of
+#: 17 or more number characters but an integer of exactly 19 digits. For readers of many
+#: documents at once, which leave those it finds to :func:`load_exact`.
+CLOSER_LOOK = "|".join(
+    (
+        r"\\[uU][dD][89a-fA-F]",
+        _EXPONENT_NUMBER.pattern.decode("ascii"),
+        rf"(?:^|[^0-9+.\-])(?:{_RUN}{{17,18}}{_NOT_RUN}|"
+        + "|".join(rf"[0-9]{{{k}}}[+.\-]{_RUN}{{{18 - k}}}{_NOT_RUN}" for k in range(19))
+        + ")",
+        rf"{_RUN}{{20}}",
+    )
+)
 
 
 def _surely_unchanged(run: bytes) -> bool:

@@ -9,7 +9,7 @@ from decimal import Decimal
 
 import orjson
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cdc_connectors.opencdc import (
@@ -20,7 +20,8 @@ from cdc_connectors.opencdc import (
     record_from_json,
     record_to_json,
 )
-from cdc_connectors.opencdc.json_codec import base64_json
+from cdc_connectors.opencdc.json_codec import CLOSER_LOOK, base64_json, load_exact
+from tests.hypothesis_profiles import examples
 
 from .canonical import CANONICAL, CONDUIT_TEST_RECORD
 
@@ -300,3 +301,35 @@ def test_raw_data_is_written_as_the_json_string_of_its_base64(data: bytes) -> No
     assert orjson.dumps([base64_json(data)]) == orjson.dumps([b64encode(data).decode()])
     record = Record.new("create", key=data, after=data)
     assert record_from_json(record_to_json(record)) == record
+
+
+# --- CLOSER_LOOK: where readers of many documents leave one to load_exact -------------------
+
+_NUMBER_TEXTS = st.one_of(
+    st.integers().map(str),
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.integers(0, 30)
+    .flatmap(lambda places: st.decimals(allow_nan=False, allow_infinity=False, places=places))
+    .map(str),
+    st.sampled_from(["1e400", "1E-300", "2.5e+308", "-0.0", "1.0000000000000000001", "12.50"]),
+    st.from_regex(r"-?[1-9][0-9]{0,25}(\.[0-9]{1,25})?([eE][-+]?[0-9]{1,4})?", fullmatch=True),
+)
+_STRING_TEXTS = st.sampled_from(
+    ['"1763769600100000000"', '"a-1234567890123456789"', '"\\ud800"', '"\\uDC00x"', '"4e900"']
+) | st.text(alphabet="0123456789.-+e", max_size=30).map(json.dumps)
+
+
+@settings(max_examples=examples(500), deadline=None)
+@given(values=st.lists(_NUMBER_TEXTS | _STRING_TEXTS, min_size=1, max_size=4))
+def test_closer_look_finds_every_document_load_exact_reads_otherwise(values: list[str]) -> None:
+    text = ("[" + ",".join(values) + "]").encode()
+    try:
+        plain = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        plain = None
+    try:
+        exact = load_exact(text)
+    except (CodecError, orjson.JSONDecodeError):
+        exact = CodecError
+    if exact is CodecError or plain is None or repr(exact) != repr(plain):
+        assert re.search(CLOSER_LOOK, text.decode("utf-8", "surrogatepass")), text
