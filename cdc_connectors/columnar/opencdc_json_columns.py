@@ -345,6 +345,7 @@ def _misfits(
     nulls = np.zeros(len(texts), dtype=np.int64)
     unsure = np.zeros(len(texts), dtype=bool)
     doubles: list[str] = []
+    integral = np.zeros(len(texts), dtype=bool)  # a double of a whole value: written so?
     for obj in typed:
         present = wire.mask(obj.is_valid())
         if not obj.type.num_fields:
@@ -356,18 +357,23 @@ def _misfits(
             else:
                 unsure |= null
             if field.type == pa.float64():
+                values = pc.struct_field(obj, field.name)
+                whole = present & ~null & wire.mask(pc.equal(values, pc.trunc(values)))
                 if field.name in counted:
                     doubles.append(field.name)
+                    integral |= whole
                 else:
-                    unsure |= present & ~null
+                    unsure |= whole
     bad |= unsure
     check = np.flatnonzero((nulls > 0) & rows & ~bad)
     if len(check):
         found = pc.count_substring_regex(texts.take(pa.array(check)), members(counted, "null"))
         bad[check] = np.asarray(found) != nulls[check]
-    if doubles:
+    check = np.flatnonzero(integral & rows & ~bad)
+    if doubles and len(check):
         integer = members(sorted(set(doubles)), "-?[0-9]+\\s*[,}]")
-        bad |= wire.mask(pc.match_substring_regex(texts, integer))
+        found = pc.match_substring_regex(texts.take(pa.array(check)), integer)
+        bad[check] |= wire.mask(found)
     return bad
 
 

@@ -214,3 +214,22 @@ def test_a_null_metadata_value_goes_the_per_message_way_which_refuses_it() -> No
     assert read is not None
     assert read.rows.tolist() == [0, 2]
     assert np.diff(np.asarray(read.batch.column("metadata").offsets)).tolist() == [1, 0]
+
+
+def test_an_integer_among_doubles_named_as_a_metadata_key_goes_the_per_message_way() -> None:
+    # "k" names a metadata value and a column: the text is not looked at for it, the
+    # value is: a whole one may have been written as an integer.
+    values = [
+        b'{"operation":"create","metadata":{"k":"v"},"payload":{"after":{"id":1,"k":1.5}}}',
+        b'{"operation":"create","metadata":{"k":"v"},"payload":{"after":{"id":2,"k":2}}}',
+        b'{"operation":"create","metadata":{"k":"v"},"payload":{"after":{"id":3,"k":2.0}}}',
+    ]
+    read = RecordColumnsReader().read(
+        pa.array(values, pa.binary()), pa.array([b""] * 3, pa.binary())
+    )
+    assert read is not None
+    assert read.rows.tolist() == [0]
+    destination = OpenCDCJsonFormat({})
+    rows, messages = _taken(values, destination)
+    for row, message in zip(rows, messages, strict=True):
+        assert message == _per_message(values[row], row, destination)
