@@ -1,0 +1,230 @@
+"""What the readers of JSON messages without a schema by Arrow's JSON reader share
+(:mod:`~cdc_connectors.columnar.opencdc_json_columns`,
+:mod:`~cdc_connectors.columnar.ydb_json_columns`): reading a batch at once, the messages
+``load_exact`` would read otherwise, and the rows (objects of flat columns) whose text
+holds what Arrow read: no member left out (Arrow reads it as a null), no integer in a
+column of doubles, no NaN or Infinity.
+
+A member is told from the text by a pattern (:func:`members`): a key after ``{`` or ``,``,
+as a quote inside a string is escaped; the number of ``"name": null`` members of a message
+is the number of nulls its rows hold when no member is left out, for names that no other
+object of the message has (the caller names those, ``besides``).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pajson
+
+from cdc_connectors.columnar import wire
+from cdc_connectors.columnar.confluent_frames import non_finite
+from cdc_connectors.opencdc import json_codec
+from cdc_connectors.spark.arrow_names import names_are_text
+
+__all__ = [
+    "FLAT",
+    "SPELT",
+    "JsonBatchReader",
+    "as_row",
+    "flat_row",
+    "lacks",
+    "looked_at_closer",
+    "members",
+    "misfits",
+    "row_type",
+]
+
+# One thread: a Spark Python worker has one core.
+_READ_OPTIONS = pajson.ReadOptions(block_size=1 << 20, use_threads=False)
+#: The Arrow types of a flat column and the kind :class:`FlatChanges` gives each.
+FLAT: dict[pa.DataType, type | None] = {
+    pa.int64(): int,
+    pa.float64(): float,
+    pa.string(): str,
+    pa.bool_(): bool,
+    pa.null(): None,
+}
+#: Names a pattern holds (dots and dashes escaped); others are told another way.
+SPELT = re.compile(r"[A-Za-z0-9_.\-]+\Z")
+
+
+def members(names: list[str], value: str) -> str:
+    """A pattern of a member named one of ``names`` whose value starts with ``value``: a
+    key after ``{`` or ``,`` (a quote inside a string is escaped, so no string holds it)."""
+    spelt = "|".join(re.sub(r"([.\-])", r"\\\1", name) for name in names)
+    return '[{,]\\s*"(?:' + spelt + ')"\\s*:\\s*' + value
+
+
+class JsonBatchReader:
+    """A batch of JSON messages read at once by Arrow's reader. The types read last are
+    given to the next read, so that text Arrow would take for a timestamp stays text and
+    a batch is read once."""
+
+    def __init__(self) -> None:
+        self._schema: pa.Schema | None = None
+
+    def read(self, texts: pa.Array) -> pa.Table | None:
+        """The batch as Arrow reads it: by the types of the last batch where they serve,
+        else as inferred (text read as timestamps read again as text)."""
+        count = len(texts)
+        joined = pc.binary_join(
+            pa.ListArray.from_arrays(pa.array([0, count], pa.int32()), texts), b"\n"
+        )
+        text = joined[0].as_buffer()
+        for schema in (self._schema, None):
+            options = pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer")
+            try:
+                table = pajson.read_json(text, read_options=_READ_OPTIONS, parse_options=options)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                continue
+            if table.num_rows != count or not names_are_text(table.schema):
+                return None
+            as_text = _timestamps_as_text(table.schema)
+            if as_text != table.schema:
+                try:
+                    table = pajson.read_json(
+                        text,
+                        read_options=_READ_OPTIONS,
+                        parse_options=pajson.ParseOptions(
+                            explicit_schema=as_text, unexpected_field_behavior="infer"
+                        ),
+                    )
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                    return None
+            self._schema = table.schema
+            return table
+        return None
+
+
+def looked_at_closer(texts: pa.Array) -> np.ndarray:
+    """Messages whose text ``load_exact`` would look at closer (a number a double may
+    change, or beyond 64 bits; an escaped surrogate), or that are no UTF-8."""
+    found: np.ndarray = ~_utf8(texts)
+    found |= wire.mask(pc.match_substring_regex(texts, json_codec.CLOSER_LOOK))
+    return found
+
+
+def _utf8(texts: pa.Array) -> np.ndarray:
+    """Which messages are valid UTF-8 (Arrow's reader takes strings that are not)."""
+    try:
+        texts.cast(pa.string())
+    except pa.ArrowInvalid:
+        valid = np.ones(len(texts), dtype=bool)
+        for n, text in enumerate(texts.to_pylist()):
+            try:
+                text.decode("utf-8")
+            except UnicodeDecodeError:
+                valid[n] = False
+        return valid
+    return np.ones(len(texts), dtype=bool)
+
+
+def _timestamps_as_text(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with text Arrow read as timestamps typed as text, at any depth."""
+
+    def typed(type_: pa.DataType) -> pa.DataType:
+        if pa.types.is_timestamp(type_):
+            return pa.string()
+        if pa.types.is_struct(type_):
+            return pa.struct([f.with_type(typed(f.type)) for f in type_])
+        return type_
+
+    return pa.schema([f.with_type(typed(f.type)) for f in schema])
+
+
+def flat_row(type_: pa.DataType) -> bool:
+    return pa.types.is_struct(type_) and all(f.type in FLAT for f in type_)
+
+
+def row_type(types: list[pa.DataType]) -> pa.StructType | None:
+    """The one row type of the images (Arrow types ``before`` and ``after`` apart): each
+    column of either, typed where either has values; ``None`` if they type one otherwise."""
+    fields: dict[str, pa.DataType] = {}
+    for type_ in types:
+        if not pa.types.is_struct(type_):
+            continue
+        for field in type_:
+            known = fields.setdefault(field.name, field.type)
+            if pa.types.is_null(known):
+                fields[field.name] = field.type
+            elif not pa.types.is_null(field.type) and field.type != known:
+                return None
+    if not fields:
+        return None
+    return pa.struct([pa.field(name, type_) for name, type_ in fields.items()])
+
+
+def lacks(type_: pa.DataType, other: pa.DataType) -> bool:
+    """Whether image type ``type_`` lacks a column the other image's type has."""
+    if not pa.types.is_struct(other):
+        return False
+    names = {f.name for f in type_} if pa.types.is_struct(type_) else set()
+    return any(f.name not in names for f in other)
+
+
+def as_row(image: pa.Array, row_type: pa.StructType) -> pa.Array:
+    """An image column as ``row_type`` (a column it has not is null: rows holding such an
+    image are not taken)."""
+    if not pa.types.is_struct(image.type):
+        return pa.nulls(len(image), row_type)
+    names = {f.name for f in image.type}
+    children = [
+        pc.struct_field(image, f.name).cast(f.type)
+        if f.name in names
+        else pa.nulls(len(image), f.type)
+        for f in row_type
+    ]
+    return pa.StructArray.from_arrays(
+        children, fields=list(row_type), mask=pc.invert(image.is_valid())
+    )
+
+
+def misfits(
+    texts: pa.Array, objects: list[pa.Array], besides: set[str], rows: np.ndarray
+) -> np.ndarray:
+    """Messages among ``rows`` whose ``objects`` (struct columns of flat columns; others
+    are none) have a member left out, an integer in a column of doubles, a NaN or an
+    Infinity; ``besides``: every member name the messages hold outside those objects."""
+    bad = np.zeros(len(texts), dtype=bool)
+    typed = [o for o in objects if pa.types.is_struct(o.type)]
+    for obj in typed:
+        bad |= non_finite(obj)  # NaN, Infinity: Arrow reads them, JSON has none
+    names = sorted({f.name for o in typed for f in o.type})
+    counted = [n for n in names if n not in besides and SPELT.match(n)]
+    nulls = np.zeros(len(texts), dtype=np.int64)
+    unsure = np.zeros(len(texts), dtype=bool)
+    doubles: list[str] = []
+    integral = np.zeros(len(texts), dtype=bool)  # a double of a whole value: written so?
+    for obj in typed:
+        present = wire.mask(obj.is_valid())
+        if not obj.type.num_fields:
+            unsure |= present
+        for field in obj.type:
+            null = present & wire.mask(pc.struct_field(obj, field.name).is_null())
+            if field.name in counted:
+                nulls += null
+            else:
+                unsure |= null
+            if field.type == pa.float64():
+                values = pc.struct_field(obj, field.name)
+                whole = present & ~null & wire.mask(pc.equal(values, pc.trunc(values)))
+                if field.name in counted:
+                    doubles.append(field.name)
+                    integral |= whole
+                else:
+                    unsure |= whole
+    bad |= unsure
+    check = np.flatnonzero((nulls > 0) & rows & ~bad)
+    if len(check):
+        found = pc.count_substring_regex(texts.take(pa.array(check)), members(counted, "null"))
+        bad[check] = np.asarray(found) != nulls[check]
+    check = np.flatnonzero(integral & rows & ~bad)
+    if doubles and len(check):
+        integer = members(sorted(set(doubles)), "-?[0-9]+\\s*[,}]")
+        found = pc.match_substring_regex(texts.take(pa.array(check)), integer)
+        bad[check] |= wire.mask(found)
+    return bad
