@@ -12,10 +12,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
+import numpy as np
 import pyarrow as pa
 
-from cdc_connectors.columnar.debezium_opencdc import Columnar, layout_of
+from cdc_connectors.columnar.debezium_opencdc import Columnar, layout_of, merged_columnar
 from cdc_connectors.columnar.flat_changes import FlatChange, FlatChanges
+from cdc_connectors.columnar.flat_json import RecordColumns
 from cdc_connectors.formats.base import Format
 from cdc_connectors.opencdc import Operation, Record
 
@@ -55,8 +57,32 @@ class FlatToOpenCDC:
     ) -> Columnar:
         """The messages of the rows the columns take; the others are the caller's. Each
         record gives its own key; a record without a position is given its message's place,
-        as the per-message way gives it."""
-        return self.changes.write(self.read(values.to_pylist(), places.to_pylist()))
+        as the per-message way gives it. The records :meth:`read_columns` holds are
+        written as they are, the others read one at a time (:meth:`read`)."""
+        found = self.read_columns(values, places)
+        if found is None:
+            return self.changes.write(self.read(values.to_pylist(), places.to_pylist()))
+        parts = []
+        written = self.changes.write_columns(
+            found.rows, found.batch, found.row_kinds, found.keys, found.key_kinds, found.raw_keys
+        )
+        left = np.ones(len(values), dtype=bool)
+        if written is not None:
+            parts.append(written)
+            left[found.rows] = False  # those the writers refuse: the per-message way's
+        rest = np.flatnonzero(left)
+        if len(rest):
+            pick = pa.array(rest)
+            some = self.changes.write(
+                self.read(values.take(pick).to_pylist(), places.take(pick).to_pylist())
+            )
+            parts.append(Columnar(rest[some.rows], some.values, some.keys, some.topics))
+        return merged_columnar(parts, routed=self.changes.topic is not None)
+
+    def read_columns(self, values: pa.Array, places: pa.Array) -> RecordColumns | None:
+        """The records of the batch read as columns, where the format has a reader of
+        them; ``None``: all are read one at a time."""
+        return None
 
     def read(
         self, values: list[bytes | None], places: list[bytes]

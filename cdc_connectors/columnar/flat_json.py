@@ -14,6 +14,8 @@ object of the message has (the caller names those, ``besides``).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -24,6 +26,7 @@ from cdc_connectors.columnar import wire
 from cdc_connectors.columnar.confluent_frames import non_finite
 from cdc_connectors.opencdc import json_codec
 from cdc_connectors.spark.arrow_names import names_are_text
+from cdc_connectors.spark.schema import OPENCDC_ARROW_SCHEMA
 
 __all__ = [
     "FLAT",
@@ -33,6 +36,7 @@ __all__ = [
     "flat_row",
     "lacks",
     "looked_at_closer",
+    "map_column",
     "members",
     "misfits",
     "row_type",
@@ -48,6 +52,7 @@ FLAT: dict[pa.DataType, type | None] = {
     pa.bool_(): bool,
     pa.null(): None,
 }
+_METADATA = OPENCDC_ARROW_SCHEMA.field("metadata").type
 #: Names a pattern holds (dots and dashes escaped); others are told another way.
 SPELT = re.compile(r"[A-Za-z0-9_.\-]+\Z")
 
@@ -57,6 +62,20 @@ def members(names: list[str], value: str) -> str:
     key after ``{`` or ``,`` (a quote inside a string is escaped, so no string holds it)."""
     spelt = "|".join(re.sub(r"([.\-])", r"\\\1", name) for name in names)
     return '[{,]\\s*"(?:' + spelt + ')"\\s*:\\s*' + value
+
+
+@dataclass
+class RecordColumns:
+    """The records a batch's columns hold: their ``rows`` in the batch and ``batch``
+    (``position``, ``operation``, ``metadata``, ``before``, ``after``), the images'
+    columns and kinds, and the keys: structured (``keys`` of ``key_kinds``) or raw."""
+
+    rows: np.ndarray
+    batch: pa.RecordBatch
+    row_kinds: tuple[tuple[str, Any], ...]
+    keys: pa.StructArray | None
+    key_kinds: tuple[tuple[str, Any], ...] | None
+    raw_keys: list[bytes | None] | None
 
 
 class JsonBatchReader:
@@ -95,6 +114,13 @@ class JsonBatchReader:
                     )
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                     return None
+            try:
+                table = table.combine_chunks()  # (one chunk a column, as callers read it)
+                # Arrow's reader writes lists such as [null, 0] with their offsets past
+                # their values: what it read is not used unless it is valid
+                table.validate()
+            except pa.ArrowException:
+                return None
             self._schema = table.schema
             return table
         return None
@@ -228,3 +254,19 @@ def misfits(
         found = pc.match_substring_regex(texts.take(pa.array(check)), integer)
         bad[check] |= wire.mask(found)
     return bad
+
+
+def map_column(names: list[str], values: list[pa.Array], has: np.ndarray) -> pa.MapArray:
+    """A metadata map column of the members ``names`` (each row's value in ``values``)
+    each row ``has`` (a row per record, a column per name), row by row in name order (a
+    map's order is no part of a record)."""
+    count = has.shape[0]
+    offsets = np.zeros(count + 1, dtype=np.int32)
+    np.cumsum(has.sum(axis=1), out=offsets[1:])
+    if not names:
+        none = pa.array([], pa.string())
+        return pa.MapArray.from_arrays(pa.array(offsets), none, none, type=_METADATA)
+    rows_of, columns_of = np.nonzero(has)
+    keys = pa.array(names, pa.string()).take(pa.array(columns_of))
+    flat = pa.concat_arrays(values).take(pa.array(columns_of * count + rows_of))
+    return pa.MapArray.from_arrays(pa.array(offsets), keys, flat, type=_METADATA)

@@ -25,8 +25,6 @@ time; so are the records this reader does not take.
 from __future__ import annotations
 
 import binascii
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -37,36 +35,22 @@ from cdc_connectors.columnar.flat_json import (
     FLAT,
     SPELT,
     JsonBatchReader,
+    RecordColumns,
     as_row,
     flat_row,
     lacks,
     looked_at_closer,
+    map_column,
     members,
     misfits,
     row_type,
 )
-from cdc_connectors.spark.schema import OPENCDC_ARROW_SCHEMA
 
 __all__ = ["RecordColumns", "RecordColumnsReader"]
 
 _TOP = frozenset(("position", "operation", "metadata", "key", "payload"))
 _IMAGES = ("before", "after")
 _OPERATIONS = pa.array(["create", "update", "delete", "snapshot"], pa.string())
-_METADATA = OPENCDC_ARROW_SCHEMA.field("metadata").type
-
-
-@dataclass
-class RecordColumns:
-    """The records a batch's columns hold: their ``rows`` in the batch and ``batch``
-    (``position``, ``operation``, ``metadata``, ``before``, ``after``), the images'
-    columns and kinds, and the keys: structured (``keys`` of ``key_kinds``) or raw."""
-
-    rows: np.ndarray
-    batch: pa.RecordBatch
-    row_kinds: tuple[tuple[str, Any], ...]
-    keys: pa.StructArray | None
-    key_kinds: tuple[tuple[str, Any], ...] | None
-    raw_keys: list[bytes | None] | None
 
 
 class RecordColumnsReader:
@@ -252,22 +236,10 @@ def _map(metadata: pa.Array | None, taken: np.ndarray) -> pa.MapArray:
     """The metadata of the ``taken`` records as a map of their members (none for nulls)."""
     count = len(taken)
     if metadata is None or pa.types.is_null(metadata.type) or not metadata.type.num_fields:
-        return pa.MapArray.from_arrays(
-            pa.array(np.zeros(count + 1, dtype=np.int32)),
-            pa.array([], pa.string()),
-            pa.array([], pa.string()),
-            type=_METADATA,
-        )
+        return map_column([], [], np.zeros((count, 0), dtype=bool))
     metadata = metadata.take(pa.array(taken))
     present = wire.mask(metadata.is_valid())
     names = [f.name for f in metadata.type]
     values = [pc.struct_field(metadata, name).cast(pa.string()) for name in names]
     has = np.stack([wire.mask(v.is_valid()) & present for v in values], axis=1)
-    sizes = has.sum(axis=1)
-    offsets = np.zeros(count + 1, dtype=np.int32)
-    np.cumsum(sizes, out=offsets[1:])
-    # entries row by row, in name order within a row (a map's order is no part of a record)
-    rows_of, columns_of = np.nonzero(has)
-    keys = pa.array(names, pa.string()).take(pa.array(columns_of))
-    flat = pa.concat_arrays(values).take(pa.array(columns_of * count + rows_of))
-    return pa.MapArray.from_arrays(pa.array(offsets), keys, flat, type=_METADATA)
+    return map_column(names, values, has)

@@ -20,12 +20,11 @@ import binascii
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
-from cdc_connectors.columnar.debezium_opencdc import Columnar, merged_columnar
 from cdc_connectors.columnar.flat_changes import FlatChange
 from cdc_connectors.columnar.flat_converter import FlatToOpenCDC
+from cdc_connectors.columnar.flat_json import RecordColumns
 from cdc_connectors.columnar.opencdc_json_columns import RecordColumnsReader
 from cdc_connectors.formats.opencdc import OpenCDCJsonFormat
 from cdc_connectors.opencdc import CodecError, Operation
@@ -52,36 +51,8 @@ class OpenCDCJsonToOpenCDC(FlatToOpenCDC):
         super().__init__(fmt, destination, topic)
         self._columns = RecordColumnsReader(fmt.raw_as_string)
 
-    def convert(
-        self,
-        values: pa.Array,
-        keys: pa.Array | None,
-        places: pa.Array,
-        headers: pa.Array | None = None,
-    ) -> Columnar:
-        """The messages of the records Arrow's reader holds as columns
-        (:mod:`~cdc_connectors.columnar.opencdc_json_columns`), then of the others read one
-        at a time; those neither way takes are the caller's."""
-        read = self._columns.read(values, places)
-        if read is None:
-            return super().convert(values, keys, places, headers)
-        parts = []
-        written = self.changes.write_columns(
-            read.rows, read.batch, read.row_kinds, read.keys, read.key_kinds, read.raw_keys
-        )
-        left = np.ones(len(values), dtype=bool)
-        if written is not None:
-            parts.append(written)
-            left[written.rows] = False
-        left[read.rows] = False  # refused by the writers: the per-message way's
-        if written is None:
-            left[read.rows] = True
-        rest = np.flatnonzero(left)
-        if len(rest):
-            pick = pa.array(rest)
-            found = super().convert(values.take(pick), None, places.take(pick), None)
-            parts.append(Columnar(rest[found.rows], found.values, found.keys, found.topics))
-        return merged_columnar(parts, routed=self.changes.topic is not None)
+    def read_columns(self, values: pa.Array, places: pa.Array) -> RecordColumns | None:
+        return self._columns.read(values, places)
 
     def read(
         self, values: list[bytes | None], places: list[bytes]

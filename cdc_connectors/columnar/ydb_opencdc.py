@@ -20,8 +20,12 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import pyarrow as pa
+
 from cdc_connectors.columnar.flat_changes import FlatChange
 from cdc_connectors.columnar.flat_converter import FlatToOpenCDC
+from cdc_connectors.columnar.flat_json import RecordColumns
+from cdc_connectors.columnar.ydb_json_columns import YdbColumnsReader
 from cdc_connectors.formats.base import Format
 from cdc_connectors.formats.ydb import IMAGE_MODES, OPERATIONS, YdbJsonFormat
 from cdc_connectors.opencdc import CodecError, keys
@@ -51,6 +55,12 @@ class YdbToOpenCDC(FlatToOpenCDC):
         if fmt.collection is not None:
             standard[keys.COLLECTION] = fmt.collection
         self._standard = standard
+        self._columns = YdbColumnsReader(fmt) if fmt.key_columns is not None else None
+
+    def read_columns(self, values: pa.Array, places: pa.Array) -> RecordColumns | None:
+        if self._columns is None:
+            return None
+        return self._columns.read(values, places, str(time.time_ns()))
 
     def read(
         self, values: list[bytes | None], places: list[bytes]
