@@ -157,6 +157,8 @@ def _timestamps_as_text(schema: pa.Schema) -> pa.Schema:
             return pa.string()
         if pa.types.is_struct(type_):
             return pa.struct([f.with_type(typed(f.type)) for f in type_])
+        if pa.types.is_list(type_):
+            return pa.list_(type_.value_field.with_type(typed(type_.value_type)))
         return type_
 
     return pa.schema([f.with_type(typed(f.type)) for f in schema])

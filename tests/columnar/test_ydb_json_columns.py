@@ -59,8 +59,11 @@ def _row(draw: st.DrawFn, kinds: dict[str, str], odd: bool) -> str:
 
 
 @st.composite
-def _record(draw: st.DrawFn, kinds: dict[str, str], mode: str | None, odd: bool) -> bytes:
-    members = {"key": f"[{draw(st.integers(0, 99))}]"}
+def _record(
+    draw: st.DrawFn, kinds: dict[str, str], mode: str | None, odd: bool, text_key: bool
+) -> bytes:
+    key = draw(st.sampled_from(["2024-01-02T03:04:05", "a", "é"]) if text_key else st.integers())
+    members = {"key": f"[{json.dumps(key)}]"}
     if odd and draw(st.integers(0, 20)) == 0:
         members["key"] = draw(st.sampled_from(["[]", "[1,2]", "[null]", "null"]))
     image_mode = mode in ("NEW_IMAGE", "OLD_IMAGE", "NEW_AND_OLD_IMAGES") or (
@@ -101,7 +104,9 @@ def _batches(draw: st.DrawFn) -> tuple[dict[str, str], list[bytes]]:
         settings_["mode"] = mode
     if draw(st.booleans()):
         settings_["collection"] = "shop.orders"
-    return settings_, draw(st.lists(_record(kinds, mode, odd), min_size=1, max_size=20))
+    text_key = draw(st.booleans())  # (text Arrow takes for timestamps among them)
+    records = _record(kinds, mode, odd, text_key)
+    return settings_, draw(st.lists(records, min_size=1, max_size=20))
 
 
 def _taken(fmt: YdbJsonFormat, values: list[bytes], to: Format) -> tuple[list[int], list[Any]]:
