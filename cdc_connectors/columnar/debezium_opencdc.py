@@ -44,7 +44,11 @@ from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
 from cdc_connectors.opencdc import CodecError
 from cdc_connectors.opencdc import keys as keys_module
 from cdc_connectors.schema import framing
-from cdc_connectors.spark.debezium_typed import TypedDebeziumDecoder, one_json_value
+from cdc_connectors.spark.debezium_typed import (
+    TypedDebeziumDecoder,
+    one_json_value,
+    two_documents,
+)
 
 __all__ = [
     "Columnar",
@@ -287,6 +291,13 @@ class DebeziumToOpenCDC:
         if prefix:
             rest = pc.binary_slice(some, len(prefix), 2**31 - 1)
             some = pc.binary_join_element_wise(_OBJECT_START, rest, b"")
+        # Arrow reads the joined batch as documents, not lines: a message holding the
+        # start of another document after its own would give others its rows
+        apart = two_documents(some)
+        if apart.any():
+            rows, some = rows[~apart], some.filter(pa.array(~apart))
+            if not len(rows):
+                return None
         inferred = infer_envelope(some)
         if inferred is None and len(rows) > 1:
             # Arrow reads the batch together: one message that is no JSON value (cut short,

@@ -53,6 +53,9 @@ FLAT: dict[pa.DataType, type | None] = {
     pa.null(): None,
 }
 _METADATA = OPENCDC_ARROW_SCHEMA.field("metadata").type
+#: Text that the patterns of names cannot read (an escape, as in ``"\\u0061"`` for ``"a"``)
+#: or that starts another document after a message's own (``}{``, with any whitespace).
+READ_APART = r"\\u|\}[ \t\n\r]*\{"
 #: Names a pattern holds (dots and dashes escaped); others are told another way.
 SPELT = re.compile(r"[A-Za-z0-9_.\-]+\Z")
 
@@ -79,58 +82,117 @@ class RecordColumns:
 
 
 class JsonBatchReader:
-    """A batch of JSON messages read at once by Arrow's reader. The types read last are
-    given to the next read, so that text Arrow would take for a timestamp stays text and
-    a batch is read once."""
+    """A batch of JSON messages read at once by Arrow's reader, text Arrow would take for
+    a timestamp read as text. Where the last batch had such text, its places are given to
+    the next read as text (and only those: a member the next batch has not would become
+    nulls it does not hold), so that a batch is read once."""
 
     def __init__(self) -> None:
-        self._schema: pa.Schema | None = None
+        self._hint: frozenset[tuple[str, ...]] = frozenset()
 
     def read(self, texts: pa.Array) -> pa.Table | None:
-        """The batch as Arrow reads it: by the types of the last batch where they serve,
-        else as inferred (text read as timestamps read again as text)."""
+        """The batch as Arrow reads it, one row a message, or ``None`` when Arrow cannot
+        read it so."""
         count = len(texts)
         joined = pc.binary_join(
             pa.ListArray.from_arrays(pa.array([0, count], pa.int32()), texts), b"\n"
         )
         text = joined[0].as_buffer()
-        for schema in (self._schema, None):
-            options = pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer")
-            try:
-                table = pajson.read_json(text, read_options=_READ_OPTIONS, parse_options=options)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        hint = self._hint
+        for _ in range(3):
+            table = _read(text, hint)
+            if table is None or (hint and _hinted_null(table, hint)):
+                if not hint:
+                    return None
+                hint = frozenset()  # read as inferred
                 continue
             if table.num_rows != count or not names_are_text(table.schema):
                 return None
-            as_text = _timestamps_as_text(table.schema)
-            if as_text != table.schema:
-                try:
-                    table = pajson.read_json(
-                        text,
-                        read_options=_READ_OPTIONS,
-                        parse_options=pajson.ParseOptions(
-                            explicit_schema=as_text, unexpected_field_behavior="infer"
-                        ),
-                    )
-                except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                    return None
-            try:
-                table = table.combine_chunks()  # (one chunk a column, as callers read it)
-                # Arrow's reader writes lists such as [null, 0] with their offsets past
-                # their values: what it read is not used unless it is valid
-                table.validate()
-            except pa.ArrowException:
-                return None
-            self._schema = table.schema
-            return table
+            stamps = frozenset(_timestamp_paths(table.schema))
+            if not stamps:
+                break
+            hint |= stamps
+        else:
+            return None
+        try:
+            table = table.combine_chunks()  # (one chunk a column, as callers read it)
+            # Arrow's reader writes lists such as [null, 0] with their offsets past their
+            # values: what it read is not used unless it is valid
+            table.validate()
+        except pa.ArrowException:
+            return None
+        self._hint = hint
+        return table
+
+
+def _read(text: pa.Buffer, hint: frozenset[tuple[str, ...]]) -> pa.Table | None:
+    """Arrow's reading of ``text``, the places of ``hint`` as text."""
+    schema = _schema_of(hint) if hint else None
+    options = pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer")
+    try:
+        return pajson.read_json(text, read_options=_READ_OPTIONS, parse_options=options)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
 
 
+def _timestamp_paths(
+    schema: pa.Schema | pa.StructType, at: tuple[str, ...] = ()
+) -> list[tuple[str, ...]]:
+    """The places (member names, ``[]`` for a list's items) Arrow read as timestamps."""
+    found: list[tuple[str, ...]] = []
+    for field in schema:
+        type_, path = field.type, (*at, field.name)
+        while pa.types.is_list(type_):
+            type_, path = type_.value_type, (*path, "[]")
+        if pa.types.is_timestamp(type_):
+            found.append(path)
+        elif pa.types.is_struct(type_):
+            found += _timestamp_paths(type_, path)
+    return found
+
+
+def _schema_of(paths: frozenset[tuple[str, ...]]) -> pa.Schema:
+    """A schema of the places ``paths``, each text."""
+
+    def node(prefixes: list[tuple[str, ...]]) -> list[pa.Field]:
+        fields = []
+        for name in sorted({p[0] for p in prefixes}):
+            rests = [p[1:] for p in prefixes if p[0] == name]
+            fields.append(pa.field(name, typed(rests)))
+        return fields
+
+    def typed(rests: list[tuple[str, ...]]) -> pa.DataType:
+        if any(not rest for rest in rests):
+            return pa.string()
+        if all(rest[0] == "[]" for rest in rests):
+            return pa.list_(typed([rest[1:] for rest in rests]))
+        return pa.struct(node([rest for rest in rests if rest[0] != "[]"]))
+
+    return pa.schema(node(list(paths)))
+
+
+def _hinted_null(table: pa.Table, hint: frozenset[tuple[str, ...]]) -> bool:
+    """Whether a place given as text is null in every row (a member the batch has not,
+    which the hint would add as nulls)."""
+    for path in hint:
+        column: Any = table.column(path[0])
+        for name in path[1:]:
+            column = pc.list_flatten(column) if name == "[]" else pc.struct_field(column, name)
+        if column.null_count == len(column):
+            return True
+    return False
+
+
 def looked_at_closer(texts: pa.Array) -> np.ndarray:
-    """Messages whose text ``load_exact`` would look at closer (a number a double may
-    change, or beyond 64 bits; an escaped surrogate), or that are no UTF-8."""
+    """Messages to read one at a time: those whose text ``load_exact`` would look at
+    closer (a number a double may change, or beyond 64 bits; an escaped surrogate), that
+    are no UTF-8, that spell a name with an escape (which the patterns of names do not
+    see), or that hold the start of another document after their own (``}{``: Arrow
+    reads the joined batch as documents, not lines, and would give them other messages'
+    rows)."""
     found: np.ndarray = ~_utf8(texts)
     found |= wire.mask(pc.match_substring_regex(texts, json_codec.CLOSER_LOOK))
+    found |= wire.mask(pc.match_substring_regex(texts, READ_APART))
     return found
 
 
@@ -147,21 +209,6 @@ def _utf8(texts: pa.Array) -> np.ndarray:
                 valid[n] = False
         return valid
     return np.ones(len(texts), dtype=bool)
-
-
-def _timestamps_as_text(schema: pa.Schema) -> pa.Schema:
-    """``schema`` with text Arrow read as timestamps typed as text, at any depth."""
-
-    def typed(type_: pa.DataType) -> pa.DataType:
-        if pa.types.is_timestamp(type_):
-            return pa.string()
-        if pa.types.is_struct(type_):
-            return pa.struct([f.with_type(typed(f.type)) for f in type_])
-        if pa.types.is_list(type_):
-            return pa.list_(type_.value_field.with_type(typed(type_.value_type)))
-        return type_
-
-    return pa.schema([f.with_type(typed(f.type)) for f in schema])
 
 
 def flat_row(type_: pa.DataType) -> bool:

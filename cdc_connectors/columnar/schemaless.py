@@ -63,15 +63,17 @@ class Inferred:
         the text has no ``"field": null`` member: a key at one place of the text, as
         quotes inside strings are escaped. Fields also named outside the images (in
         ``source``, say) and names spelt otherwise (escapes) are read again by orjson in
-        the events they are null in; a name spelt otherwise is never counted, so it sends
-        its event the per-message way, never one with a field missing the columns' way."""
+        the events they are null in, and so are events holding an escape (``\\u0061`` is
+        ``a`` to Arrow, not to a pattern). The caller reads no message holding another
+        document after its own (Arrow would give its rows to others)."""
         payloads = self.payloads
         if payloads is None or len(payloads) != len(values):
             return self._parsed(values, np.ones(len(values), dtype=bool), exact_kinds)
         others = _names_besides_images(payloads.type) | ({"payload"} if self.wrapped else set())
         plain = sorted(f for f in self.fields if f not in others and _PLAIN_NAME.match(f))
         nulls = np.zeros(len(values), dtype=np.int64)  # plain fields read as null
-        parse = np.zeros(len(values), dtype=bool)  # rows read again by orjson
+        # rows read again by orjson: first those that may spell a name with an escape
+        parse = mask(pc.match_substring(values, "\\u"))
         doubles = exact_kinds and bool(self.doubles)
         for image in _images(payloads):
             present = mask(image.is_valid())

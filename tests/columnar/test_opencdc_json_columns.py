@@ -233,3 +233,50 @@ def test_an_integer_among_doubles_named_as_a_metadata_key_goes_the_per_message_w
     rows, messages = _taken(values, destination)
     for row, message in zip(rows, messages, strict=True):
         assert message == _per_message(values[row], row, destination)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        # a name spelt with an escape: Arrow reads "a", the patterns of names do not
+        [
+            b'{"operation":"create","payload":{"after":{"a":1.5}}}',
+            b'{"operation":"create","payload":{"after":{"\\u0061":1}}}',
+        ],
+        [b'{"operation":"create","metadata":{"\\u006b":null},"payload":{"after":{"a":1}}}'],
+        # a message holding a document and a half, the next one the rest: Arrow reads the
+        # joined batch as documents, not lines
+        [
+            b'{"operation":"create","payload":{"after":{"a":1}}}{"operation":"create","payload":',
+            b'{"after":{"a":2}}}',
+            b'{"operation":"create","payload":{"after":{"a":3}}}',
+        ],
+        [
+            b'{"operation":"create","payload":{"after":{"a":1}}} {"operation":"create"}',
+            b'{"operation":"create","payload":{"after":{"a":3}}}',
+            b'{"operation":"create","payload":',
+            b'{"after":{"a":2}}}',
+        ],
+    ],
+)
+def test_what_the_patterns_cannot_read_goes_the_per_message_way(values: list[bytes]) -> None:
+    for destination in (OpenCDCJsonFormat({}), OpenCDCProtoFormat({})):
+        rows, messages = _taken(values, destination)
+        for row, message in zip(rows, messages, strict=True):
+            assert message == _per_message(values[row], row, destination)
+
+
+def test_a_batch_of_other_columns_after_one_with_timestamps_is_read_from_columns() -> None:
+    def batch(columns: str) -> list[bytes]:
+        after = {"at": '"2024-01-02T03:04:05"', "n": "1", "x": '"y"'}
+        body = ",".join(f'"{name}":{after[name]}' for name in columns)
+        return [('{"operation":"create","payload":{"after":{' + body + "}}}").encode()] * 3
+
+    reader = RecordColumnsReader()
+    places = pa.array([b"p"] * 3, pa.binary())
+    for columns in (["at", "n"], ["n", "x"], ["n", "x"], ["at", "n"], ["at", "x"]):
+        read = reader.read(pa.array(batch(columns), pa.binary()), places)
+        assert read is not None and read.rows.tolist() == [0, 1, 2], columns
+        assert [name for name, _ in read.row_kinds] == sorted(columns) or set(
+            name for name, _ in read.row_kinds
+        ) == set(columns)

@@ -95,17 +95,17 @@ def test_a_missing_field_beside_a_null_of_the_same_name_in_source_is_told() -> N
     assert told.tolist() == parsed.tolist() == [False, True, False]
 
 
-def test_a_name_spelt_with_escapes_goes_the_per_message_way() -> None:
-    # "\u0069d" is "id": Arrow reads it so, the pattern does not; the event is left to the
-    # per-message way, which keeps it as it is (never a missing field taken).
+def test_a_name_spelt_with_escapes_is_read_by_orjson() -> None:
+    # "\u0069d" is "id": Arrow reads it so, the pattern does not; such an event is read
+    # again by orjson, which tells a null from a field left out.
     events = [
         b'{"after":{"id":1,"n":null},"op":"c"}',
         b'{"after":{"\\u0069d":1,"n":null},"op":"c"}',
     ]
     events.append(b'{"after":{"id":1,"\\u006e":null},"op":"c"}')
+    events.append(b'{"after":{"\\u0069d":1},"op":"c"}')  # "n" left out
     told, parsed = _compared(pa.array(events, pa.binary()), False)
-    assert parsed.tolist() == [False, False, False]
-    assert told.tolist() == [False, False, True]
+    assert told.tolist() == parsed.tolist() == [False, False, False, True]
 
 
 @pytest.mark.parametrize("exact_kinds", [False, True])
@@ -132,3 +132,31 @@ def test_a_key_that_ends_in_a_fields_name_after_a_quote_is_not_that_field() -> N
     ]
     told, parsed = _compared(pa.array(events, pa.binary()), False)
     assert told.tolist() == parsed.tolist() == [False, True]
+
+
+def test_an_integer_among_doubles_under_an_escaped_name_is_told() -> None:
+    events = [b'{"op":"c","after":{"a":1.5}}', b'{"op":"c","after":{"\\u0061":1}}']
+    told, parsed = _compared(pa.array(events, pa.binary()), True)
+    assert told.tolist() == parsed.tolist() == [False, True]
+
+
+def test_a_message_holding_two_documents_lends_no_rows_to_others() -> None:
+    from cdc_connectors.columnar.choose import columns_for
+    from cdc_connectors.formats.debezium import DebeziumJsonFormat
+    from cdc_connectors.formats.opencdc import OpenCDCJsonFormat
+
+    event = b'{"op":"c","after":{"a":1.5,"s":"x"}}'
+    values = [
+        event,
+        event + b" " + event.replace(b"x", b"q"),
+        b'{"op":"c","after":{"a":2.5,"s":"c"}}',
+        b'{"op":"c","after":',
+        b'{"a":2.5,"s":"z"}}',
+    ]
+    converter = columns_for(DebeziumJsonFormat({}), OpenCDCJsonFormat({}))
+    assert converter is not None
+    places = pa.array([b"in:%d" % n for n in range(len(values))], pa.binary())
+    found = converter.convert(pa.array(values, pa.binary()), None, places)
+    written = dict(zip(found.rows.tolist(), found.values.to_pylist(), strict=True))
+    assert sorted(written) == [0, 2]
+    assert b'"s":"c"' in written[2]

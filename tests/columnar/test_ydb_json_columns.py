@@ -215,3 +215,45 @@ def test_records_the_format_refuses_in_its_mode_go_the_other_way(
     assert read is not None and read.rows.tolist() == [0, 1, 2, 3], why
     with pytest.raises(CodecError):
         fmt.decode(Message(values[4], where="in:4"))
+
+
+@pytest.mark.parametrize(
+    ("mode", "values"),
+    [
+        (
+            None,
+            [
+                b'{"key":[1],"update":{"a":"x"},"ts":[1,2]}',
+                b'{"key":[2],"update":{"a":"y"},"\\u0074s":null}',
+            ],
+        ),
+        (None, [b'{"key":[1],"update":{"a":"x"},"\\u006eewImage":null}']),
+        (None, [b'{"key":[1],"erase":{},"\\u0075pdate":null}']),
+        (None, [b'{"key":[1],"update":{},"newImage":{"a":"x","\\u0069d":null}}']),
+        (
+            "NEW_IMAGE",
+            [
+                b'{"key":[1],"update":{"b":1},"newImage":{"a":"x"}}',
+                b'{"key":[2],"update":{"\\u0062":null},"newImage":{"a":"y"}}',
+            ],
+        ),
+        (None, [b'{"key":[1],"erase":{"b":1}}', b'{"key":[2],"erase":{"\\u0062":null}}']),
+        (None, [b'{"key":[1],"update":{"a":1.5}}', b'{"key":[2],"update":{"\\u0061":1}}']),
+        (
+            None,
+            [
+                b'{"key":[1],"update":{"a":"x"}}{"key":[2],"update":',
+                b'{"a":"z"}}',
+                b'{"key":[3],"update":{"a":"w"}}',
+            ],
+        ),
+    ],
+)
+def test_what_the_patterns_cannot_read_goes_the_per_message_way(
+    mode: str | None, values: list[bytes]
+) -> None:
+    fmt = YdbJsonFormat({"key.columns": "id", **({"mode": mode} if mode else {})})
+    for to in (OpenCDCProtoFormat({}), OpenCDCJsonFormat({})):
+        rows, messages = _taken(fmt, values, to)
+        for row, message in zip(rows, messages, strict=True):
+            assert message == _per_message(fmt, values[row], row, to)
