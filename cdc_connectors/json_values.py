@@ -13,7 +13,11 @@ import threading
 import orjson
 import simdjson
 
-__all__ = ["is_json", "parses"]
+__all__ = ["ESCAPE", "is_json", "parses"]
+
+#: A pattern (RE2's) of a ``\\u`` escape: where it spells a name (``"\\u0061"`` for ``"a"``),
+#: a pattern of that name does not find it, which readers of names in JSON text look for.
+ESCAPE = r"\\u"
 
 # What a JSON value starts with: simdjson would also take a byte order mark first.
 _VALUE_STARTS = frozenset(b'{["-0123456789tfn')

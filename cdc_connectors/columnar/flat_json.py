@@ -24,6 +24,7 @@ import pyarrow.json as pajson
 
 from cdc_connectors.columnar import wire
 from cdc_connectors.columnar.confluent_frames import non_finite
+from cdc_connectors.json_values import ESCAPE
 from cdc_connectors.opencdc import json_codec
 from cdc_connectors.spark.arrow_names import names_are_text
 from cdc_connectors.spark.schema import OPENCDC_ARROW_SCHEMA
@@ -53,9 +54,8 @@ FLAT: dict[pa.DataType, type | None] = {
     pa.null(): None,
 }
 _METADATA = OPENCDC_ARROW_SCHEMA.field("metadata").type
-#: Text that the patterns of names cannot read (an escape, as in ``"\\u0061"`` for ``"a"``)
-#: or that starts another document after a message's own (``}{``, with any whitespace).
-READ_APART = r"\\u|\}[ \t\n\r]*\{"
+#: The start of another document after a message's own (``}{``, with any whitespace).
+SECOND_DOCUMENT = r"\}[ \t\n\r]*\{"
 #: Names a pattern holds (dots and dashes escaped); others are told another way.
 SPELT = re.compile(r"[A-Za-z0-9_.\-]+\Z")
 
@@ -192,7 +192,8 @@ def looked_at_closer(texts: pa.Array) -> np.ndarray:
     rows)."""
     found: np.ndarray = ~_utf8(texts)
     found |= wire.mask(pc.match_substring_regex(texts, json_codec.CLOSER_LOOK))
-    found |= wire.mask(pc.match_substring_regex(texts, READ_APART))
+    for pattern in (ESCAPE, SECOND_DOCUMENT):  # (apart, each is found by its literal)
+        found |= wire.mask(pc.match_substring_regex(texts, pattern))
     return found
 
 

@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
+from cdc_connectors.json_values import ESCAPE
 from cdc_connectors.spark.arrow_masks import mask
 from cdc_connectors.spark.arrow_names import names_are_text
 
@@ -73,7 +74,7 @@ class Inferred:
         plain = sorted(f for f in self.fields if f not in others and _PLAIN_NAME.match(f))
         nulls = np.zeros(len(values), dtype=np.int64)  # plain fields read as null
         # rows read again by orjson: first those that may spell a name with an escape
-        parse = mask(pc.match_substring(values, "\\u"))
+        parse = mask(pc.match_substring_regex(values, ESCAPE))
         doubles = exact_kinds and bool(self.doubles)
         for image in _images(payloads):
             present = mask(image.is_valid())
