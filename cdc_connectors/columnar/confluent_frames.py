@@ -44,6 +44,7 @@ from cdc_connectors.schema.connect import ConnectSchema, parse_connect_schema
 from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.schema.protobuf import message_class
 from cdc_connectors.spark.arrow_lists import item_rows, list_sizes
+from cdc_connectors.spark.arrow_names import member
 from cdc_connectors.spark.avro_decode import AvroBatchDecoder
 from cdc_connectors.spark.debezium_typed import doubles_for_floats
 from cdc_connectors.spark.envelope_columns import mask
@@ -393,7 +394,7 @@ def odd_uuids(array: pa.StructArray, paths: list[tuple[str, ...]]) -> np.ndarray
     for path in paths:
         column: pa.Array = array
         for name in path:
-            column = pc.struct_field(column, name)
+            column = member(column, name)
         odd = pc.invert(pc.match_substring_regex(column, _CANONICAL_UUID))
         found |= mask(odd)
     return found
@@ -409,7 +410,7 @@ def out_of_range(node: ConnectSchema, array: pa.Array) -> np.ndarray:
         return found
     if kind.name == "struct":
         for name, child in node.fields:
-            found |= out_of_range(child, pc.struct_field(array, name))
+            found |= out_of_range(child, member(array, name))
     elif kind.name == "list" and node.items is not None:
         inner = out_of_range(node.items, pc.list_flatten(array))
         if inner.any():

@@ -26,7 +26,7 @@ from cdc_connectors.columnar import wire
 from cdc_connectors.columnar.confluent_frames import non_finite
 from cdc_connectors.json_values import ESCAPE
 from cdc_connectors.opencdc import json_codec
-from cdc_connectors.spark.arrow_names import names_are_text
+from cdc_connectors.spark.arrow_names import member, names_are_text
 from cdc_connectors.spark.schema import OPENCDC_ARROW_SCHEMA
 
 __all__ = [
@@ -177,7 +177,7 @@ def _hinted_null(table: pa.Table, hint: frozenset[tuple[str, ...]]) -> bool:
     for path in hint:
         column: Any = table.column(path[0])
         for name in path[1:]:
-            column = pc.list_flatten(column) if name == "[]" else pc.struct_field(column, name)
+            column = pc.list_flatten(column) if name == "[]" else member(column, name)
         if column.null_count == len(column):
             return True
     return False
@@ -249,9 +249,7 @@ def as_row(image: pa.Array, row_type: pa.StructType) -> pa.Array:
         return pa.nulls(len(image), row_type)
     names = {f.name for f in image.type}
     children = [
-        pc.struct_field(image, f.name).cast(f.type)
-        if f.name in names
-        else pa.nulls(len(image), f.type)
+        member(image, f.name).cast(f.type) if f.name in names else pa.nulls(len(image), f.type)
         for f in row_type
     ]
     return pa.StructArray.from_arrays(
@@ -280,13 +278,13 @@ def misfits(
         if not obj.type.num_fields:
             unsure |= present
         for field in obj.type:
-            null = present & wire.mask(pc.struct_field(obj, field.name).is_null())
+            null = present & wire.mask(member(obj, field.name).is_null())
             if field.name in counted:
                 nulls += null
             else:
                 unsure |= null
             if field.type == pa.float64():
-                values = pc.struct_field(obj, field.name)
+                values = member(obj, field.name)
                 whole = present & ~null & wire.mask(pc.equal(values, pc.trunc(values)))
                 if field.name in counted:
                     doubles.append(field.name)

@@ -45,6 +45,7 @@ from cdc_connectors.columnar.flat_json import (
     misfits,
     row_type,
 )
+from cdc_connectors.spark.arrow_names import member
 
 __all__ = ["RecordColumns", "RecordColumnsReader"]
 
@@ -185,7 +186,7 @@ def _image(payload: pa.Array | None, name: str, count: int) -> pa.Array:
         return pa.nulls(count)
     if payload.type.get_field_index(name) < 0:
         return pa.nulls(count)
-    return pc.struct_field(payload, name)
+    return member(payload, name)
 
 
 def _null_metadata(texts: pa.Array, metadata: pa.Array, rows: np.ndarray) -> np.ndarray:
@@ -196,7 +197,7 @@ def _null_metadata(texts: pa.Array, metadata: pa.Array, rows: np.ndarray) -> np.
     unsure = np.zeros(len(texts), dtype=bool)
     spelt = []
     for field in metadata.type:
-        null = present & wire.mask(pc.struct_field(metadata, field.name).is_null())
+        null = present & wire.mask(member(metadata, field.name).is_null())
         if SPELT.match(field.name):
             nulls |= null
             spelt.append(field.name)
@@ -240,6 +241,6 @@ def _map(metadata: pa.Array | None, taken: np.ndarray) -> pa.MapArray:
     metadata = metadata.take(pa.array(taken))
     present = wire.mask(metadata.is_valid())
     names = [f.name for f in metadata.type]
-    values = [pc.struct_field(metadata, name).cast(pa.string()) for name in names]
+    values = [member(metadata, name).cast(pa.string()) for name in names]
     has = np.stack([wire.mask(v.is_valid()) & present for v in values], axis=1)
     return map_column(names, values, has)

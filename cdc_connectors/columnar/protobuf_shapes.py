@@ -22,6 +22,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from cdc_connectors.columnar.proto_records import NotColumnar
 from cdc_connectors.schema.protobuf import TIMESTAMP, WRAPPERS, synthetic_oneofs
 from cdc_connectors.spark.arrow_lists import item_rows, list_sizes
+from cdc_connectors.spark.arrow_names import member
 from cdc_connectors.spark.envelope_columns import mask
 
 __all__ = ["FIRST_MESSAGE", "connect_block", "first_message", "readable", "unnamed_enums"]
@@ -92,7 +93,7 @@ def unnamed_enums(descriptor: Descriptor, array: pa.Array) -> np.ndarray:
     for fd in descriptor.fields:
         if fd.type not in (_FD.TYPE_ENUM, _FD.TYPE_MESSAGE):
             continue
-        column = pc.struct_field(array, fd.name)
+        column = member(array, fd.name)
         repeated = bool(fd.is_repeated)
         if repeated:
             sizes = list_sizes(column)

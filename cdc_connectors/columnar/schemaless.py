@@ -26,7 +26,7 @@ import pyarrow.json as pajson
 
 from cdc_connectors.json_values import ESCAPE
 from cdc_connectors.spark.arrow_masks import mask
-from cdc_connectors.spark.arrow_names import names_are_text
+from cdc_connectors.spark.arrow_names import member, names_are_text
 
 __all__ = ["Inferred", "infer_envelope"]
 
@@ -79,7 +79,7 @@ class Inferred:
         for image in _images(payloads):
             present = mask(image.is_valid())
             for name in self.fields:
-                null = present & mask(pc.struct_field(image, name).is_null())
+                null = present & mask(member(image, name).is_null())
                 if name in plain:
                     nulls += null
                 else:
@@ -147,7 +147,7 @@ def _images(payloads: pa.StructArray) -> list[pa.StructArray]:
     found = []
     for name in _IMAGES:
         if payloads.type.get_field_index(name) >= 0:
-            image = pc.struct_field(payloads, name)
+            image = member(payloads, name)
             if pa.types.is_struct(image.type):
                 found.append(image)
     return found

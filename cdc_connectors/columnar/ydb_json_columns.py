@@ -36,6 +36,7 @@ from cdc_connectors.columnar.flat_json import (
 )
 from cdc_connectors.formats.ydb import IMAGE_MODES, OPERATIONS, YdbJsonFormat
 from cdc_connectors.opencdc import keys
+from cdc_connectors.spark.arrow_names import member
 
 __all__ = ["YdbColumnsReader"]
 
@@ -209,7 +210,7 @@ class YdbColumnsReader:
         for obj in objects:
             present = wire.mask(obj.is_valid())
             for name in set(_fields(obj.type)) & set(self.key_columns):
-                null = wire.mask(pc.struct_field(obj, name).is_null())
+                null = wire.mask(member(obj, name).is_null())
                 found |= present & ~null
                 if name in _TOP or not SPELT.match(name):
                     found |= present & null
@@ -282,7 +283,7 @@ def _holds_columns(texts: pa.Array, column: pa.StructArray) -> np.ndarray:
     found = np.zeros(len(texts), dtype=bool)
     spelt = [f.name for f in column.type if SPELT.match(f.name)]
     for f in column.type:
-        found |= ~wire.mask(pc.struct_field(column, f.name).is_null())
+        found |= ~wire.mask(member(column, f.name).is_null())
     if len(spelt) < column.type.num_fields:
         found |= wire.mask(column.is_valid())
         return found
@@ -298,7 +299,7 @@ def _masked(column: pa.Array, where: np.ndarray) -> pa.Array:
     if not pa.types.is_struct(column.type):
         return column
     valid = where & wire.mask(column.is_valid())
-    children = [pc.struct_field(column, f.name) for f in column.type]
+    children = [member(column, f.name) for f in column.type]
     return pa.StructArray.from_arrays(children, fields=list(column.type), mask=pa.array(~valid))
 
 
@@ -308,7 +309,7 @@ def _without(obj: pa.StructArray, names: tuple[str, ...]) -> pa.StructArray:
     if len(kept) == obj.type.num_fields:
         return obj
     return pa.StructArray.from_arrays(
-        [pc.struct_field(obj, f.name) for f in kept], fields=kept, mask=pc.invert(obj.is_valid())
+        [member(obj, f.name) for f in kept], fields=kept, mask=pc.invert(obj.is_valid())
     )
 
 
@@ -337,7 +338,7 @@ def _chosen(
         rows = as_row(columns, row)
         chosen = pa.array(where)
         for f in row:
-            children[f.name] = pc.if_else(chosen, pc.struct_field(rows, f.name), children[f.name])
+            children[f.name] = pc.if_else(chosen, member(rows, f.name), children[f.name])
         valid |= where
     arrays = [*key_arrays, *(children[f.name] for f in list(full)[len(key_arrays) :])]
     return pa.StructArray.from_arrays(arrays, fields=list(full), mask=pa.array(~valid))

@@ -1,16 +1,31 @@
-"""Whether the member names Arrow's JSON reader found are text.
+"""Whether the member names Arrow's JSON reader found are text, and members found by name.
 
 The reader takes a member name's bytes as they are, so a name that is no UTF-8 becomes a
 field whose name Python cannot read (``UnicodeDecodeError`` on ``field.name``). The
 per-message way refuses such a message as invalid JSON; the columns leave every batch
 holding one to it.
+
+:func:`member` finds a struct's member by its place: ``pyarrow.compute.struct_field``
+reads a name starting with ``.`` as a path (``".a"`` is member ``a``), and names are data.
 """
 
 from __future__ import annotations
 
-import pyarrow as pa
+from typing import Any
 
-__all__ = ["names_are_text"]
+import pyarrow as pa
+import pyarrow.compute as pc
+
+__all__ = ["member", "names_are_text"]
+
+
+def member(array: Any, name: str) -> Any:
+    """The member ``name`` of a struct column (array or chunked), null where the struct
+    is, found by its place (a name is never read as a path)."""
+    index = array.type.get_field_index(name)
+    if index < 0:
+        raise KeyError(f"no member {name!r} (or more than one) in {array.type}")
+    return pc.struct_field(array, [index])
 
 
 def names_are_text(schema: pa.Schema) -> bool:

@@ -42,6 +42,7 @@ from cdc_connectors.registry import registry_for
 from cdc_connectors.schema import avro_values, framing
 from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.schema.subjects import Part
+from cdc_connectors.spark.arrow_names import member
 from cdc_connectors.spark.avro_decode import AvroBatchDecoder
 from cdc_connectors.spark.avro_encode import AvroBatchEncoder
 from cdc_connectors.spark.avro_types import arrow_type, avro_to_spark
@@ -424,7 +425,7 @@ def _named_column(batch: pa.RecordBatch, part: Part) -> list[tuple[str, int] | N
 def _raw(batch: pa.RecordBatch, path: Sequence[str]) -> list[bytes | None]:
     column: Any = batch.column(path[0])
     for name in path[1:]:
-        column = pc.struct_field(column, name)
+        column = member(column, name)
     values: list[bytes | None] = column.to_pylist()
     return values
 

@@ -251,6 +251,11 @@ def test_an_integer_among_doubles_named_as_a_metadata_key_goes_the_per_message_w
             b'{"after":{"a":2}}}',
             b'{"operation":"create","payload":{"after":{"a":3}}}',
         ],
+        # names starting with a dot (pyarrow reads such a name given as a string as a path)
+        [b'{"operation":"create","payload":{"after":{"a":1,".a":2}}}'],
+        [b'{"operation":"create","metadata":{"k":"v",".k":"w"},"payload":{"after":{"a":1}}}'],
+        [b'{"operation":"create","key":{".a":1},"payload":{"after":{".a":2,".[0]":"x"}}}'],
+        [b'{"operation":"create","payload":{"after":{"a":{".t":"2024-01-02"}}}}'],
         [
             b'{"operation":"create","payload":{"after":{"a":1}}} {"operation":"create"}',
             b'{"operation":"create","payload":{"after":{"a":3}}}',

@@ -252,7 +252,30 @@ def test_records_the_format_refuses_in_its_mode_go_the_other_way(
 def test_what_the_patterns_cannot_read_goes_the_per_message_way(
     mode: str | None, values: list[bytes]
 ) -> None:
-    fmt = YdbJsonFormat({"key.columns": "id", **({"mode": mode} if mode else {})})
+    _same_both_ways({"key.columns": "id", **({"mode": mode} if mode else {})}, values)
+
+
+@pytest.mark.parametrize(
+    ("settings_", "values"),
+    [
+        ({"mode": "NEW_IMAGE"}, [b'{"key":[1],"update":{},"newImage":{"a":1,".a":2}}']),
+        (
+            {"key.columns": ".a", "mode": "NEW_IMAGE"},
+            [b'{"key":[1],"update":{},"newImage":{".a":2,"a":null}}'],
+        ),
+        ({}, [b'{"key":[1],"update":{"a":{".t":"2024-01-02"}}}']),
+        ({"key.columns": ".a"}, [b'{"key":[1],"update":{".a":2,"a":null}}']),
+    ],
+)
+def test_names_starting_with_a_dot_are_names(
+    settings_: dict[str, str], values: list[bytes]
+) -> None:
+    # pyarrow reads a member name starting with "." given as a string as a path
+    _same_both_ways({"key.columns": "id", **settings_}, values)
+
+
+def _same_both_ways(settings_: dict[str, str], values: list[bytes]) -> None:
+    fmt = YdbJsonFormat(settings_)
     for to in (OpenCDCProtoFormat({}), OpenCDCJsonFormat({})):
         rows, messages = _taken(fmt, values, to)
         for row, message in zip(rows, messages, strict=True):
