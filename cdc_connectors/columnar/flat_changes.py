@@ -290,13 +290,7 @@ class FlatChanges:
         and structured ``keys`` of ``key_kinds``, else ``raw_keys`` (``None`` for none);
         ``None`` when the writers refuse the shape. Rows whose values the writers refuse
         are left out, for the caller."""
-        shape = (row_kinds, key_kinds)
-        if shape not in self._writers:
-            self._writers[shape] = self._made(row_kinds, key_kinds)
-            while len(self._writers) > MAX_SHAPES:
-                self._writers.popitem(last=False)
-        self._writers.move_to_end(shape)
-        writers = self._writers[shape]
+        writers = self._writers_for(row_kinds, key_kinds)
         if writers is None:
             return None
         images = [batch.column(name).cast(writers.row_type) for name in ("before", "after")]
@@ -354,6 +348,14 @@ class FlatChanges:
             if group.key_names is None
             else tuple((name, group.key_kinds[name]) for name in group.key_names)
         )
+        return self._writers_for(row_kinds, key_kinds)
+
+    def _writers_for(
+        self,
+        row_kinds: tuple[tuple[str, Kind], ...],
+        key_kinds: tuple[tuple[str, Kind], ...] | None,
+    ) -> _Writers | None:
+        """The writers of a shape, made once (the least recently used go first)."""
         shape = (row_kinds, key_kinds)
         if shape not in self._writers:
             self._writers[shape] = self._made(row_kinds, key_kinds)
