@@ -44,6 +44,8 @@ _IMAGES = ("oldImage", "newImage")
 _TOP = frozenset(("key", *OPERATIONS, *_IMAGES, "ts"))
 _INT64_MAX = 2**63 - 1
 _NS_PER_MS = 1_000_000
+#: Where an image's or changed columns' rows are, and their struct column.
+Part = tuple[np.ndarray, pa.Array]
 # Members the format refuses as null (a pattern tells them from members left out).
 _NULLS = members(sorted((*OPERATIONS, *_IMAGES, "ts")), "null")
 
@@ -102,22 +104,7 @@ class YdbColumnsReader:
         keep &= sum((mask.astype(np.int64) for mask in present.values()), np.zeros(count)) == 1
         erase = present.get("erase", none)
         old, new = (wire.mask(image.is_valid()) for image in images)
-        # YdbJsonFormat.check_shape: an operation that may hold columns (Arrow reads an
-        # empty one and one of nulls alike) only where they are the change
-        flag_only = old | new | (mode in IMAGE_MODES) | (mode == "KEYS_ONLY")
-        for name, column in ops.items():
-            flag = present[name] & (flag_only | (name == "erase"))
-            if _fields(column.type) and flag.any():
-                keep &= ~(flag & _holds_columns(texts, column))
-        keep &= ~(erase & new)
-        if mode in ("UPDATES", "KEYS_ONLY"):
-            keep &= ~(old | new)
-        if mode == "NEW_IMAGE":
-            keep &= ~old
-        if mode == "OLD_IMAGE":
-            keep &= ~new
-        if mode in ("NEW_IMAGE", "NEW_AND_OLD_IMAGES"):
-            keep &= erase | new
+        keep &= ~self._against_mode(texts, ops, present, old, new)
         stamps = _stamps(columns.get("ts"), keep)
         if stamps is None:
             return None
@@ -148,26 +135,78 @@ class YdbColumnsReader:
         taken = np.flatnonzero(keep)
         if not len(taken):
             return None
+        update = present.get("update", none)
+        with_images = old | new | (mode in IMAGE_MODES)
+        created = ~erase & with_images & (mode == "NEW_AND_OLD_IMAGES") & ~old
+        operation = np.where(erase, "delete", np.where(created, "create", "update"))
+        return self._records(
+            rows[taken],
+            taken,
+            places,
+            key_arrays,
+            (row, before_parts, after_parts),
+            operation[taken],
+            self._metadata(
+                [s.take(pa.array(taken)) for s in stamps], (changing & update)[taken], read_at
+            ),
+        )
+
+    def _against_mode(
+        self,
+        texts: pa.Array,
+        ops: dict[str, pa.Array],
+        present: dict[str, np.ndarray],
+        old: np.ndarray,
+        new: np.ndarray,
+    ) -> np.ndarray:
+        """Records the format refuses in its mode (``YdbJsonFormat.check_shape``)."""
+        mode = self.fmt.mode
+        refused = np.zeros(len(texts), dtype=bool)
+        erase = present.get("erase", np.zeros(len(texts), dtype=bool))
+        # an operation that may hold columns (Arrow reads an empty one and one of nulls
+        # alike) only where they are the change
+        flag_only = old | new | (mode in IMAGE_MODES) | (mode == "KEYS_ONLY")
+        for name, column in ops.items():
+            flag = present[name] & (flag_only | (name == "erase"))
+            if _fields(column.type) and flag.any():
+                refused |= flag & _holds_columns(texts, column)
+        refused |= erase & new
+        if mode in ("UPDATES", "KEYS_ONLY"):
+            refused |= old | new
+        if mode == "NEW_IMAGE":
+            refused |= old
+        if mode == "OLD_IMAGE":
+            refused |= new
+        if mode in ("NEW_IMAGE", "NEW_AND_OLD_IMAGES"):
+            refused |= ~(erase | new)
+        return refused
+
+    def _records(
+        self,
+        rows: np.ndarray,
+        taken: np.ndarray,
+        places: pa.Array,
+        key_arrays: list[pa.Array],
+        images: tuple[pa.StructType, list[Part], list[Part]],
+        operation: np.ndarray,
+        metadata: pa.MapArray,
+    ) -> RecordColumns:
+        """The ``taken`` records (their ``rows`` in the batch): the key columns first in
+        each image, as the format adds them."""
+        row, before_parts, after_parts = images
         key_fields = [
             pa.field(name, values.type)
             for name, values in zip(self.key_columns, key_arrays, strict=True)
         ]
         full = pa.struct([*key_fields, *row])
-        before = _chosen(key_arrays, before_parts, row, full)
-        after = _chosen(key_arrays, after_parts, row, full)
         pick = pa.array(taken)
-        update = present.get("update", none)
-        with_images = old | new | (mode in IMAGE_MODES)
-        created = ~erase & with_images & (mode == "NEW_AND_OLD_IMAGES") & ~old
-        operation = np.where(erase, "delete", np.where(created, "create", "update"))
-        partial = changing & update
         batch = pa.RecordBatch.from_arrays(
             [
-                places.take(pa.array(rows[taken])).cast(pa.binary()),
-                pa.array(operation[taken], pa.string()),
-                self._metadata([s.take(pick) for s in stamps], partial[taken], read_at),
-                before.take(pick),
-                after.take(pick),
+                places.take(pa.array(rows)).cast(pa.binary()),
+                pa.array(operation, pa.string()),
+                metadata,
+                _chosen(key_arrays, before_parts, row, full).take(pick),
+                _chosen(key_arrays, after_parts, row, full).take(pick),
             ],
             names=["position", "operation", "metadata", "before", "after"],
         )
@@ -175,7 +214,7 @@ class YdbColumnsReader:
             [values.take(pick) for values in key_arrays], fields=key_fields
         )
         return RecordColumns(
-            rows[taken],
+            rows,
             batch,
             tuple((f.name, FLAT[f.type]) for f in full),
             keys_struct,

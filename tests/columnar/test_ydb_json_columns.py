@@ -195,6 +195,11 @@ def test_records_the_columns_would_change_go_the_other_way(odd: str, why: str) -
         ("NEW_IMAGE", '"update":{"n":2},"newImage":{"n":2,"d":1.5}', "columns beside an image"),
         (None, '"erase":{"n":2},"oldImage":{"n":2,"d":1.5}', "an erase of columns"),
         ("OLD_IMAGE", '"update":{},"newImage":{"n":2,"d":1.5}', "a new image in OLD_IMAGE"),
+        (
+            "NEW_IMAGE",
+            '"update":{},"oldImage":{"n":1,"d":0.5},"newImage":{"n":2,"d":1.5}',
+            "an old image in NEW_IMAGE",
+        ),
     ],
 )
 def test_records_the_format_refuses_in_its_mode_go_the_other_way(
