@@ -1,0 +1,135 @@
+"""Apply a batch of changes to a table: evolve its columns, plan, replace in one transaction.
+
+:func:`apply_changes` is all a writer of any format needs: it creates the table on the first
+batch (its columns from the changes, its keys and mode stored with it), adds and widens
+columns, reads the current rows and tombstones of the keys the batch touches, plans the
+merge (:mod:`.plan`) and replaces them. With a :class:`~.store.Txn`, a batch whose version
+the table already holds changes nothing; the rows are committed before the tombstones, so a
+batch killed between the two commits adds its tombstones when replayed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cdc_connectors.errors import CodecError, ConfigError
+from cdc_connectors.table.evolve import evolution
+from cdc_connectors.table.layout import CHANGE_COLUMNS, IS_CURRENT
+from cdc_connectors.table.plan import bookkeeping_fields, plan
+from cdc_connectors.table.store import TableSettings, TableStore, Txn
+
+__all__ = ["Applied", "apply_changes", "row_schema"]
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What a batch did: changes that took effect, stale ones, and whether the table
+    already held the batch (a replay)."""
+
+    applied: int
+    stale: int
+    replayed: bool = False
+
+
+def row_schema(changes: pa.Schema) -> pa.Schema:
+    """The row columns of a batch of changes."""
+    return pa.schema([f for f in changes if f.name not in CHANGE_COLUMNS])
+
+
+def apply_changes(
+    store: TableStore, changes: pa.Table, settings: TableSettings, txn: Txn | None = None
+) -> Applied:
+    """Apply ``changes`` (:mod:`.layout`) to ``store``'s table."""
+    held = txn is not None and _holds(store, "rows", txn)
+    if held and txn is not None and _holds(store, "tombstones", txn):
+        return Applied(0, 0, replayed=True)
+    settings = _settings(store, changes.schema, settings)
+    schema = store.schema()
+    assert schema is not None
+    change = evolution(schema, row_schema(changes.schema), store.where)
+    if change:
+        store.evolve(change)
+        schema = store.schema()
+        assert schema is not None
+    keys = settings.keys
+    _check_keys(changes, keys, store.where)
+    changes = _cast(changes, schema)
+    touched = changes.select(keys).group_by(keys, use_threads=False).aggregate([])
+    current = store.current(touched)
+    if settings.mode == "history" and current.num_rows and IS_CURRENT in current.column_names:
+        current = current.filter(pc.fill_null(current.column(IS_CURRENT), False))
+    graves = store.tombstones(touched)
+    done = plan(
+        changes, keys, current, graves, schema, mode=settings.mode, deletes=settings.deletes
+    )
+    if done.applied == 0:
+        return Applied(0, done.stale, replayed=held)
+    if not held:
+        store.replace("rows", done.keys, done.rows, txn)
+    if (graves.num_rows or done.tombstones.num_rows) and (
+        txn is None or not _holds(store, "tombstones", txn)
+    ):
+        store.replace("tombstones", done.keys, done.tombstones, txn)
+    return Applied(0, done.stale, replayed=True) if held else Applied(done.applied, done.stale)
+
+
+def _holds(store: TableStore, part: str, txn: Txn) -> bool:
+    version = store.committed(part, txn.app_id)  # type: ignore[arg-type]
+    return version is not None and version >= txn.version
+
+
+def _settings(store: TableStore, changes: pa.Schema, wanted: TableSettings) -> TableSettings:
+    """The table's settings; a new table is created with ``wanted``'s."""
+    held = store.settings()
+    if held is None:
+        rows = row_schema(changes)
+        missing = [k for k in wanted.keys if k not in rows.names]
+        if not wanted.keys or missing:
+            raise ConfigError(
+                f"{store.where}: the table needs key columns: {missing or 'none'} "
+                f"{'are not columns of the changes' if missing else 'were given'} "
+                "(set keyColumns, or read records whose key names its fields)"
+            )
+        fields = [
+            pa.field(f.name, f.type, f.name not in wanted.keys)
+            if not pa.types.is_null(f.type)
+            else pa.field(f.name, pa.string(), True)
+            for f in rows
+        ]
+        store.create(pa.schema([*fields, *bookkeeping_fields(wanted.mode, wanted.deletes)]), wanted)
+        held = store.settings()
+        assert held is not None
+    if held.keys != wanted.keys and wanted.keys:
+        raise ConfigError(
+            f"{store.where}: the table's key columns are {held.keys}, not {wanted.keys}"
+        )
+    if (held.mode, held.deletes) != (wanted.mode, wanted.deletes):
+        raise ConfigError(
+            f"{store.where}: the table was made with mode {held.mode!r}, deletes "
+            f"{held.deletes!r}; this writer asks for mode {wanted.mode!r}, deletes "
+            f"{wanted.deletes!r}"
+        )
+    return held
+
+
+def _check_keys(changes: pa.Table, keys: list[str], where: str) -> None:
+    for key in keys:
+        if key not in changes.column_names:
+            raise CodecError(f"the changes have no key column {key!r}", where=where)
+        if changes.column(key).null_count:
+            raise CodecError(f"a change has no value for key column {key!r}", where=where)
+
+
+def _cast(changes: pa.Table, schema: pa.Schema) -> pa.Table:
+    """The changes' row columns in the table's types (widened or cast up: safe here)."""
+    for index, field in enumerate(changes.schema):
+        if field.name in schema.names and field.name not in CHANGE_COLUMNS:
+            target = schema.field(field.name).type
+            if field.type != target:
+                changes = changes.set_column(
+                    index, field.name, pc.cast(changes.column(field.name), target)
+                )
+    return changes

@@ -1,0 +1,231 @@
+"""Delta Lake tables through ``deltalake`` (delta-rs): no JVM, no jars.
+
+The rows are the Delta table at the path; the tombstones of deleted keys a Delta table of
+their own at ``<path>/_cdc_tombstones`` (Delta readers see only the files its log names, so
+they never see it). A replacement is one ``MERGE``: the keys' current rows are deleted and
+the new rows inserted in one commit, which carries the stream's transaction
+(``txn``: application id and version, Delta's own record of idempotent writers). The
+settings of the table (keys, mode) are kept in its description.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+from urllib.parse import unquote
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+
+from cdc_connectors.table.evolve import Evolution
+from cdc_connectors.table.keys import among
+from cdc_connectors.table.layout import IS_CURRENT, plain_schema
+from cdc_connectors.table.plan import tombstone_schema
+from cdc_connectors.table.store import Part, TableSettings, Txn
+
+__all__ = ["DeltaStore"]
+
+TOMBSTONES = "_cdc_tombstones"
+_ACTION = "__cdc_action"
+_DESCRIPTION = "cdc-connectors table "
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+#: Delta keeps text statistics cut to this many characters: such a bound prunes nothing.
+_CUT_TEXT = 32
+
+
+def touched_files(actions: pa.Table, keys: pa.Table) -> np.ndarray:
+    """Which files (rows of the table's add actions, flattened) may hold one of ``keys``:
+    those whose statistics range of every key column holds one of its values (a file
+    without statistics may hold any)."""
+    needed = np.ones(actions.num_rows, dtype=bool)
+    for name in keys.column_names:
+        low, high = f"min.{name}", f"max.{name}"
+        if low not in actions.column_names or high not in actions.column_names:
+            continue
+        values = np.sort(pc.unique(keys.column(name)).to_numpy(zero_copy_only=False))
+        lows = actions.column(low).to_numpy(zero_copy_only=False)
+        highs = actions.column(high).to_numpy(zero_copy_only=False)
+        for row in np.flatnonzero(needed):
+            lo, hi = lows[row], highs[row]
+            if lo is None or hi is None or (isinstance(hi, str) and len(hi) >= _CUT_TEXT):
+                continue
+            if isinstance(lo, float) and np.isnan(lo):
+                continue
+            needed[row] = np.searchsorted(values, lo, "left") < np.searchsorted(values, hi, "right")
+    return needed
+
+
+def _local(uri: str) -> str:
+    """A file URI as a path (other URIs as they are, for Arrow's own file systems)."""
+    return uri[len("file://") :] if uri.startswith("file://") else uri
+
+
+class DeltaStore:
+    """A Delta table at ``path`` (and its tombstones beside it)."""
+
+    def __init__(self, path: str, storage_options: dict[str, str] | None = None):
+        self.path = path
+        self.where = path
+        self.options = storage_options or None
+
+    # -- the two tables -------------------------------------------------------------------
+
+    def _uri(self, part: Part) -> str:
+        return self.path if part == "rows" else os.path.join(self.path, TOMBSTONES)
+
+    def _table(self, part: Part):  # type: ignore[no-untyped-def]
+        from deltalake import DeltaTable
+
+        uri = self._uri(part)
+        if not DeltaTable.is_deltatable(uri, storage_options=self.options):
+            return None
+        return DeltaTable(uri, storage_options=self.options)
+
+    def schema(self) -> pa.Schema | None:
+        table = self._table("rows")
+        return None if table is None else plain_schema(pa.schema(table.schema().to_arrow()))
+
+    def _dataset(self, table: Any) -> ds.Dataset:
+        """The table's files as a plain Arrow dataset (deltalake's own dataset reads through
+        a file system handler that, here, aborts the interpreter at exit now and then)."""
+        schema = plain_schema(pa.schema(table.schema().to_arrow()))
+        return ds.dataset(table.file_uris(), schema=schema, format="parquet")
+
+    def settings(self) -> TableSettings | None:
+        table = self._table("rows")
+        if table is None:
+            return None
+        description = table.metadata().description or ""
+        if not description.startswith(_DESCRIPTION):
+            raise ValueError(
+                f"{self.where}: a Delta table cdc-connectors did not make (set keyColumns and "
+                "write to a new path, or to a table made by this destination)"
+            )
+        return TableSettings.from_json(description[len(_DESCRIPTION) :])
+
+    def create(self, schema: pa.Schema, settings: TableSettings) -> None:
+        from deltalake import DeltaTable
+
+        description = _DESCRIPTION + settings.to_json()
+        for part, columns in (
+            ("rows", schema),
+            ("tombstones", tombstone_schema(schema, settings.keys)),
+        ):
+            DeltaTable.create(
+                self._uri(part),  # type: ignore[arg-type]
+                columns,
+                mode="ignore",
+                description=description,
+                storage_options=self.options,
+            )
+
+    def evolve(self, change: Evolution) -> None:
+        from deltalake import Field, write_deltalake
+
+        table = self._table("rows")
+        assert table is not None
+        if change.added:
+            table.alter.add_columns([Field.from_arrow(f) for f in change.added])
+        if change.widened:  # Delta has no wider type for a column in place: rewritten once
+            table = self._table("rows")
+            dataset = self._dataset(table)
+            wide = {f.name: f.type for f in change.widened}
+            schema = pa.schema(
+                [pa.field(f.name, wide.get(f.name, f.type), f.nullable) for f in dataset.schema]
+            )
+            batches = (b.cast(schema) for b in dataset.to_batches())
+            write_deltalake(
+                table,
+                pa.RecordBatchReader.from_batches(schema, batches),
+                mode="overwrite",
+                schema_mode="overwrite",
+                storage_options=self.options,
+            )
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _read(self, part: Part, keys: pa.Table) -> pa.Table:
+        """The rows of ``keys`` in ``part``: only the files whose statistics may hold them
+        are read."""
+        table = self._table(part)
+        assert table is not None
+        schema = plain_schema(pa.schema(table.schema().to_arrow()))
+        if keys.num_rows == 0:
+            return schema.empty_table()
+        actions = pa.table(table.get_add_actions(flatten=True))
+        needed = touched_files(actions, keys)
+        root = table.table_uri.rstrip("/")
+        paths = [
+            _local(f"{root}/{unquote(path)}")
+            for path in actions.column("path").filter(pa.array(needed)).to_pylist()
+        ]
+        rows = ds.dataset(paths, schema=schema, format="parquet").to_table()
+        typed = keys.cast(pa.schema([schema.field(n) for n in keys.column_names]))
+        return among(rows, typed)
+
+    def current(self, keys: pa.Table) -> pa.Table:
+        rows = self._read("rows", keys)
+        if IS_CURRENT in rows.column_names and rows.num_rows:
+            rows = rows.filter(pc.fill_null(rows.column(IS_CURRENT), False))
+        return rows
+
+    def tombstones(self, keys: pa.Table) -> pa.Table:
+        return self._read("tombstones", keys)
+
+    def committed(self, part: Part, app_id: str) -> int | None:
+        table = self._table(part)
+        return None if table is None else table.transaction_version(app_id)
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def replace(self, part: Part, keys: pa.Table, rows: pa.Table, txn: Txn | None) -> None:
+        from deltalake import CommitProperties, Transaction
+
+        table = self._table(part)
+        assert table is not None
+        schema = plain_schema(pa.schema(table.schema().to_arrow()))
+        names = keys.column_names
+        doomed = pa.table(
+            {
+                f.name: keys.column(f.name).cast(f.type)
+                if f.name in names
+                else pa.nulls(keys.num_rows, f.type)
+                for f in schema
+            },
+            schema=schema,
+        )
+        source = pa.concat_tables(
+            [
+                doomed.append_column(_ACTION, pa.array(["delete"] * doomed.num_rows, pa.string())),
+                rows.select(schema.names)
+                .cast(schema)
+                .append_column(_ACTION, pa.array(["insert"] * rows.num_rows, pa.string())),
+            ]
+        )
+        on = " AND ".join(f"t.{_quoted(k)} = s.{_quoted(k)}" for k in names)
+        on += f" AND s.{_quoted(_ACTION)} = 'delete'"
+        if IS_CURRENT in schema.names:
+            on += f" AND t.{_quoted(IS_CURRENT)}"
+        commit = CommitProperties(
+            app_transactions=[Transaction(txn.app_id, txn.version)] if txn else None,
+            custom_metadata={
+                "cdc-connectors": json.dumps({"keys": keys.num_rows, "rows": rows.num_rows})
+            },
+        )
+        (
+            table.merge(source, on, source_alias="s", target_alias="t", commit_properties=commit)
+            .when_matched_delete()
+            .when_not_matched_insert(
+                updates={n: f"s.{_quoted(n)}" for n in schema.names},
+                predicate=f"s.{_quoted(_ACTION)} = 'insert'",
+            )
+            .execute()
+        )

@@ -1,0 +1,90 @@
+"""Schema evolution of a table: which changes of the rows' columns apply, and which refuse.
+
+A column the table lacks is added (nullable). A column's type may widen safely: integers to
+wider integers, ``float`` to ``double``, a decimal to more digits at the same scale; a
+narrower value is cast up to the table's type. Any other difference (a text column that
+becomes a number, a decimal's scale, an integer that would narrow) is a
+:class:`SchemaChangeError` naming the column, and nothing of that batch is written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.types as pt
+
+from cdc_connectors.errors import CdcError
+
+__all__ = ["Evolution", "SchemaChangeError", "evolution", "widens"]
+
+
+class SchemaChangeError(CdcError, ValueError):
+    """A change of a column's type the table cannot take: the message names the column."""
+
+
+@dataclass(frozen=True)
+class Evolution:
+    """What a batch of rows does to a table's columns."""
+
+    added: list[pa.Field]
+    widened: list[pa.Field]  # each the column's new type
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.widened)
+
+
+_INTEGERS = (pa.int8(), pa.int16(), pa.int32(), pa.int64())
+
+
+def widens(old: pa.DataType, new: pa.DataType) -> bool:
+    """Whether a column of type ``old`` may become ``new`` with every value kept."""
+    if old == new:
+        return True
+    if old in _INTEGERS and new in _INTEGERS:
+        return _INTEGERS.index(new) > _INTEGERS.index(old)
+    if pt.is_float32(old) and pt.is_float64(new):
+        return True
+    if pt.is_decimal(old) and pt.is_decimal(new):
+        return new.scale == old.scale and new.precision > old.precision  # type: ignore[attr-defined]
+    return False
+
+
+def _same(old: pa.DataType, new: pa.DataType) -> bool:
+    """Types a table stores alike (text of either size, a timestamp's zone spelt otherwise)."""
+    if old == new:
+        return True
+    if (pt.is_string(old) or pt.is_large_string(old)) and (
+        pt.is_string(new) or pt.is_large_string(new)
+    ):
+        return True
+    if (pt.is_binary(old) or pt.is_large_binary(old)) and (
+        pt.is_binary(new) or pt.is_large_binary(new)
+    ):
+        return True
+    if pt.is_timestamp(old) and pt.is_timestamp(new):
+        return old.unit == new.unit and (old.tz is None) == (new.tz is None)  # type: ignore[attr-defined]
+    return False
+
+
+def evolution(table: pa.Schema, rows: pa.Schema, where: str) -> Evolution:
+    """How the table of schema ``table`` must change to take ``rows`` (the columns of a
+    batch); :class:`SchemaChangeError` naming the column of ``where`` when it cannot."""
+    added, widened = [], []
+    for field in rows:
+        if field.name not in table.names:
+            if not pt.is_null(field.type):
+                added.append(pa.field(field.name, field.type, True))
+            continue
+        old = table.field(field.name).type
+        if pt.is_null(field.type) or _same(old, field.type) or widens(field.type, old):
+            continue  # a narrower value is cast up to the column's type
+        if widens(old, field.type):
+            widened.append(pa.field(field.name, field.type, True))
+            continue
+        raise SchemaChangeError(
+            f"{where}: column {field.name!r} is {old} in the table and {field.type} in the "
+            "changes; only new columns and safe widening (int -> long, float -> double, "
+            "decimal precision up) are applied: nothing of this batch was written"
+        )
+    return Evolution(added, widened)

@@ -1,0 +1,189 @@
+"""Apache Iceberg tables through ``pyiceberg``: its SQL catalog on SQLite by default.
+
+The table is ``namespace.name`` in a catalog: by default pyiceberg's SQL catalog in
+``<path>/catalog.db`` with the warehouse at ``<path>``; ``catalog.*`` settings name any
+catalog pyiceberg supports (``catalog.type=rest``, ``catalog.uri=...``) instead. The
+tombstones of deleted keys are the table ``<name>_cdc_tombstones`` beside it. A replacement
+is one transaction: an overwrite whose filter takes the keys' current rows (copy-on-write),
+with the new rows; its snapshots carry ``cdc.app-id`` and ``cdc.version``. The key columns
+are the table's identifier fields; its settings are kept in the property ``cdc-connectors``.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cdc_connectors.table.evolve import Evolution
+from cdc_connectors.table.keys import among
+from cdc_connectors.table.layout import IS_CURRENT, plain, plain_schema
+from cdc_connectors.table.plan import tombstone_schema
+from cdc_connectors.table.store import Part, TableSettings, Txn
+
+__all__ = ["IcebergStore"]
+
+_PROPERTY = "cdc-connectors"
+_APP, _VERSION = "cdc.app-id", "cdc.version"
+TOMBSTONES = "_cdc_tombstones"
+
+
+def default_catalog(path: str) -> dict[str, str]:
+    """The embedded catalog of a warehouse at ``path``: SQLite beside the data."""
+    absolute = os.path.abspath(path)
+    return {
+        "type": "sql",
+        "uri": f"sqlite:///{os.path.join(absolute, 'catalog.db')}",
+        "warehouse": f"file://{absolute}",
+    }
+
+
+class IcebergStore:
+    """An Iceberg table ``identifier`` in the catalog of ``properties``."""
+
+    def __init__(
+        self,
+        path: str,
+        identifier: str,
+        catalog: Mapping[str, str] | None = None,
+        catalog_name: str = "default",
+    ):
+        self.path, self.identifier, self.catalog_name = path, identifier, catalog_name
+        self.where = f"{path} (Iceberg table {identifier})"
+        self.properties = dict(catalog) if catalog else default_catalog(path)
+        self._catalog: Any = None
+
+    @property
+    def catalog(self) -> Any:
+        if self._catalog is None:
+            from pyiceberg.catalog import load_catalog
+
+            if self.properties.get("type") == "sql" and self.properties["uri"].startswith(
+                "sqlite:///"
+            ):
+                os.makedirs(
+                    os.path.dirname(self.properties["uri"][len("sqlite:///") :]), exist_ok=True
+                )
+            self._catalog = load_catalog(self.catalog_name, **self.properties)
+        return self._catalog
+
+    def _name(self, part: Part) -> str:
+        return self.identifier if part == "rows" else self.identifier + TOMBSTONES
+
+    def _table(self, part: Part) -> Any:
+        from pyiceberg.exceptions import NoSuchTableError
+
+        try:
+            return self.catalog.load_table(self._name(part))
+        except NoSuchTableError:
+            return None
+
+    def schema(self) -> pa.Schema | None:
+        table = self._table("rows")
+        return None if table is None else plain_schema(table.schema().as_arrow())
+
+    def settings(self) -> TableSettings | None:
+        table = self._table("rows")
+        if table is None:
+            return None
+        text = table.properties.get(_PROPERTY)
+        if text is None:
+            raise ValueError(
+                f"{self.where}: an Iceberg table cdc-connectors did not make (write to a new "
+                "table, or to a table made by this destination)"
+            )
+        return TableSettings.from_json(text)
+
+    def create(self, schema: pa.Schema, settings: TableSettings) -> None:
+        namespace = self.identifier.rsplit(".", 1)[0]
+        self.catalog.create_namespace_if_not_exists(namespace)
+        for part, columns in (
+            ("rows", schema),
+            ("tombstones", tombstone_schema(schema, settings.keys)),
+        ):
+            table = self.catalog.create_table_if_not_exists(
+                self._name(part),  # type: ignore[arg-type]
+                schema=columns,
+                properties={_PROPERTY: settings.to_json()},
+            )
+            if not table.schema().identifier_field_ids:
+                with table.update_schema() as update:
+                    update.set_identifier_fields(*settings.keys)
+
+    def evolve(self, change: Evolution) -> None:
+        table = self._table("rows")
+        current = plain_schema(table.schema().as_arrow())
+        wide = {f.name: f.type for f in change.widened}
+        fields = [pa.field(f.name, wide.get(f.name, f.type), f.nullable) for f in current]
+        with table.update_schema() as update:
+            update.union_by_name(pa.schema([*fields, *change.added]))
+
+    def _filter(self, keys: pa.Table, current_only: bool) -> Any:
+        from pyiceberg.expressions import And, EqualTo, In
+
+        expression: Any = None
+        for name in keys.column_names:
+            values = pc.unique(keys.column(name)).to_pylist()
+            term = In(name, values)
+            expression = term if expression is None else And(expression, term)
+        if current_only:
+            expression = And(expression, EqualTo(IS_CURRENT, True))
+        return expression
+
+    def _read(self, part: Part, keys: pa.Table, current_only: bool = False) -> pa.Table:
+        """The rows of ``keys`` in ``part`` (the current ones only, if asked)."""
+        table = self._table(part)
+        if keys.num_rows == 0:
+            return plain_schema(table.schema().as_arrow()).empty_table()
+        rows = plain(table.scan(row_filter=self._filter(keys, current_only)).to_arrow())
+        typed = keys.cast(pa.schema([rows.schema.field(n) for n in keys.column_names]))
+        return among(rows, typed)
+
+    def current(self, keys: pa.Table) -> pa.Table:
+        schema = self.schema()
+        return self._read("rows", keys, schema is not None and IS_CURRENT in schema.names)
+
+    def tombstones(self, keys: pa.Table) -> pa.Table:
+        return self._read("tombstones", keys)
+
+    def committed(self, part: Part, app_id: str) -> int | None:
+        table = self._table(part)
+        if table is None:
+            return None
+        snapshot = table.current_snapshot()
+        while snapshot is not None:
+            summary = snapshot.summary
+            if summary is not None and summary.get(_APP) == app_id:
+                return int(summary[_VERSION])
+            parent = snapshot.parent_snapshot_id
+            snapshot = None if parent is None else table.snapshot_by_id(parent)
+        return None
+
+    def replace(self, part: Part, keys: pa.Table, rows: pa.Table, txn: Txn | None) -> None:
+        table = self._table(part)
+        if keys.num_rows == 0 and rows.num_rows == 0:
+            return
+        schema = table.schema().as_arrow()
+        current_only = IS_CURRENT in schema.names
+        overwrite = self._filter(keys, current_only)
+        kept = schema.empty_table()
+        if keys.num_columns > 1:  # the filter is a superset: its other rows are written back
+            superset = plain(table.scan(row_filter=overwrite).to_arrow())
+            kept = among(superset, keys, anti=True)
+        written = pa.concat_tables(
+            [kept.select(schema.names).cast(schema), rows.select(schema.names).cast(schema)]
+        )
+        properties = {_APP: txn.app_id, _VERSION: str(txn.version)} if txn else {}
+        with warnings.catch_warnings(), table.transaction() as transaction:
+            # an overwrite of keys the table does not hold yet deletes nothing: as meant
+            warnings.filterwarnings("ignore", "Delete operation did not match any records")
+            if written.num_rows:
+                transaction.overwrite(
+                    written, overwrite_filter=overwrite, snapshot_properties=properties
+                )
+            else:
+                transaction.delete(overwrite, snapshot_properties=properties)

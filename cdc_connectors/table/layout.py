@@ -1,0 +1,114 @@
+"""The columns a change carries to a table, and those the table keeps beside its own.
+
+A batch of *changes* is an Arrow table: the row's columns (the after image, or the before
+image of a delete), then
+
+```
+_cdc_op       string     create | update | delete | snapshot
+_cdc_stream   string     the part of the source the change came from (topic/partition, file)
+_cdc_offset   int64      its place in that stream: the source's own order
+_cdc_at       timestamp  when the change happened at the source (UTC, microseconds)
+_cdc_unset    list<string>  columns the image does not carry (a TOAST placeholder, a YDB
+                         update of some columns): the table keeps their values
+```
+
+A table keeps ``_cdc_stream`` and ``_cdc_offset`` of the change each row is from: a change
+whose ``(stream, offset)`` is not past the row's (or a deleted key's tombstone) is older and
+changes nothing. With ``deletes: soft`` a deleted row stays, ``_cdc_deleted`` true and
+``_cdc_deleted_at`` its time. In ``history`` mode every version of a row stays, with
+``_cdc_valid_from``, ``_cdc_valid_to`` (null while current) and ``_cdc_is_current``.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+__all__ = [
+    "AT",
+    "CHANGE_COLUMNS",
+    "DELETED",
+    "DELETED_AT",
+    "IS_CURRENT",
+    "OFFSET",
+    "OP",
+    "ORDER",
+    "STREAM",
+    "TIME",
+    "UNSET",
+    "VALID_FROM",
+    "VALID_TO",
+    "change_fields",
+    "order_fields",
+    "plain",
+    "plain_schema",
+    "plain_type",
+]
+
+OP, STREAM, OFFSET, AT, UNSET = "_cdc_op", "_cdc_stream", "_cdc_offset", "_cdc_at", "_cdc_unset"
+DELETED, DELETED_AT = "_cdc_deleted", "_cdc_deleted_at"
+VALID_FROM, VALID_TO, IS_CURRENT = "_cdc_valid_from", "_cdc_valid_to", "_cdc_is_current"
+#: The order of a change, compared as a pair.
+ORDER = (STREAM, OFFSET)
+#: The columns of a change that are not the row's.
+CHANGE_COLUMNS = (OP, STREAM, OFFSET, AT, UNSET)
+#: Time as the table keeps it.
+TIME = pa.timestamp("us", tz="UTC")
+
+
+def order_fields() -> list[pa.Field]:
+    """The order columns a table keeps."""
+    return [pa.field(STREAM, pa.string()), pa.field(OFFSET, pa.int64())]
+
+
+def change_fields() -> list[pa.Field]:
+    """The columns of a change beside the row's."""
+    return [
+        pa.field(OP, pa.string(), False),
+        *order_fields(),
+        pa.field(AT, TIME),
+        pa.field(UNSET, pa.list_(pa.string())),
+    ]
+
+
+def plain_type(datatype: pa.DataType) -> pa.DataType:
+    """``datatype`` with text, bytes and lists in their plain Arrow form: table formats read
+    them back as views (Delta) or large types (Iceberg); the planner compares them as one."""
+    if (
+        pa.types.is_string(datatype)
+        or pa.types.is_large_string(datatype)
+        or pa.types.is_string_view(datatype)
+    ):
+        return pa.string()
+    if (
+        pa.types.is_binary(datatype)
+        or pa.types.is_large_binary(datatype)
+        or pa.types.is_binary_view(datatype)
+    ):
+        return pa.binary()
+    if (
+        pa.types.is_list(datatype)
+        or pa.types.is_large_list(datatype)
+        or pa.types.is_list_view(datatype)
+        or pa.types.is_large_list_view(datatype)
+    ):
+        item = datatype.value_field
+        return pa.list_(item.with_type(plain_type(item.type)))
+    if pa.types.is_struct(datatype):
+        return pa.struct([f.with_type(plain_type(f.type)) for f in datatype])
+    if pa.types.is_map(datatype):
+        return pa.map_(
+            plain_type(datatype.key_type),
+            datatype.item_field.with_type(plain_type(datatype.item_type)),
+        )
+    return datatype
+
+
+def plain_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with every column's type plain (:func:`plain_type`), metadata dropped."""
+    return pa.schema([pa.field(f.name, plain_type(f.type), f.nullable) for f in schema])
+
+
+def plain(table: pa.Table) -> pa.Table:
+    """``table`` with plain types."""
+    schema = plain_schema(table.schema)
+    return table if table.schema.equals(schema) else table.cast(schema)

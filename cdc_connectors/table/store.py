@@ -1,0 +1,93 @@
+"""What a table format gives the applier: one protocol, a writer per format.
+
+A store holds the table's rows and, beside them, the tombstones of deleted keys (a small
+table of keys and the order of their deletes). It replaces the current rows of a set of
+keys in one transaction that carries an application id and a version (the stream's query
+and batch), and says the last version of an application it committed, so a batch replayed
+after a kill changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+import pyarrow as pa
+
+from cdc_connectors.table.evolve import Evolution
+from cdc_connectors.table.plan import Deletes, Mode
+
+__all__ = ["Part", "TableSettings", "TableStore", "Txn"]
+
+#: The two tables of a store: the rows, and the tombstones of deleted keys.
+Part = Literal["rows", "tombstones"]
+
+
+@dataclass(frozen=True)
+class Txn:
+    """A transaction's identity: the application (a streaming query) and its version (the
+    micro-batch)."""
+
+    app_id: str
+    version: int
+
+
+@dataclass(frozen=True)
+class TableSettings:
+    """How a table is kept: its key columns, mode and deletes; stored with the table so
+    that every later writer keeps it alike."""
+
+    keys: list[str]
+    mode: Mode = "upsert"
+    deletes: Deletes = "hard"
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        return json.dumps({"keys": self.keys, "mode": self.mode, "deletes": self.deletes})
+
+    @classmethod
+    def from_json(cls, text: str) -> TableSettings:
+        data = json.loads(text)
+        return cls(list(data["keys"]), data.get("mode", "upsert"), data.get("deletes", "hard"))
+
+
+class TableStore(Protocol):
+    """A table in one format (Delta Lake, Iceberg)."""
+
+    #: Where the table is, for messages (a path, a catalog identifier).
+    where: str
+
+    def schema(self) -> pa.Schema | None:
+        """The table's columns (its rows', then its bookkeeping), or ``None`` while the
+        table does not exist."""
+        ...
+
+    def settings(self) -> TableSettings | None:
+        """The settings the table was created with."""
+        ...
+
+    def create(self, schema: pa.Schema, settings: TableSettings) -> None:
+        """Create the table (and its tombstones) with ``schema``; nothing when another
+        writer created it meanwhile."""
+        ...
+
+    def evolve(self, change: Evolution) -> None:
+        """Add and widen columns."""
+        ...
+
+    def current(self, keys: pa.Table) -> pa.Table:
+        """The table's current rows of ``keys`` (in history mode, the current versions)."""
+        ...
+
+    def tombstones(self, keys: pa.Table) -> pa.Table:
+        """The tombstones of ``keys``."""
+        ...
+
+    def committed(self, part: Part, app_id: str) -> int | None:
+        """The last version of ``app_id`` committed to ``part``."""
+        ...
+
+    def replace(self, part: Part, keys: pa.Table, rows: pa.Table, txn: Txn | None) -> None:
+        """In one transaction of ``part``: the current rows of ``keys`` go, ``rows`` come."""
+        ...

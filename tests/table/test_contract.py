@@ -1,0 +1,374 @@
+"""The contract every table format keeps (Delta Lake and Iceberg alike)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from cdc_connectors.errors import CodecError, ConfigError
+from cdc_connectors.table.apply import apply_changes
+from cdc_connectors.table.evolve import SchemaChangeError
+from cdc_connectors.table.store import TableSettings, Txn
+from tests.table.changes import ORDERS, batch
+from tests.table.conftest import read_all, rows
+
+KEYED = TableSettings(["id"])
+Store = Callable[[], Any]
+
+
+def test_creates_updates_snapshots_and_deletes(make_store: Store) -> None:
+    store = make_store()
+    apply_changes(
+        store,
+        batch(
+            [
+                ("snapshot", 1, {"id": 1, "status": "new", "amount": Decimal("1.10")}),
+                ("create", 2, {"id": 2, "status": "new", "amount": Decimal("2.00")}),
+                ("create", 3, {"id": 3, "status": "new", "amount": None}),
+            ]
+        ),
+        KEYED,
+    )
+    done = apply_changes(
+        make_store(),
+        batch(
+            [
+                ("update", 4, {"id": 1, "status": "paid", "amount": Decimal("1.10")}),
+                ("delete", 5, {"id": 2}),
+            ]
+        ),
+        KEYED,
+    )
+    assert (done.applied, done.stale) == (2, 0)
+    assert rows(make_store(), "id", "status", "amount") == [
+        {"id": 1, "status": "paid", "amount": Decimal("1.10")},
+        {"id": 3, "status": "new", "amount": None},
+    ]
+    assert read_all(make_store()).schema.field("amount").type == pa.decimal128(10, 2)
+
+
+def test_the_last_change_of_a_key_wins_by_its_order_not_its_place(make_store: Store) -> None:
+    store = make_store()
+    apply_changes(
+        store,
+        batch(
+            [
+                ("update", 7, {"id": 1, "status": "shipped"}),
+                ("create", 5, {"id": 1, "status": "new"}),
+                ("update", 6, {"id": 1, "status": "paid"}),
+            ]
+        ),
+        KEYED,
+    )
+    assert rows(store, "id", "status", "_cdc_offset") == [
+        {"id": 1, "status": "shipped", "_cdc_offset": 7}
+    ]
+
+
+def test_an_older_change_arriving_late_changes_nothing(make_store: Store) -> None:
+    store = make_store()
+    apply_changes(store, batch([("create", 10, {"id": 1, "status": "paid"})]), KEYED)
+    apply_changes(store, batch([("delete", 20, {"id": 2})]), KEYED)
+    late = apply_changes(
+        store,
+        batch(
+            [("update", 9, {"id": 1, "status": "new"}), ("create", 15, {"id": 2, "status": "x"})]
+        ),
+        KEYED,
+    )
+    assert (late.applied, late.stale) == (0, 2)
+    assert rows(store, "id", "status") == [{"id": 1, "status": "paid"}]
+
+
+def test_a_key_deleted_and_created_again_comes_back(make_store: Store) -> None:
+    store = make_store()
+    apply_changes(
+        store, batch([("create", 1, {"id": 1, "status": "a"}), ("delete", 2, {"id": 1})]), KEYED
+    )
+    assert rows(store) == []
+    apply_changes(store, batch([("create", 3, {"id": 1, "status": "b"})]), KEYED)
+    assert rows(store, "id", "status") == [{"id": 1, "status": "b"}]
+
+
+def test_unset_columns_keep_the_value_of_the_key(make_store: Store) -> None:
+    store = make_store()
+    apply_changes(
+        store, batch([("create", 1, {"id": 1, "status": "new", "amount": Decimal("5.00")})]), KEYED
+    )
+    apply_changes(
+        store,
+        batch(
+            [
+                ("update", 2, {"id": 1, "status": "paid"}, ["amount"]),
+                ("create", 3, {"id": 2, "status": "new", "amount": Decimal("7.00")}),
+                ("update", 4, {"id": 2, "amount": Decimal("8.00")}, ["status"]),
+                ("update", 5, {"id": 2}, ["status", "amount"]),
+            ]
+        ),
+        KEYED,
+    )
+    assert rows(store, "id", "status", "amount") == [
+        {"id": 1, "status": "paid", "amount": Decimal("5.00")},
+        {"id": 2, "status": "new", "amount": Decimal("8.00")},
+    ]
+
+
+def test_soft_deletes_keep_the_row_flagged(make_store: Store) -> None:
+    soft = TableSettings(["id"], deletes="soft")
+    store = make_store()
+    apply_changes(store, batch([("create", 1, {"id": 1, "status": "new"})]), soft)
+    apply_changes(store, batch([("delete", 2, {"id": 1})]), soft)
+    (row,) = rows(store, "id", "status", "_cdc_deleted", "_cdc_deleted_at")
+    assert (row["id"], row["status"], row["_cdc_deleted"]) == (1, "new", True)
+    assert row["_cdc_deleted_at"].timestamp() == 1704067202
+    apply_changes(store, batch([("update", 1, {"id": 1, "status": "stale"})]), soft)
+    assert rows(store, "status", "_cdc_deleted") == [{"status": "new", "_cdc_deleted": True}]
+    apply_changes(store, batch([("create", 3, {"id": 1, "status": "again"})]), soft)
+    assert rows(store, "status", "_cdc_deleted", "_cdc_deleted_at") == [
+        {"status": "again", "_cdc_deleted": False, "_cdc_deleted_at": None}
+    ]
+
+
+def test_history_keeps_every_version(make_store: Store) -> None:
+    history = TableSettings(["id"], mode="history")
+    store = make_store()
+    apply_changes(
+        store,
+        batch(
+            [("create", 1, {"id": 1, "status": "new"}), ("update", 2, {"id": 1, "status": "paid"})]
+        ),
+        history,
+    )
+    apply_changes(
+        store,
+        batch(
+            [
+                ("update", 3, {"id": 1, "status": "shipped"}),
+                ("create", 4, {"id": 2, "status": "new"}),
+            ]
+        ),
+        history,
+    )
+    apply_changes(
+        store, batch([("delete", 5, {"id": 2}), ("update", 1, {"id": 1, "status": "old"})]), history
+    )
+    found = rows(store, "id", "status", "_cdc_valid_from", "_cdc_valid_to", "_cdc_is_current")
+    seconds = [
+        (
+            r["id"],
+            r["status"],
+            int(r["_cdc_valid_from"].timestamp()) - 1704067200,
+            None
+            if r["_cdc_valid_to"] is None
+            else int(r["_cdc_valid_to"].timestamp()) - 1704067200,
+            r["_cdc_is_current"],
+        )
+        for r in found
+    ]
+    assert sorted(seconds) == [
+        (1, "new", 1, 2, False),
+        (1, "paid", 2, 3, False),
+        (1, "shipped", 3, None, True),
+        (2, "new", 4, 5, False),
+    ]
+
+
+def test_a_key_of_several_columns(make_store: Store) -> None:
+    schema = pa.schema(
+        [
+            pa.field("id", pa.int64()),
+            pa.field("region", pa.string()),
+            pa.field("status", pa.string()),
+        ]
+    )
+    keyed = TableSettings(["id", "region"])
+    store = make_store()
+    apply_changes(
+        store,
+        batch(
+            [
+                ("create", 1, {"id": 1, "region": "eu", "status": "a"}),
+                ("create", 2, {"id": 1, "region": "us", "status": "b"}),
+                ("create", 3, {"id": 2, "region": "eu", "status": "c"}),
+            ],
+            schema,
+        ),
+        keyed,
+    )
+    apply_changes(
+        store,
+        batch(
+            [
+                ("update", 4, {"id": 1, "region": "eu", "status": "a2"}),
+                ("delete", 5, {"id": 2, "region": "eu"}),
+            ],
+            schema,
+        ),
+        keyed,
+    )
+    assert rows(store, "id", "region", "status") == [
+        {"id": 1, "region": "eu", "status": "a2"},
+        {"id": 1, "region": "us", "status": "b"},
+    ]
+
+
+def test_a_replayed_batch_changes_nothing(make_store: Store) -> None:
+    store = make_store()
+    first = batch(
+        [("create", 1, {"id": 1, "status": "new"}), ("create", 2, {"id": 2, "status": "new"})]
+    )
+    assert apply_changes(store, first, KEYED, Txn("query-1", 0)).applied == 2
+    apply_changes(store, batch([("delete", 3, {"id": 1})]), KEYED, Txn("query-1", 1))
+    again = apply_changes(make_store(), first, KEYED, Txn("query-1", 0))
+    assert again.replayed and again.applied == 0
+    assert rows(store, "id") == [{"id": 2}]
+    other = apply_changes(
+        store, batch([("create", 4, {"id": 1, "status": "b"})]), KEYED, Txn("query-2", 0)
+    )
+    assert other.applied == 1 and not other.replayed
+
+
+def test_a_batch_killed_between_its_two_commits_completes_when_replayed(make_store: Store) -> None:
+    store = make_store()
+    apply_changes(store, batch([("create", 1, {"id": 1, "status": "new"})]), KEYED, Txn("q", 0))
+    deleting = batch([("delete", 2, {"id": 1})])
+    killed = make_store()
+    real = killed.replace
+
+    def dies_on_tombstones(part: str, *args: Any) -> None:
+        if part == "tombstones":
+            raise KeyboardInterrupt("killed")
+        real(part, *args)
+
+    killed.replace = dies_on_tombstones
+    with pytest.raises(KeyboardInterrupt):
+        apply_changes(killed, deleting, KEYED, Txn("q", 1))
+    assert rows(store) == []
+    apply_changes(make_store(), deleting, KEYED, Txn("q", 1))
+    stale = apply_changes(make_store(), batch([("create", 1, {"id": 1, "status": "old"})]), KEYED)
+    assert stale.stale == 1 and rows(store) == []
+
+
+def test_new_columns_are_added_and_types_widened(make_store: Store) -> None:
+    narrow = pa.schema(
+        [
+            pa.field("id", pa.int64()),
+            pa.field("n", pa.int32()),
+            pa.field("f", pa.float32()),
+            pa.field("d", pa.decimal128(10, 2)),
+        ]
+    )
+    wide = pa.schema(
+        [
+            pa.field("id", pa.int64()),
+            pa.field("n", pa.int64()),
+            pa.field("f", pa.float64()),
+            pa.field("d", pa.decimal128(14, 2)),
+            pa.field("note", pa.string()),
+        ]
+    )
+    store = make_store()
+    apply_changes(
+        store,
+        batch([("create", 1, {"id": 1, "n": 5, "f": 1.5, "d": Decimal("1.25")})], narrow),
+        KEYED,
+    )
+    apply_changes(
+        store,
+        batch(
+            [
+                (
+                    "create",
+                    2,
+                    {"id": 2, "n": 2**40, "f": 1e300, "d": Decimal("123456789012.34"), "note": "x"},
+                )
+            ],
+            wide,
+        ),
+        KEYED,
+    )
+    table = read_all(make_store())
+    assert [table.schema.field(n).type for n in ("n", "f", "d", "note")] == [
+        pa.int64(),
+        pa.float64(),
+        pa.decimal128(14, 2),
+        pa.string(),
+    ]
+    assert rows(store, "id", "n", "d", "note") == [
+        {"id": 1, "n": 5, "d": Decimal("1.25"), "note": None},
+        {"id": 2, "n": 2**40, "d": Decimal("123456789012.34"), "note": "x"},
+    ]
+    # a narrower batch is cast up to the table's types
+    apply_changes(
+        store,
+        batch([("update", 3, {"id": 1, "n": 6, "f": 2.5, "d": Decimal("2.50")})], narrow),
+        KEYED,
+    )
+    assert rows(store, "n")[0] == {"n": 6}
+
+
+def test_a_change_of_type_that_loses_values_is_refused_whole(make_store: Store) -> None:
+    store = make_store()
+    apply_changes(store, batch([("create", 1, {"id": 1, "status": "new"})]), KEYED)
+    retyped = pa.schema([pa.field("id", pa.int64()), pa.field("status", pa.int64())])
+    with pytest.raises(SchemaChangeError, match="column 'status' is string in the table and int64"):
+        apply_changes(
+            store,
+            batch(
+                [("update", 2, {"id": 1, "status": 7}), ("create", 3, {"id": 9, "status": 1})],
+                retyped,
+            ),
+            KEYED,
+        )
+    assert rows(store, "id", "status") == [{"id": 1, "status": "new"}]
+    scaled = pa.schema([pa.field("id", pa.int64()), pa.field("amount", pa.decimal128(10, 2))])
+    apply_changes(
+        store, batch([("update", 4, {"id": 1, "amount": Decimal("1.00")})], scaled), KEYED
+    )
+    rescaled = pa.schema([pa.field("id", pa.int64()), pa.field("amount", pa.decimal128(12, 3))])
+    with pytest.raises(SchemaChangeError, match="'amount'"):
+        apply_changes(
+            store, batch([("update", 5, {"id": 1, "amount": Decimal("1.000")})], rescaled), KEYED
+        )
+
+
+def test_keys_are_required_and_kept(make_store: Store) -> None:
+    with pytest.raises(ConfigError, match="key columns"):
+        apply_changes(make_store(), batch([("create", 1, {"id": 1})]), TableSettings(["nope"]))
+    apply_changes(make_store(), batch([("create", 1, {"id": 1})]), KEYED)
+    with pytest.raises(ConfigError, match=r"key columns are \['id'\], not \['status'\]"):
+        apply_changes(
+            make_store(),
+            batch([("create", 2, {"id": 2, "status": "x"})]),
+            TableSettings(["status"]),
+        )
+    with pytest.raises(ConfigError, match="mode 'upsert'"):
+        apply_changes(
+            make_store(), batch([("create", 2, {"id": 2})]), TableSettings(["id"], mode="history")
+        )
+    with pytest.raises(CodecError, match="no value for key column 'id'"):
+        apply_changes(make_store(), batch([("create", 2, {"status": "x"})]), KEYED)
+
+
+def test_nothing_is_written_for_a_batch_of_stale_changes(make_store: Store) -> None:
+    store = make_store()
+    apply_changes(store, batch([("create", 5, {"id": 1, "status": "a"})]), KEYED)
+    before = _versions(store)
+    assert apply_changes(store, batch([("update", 4, {"id": 1, "status": "b"})]), KEYED).stale == 1
+    assert _versions(store) == before
+
+
+def _versions(store: Any) -> Any:
+    from cdc_connectors.table.delta import DeltaStore
+
+    if isinstance(store, DeltaStore):
+        return store._table("rows").version()
+    return store._table("rows").current_snapshot().snapshot_id
+
+
+def test_orders_schema_is_the_tests_schema() -> None:
+    assert ORDERS.names == ["id", "status", "amount"]

@@ -1,0 +1,149 @@
+"""The table after any interleaving of kills, replays and out-of-order batches equals the
+source's final state: a property test against a dictionary model of the database."""
+
+from __future__ import annotations
+
+import tempfile
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cdc_connectors.table.apply import apply_changes
+from cdc_connectors.table.store import TableSettings, Txn
+from tests.hypothesis_profiles import examples
+from tests.table.changes import batch
+from tests.table.conftest import FORMATS, open_store, rows
+
+Change = tuple[Any, ...]
+
+
+@st.composite
+def histories(draw: st.DrawFn, partial: bool) -> list[Change]:
+    """Changes of a few keys, in the source's order (offsets 1, 2, ...)."""
+    changes: list[Change] = []
+    for offset in range(1, draw(st.integers(1, 24)) + 1):
+        key = draw(st.integers(1, 4))
+        op = draw(st.sampled_from(["create", "update", "snapshot", "delete"]))
+        if op == "delete":
+            changes.append((op, offset, {"id": key}))
+            continue
+        row = {
+            "id": key,
+            "status": draw(st.sampled_from(["new", "paid", "shipped", None])),
+            "amount": draw(st.sampled_from([Decimal("1.00"), Decimal("2.50"), None])),
+        }
+        unset = ["amount"] if partial and op == "update" and draw(st.booleans()) else None
+        changes.append((op, offset, row, unset))
+    return changes
+
+
+def model(changes: list[Change], deletes: str) -> dict[int, dict[str, Any]]:
+    """The source database after ``changes``: key -> row (with ``deleted`` when soft)."""
+    table: dict[int, dict[str, Any]] = {}
+    for change in changes:
+        op, _, row = change[0], change[1], change[2]
+        key = row["id"]
+        if op == "delete":
+            if deletes == "hard":
+                table.pop(key, None)
+            elif key in table:
+                table[key] = {**table[key], "deleted": True}
+            else:
+                table[key] = {"id": key, "status": None, "amount": None, "deleted": True}
+            continue
+        before = table.get(key)
+        new = dict(row)
+        if len(change) > 3 and change[3] and before is not None and not before.get("deleted"):
+            new["amount"] = before["amount"]
+        elif len(change) > 3 and change[3]:
+            new["amount"] = None
+        table[key] = {**new, **({"deleted": False} if deletes == "soft" else {})}
+    return table
+
+
+def cut(changes: list[Change], cuts: list[int]) -> list[list[Change]]:
+    """The changes in consecutive batches, cut at ``cuts``."""
+    points = sorted({c % (len(changes) + 1) for c in cuts} | {0, len(changes)})
+    return [changes[a:b] for a, b in zip(points, points[1:]) if b > a]
+
+
+@st.composite
+def deliveries(draw: st.DrawFn, count: int, late: bool) -> list[tuple[int, bool, str | None]]:
+    """The order batches arrive in: the stream's, each at least once and replays of the one
+    before; with ``late``, also any batch again out of order, outside the stream.
+    Each: (batch, as part of the stream, a part whose commit is killed first)."""
+    plan: list[tuple[int, bool, str | None]] = []
+    for number in range(count):
+        kill = draw(st.sampled_from([None, None, "rows", "tombstones"]))
+        if kill:
+            plan.append((number, True, kill))  # killed: the stream replays it
+        plan.append((number, True, None))
+        if draw(st.booleans()):
+            plan.append((number, True, None))  # replayed after success
+        if late and draw(st.booleans()):
+            plan.append((draw(st.integers(0, count - 1)), False, None))
+    return plan
+
+
+class Killed(Exception):
+    pass
+
+
+def run(
+    fmt: str, deletes: str, history: list[Change], cuts: list[int], data: st.DataObject, late: bool
+) -> None:
+    batches = cut(history, cuts)
+    schedule = data.draw(deliveries(len(batches), late))
+    wanted = TableSettings(["id"], deletes=deletes)  # type: ignore[arg-type]
+    with tempfile.TemporaryDirectory() as tmp:
+        for number, streamed, kill in schedule:
+            store = open_store(fmt, Path(tmp))
+            if kill:
+                real = store.replace
+
+                def dies(part: str, *args: Any, _real: Any = real, _kill: str = kill) -> None:
+                    if part == _kill:
+                        raise Killed(part)
+                    _real(part, *args)
+
+                store.replace = dies
+            txn = Txn("stream", number) if streamed else None
+            try:
+                apply_changes(store, batch(batches[number]), wanted, txn)
+            except Killed:
+                pass
+        found = {r["id"]: r for r in rows(open_store(fmt, Path(tmp)))}
+    expected = model(history, deletes)
+    assert sorted(found) == sorted(expected)
+    for key, row in expected.items():
+        assert found[key]["status"] == row["status"], key
+        assert found[key]["amount"] == row["amount"], key
+        if deletes == "soft":
+            assert found[key]["_cdc_deleted"] == row["deleted"], key
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("deletes", ["hard", "soft"])
+@settings(max_examples=examples(15), deadline=None)
+@given(
+    history=histories(partial=False), cuts=st.lists(st.integers(0, 30), max_size=5), data=st.data()
+)
+def test_out_of_order_batches_replays_and_kills_end_in_the_sources_state(
+    fmt: str, deletes: str, history: list[Change], cuts: list[int], data: st.DataObject
+) -> None:
+    run(fmt, deletes, history, cuts, data, late=True)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@settings(max_examples=examples(15), deadline=None)
+@given(
+    history=histories(partial=True), cuts=st.lists(st.integers(0, 30), max_size=5), data=st.data()
+)
+def test_partial_images_replays_and_kills_end_in_the_sources_state(
+    fmt: str, history: list[Change], cuts: list[int], data: st.DataObject
+) -> None:
+    run(fmt, "hard", history, cuts, data, late=False)
