@@ -17,6 +17,7 @@ LAYERS = [
     "schema",
     "registry",
     "formats",
+    "table",
     "spark",
     "columnar",
     "convert",

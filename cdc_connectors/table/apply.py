@@ -93,11 +93,11 @@ def _settings(store: TableStore, changes: pa.Schema, wanted: TableSettings) -> T
                 f"{'are not columns of the changes' if missing else 'were given'} "
                 "(set keyColumns, or read records whose key names its fields)"
             )
+        # a column of nulls alone has no type yet: it is added with its first value
         fields = [
             pa.field(f.name, f.type, f.name not in wanted.keys)
-            if not pa.types.is_null(f.type)
-            else pa.field(f.name, pa.string(), True)
             for f in rows
+            if not pa.types.is_null(f.type)
         ]
         store.create(pa.schema([*fields, *bookkeeping_fields(wanted.mode, wanted.deletes)]), wanted)
         held = store.settings()

@@ -273,6 +273,8 @@ class _State:
                     else pa.nulls(changes.num_rows, field.type)
                 )
                 unset = _unset(changes.column(UNSET), name)
+                if name not in changes.column_names:  # an update keeps a column it lacks
+                    unset |= np.asarray(pc.equal(changes.column(OP), "update"), dtype=bool)
                 # an unset column keeps the key's value (none without one: a null, never
                 # the placeholder the image holds); a soft-deleted row keeps what it had
                 keep = unset | (deleting & had) if soft else unset

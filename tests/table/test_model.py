@@ -120,6 +120,11 @@ def run(
     expected = model(history, deletes)
     assert sorted(found) == sorted(expected)
     for key, row in expected.items():
+        if late and row.get("deleted"):
+            # a soft delete applied before the changes it follows (out of order) keeps its
+            # own image: the values of a deleted row are the table's when it was applied
+            assert found[key]["_cdc_deleted"], key
+            continue
         assert found[key]["status"] == row["status"], key
         assert found[key]["amount"] == row["amount"], key
         if deletes == "soft":

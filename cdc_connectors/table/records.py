@@ -1,0 +1,262 @@
+"""OpenCDC records -> a batch of changes for a table (:mod:`.layout`), and the records that
+cannot be one.
+
+A record's row is its ``after`` image (a delete's ``before``, or its key alone), with the
+key's fields; its key columns are ``keyColumns`` or the fields of its structured key. The
+order of a change is its position's (``topic/partition/offset``, ``file:line``, ``file:
+message N, byte B``: the stream and the number) or, with ``orderBy``, an integer metadata
+value (``debezium.source.lsn``). Columns an image does not carry are unset: the value
+Debezium writes for a column it did not read (``__debezium_unavailable_value``, a TOAST
+column), and in an update, a column other changes of the batch carry (YDB's updates mode).
+
+Column types are the registered schema's, when ``types`` names one for the record (a
+decimal stays ``decimal(p,s)``, ISO text becomes a timestamp or a date); else they are
+inferred from the values (text stays text). A record refused (no key, an operation that
+is no change, a position without an order, a value that does not fit its column) is kept
+with its reason for the dead-letter output; the others go on.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cdc_connectors.opencdc import Operation, Record, keys
+from cdc_connectors.table.layout import AT, OFFSET, OP, STREAM, TIME, UNSET
+
+__all__ = ["PLACEHOLDER", "ChangeBatch", "Refusal", "RowTypes", "order_of"]
+
+#: What Debezium writes for a column whose value it did not read (a TOAST column).
+PLACEHOLDER = "__debezium_unavailable_value"
+_PLACEHOLDERS = (PLACEHOLDER, base64.b64encode(PLACEHOLDER.encode()).decode(), PLACEHOLDER.encode())
+_OPERATIONS = {
+    Operation.CREATE: "create",
+    Operation.UPDATE: "update",
+    Operation.DELETE: "delete",
+    Operation.SNAPSHOT: "snapshot",
+}
+_MESSAGE = re.compile(rb"^(.*): message (\d+), byte \d+$", re.S)
+_NUMBERED = re.compile(rb"^(.*)[/:](\d+)$", re.S)
+#: The row schema a record's registered schema gives, or ``None`` (types inferred).
+RowTypes = Callable[[Record], pa.Schema | None]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A record that is no change for the table, and why."""
+
+    record: Record
+    reason: str
+
+
+def order_of(record: Record, order_by: str = "position") -> tuple[str, int]:
+    """The ``(stream, offset)`` of ``record``; ``ValueError`` when it has none."""
+    if order_by != "position":
+        value = record.metadata.get(order_by)
+        if value is None or not value.strip().lstrip("-").isdigit():
+            raise ValueError(f"metadata {order_by!r} (orderBy) is {value!r}, not an integer")
+        return "", int(value)
+    position = bytes(record.position)
+    found = _MESSAGE.match(position) or _NUMBERED.match(position)
+    if found is None:
+        raise ValueError(
+            f"position {position[:80]!r} has no order (topic/partition/offset, file:line); "
+            "set orderBy to a metadata key holding one"
+        )
+    return found.group(1).decode("utf-8", "backslashreplace"), int(found.group(2))
+
+
+def _time(record: Record) -> int | None:
+    """When the change happened (``opencdc.createdAt``, else ``readAt``), in microseconds."""
+    for key in (keys.CREATED_AT, keys.READ_AT):
+        value = record.metadata.get(key)
+        if value is not None and value.isdigit():
+            return int(value) // 1000
+    return None
+
+
+def _unavailable(value: Any) -> bool:
+    return isinstance(value, str | bytes) and value in _PLACEHOLDERS
+
+
+class ChangeBatch:
+    """Changes gathered from records, as one Arrow table."""
+
+    def __init__(
+        self,
+        key_columns: Iterable[str] | None = None,
+        order_by: str = "position",
+        types: RowTypes | None = None,
+    ):
+        self.key_columns = list(key_columns) if key_columns else None
+        self.keys_given = self.key_columns is not None
+        self.order_by = order_by
+        self.types = types
+        self.rows: list[dict[str, Any]] = []
+        self.records: list[Record] = []
+        self.meta: list[tuple[str, str, int, int | None]] = []
+        self.typed: dict[str, pa.DataType] = {}
+        self.refused: list[Refusal] = []
+
+    def add(self, record: Record) -> None:
+        """Take ``record`` as a change, or refuse it."""
+        try:
+            row, op = self._row(record)
+            stream, offset = order_of(record, self.order_by)
+            schema = self.types(record) if self.types is not None else None
+        except ValueError as exc:
+            self.refused.append(Refusal(record, str(exc)))
+            return
+        if schema is not None:
+            for field in schema:
+                self.typed[field.name] = field.type
+        self.rows.append(row)
+        self.records.append(record)
+        self.meta.append((op, stream, offset, _time(record)))
+
+    def _row(self, record: Record) -> tuple[dict[str, Any], str]:
+        op = _OPERATIONS.get(record.operation)
+        if op is None:
+            raise ValueError(f"operation {record.operation.name.lower()!r} is no change of a row")
+        key = record.key
+        if isinstance(key, bytes | bytearray | memoryview):
+            key = _json_object(bytes(key))
+        image = record.payload.before if op == "delete" else record.payload.after
+        if isinstance(image, bytes | bytearray | memoryview):
+            image = _json_object(bytes(image))
+        row = dict(image) if isinstance(image, dict) else {}
+        if isinstance(key, dict):
+            for name, value in key.items():
+                row.setdefault(name, value)
+        names = self.key_columns or (list(key) if isinstance(key, dict) else [])
+        if not names:
+            raise ValueError("the record has no key (a structured key, or set keyColumns)")
+        if self.key_columns is None:
+            self.key_columns = names
+        elif not self.keys_given and isinstance(key, dict) and list(key) != self.key_columns:
+            raise ValueError(
+                f"the key's fields {list(key)} are not those of the batch's first key "
+                f"{self.key_columns} (set keyColumns)"
+            )
+        missing = [n for n in self.key_columns if row.get(n) is None]
+        if missing:
+            raise ValueError(f"the record has no value for key column(s) {missing}")
+        return row, op
+
+    def table(self) -> pa.Table:
+        """The changes gathered (records refused meanwhile are in :attr:`refused`)."""
+        names: dict[str, None] = {}
+        for row in self.rows:
+            names.update(dict.fromkeys(row))
+        names.update(dict.fromkeys(n for n in self.typed if n not in names))
+        unset: list[list[str] | None] = []
+        for row, (op, *_rest) in zip(self.rows, self.meta, strict=True):
+            gone = [n for n, v in row.items() if _unavailable(v)]
+            if op == "update":
+                gone += [n for n in names if n not in row]
+            unset.append(gone or None)
+        columns: dict[str, pa.Array] = {}
+        bad: dict[int, str] = {}
+        for name in names:
+            values = [None if _unavailable(v := row.get(name)) else v for row in self.rows]
+            columns[name] = _column(name, values, self.typed.get(name), bad)
+        keep = [i for i in range(len(self.rows)) if i not in bad]
+        for index, reason in sorted(bad.items()):
+            self.refused.append(Refusal(self.records[index], reason))
+        ops, streams, offsets, ats = zip(*self.meta, strict=True) if self.meta else ((), (), (), ())
+        columns[OP] = pa.array(ops, pa.string())
+        columns[STREAM] = pa.array(streams, pa.string())
+        columns[OFFSET] = pa.array(offsets, pa.int64())
+        columns[AT] = pc.cast(pa.array(ats, pa.int64()), TIME)
+        columns[UNSET] = pa.array(unset, pa.list_(pa.string()))
+        table = pa.table(columns) if columns else pa.table({})
+        return table.take(pa.array(keep, pa.int64())) if bad else table
+
+
+def _json_object(data: bytes) -> dict[str, Any] | None:
+    """Raw data that is a JSON object, as one (else ``None``)."""
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _column(
+    name: str, values: list[Any], wanted: pa.DataType | None, bad: dict[int, str]
+) -> pa.Array:
+    """The Arrow column of ``values`` (of type ``wanted`` when given); a value that does not
+    fit marks its row in ``bad``."""
+    if wanted is not None:
+        try:
+            return pa.array(values, wanted)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+            pass
+        return pa.array([_fitted(name, i, v, wanted, bad) for i, v in enumerate(values)], wanted)
+    try:
+        inferred = pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+        return _mixed(values)
+    if pa.types.is_floating(inferred.type) and any(
+        isinstance(v, int | Decimal) and not isinstance(v, bool) for v in values
+    ):
+        return _mixed(values)  # integers among doubles: kept exact
+    return inferred  # all nulls: a null column, which adds no column to a table
+
+
+def _mixed(values: list[Any]) -> pa.Array:
+    """Values of several kinds: exact decimals when all are numbers (a double as the
+    decimal it prints as), else JSON text."""
+    numbers = [v for v in values if v is not None]
+    if numbers and all(
+        isinstance(v, int | float | Decimal) and not isinstance(v, bool) for v in numbers
+    ):
+        try:
+            return pa.array([None if v is None else Decimal(str(v)) for v in values])
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            pass
+    return pa.array(
+        [
+            None
+            if v is None
+            else v
+            if isinstance(v, str)
+            else orjson.dumps(v, default=str).decode()
+            for v in values
+        ],
+        pa.string(),
+    )
+
+
+def _fitted(name: str, index: int, value: Any, wanted: pa.DataType, bad: dict[int, str]) -> Any:
+    """``value`` as a scalar of ``wanted`` (ISO text as a time, text or numbers as a
+    decimal, base64 text as bytes), or ``None`` with its row marked bad."""
+    if value is None:
+        return None
+    try:
+        return pa.array([value], wanted)[0].as_py()
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+        pass
+    try:
+        if isinstance(value, str) and pa.types.is_binary(wanted):
+            return base64.b64decode(value, validate=True)
+        if isinstance(value, str | int | Decimal) and not isinstance(value, bool):
+            source = pa.array([value if isinstance(value, str) else str(value)], pa.string())
+            if pa.types.is_timestamp(wanted) and wanted.tz is None:  # type: ignore[attr-defined]
+                parsed = dt.datetime.fromisoformat(str(value))
+                return parsed.replace(tzinfo=None) if parsed.tzinfo is None else None
+            return pc.cast(source, wanted)[0].as_py()
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+        pass
+    shown = repr(value)
+    bad.setdefault(index, f"column {name!r}: value {shown[:60]} does not fit {wanted}")
+    return None

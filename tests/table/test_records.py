@@ -1,0 +1,117 @@
+"""Records become changes: keys, order, unset columns, types, and what is refused."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+import pyarrow as pa
+
+from cdc_connectors.opencdc import Record
+from cdc_connectors.table.records import PLACEHOLDER, ChangeBatch, order_of
+
+
+def record(
+    op: str, position: bytes, after: dict | None = None, key: object = None, **kw: object
+) -> Record:
+    return Record.new(op, position=position, after=after, key=key, **kw)  # type: ignore[arg-type]
+
+
+def test_the_order_of_a_change_is_its_positions() -> None:
+    assert order_of(record("create", b"orders/3/17")) == ("orders/3", 17)
+    assert order_of(record("create", b"in/a.jsonl:12")) == ("in/a.jsonl", 12)
+    assert order_of(record("create", b"in/a.pb: message 4, byte 96")) == ("in/a.pb", 4)
+    lsn = record("create", b"x", metadata={"debezium.source.lsn": "24023192"})
+    assert order_of(lsn, "debezium.source.lsn") == ("", 24023192)
+
+
+def test_records_become_rows_with_their_keys_and_order() -> None:
+    batch = ChangeBatch()
+    batch.add(
+        record(
+            "snapshot",
+            b"t/0/1",
+            {"id": 1, "amount": Decimal("1.50")},
+            {"id": 1},
+            created_at=1_700_000_000_000_000_000,
+        )
+    )
+    batch.add(Record.new("delete", position=b"t/0/2", key={"id": 2}))
+    batch.add(record("update", b"t/0/3", {"id": 1, "amount": PLACEHOLDER, "note": "x"}, {"id": 1}))
+    table = batch.table()
+    assert batch.key_columns == ["id"] and not batch.refused
+    assert table.column("id").to_pylist() == [1, 2, 1]
+    assert table.column("amount").type == pa.decimal128(3, 2)
+    assert table.column("amount").to_pylist() == [Decimal("1.50"), None, None]
+    assert table.column("_cdc_op").to_pylist() == ["snapshot", "delete", "update"]
+    assert table.column("_cdc_offset").to_pylist() == [1, 2, 3]
+    assert table.column("_cdc_unset").to_pylist() == [None, None, ["amount"]]
+    assert table.column("_cdc_at")[0].as_py() == dt.datetime(
+        2023, 11, 14, 22, 13, 20, tzinfo=dt.timezone.utc
+    )
+
+
+def test_an_update_leaves_unset_the_columns_it_lacks() -> None:
+    batch = ChangeBatch()
+    batch.add(record("create", b"t/0/1", {"id": 1, "a": 1, "b": 2}, {"id": 1}))
+    batch.add(record("update", b"t/0/2", {"id": 1, "b": 3}, {"id": 1}))
+    assert batch.table().column("_cdc_unset").to_pylist() == [None, ["a"]]
+
+
+def test_records_that_are_no_change_are_refused_with_their_reason() -> None:
+    batch = ChangeBatch()
+    batch.add(record("create", b"t/0/1", {"id": 1}))  # no key
+    batch.add(record("create", b"nowhere", {"id": 1}, {"id": 1}))
+    batch.add(record("create", b"t/0/2", {"id": None}, {"id": None}))
+    batch.add(record("create", b"t/0/3", {"id": 3}, {"id": 3}))
+    batch.add(record("create", b"t/0/4", {"other": 4}, {"other": 4}))
+    table = batch.table()
+    assert table.column("id").to_pylist() == [3]
+    reasons = [r.reason for r in batch.refused]
+    assert "has no key" in reasons[0]
+    assert "has no order" in reasons[1]
+    assert "no value for key column(s) ['id']" in reasons[2]
+    assert "are not those of the batch's first key ['id']" in reasons[3]
+
+
+def test_registered_types_are_kept_and_a_value_that_does_not_fit_is_refused() -> None:
+    schema = pa.schema(
+        [
+            pa.field("id", pa.int64()),
+            pa.field("amount", pa.decimal128(10, 2)),
+            pa.field("at", pa.timestamp("us", tz="UTC")),
+            pa.field("day", pa.date32()),
+        ]
+    )
+    batch = ChangeBatch(types=lambda r: schema)
+    good = {
+        "id": 1,
+        "amount": Decimal("19.99"),
+        "at": "2025-11-21T23:50:01.000123+00:00",
+        "day": "2025-11-21",
+    }
+    batch.add(record("create", b"t/0/1", good, {"id": 1}))
+    batch.add(record("create", b"t/0/2", {**good, "id": 2, "amount": "12.5"}, {"id": 2}))
+    batch.add(record("create", b"t/0/3", {**good, "id": 3, "amount": Decimal("1.999")}, {"id": 3}))
+    table = batch.table()
+    assert table.schema.field("amount").type == pa.decimal128(10, 2)
+    assert table.column("id").to_pylist() == [1, 2]
+    assert table.column("amount").to_pylist() == [Decimal("19.99"), Decimal("12.50")]
+    assert table.column("at")[0].as_py() == dt.datetime(
+        2025, 11, 21, 23, 50, 1, 123, tzinfo=dt.timezone.utc
+    )
+    assert table.column("day")[0].as_py() == dt.date(2025, 11, 21)
+    (refused,) = batch.refused
+    assert (
+        refused.reason == "column 'amount': value Decimal('1.999') does not fit decimal128(10, 2)"
+    )
+
+
+def test_without_types_numbers_stay_exact() -> None:
+    batch = ChangeBatch()
+    batch.add(record("create", b"t/0/1", {"id": 1, "n": 2**60}, {"id": 1}))
+    batch.add(record("create", b"t/0/2", {"id": 2, "n": Decimal("1.5")}, {"id": 2}))
+    batch.add(record("create", b"t/0/3", {"id": 3, "n": None, "x": None}, {"id": 3}))
+    table = batch.table()
+    assert table.column("n").to_pylist() == [Decimal(2**60), Decimal("1.5"), None]
+    assert pa.types.is_null(table.column("x").type)
