@@ -28,6 +28,7 @@ __all__ = ["Plugin", "check_settings", "resolve"]
 BUILTIN = {
     "files": "cdc_connectors.connectors.files:FilesDataSource",
     "kafka": "cdc_connectors.connectors.kafka:KafkaDataSource",
+    "table": "cdc_connectors.connectors.table:TableDataSource",
 }
 #: Conduit's names for the same connectors.
 ALIASES = {"file": "files"}

@@ -44,7 +44,15 @@ from cdc_connectors.table.layout import (
     VALID_TO,
 )
 
-__all__ = ["Deletes", "Mode", "Plan", "bookkeeping_fields", "plan", "tombstone_schema"]
+__all__ = [
+    "Deletes",
+    "Mode",
+    "Plan",
+    "bookkeeping_fields",
+    "needed",
+    "plan",
+    "tombstone_schema",
+]
 
 Deletes = Literal["hard", "soft"]
 Mode = Literal["upsert", "history"]
@@ -103,12 +111,34 @@ def plan(
     return state.plan()
 
 
+def needed(changes: pa.Table, keys: Sequence[str], mode: Mode, deletes: Deletes) -> pa.Table:
+    """The changes a merge of ``changes`` needs, in order: of each key its last change, or
+    all of them where :func:`plan` goes through them (a task sends only these)."""
+    ordered, flat, _place, chosen = _chosen(changes, list(keys), mode, deletes)
+    return ordered.take(pa.array(np.sort(flat[chosen]))).drop_columns([_INDEX])
+
+
 def _generations(
     changes: pa.Table, keys: list[str], mode: Mode, deletes: Deletes
 ) -> list[pa.Table]:
-    """The changes as generations: each holds at most one change of a key, in order. A key
-    goes through all its changes when one leaves columns unset or, with soft deletes, is a
-    delete (whose row keeps the values before it); any other key, its last change alone."""
+    """The changes as generations: each holds at most one change of a key, in order."""
+    ordered, flat, place, chosen = _chosen(changes, keys, mode, deletes)
+    ordered = ordered.drop_columns([_INDEX])
+    generations = []
+    for number in range(int(place[chosen].max()) + 1 if chosen.any() else 0):
+        picked = flat[chosen & (place == number)]
+        generations.append(ordered.take(pa.array(np.sort(picked))))
+    return generations
+
+
+def _chosen(
+    changes: pa.Table, keys: list[str], mode: Mode, deletes: Deletes
+) -> tuple[pa.Table, np.ndarray, np.ndarray, np.ndarray]:
+    """The changes in order, and which of them a merge goes through: the rows of each key
+    (``flat``), their place among the key's (``place``, 0 for a key's only one chosen) and
+    whether chosen. A key goes through all its changes when one leaves columns unset or,
+    with soft deletes, is a delete (whose row keeps the values before it), and in history
+    mode; any other key, its last change alone."""
     changes = changes.append_column(_INDEX, pa.array(np.arange(changes.num_rows), pa.int64()))
     ordered = changes.take(
         pc.sort_indices(
@@ -139,11 +169,7 @@ def _generations(
         place = np.where(folded, place, 0)
     else:
         chosen = np.ones(len(flat), dtype=bool)
-    generations = []
-    for number in range(int(place[chosen].max()) + 1 if chosen.any() else 0):
-        picked = flat[chosen & (place == number)]
-        generations.append(ordered.take(pa.array(np.sort(picked))))
-    return generations
+    return ordered, flat, place, chosen
 
 
 def _later(

@@ -1,0 +1,284 @@
+"""The table connector: change streams applied to Delta Lake and Iceberg tables, and read back.
+
+Spark name ``cdc-table`` (:class:`TableDataSource`): batch and streaming writes of OpenCDC
+records (any source, any format) as a table that mirrors the source database, and batch
+reads of that table (a snapshot, now or at a version or time) for users without the Delta
+or Iceberg JVM jars. No jars at all: Delta through ``deltalake`` (delta-rs), Iceberg through
+``pyiceberg``.
+
+```python
+df = spark.read.format("cdc-files").option("format", "debezium-json").load("in/")
+df.write.format("cdc-table").mode("append").save("tables/orders")          # Delta
+spark.read.format("cdc-table").load("tables/orders").show()
+```
+
+| setting | default | meaning |
+|---|---|---|
+| ``path`` | required | the Delta table's directory, or the Iceberg warehouse |
+| ``format`` | ``delta`` | ``delta`` or ``iceberg`` |
+| ``table`` | ``cdc.<last part of path>`` | Iceberg: the table, ``namespace.name`` |
+| ``catalog.<property>`` | SQLite in ``<path>/catalog.db`` | Iceberg: a pyiceberg catalog property |
+| ``keyColumns`` | the record key's fields | the table's primary key, ``id,region`` |
+| ``mode`` | ``upsert`` | ``upsert``: a row per key; ``history``: every version of a row |
+| ``deletes`` | ``hard`` | ``hard`` removes the row; ``soft`` keeps it, ``_cdc_deleted`` true |
+| ``orderBy`` | ``position`` | the source's order: the position's, or an integer metadata key |
+| ``registry`` | none | schema registry URL: columns typed by the records' registered schemas |
+| ``deadLetters`` | ``<path>/_cdc_dead_letters`` | where refused records go (OpenCDC JSON lines) |
+| ``txnAppId``, ``txnVersion`` | none | batch write as one micro-batch of a stream (pipelines) |
+| ``versionAsOf`` / ``timestampAsOf`` | latest | read: the Delta version, or the table at a time |
+| ``snapshotId`` / ``timestampAsOf`` | latest | read: the Iceberg snapshot, or the table at a time |
+
+**Writing.** Input rows are the OpenCDC layout (what the ``cdc-files`` and ``cdc-kafka``
+sources read), or messages whose ``value`` is an OpenCDC JSON record (what a pipeline hands
+over). Each write (a batch job, a micro-batch) is one table transaction. The semantics
+(keys, last change wins by order, partial images, soft deletes, history, schema evolution)
+are :mod:`cdc_connectors.table`'s. A streaming micro-batch commits with the query's
+transaction (``txnAppId``: ``cdc-table:`` and the checkpoint's path; ``txnVersion``: the
+batch id), so a micro-batch replayed after a crash changes nothing.
+
+**Reading.** The table's rows as they are in the snapshot read, with their bookkeeping
+columns (``_cdc_stream``, ``_cdc_offset``, and ``_cdc_deleted``... in those modes). One task
+per data file.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Iterator
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    DataSourceStreamArrowWriter,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
+
+from cdc_connectors.connectors.errors import ConnectorError, bare
+from cdc_connectors.connectors.messages import SettingError
+from cdc_connectors.connectors.table_settings import NAME, Settings
+from cdc_connectors.connectors.table_write import (
+    TableCommitMessage,
+    commit_changes,
+    is_record_layout,
+    say,
+    write_task,
+)
+from cdc_connectors.errors import CdcError
+from cdc_connectors.table.layout import plain_schema
+from cdc_connectors.table.store import Txn
+
+__all__ = ["NAME", "TableDataSource"]
+
+
+def _spark_types(schema: pa.Schema) -> pa.Schema:
+    """The Arrow types Spark takes from a data source (plain text, ``us`` UTC timestamps)."""
+    fields = []
+    for field in plain_schema(schema):
+        datatype = field.type
+        if pa.types.is_timestamp(datatype) and datatype.tz is not None:  # type: ignore[attr-defined]
+            datatype = pa.timestamp("us", tz="UTC")
+        elif pa.types.is_timestamp(datatype):
+            datatype = pa.timestamp("us")
+        fields.append(pa.field(field.name, datatype, True))
+    return pa.schema(fields)
+
+
+class TableDataSource(DataSource):
+    """``cdc-table``: OpenCDC records applied to a Delta or Iceberg table (module docstring)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def __init__(self, options: dict[str, str]):
+        super().__init__(options)
+        try:
+            self.settings = Settings.parse(options)
+        except SettingError as refused:
+            raise bare(refused) from None
+
+    # ------------------------------------------------------------------ reading
+
+    def _snapshot(self) -> tuple[pa.Schema, list[str] | None, int | None]:
+        """The table as read: its Arrow schema, and its files (Delta) or snapshot
+        (Iceberg)."""
+        s = self.settings
+        try:
+            if s.format == "delta":
+                from deltalake import DeltaTable
+
+                if not DeltaTable.is_deltatable(os.path.abspath(s.path)):
+                    raise SettingError(f"{NAME} setting 'path': no Delta table at {s.path!r}")
+                table = DeltaTable(os.path.abspath(s.path))
+                if s.version_as_of is not None:
+                    table.load_as_version(s.version_as_of)
+                elif s.timestamp_as_of is not None:
+                    table.load_as_version(dt.datetime.fromisoformat(s.timestamp_as_of))
+                schema = pa.schema(table.schema().to_arrow())
+                return _spark_types(schema), table.file_uris(), None
+            store = s.store()
+            iceberg = store._table("rows")
+            if iceberg is None:
+                raise SettingError(f"{NAME} setting 'table': no Iceberg table {s.table!r}")
+            snapshot = s.snapshot_id
+            if snapshot is None and s.timestamp_as_of is not None:
+                at = dt.datetime.fromisoformat(s.timestamp_as_of)
+                found = iceberg.snapshot_as_of_timestamp(int(at.timestamp() * 1000))
+                if found is None:
+                    raise SettingError(f"{NAME} setting 'timestampAsOf': no snapshot by {at}")
+                snapshot = found.snapshot_id
+            if snapshot is None and iceberg.current_snapshot() is not None:
+                snapshot = iceberg.current_snapshot().snapshot_id
+            return _spark_types(iceberg.schema().as_arrow()), None, snapshot
+        except (ValueError, OSError) as exc:
+            if isinstance(exc, CdcError):
+                raise
+            raise SettingError(f"{NAME}: cannot read {s.path!r}: {exc}") from None
+
+    def schema(self) -> StructType:
+        try:
+            self.settings.refuse_writing_settings()
+            arrow, _, _ = self._snapshot()
+        except SettingError as refused:
+            raise bare(refused) from None
+        return from_arrow_schema(arrow)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        try:
+            arrow, files, snapshot = self._snapshot()
+        except SettingError as refused:
+            raise bare(refused) from None
+        return TableReader(self.settings, arrow, files, snapshot)
+
+    # ------------------------------------------------------------------ writing
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
+        try:
+            self.settings.refuse_reading_settings()
+            if overwrite:
+                raise SettingError(
+                    f"{NAME} applies changes (mode append); to start over, write to a new path"
+                )
+        except SettingError as refused:
+            raise bare(refused) from None
+        return TableWriter(self.settings, is_record_layout(schema))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamArrowWriter:
+        try:
+            self.settings.refuse_reading_settings()
+            if overwrite:
+                raise SettingError(
+                    f"{NAME} streaming writes append; complete mode is not supported"
+                )
+        except SettingError as refused:
+            raise bare(refused) from None
+        options = {k.lower(): v for k, v in self.options.items()}
+        checkpoint = options.get("checkpointlocation")
+        app = (
+            self.settings.txn_app_id
+            or f"{NAME}:{os.path.abspath(checkpoint or self.settings.path)}"
+        )
+        return TableStreamWriter(self.settings, is_record_layout(schema), app)
+
+
+class _Part(InputPartition):
+    def __init__(self, index: int, file: str | None):
+        super().__init__(index)
+        self.file = file
+
+
+class TableReader(DataSourceReader):
+    """A snapshot of the table: one task per Delta data file (Iceberg: one task)."""
+
+    def __init__(
+        self, settings: Settings, schema: pa.Schema, files: list[str] | None, snapshot: int | None
+    ):
+        self.settings, self.arrow, self.files, self.snapshot = settings, schema, files, snapshot
+
+    def partitions(self) -> list[InputPartition]:
+        if self.files is None:
+            return [_Part(0, None)]
+        return [_Part(i, f) for i, f in enumerate(self.files)] or [_Part(0, None)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        import pyarrow.dataset as ds
+
+        assert isinstance(partition, _Part)
+        if self.files is None:
+            iceberg = self.settings.store()._table("rows")
+            if self.snapshot is None:
+                return
+            table = iceberg.scan(snapshot_id=self.snapshot).to_arrow()
+        elif partition.file is None:
+            return
+        else:
+            table = ds.dataset([partition.file], schema=self.arrow, format="parquet").to_table()
+        table = table.select(self.arrow.names).cast(self.arrow)
+        yield from table.to_batches(max_chunksize=10_000)
+
+
+class TableWriter(DataSourceArrowWriter):
+    """Batch write: one table transaction for the job."""
+
+    def __init__(self, settings: Settings, records_layout: bool):
+        self.settings, self.records_layout = settings, records_layout
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> TableCommitMessage:
+        try:
+            return write_task(self.settings, self.records_layout, iterator)
+        except ConnectorError as failure:
+            raise bare(failure) from None
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        s = self.settings
+        txn = (
+            Txn(s.txn_app_id, s.txn_version) if s.txn_app_id and s.txn_version is not None else None
+        )
+        _commit(s, messages, txn)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        return None  # nothing was written: the tasks' changes were in their messages
+
+
+class TableStreamWriter(DataSourceStreamArrowWriter):
+    """Streaming write: each micro-batch one table transaction, exactly once."""
+
+    def __init__(self, settings: Settings, records_layout: bool, app_id: str):
+        self.settings, self.records_layout, self.app_id = settings, records_layout, app_id
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> TableCommitMessage:
+        try:
+            return write_task(self.settings, self.records_layout, iterator)
+        except ConnectorError as failure:
+            raise bare(failure) from None
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        _commit(self.settings, messages, Txn(self.app_id, batchId))
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        return None
+
+
+def _commit(
+    settings: Settings, messages: list[WriterCommitMessage | None], txn: Txn | None
+) -> None:
+    try:
+        done, letters = commit_changes(settings, messages, txn)
+    except CdcError as failure:
+        raise bare(ConnectorError(f"{NAME}: {failure}")) from None
+    where = settings.path if settings.format == "delta" else f"{settings.path} ({settings.table})"
+    if done.replayed:
+        said = f"batch {txn.version}" if txn else "the batch"
+        say(f"{NAME}: {where}: {said} was applied before: nothing changed")
+        return
+    say(
+        f"{NAME}: {where}: {done.applied} changes applied"
+        f"{f', {done.stale} older than the table (left)' if done.stale else ''}"
+        f"{f', {letters} to {settings.dead_letters}' if letters else ''}"
+    )

@@ -1,0 +1,175 @@
+"""Settings of the table connector (``cdc-table``), parsed and checked once on the driver.
+
+Spark hands data source options over lower-cased; each is accepted in any case and named in
+errors as documented. Every error is one :class:`~cdc_connectors.connectors.messages.
+SettingError` line naming the setting.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cdc_connectors.connectors.messages import SettingError
+from cdc_connectors.table.store import TableSettings, TableStore
+
+__all__ = ["NAME", "Settings"]
+
+NAME = "cdc-table"
+FORMATS = ("delta", "iceberg")
+_KNOWN = {
+    k.lower(): k
+    for k in (
+        "path",
+        "format",
+        "keyColumns",
+        "mode",
+        "deletes",
+        "orderBy",
+        "table",
+        "registry",
+        "deadLetters",
+        "txnAppId",
+        "txnVersion",
+        "versionAsOf",
+        "timestampAsOf",
+        "snapshotId",
+    )
+}
+_CATALOG = "catalog."
+#: Options Spark passes to writers along with ours.
+_SPARK_OWN = frozenset({"checkpointlocation"})
+_READ = ("versionAsOf", "timestampAsOf", "snapshotId")
+_WRITE = ("keyColumns", "mode", "deletes", "orderBy", "deadLetters", "txnAppId", "txnVersion")
+
+
+def _choice(options: Mapping[str, str], name: str, choices: tuple[str, ...], default: str) -> str:
+    value = options.get(name.lower(), default).strip().lower()
+    if value not in choices:
+        raise SettingError(
+            f"{NAME} setting {name!r} must be one of {', '.join(choices)}, not {value!r}"
+        )
+    return value
+
+
+def _integer(options: Mapping[str, str], name: str) -> int | None:
+    value = options.get(name.lower())
+    if value is None:
+        return None
+    if not value.strip().lstrip("-").isdigit():
+        raise SettingError(f"{NAME} setting {name!r} must be an integer, not {value!r}")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The connector's settings, checked (picklable: tasks get them)."""
+
+    path: str
+    format: str
+    key_columns: tuple[str, ...]
+    mode: str
+    deletes: str
+    order_by: str
+    table: str
+    catalog: tuple[tuple[str, str], ...]
+    registry: str | None
+    dead_letters: str
+    txn_app_id: str | None
+    txn_version: int | None
+    version_as_of: int | None
+    timestamp_as_of: str | None
+    snapshot_id: int | None
+    given: frozenset[str]
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> Settings:
+        lowered = {
+            str(k).lower(): str(v) for k, v in options.items() if str(k).lower() not in _SPARK_OWN
+        }
+        for key in lowered:
+            if key not in _KNOWN and not key.startswith(_CATALOG):
+                known = ", ".join(sorted(_KNOWN.values()))
+                raise SettingError(
+                    f"{NAME} has no setting {key!r} (settings: {known}, catalog.<property>)"
+                )
+        path = lowered.get("path", "").strip()
+        if not path:
+            raise SettingError(
+                f"{NAME} setting 'path' is required (the Delta table's directory, or the "
+                "Iceberg warehouse)"
+            )
+        fmt = _choice(lowered, "format", FORMATS, "delta")
+        keys = tuple(k.strip() for k in lowered.get("keycolumns", "").split(",") if k.strip())
+        if "keycolumns" in lowered and not keys:
+            raise SettingError(f"{NAME} setting 'keyColumns' must name columns (id,region)")
+        order_by = lowered.get("orderby", "position").strip()
+        if not order_by:
+            raise SettingError(f"{NAME} setting 'orderBy' must be position or a metadata key")
+        catalog = tuple(
+            sorted((k[len(_CATALOG) :], v) for k, v in lowered.items() if k.startswith(_CATALOG))
+        )
+        if catalog and fmt != "iceberg":
+            raise SettingError(f"{NAME} settings 'catalog.*' are for format iceberg")
+        table = lowered.get("table", "").strip()
+        if fmt == "iceberg" and not table:
+            table = "cdc." + (os.path.basename(os.path.normpath(path)) or "changes")
+        if table and fmt == "iceberg" and "." not in table:
+            raise SettingError(f"{NAME} setting 'table' must be namespace.name, not {table!r}")
+        if table and fmt == "delta":
+            raise SettingError(f"{NAME} setting 'table' is for format iceberg (Delta: 'path')")
+        app = lowered.get("txnappid")
+        version = _integer(lowered, "txnVersion")
+        if (app is None) != (version is None):
+            raise SettingError(f"{NAME} settings 'txnAppId' and 'txnVersion' go together")
+        registry = lowered.get("registry") or None
+        return cls(
+            path=path,
+            format=fmt,
+            key_columns=keys,
+            mode=_choice(lowered, "mode", ("upsert", "history"), "upsert"),
+            deletes=_choice(lowered, "deletes", ("hard", "soft"), "hard"),
+            order_by=order_by,
+            table=table,
+            catalog=catalog,
+            registry=registry,
+            dead_letters=lowered.get("deadletters") or os.path.join(path, "_cdc_dead_letters"),
+            txn_app_id=app,
+            txn_version=version,
+            version_as_of=_integer(lowered, "versionAsOf"),
+            timestamp_as_of=lowered.get("timestampasof"),
+            snapshot_id=_integer(lowered, "snapshotId"),
+            given=frozenset(_KNOWN[k] for k in lowered if k in _KNOWN),
+        )
+
+    def refuse(self, names: tuple[str, ...], doing: str) -> None:
+        """A setting of ``names`` given while ``doing`` (reading, writing) is refused."""
+        for name in names:
+            if name in self.given:
+                raise SettingError(f"{NAME} setting {name!r} is not for {doing}")
+
+    def refuse_reading_settings(self) -> None:
+        self.refuse(_READ, "writing")
+
+    def refuse_writing_settings(self) -> None:
+        self.refuse(_WRITE, "reading")
+
+    def table_settings(self, inferred: list[str] | None) -> TableSettings:
+        """How the table is kept: the key columns given, else those the records name."""
+        keys = list(self.key_columns) or list(inferred or [])
+        return TableSettings(keys, self.mode, self.deletes)  # type: ignore[arg-type]
+
+    def store(self) -> TableStore:
+        """The table these settings name."""
+        if self.format == "delta":
+            from cdc_connectors.table.delta import DeltaStore
+
+            return DeltaStore(os.path.abspath(self.path))
+        from cdc_connectors.table.iceberg import IcebergStore
+
+        return IcebergStore(self.path, self.table, dict(self.catalog) or None)
+
+    def describe(self) -> dict[str, Any]:
+        return {"path": self.path, "format": self.format, "table": self.table}

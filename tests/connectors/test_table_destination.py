@@ -1,0 +1,161 @@
+"""The ``cdc-table`` connector on a real Spark: change streams applied, and read back."""
+
+from __future__ import annotations
+
+import shutil
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from cdc_connectors.spark import register
+
+SHOP = Path(__file__).resolve().parents[2] / "examples" / "debezium" / "shop"
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def session(spark: Any) -> Any:
+    register(spark)
+    return spark
+
+
+def _changes(session: Any, tmp_path: Path, name: str = "orders.jsonl") -> Any:
+    return (
+        session.read.format("cdc-files")
+        .option("format", "debezium-json")
+        .option("registry", f"sqlite:///{tmp_path}/registry.db")
+        .load(str(SHOP / name))
+    )
+
+
+def _expected_orders() -> dict[int, tuple[str, Decimal]]:
+    """The shop's orders after its changes, from the per-message converter: id -> (status,
+    amount)."""
+    import orjson
+
+    from cdc_connectors.formats.debezium import DebeziumJsonFormat
+    from cdc_connectors.formats.base import Message
+
+    fmt = DebeziumJsonFormat()
+    rows: dict[int, tuple[str, Decimal]] = {}
+    for line in (SHOP / "orders.jsonl").read_bytes().splitlines():
+        try:
+            records = fmt.decode(Message(line))
+        except Exception:
+            continue
+        for record in records:
+            op = record.operation.name.lower()
+            if op == "delete":
+                rows.pop(record.payload.before["id"], None)
+            else:
+                after = record.payload.after
+                rows[after["id"]] = (after["status"], Decimal(str(after["amount"])))
+    assert orjson  # the examples hold every operation
+    return rows
+
+
+@pytest.mark.parametrize("fmt", ["delta", "iceberg"])
+def test_a_change_stream_becomes_a_typed_table(session: Any, tmp_path: Path, fmt: str) -> None:
+    target = tmp_path / "orders"
+    writer = _changes(session, tmp_path).write.format("cdc-table").option("format", fmt)
+    writer = writer.option("keyColumns", "id").option(
+        "registry", f"sqlite:///{tmp_path}/registry.db"
+    )
+    writer.mode("append").save(str(target))
+    read = session.read.format("cdc-table").option("format", fmt).load(str(target))
+    types = dict(read.dtypes)
+    assert types["amount"] == "decimal(10,2)"
+    assert types["created_at"] == "timestamp"
+    assert types["ship_date"] == "date"
+    found = {r["id"]: (r["status"], r["amount"]) for r in read.collect()}
+    assert found == _expected_orders()
+    letters = list((target / "_cdc_dead_letters").glob("*.jsonl"))
+    assert letters, "the examples' bad lines went to the dead letters"
+    # a second run of the same changes changes nothing
+    writer.mode("append").save(str(target))
+    again = session.read.format("cdc-table").option("format", fmt).load(str(target))
+    assert {r["id"]: (r["status"], r["amount"]) for r in again.collect()} == found
+
+
+def test_an_independent_reader_sees_the_mirror(session: Any, tmp_path: Path) -> None:
+    from deltalake import DeltaTable, QueryBuilder
+
+    target = tmp_path / "orders"
+    _changes(session, tmp_path).write.format("cdc-table").option("keyColumns", "id").mode(
+        "append"
+    ).save(str(target))
+    table = DeltaTable(str(target))
+    found = pa.table(
+        QueryBuilder().register("orders", table).execute("SELECT id, status FROM orders").read_all()
+    )
+    assert sorted(found.column("id").to_pylist()) == sorted(_expected_orders())
+
+
+def test_streaming_micro_batches_commit_once_each(session: Any, tmp_path: Path) -> None:
+    from deltalake import DeltaTable
+
+    source = tmp_path / "in"
+    source.mkdir()
+    shutil.copy(SHOP / "orders.jsonl", source / "a.jsonl")
+    target, checkpoint = tmp_path / "orders", tmp_path / "checkpoint"
+
+    def run() -> None:
+        stream = (
+            session.readStream.format("cdc-files")
+            .option("format", "debezium-json")
+            .load(str(source))
+            .writeStream.format("cdc-table")
+            .option("keyColumns", "id")
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(availableNow=True)
+            .start(str(target))
+        )
+        stream.awaitTermination()
+
+    run()
+    app = f"cdc-table:{checkpoint}"
+    assert DeltaTable(str(target)).transaction_version(app) == 0
+    shutil.copy(SHOP / "orders.jsonl", source / "b.jsonl")  # the same changes, later
+    run()
+    table = DeltaTable(str(target))
+    assert table.transaction_version(app) == 1
+    versions = table.version()
+    # a micro-batch replayed after a crash (its commit run again) changes nothing
+    from cdc_connectors.connectors.table import TableDataSource
+
+    rows = _changes(session, tmp_path)._collect_as_arrow()
+    options = {"path": str(target), "keyColumns": "id", "checkpointLocation": str(checkpoint)}
+    writer = TableDataSource(options).streamWriter(_changes(session, tmp_path).schema, False)
+    message = writer.write(iter(rows))
+    writer.commit([message], 1)
+    assert DeltaTable(str(target)).version() == versions
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ({}, "setting 'path' is required"),
+        ({"path": "x", "format": "hudi"}, "'format' must be one of delta, iceberg"),
+        ({"path": "x", "catalog.uri": "y"}, "'catalog.*' are for format iceberg"),
+        ({"path": "x", "nope": "1"}, "has no setting 'nope'"),
+        ({"path": "x", "txnAppId": "a"}, "'txnAppId' and 'txnVersion' go together"),
+        ({"path": "x", "mode": "scd"}, "'mode' must be one of upsert, history"),
+    ],
+)
+def test_bad_settings_are_one_line(options: dict[str, str], said: str) -> None:
+    from cdc_connectors.connectors.messages import SettingError
+    from cdc_connectors.connectors.table import TableDataSource
+
+    with pytest.raises(SettingError, match=said):
+        TableDataSource(options)
+
+
+def test_overwrite_is_refused(session: Any, tmp_path: Path) -> None:
+    with pytest.raises(Exception, match="applies changes"):
+        _changes(session, tmp_path).write.format("cdc-table").mode("overwrite").save(
+            str(tmp_path / "t")
+        )
