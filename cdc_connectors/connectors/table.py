@@ -81,7 +81,7 @@ def _spark_types(schema: pa.Schema) -> pa.Schema:
     fields = []
     for field in plain_schema(schema):
         datatype = field.type
-        if pa.types.is_timestamp(datatype) and datatype.tz is not None:  # type: ignore[attr-defined]
+        if pa.types.is_timestamp(datatype) and datatype.tz is not None:
             datatype = pa.timestamp("us", tz="UTC")
         elif pa.types.is_timestamp(datatype):
             datatype = pa.timestamp("us")
@@ -122,8 +122,7 @@ class TableDataSource(DataSource):
                     table.load_as_version(dt.datetime.fromisoformat(s.timestamp_as_of))
                 schema = pa.schema(table.schema().to_arrow())
                 return _spark_types(schema), table.file_uris(), None
-            store = s.store()
-            iceberg = store._table("rows")
+            iceberg = s.iceberg().table()
             if iceberg is None:
                 raise SettingError(f"{NAME} setting 'table': no Iceberg table {s.table!r}")
             snapshot = s.snapshot_id
@@ -211,7 +210,7 @@ class TableReader(DataSourceReader):
 
         assert isinstance(partition, _Part)
         if self.files is None:
-            iceberg = self.settings.store()._table("rows")
+            iceberg = self.settings.iceberg().table()
             if self.snapshot is None:
                 return
             table = iceberg.scan(snapshot_id=self.snapshot).to_arrow()

@@ -10,10 +10,13 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cdc_connectors.connectors.messages import SettingError
 from cdc_connectors.table.store import TableSettings, TableStore
+
+if TYPE_CHECKING:
+    from cdc_connectors.table.iceberg import IcebergStore
 
 __all__ = ["NAME", "Settings"]
 
@@ -167,6 +170,10 @@ class Settings:
             from cdc_connectors.table.delta import DeltaStore
 
             return DeltaStore(os.path.abspath(self.path))
+        return self.iceberg()
+
+    def iceberg(self) -> IcebergStore:
+        """The Iceberg table these settings name."""
         from cdc_connectors.table.iceberg import IcebergStore
 
         return IcebergStore(self.path, self.table, dict(self.catalog) or None)

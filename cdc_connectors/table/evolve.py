@@ -46,7 +46,7 @@ def widens(old: pa.DataType, new: pa.DataType) -> bool:
     if pt.is_float32(old) and pt.is_float64(new):
         return True
     if pt.is_decimal(old) and pt.is_decimal(new):
-        return new.scale == old.scale and new.precision > old.precision  # type: ignore[attr-defined]
+        return bool(new.scale == old.scale and new.precision > old.precision)
     return False
 
 
@@ -63,7 +63,7 @@ def _same(old: pa.DataType, new: pa.DataType) -> bool:
     ):
         return True
     if pt.is_timestamp(old) and pt.is_timestamp(new):
-        return old.unit == new.unit and (old.tz is None) == (new.tz is None)  # type: ignore[attr-defined]
+        return bool(old.unit == new.unit and (old.tz is None) == (new.tz is None))
     return False
 
 

@@ -74,6 +74,10 @@ class IcebergStore:
     def _name(self, part: Part) -> str:
         return self.identifier if part == "rows" else self.identifier + TOMBSTONES
 
+    def table(self) -> Any:
+        """The pyiceberg table of the rows, or ``None`` while there is none."""
+        return self._table("rows")
+
     def _table(self, part: Part) -> Any:
         from pyiceberg.exceptions import NoSuchTableError
 
@@ -128,10 +132,10 @@ class IcebergStore:
         expression: Any = None
         for name in keys.column_names:
             values = pc.unique(keys.column(name)).to_pylist()
-            term = In(name, values)
+            term = In(name, values)  # type: ignore[call-arg]  # (pydantic's signature)
             expression = term if expression is None else And(expression, term)
         if current_only:
-            expression = And(expression, EqualTo(IS_CURRENT, True))
+            expression = And(expression, EqualTo(IS_CURRENT, True))  # type: ignore[call-arg, arg-type]
         return expression
 
     def _read(self, part: Part, keys: pa.Table, current_only: bool = False) -> pa.Table:

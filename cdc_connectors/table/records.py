@@ -251,7 +251,7 @@ def _fitted(name: str, index: int, value: Any, wanted: pa.DataType, bad: dict[in
             return base64.b64decode(value, validate=True)
         if isinstance(value, str | int | Decimal) and not isinstance(value, bool):
             source = pa.array([value if isinstance(value, str) else str(value)], pa.string())
-            if pa.types.is_timestamp(wanted) and wanted.tz is None:  # type: ignore[attr-defined]
+            if pa.types.is_timestamp(wanted) and wanted.tz is None:
                 parsed = dt.datetime.fromisoformat(str(value))
                 return parsed.replace(tzinfo=None) if parsed.tzinfo is None else None
             return pc.cast(source, wanted)[0].as_py()

@@ -37,8 +37,8 @@ def _expected_orders() -> dict[int, tuple[str, Decimal]]:
     amount)."""
     import orjson
 
-    from cdc_connectors.formats.debezium import DebeziumJsonFormat
     from cdc_connectors.formats.base import Message
+    from cdc_connectors.formats.debezium import DebeziumJsonFormat
 
     fmt = DebeziumJsonFormat()
     rows: dict[int, tuple[str, Decimal]] = {}

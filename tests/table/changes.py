@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from cdc_connectors.table.layout import AT, OFFSET, OP, STREAM, TIME, UNSET
 
-EPOCH = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+EPOCH = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 ORDERS = pa.schema(
     [
         pa.field("id", pa.int64()),

@@ -3,8 +3,10 @@ source's final state: a property test against a dictionary model of the database
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from decimal import Decimal
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +70,7 @@ def model(changes: list[Change], deletes: str) -> dict[int, dict[str, Any]]:
 def cut(changes: list[Change], cuts: list[int]) -> list[list[Change]]:
     """The changes in consecutive batches, cut at ``cuts``."""
     points = sorted({c % (len(changes) + 1) for c in cuts} | {0, len(changes)})
-    return [changes[a:b] for a, b in zip(points, points[1:]) if b > a]
+    return [changes[a:b] for a, b in pairwise(points) if b > a]
 
 
 @st.composite
@@ -112,10 +114,8 @@ def run(
 
                 store.replace = dies
             txn = Txn("stream", number) if streamed else None
-            try:
+            with contextlib.suppress(Killed):
                 apply_changes(store, batch(batches[number]), wanted, txn)
-            except Killed:
-                pass
         found = {r["id"]: r for r in rows(open_store(fmt, Path(tmp)))}
     expected = model(history, deletes)
     assert sorted(found) == sorted(expected)

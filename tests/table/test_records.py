@@ -47,7 +47,7 @@ def test_records_become_rows_with_their_keys_and_order() -> None:
     assert table.column("_cdc_offset").to_pylist() == [1, 2, 3]
     assert table.column("_cdc_unset").to_pylist() == [None, None, ["amount"]]
     assert table.column("_cdc_at")[0].as_py() == dt.datetime(
-        2023, 11, 14, 22, 13, 20, tzinfo=dt.timezone.utc
+        2023, 11, 14, 22, 13, 20, tzinfo=dt.UTC
     )
 
 
@@ -97,9 +97,7 @@ def test_registered_types_are_kept_and_a_value_that_does_not_fit_is_refused() ->
     assert table.schema.field("amount").type == pa.decimal128(10, 2)
     assert table.column("id").to_pylist() == [1, 2]
     assert table.column("amount").to_pylist() == [Decimal("19.99"), Decimal("12.50")]
-    assert table.column("at")[0].as_py() == dt.datetime(
-        2025, 11, 21, 23, 50, 1, 123, tzinfo=dt.timezone.utc
-    )
+    assert table.column("at")[0].as_py() == dt.datetime(2025, 11, 21, 23, 50, 1, 123, tzinfo=dt.UTC)
     assert table.column("day")[0].as_py() == dt.date(2025, 11, 21)
     (refused,) = batch.refused
     assert (
