@@ -435,7 +435,7 @@ def _connector(node: Node, registry: str | None) -> Connector:
     reporter = _Reporter(node, settings_node)
     save_mode = None
     mode_key = next((key for key in settings if key.lower() == "mode"), None)
-    if mode_key is not None:
+    if mode_key is not None and plugin.name != "table":  # a table's mode is its own setting
         if kind != "destination":
             raise reporter("mode", "a save mode is a destination's setting")
         save_mode = settings.pop(mode_key).strip().lower()

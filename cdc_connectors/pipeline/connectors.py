@@ -33,9 +33,16 @@ BUILTIN = {
 #: Conduit's names for the same connectors.
 ALIASES = {"file": "files"}
 #: The message columns a destination takes as is (the files connector writes no headers).
-MESSAGE_COLUMNS = {"files": ("key", "value"), "kafka": ("key", "value", "headers")}
+MESSAGE_COLUMNS = {
+    "files": ("key", "value"),
+    "kafka": ("key", "value", "headers"),
+    "table": ("key", "value"),
+}
 #: The format a connector uses when its settings name none.
 DEFAULT_FORMATS = {"files": "opencdc-json", "kafka": "opencdc-proto"}
+#: Connectors whose records reach them in one format whatever their settings say: a table
+#: takes OpenCDC JSON records (exact numbers), its ``format`` is the table's (delta, iceberg).
+FIXED_FORMATS = {"table": "opencdc-json"}
 Route = Callable[[Record], str]
 _SETTING = re.compile(r"settings? '([^']+)'")
 _FORMAT_OPTION = re.compile(r"setting 'format\.\*'.* has no option '([^']+)'")
@@ -83,6 +90,15 @@ class Plugin:
     @property
     def default_format(self) -> str:
         return DEFAULT_FORMATS.get(self.name, "opencdc-json")
+
+    def format_settings(self, settings: Mapping[str, str]) -> dict[str, str]:
+        """The settings that name the format a destination's records are encoded in: its
+        own, or the fixed format of a connector that takes one (a table)."""
+        fixed = FIXED_FORMATS.get(self.name)
+        if fixed is None:
+            return dict(settings)
+        registry = settings.get("registry")
+        return {"format": fixed, **({"registry": registry} if registry else {})}
 
 
 class TopicRoute:
@@ -148,7 +164,7 @@ def check_settings(plugin: Plugin, role: str, settings: Mapping[str, str], repor
         default = plugin.default_format if role == "destination" else "opencdc-json"
         if not (plugin.name == "kafka" and role == "source"):  # Kafka reads raw by default
             open_format(
-                settings,
+                plugin.format_settings(settings) if role == "destination" else settings,
                 default=default,
                 registry=settings.get("registry"),
                 connector=plugin.spark_name,

@@ -176,7 +176,7 @@ class _Prepared:
     @classmethod
     def of(cls, pipeline: Pipeline) -> _Prepared:
         destination = pipeline.destination
-        settings = dict(destination.settings)
+        settings = destination.plugin.format_settings(destination.settings)
         fmt = open_format(
             settings,
             default=destination.plugin.default_format,
@@ -402,6 +402,9 @@ class _Job:
         once (a replayed micro-batch does not add its files again) in a directory that
         belongs to the query; a batch pipeline writes its files to a staging directory (a
         path where none can be made is refused, at ``place_of`` its setting)."""
+        if name == _TABLE and not self.pipeline.batch:  # one table transaction a batch
+            app = f"cdc-pipeline:{os.path.abspath(self.pipeline.checkpoint)}"
+            return {**settings, "txnAppId": app, "txnVersion": str(batch_id)}
         if name != _FILES:
             return settings
         if not self.pipeline.batch:
@@ -529,6 +532,7 @@ class _Job:
 
 _KAFKA = "cdc-kafka"
 _FILES = "cdc-files"
+_TABLE = "cdc-table"
 _FORMAT_SETTINGS = ("format", "failfast", "typed")
 
 

@@ -197,6 +197,8 @@ def _column(
     """The Arrow column of ``values`` (of type ``wanted`` when given); a value that does not
     fit marks its row in ``bad``."""
     if wanted is not None:
+        if pa.types.is_decimal(wanted):  # a double read from JSON: the decimal it prints as
+            values = [Decimal(repr(v)) if type(v) is float else v for v in values]
         try:
             return pa.array(values, wanted)
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):

@@ -1,0 +1,138 @@
+"""Pipelines into a table: batch and streaming from YAML, and a streaming run killed with
+SIGKILL and started again ends with the table equal to the source database's last state."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.pipeline.support import CLI, environment, run_here, write_config
+
+pytestmark = [pytest.mark.spark]
+
+
+def write_changes(directory: Path, files: int, seed: int) -> dict[int, dict[str, Any]]:
+    """Files of Debezium JSON events (no schema blocks) of an orders table, in order by
+    file name and line; the database's rows after them all."""
+    rng = random.Random(seed)
+    directory.mkdir(parents=True, exist_ok=True)
+    database: dict[int, dict[str, Any]] = {}
+    source = {"connector": "postgresql", "db": "shop", "schema": "public", "table": "orders"}
+    for number in range(files):
+        lines = []
+        for _ in range(40):
+            key = rng.randint(1, 25)
+            before = database.get(key)
+            if before is not None and rng.random() < 0.2:
+                op, after = "d", None
+                del database[key]
+            else:
+                op = "u" if before is not None else "c"
+                after = {
+                    "id": key,
+                    "status": rng.choice(["new", "paid", "shipped"]),
+                    "qty": rng.randint(0, 9),
+                }
+                database[key] = after
+            event = {
+                "before": before,
+                "after": after,
+                "source": {**source, "ts_ms": 1},
+                "op": op,
+                "ts_ms": 1,
+            }
+            lines.append(json.dumps(event))
+        (directory / f"changes-{number:03d}.jsonl").write_text("\n".join(lines) + "\n")
+    return database
+
+
+def table_pipeline(source: Path, table: Path, dead: Path, *, streaming: bool) -> dict[str, Any]:
+    settings: dict[str, Any] = {"path": str(source), "format": "debezium-json"}
+    if streaming:
+        settings["maxFilesPerTrigger"] = "1"
+    return {
+        "id": "mirror",
+        **({} if streaming else {"mode": "batch"}),
+        "connectors": [
+            {"id": "in", "type": "source", "plugin": "files", "settings": settings},
+            {
+                "id": "orders",
+                "type": "destination",
+                "plugin": "table",
+                "settings": {"path": str(table), "keyColumns": "id"},
+            },
+        ],
+        "dead-letter-queue": {
+            "plugin": "files",
+            "settings": {"path": str(dead), "format": "opencdc-json"},
+        },
+    }
+
+
+def mirrored(table: Path) -> dict[int, dict[str, Any]]:
+    from deltalake import DeltaTable, QueryBuilder
+
+    import pyarrow as pa
+
+    found = (
+        QueryBuilder()
+        .register("t", DeltaTable(str(table)))
+        .execute("SELECT id, status, qty FROM t")
+    )
+    rows = pa.table(found.read_all()).to_pylist()
+    assert len({r["id"] for r in rows}) == len(rows), "a key twice"
+    return {r["id"]: {"id": r["id"], "status": r["status"], "qty": r["qty"]} for r in rows}
+
+
+def test_a_batch_pipeline_mirrors_the_database(tmp_path: Path, spark: Any) -> None:
+    database = write_changes(tmp_path / "in", 3, seed=1)
+    config = table_pipeline(
+        tmp_path / "in", tmp_path / "orders", tmp_path / "dead", streaming=False
+    )
+    write_config(tmp_path / "p.yaml", config)
+    done = run_here(spark, tmp_path / "p.yaml")
+    assert done.returncode == 0, done.stderr
+    assert mirrored(tmp_path / "orders") == database
+    again = run_here(spark, tmp_path / "p.yaml")  # run twice: the same table
+    assert again.returncode == 0, again.stderr
+    assert mirrored(tmp_path / "orders") == database
+
+
+@pytest.mark.slow
+def test_a_streaming_pipeline_killed_and_started_again_mirrors_the_database(
+    tmp_path: Path, spark: Any
+) -> None:
+    from deltalake import DeltaTable
+
+    database = write_changes(tmp_path / "in", 8, seed=2)
+    table = tmp_path / "orders"
+    config = table_pipeline(tmp_path / "in", table, tmp_path / "dead", streaming=True)
+    write_config(tmp_path / "p.yaml", config)
+    driver = subprocess.Popen(
+        [*CLI[:1], "-m", "cdc_connectors.pipeline.driver", "p.yaml"],
+        cwd=tmp_path,
+        env=environment(),
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 300
+    while driver.poll() is None:  # killed once some micro-batches are in the table
+        assert time.monotonic() < deadline
+        if DeltaTable.is_deltatable(str(table)) and DeltaTable(str(table)).version() >= 2:
+            break
+        time.sleep(0.05)
+    time.sleep(random.Random(3).uniform(0, 1.5))
+    os.killpg(driver.pid, signal.SIGKILL)
+    driver.wait()
+    again = run_here(spark, tmp_path / "p.yaml", available_now=True)
+    assert again.returncode == 0, again.stderr
+    assert mirrored(table) == database
