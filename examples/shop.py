@@ -3,7 +3,8 @@
 Reads the OpenCDC JSON files that ``cdc-connectors run examples/pipelines/shop.yaml`` wrote
 (with the ``cdc-files`` connector), prints a short summary (records by table and operation,
 the dead letters and why), then the orders with the columns of their registered schema:
-``after.amount`` is a ``decimal(10,2)``, ``after.created_at`` a timestamp.
+``after.amount`` is a ``decimal(10,2)``, ``after.created_at`` a timestamp; last, the orders
+as the Delta table the ``mirror`` pipeline applied them to (``cdc-table``).
 
 ``--run PIPELINE.yaml`` first runs the pipeline in this Spark session, as ``cdc-connectors
 run`` does (the same code, the same lines on stderr), which saves one Spark start.
@@ -69,4 +70,10 @@ orders.select(
     "after.ship_date",
 ).orderBy("id", "operation").show(truncate=False)
 orders.where("after IS NOT NULL").agg(F.sum("after.amount").alias("total_amount")).show()
+
+print("== the orders as a table mirroring the database (Delta, after its updates and deletes)")
+mirror = spark.read.format("cdc-table").load(f"{OUT}/tables/orders")
+mirror.select("id", "status", "amount", "created_at", "ship_date", "_cdc_offset").orderBy(
+    "id"
+).show(truncate=False)
 spark.stop()

@@ -118,3 +118,12 @@ def test_make_run_pipeline_lands_the_shop_and_queries_it_typed(tmp_path):
     assert "after.amount is decimal(10,2)" in out
     assert "2604.49" in out  # 19.99 + 2500.50 + 42.00 + 42.00, exact
     assert "orders.jsonl:6" in out and "'refunded' is not one of the allowed" in out
+    # the orders as the table the mirror pipeline applied them to: order 1 deleted, order 3
+    # updated (shipped), amounts exact
+    mirror = out[out.index("== the orders as a table mirroring the database") :]
+    rows = [line for line in mirror.splitlines() if line.startswith("|") and "id" not in line]
+    assert [r.split("|")[1:4] for r in rows] == [
+        ["2  ", "new    ", "2500.50"],
+        ["3  ", "shipped", "42.00  "],
+    ]
+    assert "cdc-table: .cdc/shop/tables/orders: 5 records, 3 changes applied" in result.stderr

@@ -268,16 +268,8 @@ def _commit(
     settings: Settings, messages: list[WriterCommitMessage | None], txn: Txn | None
 ) -> None:
     try:
-        done, letters = commit_changes(settings, messages, txn)
+        done = commit_changes(settings, messages, txn)
     except CdcError as failure:
         raise bare(ConnectorError(f"{NAME}: {failure}")) from None
     where = settings.path if settings.format == "delta" else f"{settings.path} ({settings.table})"
-    if done.replayed:
-        said = f"batch {txn.version}" if txn else "the batch"
-        say(f"{NAME}: {where}: {said} was applied before: nothing changed")
-        return
-    say(
-        f"{NAME}: {where}: {done.applied} changes applied"
-        f"{f', {done.stale} older than the table (left)' if done.stale else ''}"
-        f"{f', {letters} to {settings.dead_letters}' if letters else ''}"
-    )
+    say(done.line(where, settings.dead_letters, txn))

@@ -37,7 +37,13 @@ from cdc_connectors.table.records import ChangeBatch
 from cdc_connectors.table.store import Txn
 from cdc_connectors.text import printable_bytes
 
-__all__ = ["TableCommitMessage", "commit_changes", "is_record_layout", "write_task"]
+__all__ = [
+    "Committed",
+    "TableCommitMessage",
+    "commit_changes",
+    "is_record_layout",
+    "write_task",
+]
 
 NODE_ID = NAME
 
@@ -120,11 +126,35 @@ def _joined(messages: Sequence[TableCommitMessage]) -> tuple[pa.Table | None, li
         raise CodecError(f"the tasks' changes have columns of different types: {exc}") from None
 
 
+@dataclass(frozen=True)
+class Committed:
+    """What a write did: the records it was given, what the table did with their changes
+    (:class:`~cdc_connectors.table.apply.Applied`) and the records it refused."""
+
+    records: int
+    applied: Applied
+    refused: int
+
+    def line(self, where: str, dead_letters: str, txn: Txn | None) -> str:
+        """The write told in one line."""
+        if self.applied.replayed:
+            said = f"batch {txn.version}" if txn else "the batch"
+            return f"{NAME}: {where}: {said} was applied before: nothing changed"
+        done = self.applied
+        superseded = self.records - self.refused - done.applied - done.stale
+        return (
+            f"{NAME}: {where}: {self.records} records, {done.applied} changes applied"
+            f"{f', {superseded} replaced by a later change of their key' if superseded > 0 else ''}"
+            f"{f', {done.stale} older than the table (left)' if done.stale else ''}"
+            f"{f', {self.refused} refused ({dead_letters})' if self.refused else ''}"
+        )
+
+
 def commit_changes(
     settings: Settings, messages: Sequence[WriterCommitMessage | None], txn: Txn | None
-) -> tuple[Applied, int]:
+) -> Committed:
     """Apply the tasks' changes to the table in one transaction; then write their dead
-    letters. What the batch did, and how many dead letters."""
+    letters."""
     ours = [m for m in messages if isinstance(m, TableCommitMessage)]
     changes, key_columns = _joined(ours)
     done = Applied(0, 0)
@@ -134,7 +164,7 @@ def commit_changes(
     letters = [line for m in ours for line in m.letters]
     if letters and not (done.replayed and txn is not None):
         _write_letters(settings.dead_letters, letters, txn)
-    return done, len(letters)
+    return Committed(sum(m.records for m in ours), done, len(letters))
 
 
 def _write_letters(directory: str, letters: list[bytes], txn: Txn | None) -> None:

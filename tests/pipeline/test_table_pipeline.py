@@ -78,9 +78,8 @@ def table_pipeline(source: Path, table: Path, dead: Path, *, streaming: bool) ->
 
 
 def mirrored(table: Path) -> dict[int, dict[str, Any]]:
-    from deltalake import DeltaTable, QueryBuilder
-
     import pyarrow as pa
+    from deltalake import DeltaTable, QueryBuilder
 
     found = (
         QueryBuilder()
