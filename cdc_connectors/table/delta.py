@@ -167,9 +167,16 @@ class DeltaStore:
             _local(f"{root}/{unquote(path)}")
             for path in actions.column("path").filter(pa.array(needed)).to_pylist()
         ]
-        rows = ds.dataset(paths, schema=schema, format="parquet").to_table()
         typed = keys.cast(pa.schema([schema.field(n) for n in keys.column_names]))
-        return among(rows, typed)
+        first = typed.column(0).unique()
+        kept = []
+        # batch by batch: what is held is the rows of the keys, never a whole file
+        for batch in ds.dataset(paths, schema=schema, format="parquet").to_batches():
+            near = batch.filter(pc.is_in(batch.column(typed.column_names[0]), value_set=first))
+            if near.num_rows:
+                kept.append(near)
+        rows = pa.Table.from_batches(kept, schema) if kept else schema.empty_table()
+        return among(rows, typed) if typed.num_columns > 1 else rows
 
     def current(self, keys: pa.Table) -> pa.Table:
         rows = self._read("rows", keys)
@@ -193,11 +200,14 @@ class DeltaStore:
         assert table is not None
         schema = plain_schema(pa.schema(table.schema().to_arrow()))
         names = keys.column_names
+        rows = rows.select(schema.names).cast(schema)
+        single = IS_CURRENT not in schema.names  # at most one row of a key
+        gone = among(keys, rows.select(names), anti=True) if single else keys
         doomed = pa.table(
             {
-                f.name: keys.column(f.name).cast(f.type)
+                f.name: gone.column(f.name).cast(f.type)
                 if f.name in names
-                else pa.nulls(keys.num_rows, f.type)
+                else pa.nulls(gone.num_rows, f.type)
                 for f in schema
             },
             schema=schema,
@@ -205,27 +215,24 @@ class DeltaStore:
         source = pa.concat_tables(
             [
                 doomed.append_column(_ACTION, pa.array(["delete"] * doomed.num_rows, pa.string())),
-                rows.select(schema.names)
-                .cast(schema)
-                .append_column(_ACTION, pa.array(["insert"] * rows.num_rows, pa.string())),
+                rows.append_column(_ACTION, pa.array(["write"] * rows.num_rows, pa.string())),
             ]
         )
+        action = f"s.{_quoted(_ACTION)}"
         on = " AND ".join(f"t.{_quoted(k)} = s.{_quoted(k)}" for k in names)
-        on += f" AND s.{_quoted(_ACTION)} = 'delete'"
-        if IS_CURRENT in schema.names:
-            on += f" AND t.{_quoted(IS_CURRENT)}"
+        if not single:  # history: the current row goes, every new version comes
+            on += f" AND {action} = 'delete' AND t.{_quoted(IS_CURRENT)}"
         commit = CommitProperties(
             app_transactions=[Transaction(txn.app_id, txn.version)] if txn else None,
             custom_metadata={
                 "cdc-connectors": json.dumps({"keys": keys.num_rows, "rows": rows.num_rows})
             },
         )
-        (
-            table.merge(source, on, source_alias="s", target_alias="t", commit_properties=commit)
-            .when_matched_delete()
-            .when_not_matched_insert(
-                updates={n: f"s.{_quoted(n)}" for n in schema.names},
-                predicate=f"s.{_quoted(_ACTION)} = 'insert'",
-            )
-            .execute()
+        columns = {n: f"s.{_quoted(n)}" for n in schema.names}
+        merge = table.merge(
+            source, on, source_alias="s", target_alias="t", commit_properties=commit
         )
+        if single:  # a key's row is updated in place, or deleted
+            merge = merge.when_matched_update(columns, predicate=f"{action} = 'write'")
+        merge = merge.when_matched_delete(predicate=f"{action} = 'delete'")
+        merge.when_not_matched_insert(columns, predicate=f"{action} = 'write'").execute()
