@@ -51,7 +51,9 @@ def changes(ids: np.ndarray, ops: list[str], first: int, seed: int = 1) -> pa.Ta
         {
             "id": pa.array(ids, pa.int64()),
             "status": pa.array(rng.choice(["new", "paid", "shipped"], n)),
-            "amount": pa.array(rng.integers(0, 10**8, n), pa.int64()).cast(pa.decimal128(21, 0)).cast(pa.decimal128(24, 2)),
+            "amount": pa.array(rng.integers(0, 10**8, n), pa.int64())
+            .cast(pa.decimal128(21, 0))
+            .cast(pa.decimal128(24, 2)),
             "note": pa.array(np.char.add("note ", ids.astype(str)).tolist()),
             "_cdc_op": pa.array(ops, pa.string()),
             "_cdc_stream": pa.array(["orders/0"] * n, pa.string()),

@@ -22,6 +22,7 @@ spark.read.format("cdc-table").load("tables/orders").show()
 | ``mode`` | ``upsert`` | ``upsert``: a row per key; ``history``: every version of a row |
 | ``deletes`` | ``hard`` | ``hard`` removes the row; ``soft`` keeps it, ``_cdc_deleted`` true |
 | ``orderBy`` | ``position`` | the source's order: the position's, or an integer metadata key |
+| ``collection`` | all | only records of this ``opencdc.collection`` (a stream of several tables) |
 | ``registry`` | none | schema registry URL: columns typed by the records' registered schemas |
 | ``deadLetters`` | ``<path>/_cdc_dead_letters`` | where refused records go (OpenCDC JSON lines) |
 | ``txnAppId``, ``txnVersion`` | none | batch write as one micro-batch of a stream (pipelines) |

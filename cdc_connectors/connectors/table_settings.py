@@ -31,6 +31,7 @@ _KNOWN = {
         "mode",
         "deletes",
         "orderBy",
+        "collection",
         "table",
         "registry",
         "deadLetters",
@@ -45,7 +46,16 @@ _CATALOG = "catalog."
 #: Options Spark passes to writers along with ours.
 _SPARK_OWN = frozenset({"checkpointlocation"})
 _READ = ("versionAsOf", "timestampAsOf", "snapshotId")
-_WRITE = ("keyColumns", "mode", "deletes", "orderBy", "deadLetters", "txnAppId", "txnVersion")
+_WRITE = (
+    "keyColumns",
+    "mode",
+    "deletes",
+    "orderBy",
+    "collection",
+    "deadLetters",
+    "txnAppId",
+    "txnVersion",
+)
 
 
 def _choice(options: Mapping[str, str], name: str, choices: tuple[str, ...], default: str) -> str:
@@ -76,6 +86,7 @@ class Settings:
     mode: str
     deletes: str
     order_by: str
+    collection: str | None
     table: str
     catalog: tuple[tuple[str, str], ...]
     registry: str | None
@@ -135,6 +146,7 @@ class Settings:
             mode=_choice(lowered, "mode", ("upsert", "history"), "upsert"),
             deletes=_choice(lowered, "deletes", ("hard", "soft"), "hard"),
             order_by=order_by,
+            collection=lowered.get("collection", "").strip() or None,
             table=table,
             catalog=catalog,
             registry=registry,

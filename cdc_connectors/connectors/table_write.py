@@ -56,6 +56,7 @@ class TableCommitMessage(WriterCommitMessage):
     key_columns: list[str] = field(default_factory=list)
     letters: list[bytes] = field(default_factory=list)
     records: int = 0
+    others: int = 0  # records of other collections, left out
 
 
 def is_record_layout(schema: StructType) -> bool:
@@ -91,11 +92,14 @@ def write_task(
     letters: list[bytes] = []
     types = RegisteredTypes(settings.registry) if settings.registry else None
     changes = ChangeBatch(settings.key_columns or None, settings.order_by, types)
-    count = 0
+    count = others = 0
     for record in _records(batches, records_layout, letters):
         count += 1
         if keys.CONDUIT_DLQ_NACK_ERROR in record.metadata:  # a dead letter already
             letters.append(record_to_json(record))
+            continue
+        if settings.collection and record.metadata.get(keys.COLLECTION) != settings.collection:
+            others += 1  # another table's change: not this table's
             continue
         changes.add(record)
     table = changes.table()
@@ -111,7 +115,7 @@ def write_task(
         options = pa.ipc.IpcWriteOptions(compression="zstd")
         with pa.ipc.new_stream(sink, table.schema, options=options) as stream:
             stream.write_table(table)
-    return TableCommitMessage(sink.getvalue().to_pybytes(), key_columns, letters, count)
+    return TableCommitMessage(sink.getvalue().to_pybytes(), key_columns, letters, count, others)
 
 
 def _joined(messages: Sequence[TableCommitMessage]) -> tuple[pa.Table | None, list[str]]:
@@ -134,6 +138,7 @@ class Committed:
     records: int
     applied: Applied
     refused: int
+    others: int = 0
 
     def line(self, where: str, dead_letters: str, txn: Txn | None) -> str:
         """The write told in one line."""
@@ -141,12 +146,13 @@ class Committed:
             said = f"batch {txn.version}" if txn else "the batch"
             return f"{NAME}: {where}: {said} was applied before: nothing changed"
         done = self.applied
-        superseded = self.records - self.refused - done.applied - done.stale
+        superseded = self.records - self.others - self.refused - done.applied - done.stale
         return (
             f"{NAME}: {where}: {self.records} records, {done.applied} changes applied"
             f"{f', {superseded} replaced by a later change of their key' if superseded > 0 else ''}"
             f"{f', {done.stale} older than the table (left)' if done.stale else ''}"
             f"{f', {self.refused} refused ({dead_letters})' if self.refused else ''}"
+            f"{f', {self.others} of other collections (left out)' if self.others else ''}"
         )
 
 
@@ -164,7 +170,7 @@ def commit_changes(
     letters = [line for m in ours for line in m.letters]
     if letters and not (done.replayed and txn is not None):
         _write_letters(settings.dead_letters, letters, txn)
-    return Committed(sum(m.records for m in ours), done, len(letters))
+    return Committed(sum(m.records for m in ours), done, len(letters), sum(m.others for m in ours))
 
 
 def _write_letters(directory: str, letters: list[bytes], txn: Txn | None) -> None:
