@@ -9,11 +9,12 @@ version in each process.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import lru_cache
 
 import pyarrow as pa
 
-from cdc_connectors.opencdc import Record, keys
+from cdc_connectors.opencdc import keys
 from cdc_connectors.registry import registry_for
 from cdc_connectors.schema import avro_values
 from cdc_connectors.spark.avro_types import arrow_type, avro_to_spark
@@ -23,14 +24,15 @@ __all__ = ["RegisteredTypes"]
 
 
 class RegisteredTypes:
-    """``types(record)``: the row schema its registered payload schema gives, or ``None``."""
+    """``types(metadata)``: the row schema of the record's registered payload schema (named
+    in its metadata), or ``None``."""
 
     def __init__(self, registry: str):
         self.registry = registry
 
-    def __call__(self, record: Record) -> pa.Schema | None:
-        subject = record.metadata.get(keys.PAYLOAD_SCHEMA_SUBJECT)
-        version = record.metadata.get(keys.PAYLOAD_SCHEMA_VERSION)
+    def __call__(self, metadata: Mapping[str, str]) -> pa.Schema | None:
+        subject = metadata.get(keys.PAYLOAD_SCHEMA_SUBJECT)
+        version = metadata.get(keys.PAYLOAD_SCHEMA_VERSION)
         if not subject or not version or not version.isdigit():
             return None
         return _row_schema(self.registry, subject, int(version))

@@ -13,12 +13,15 @@ task's changes; the driver, the batch's changes after each task kept the last of
 
 from __future__ import annotations
 
+import base64
 import os
 import sys
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+import orjson
 import pyarrow as pa
 from pyspark.sql.datasource import WriterCommitMessage
 from pyspark.sql.types import StructType
@@ -28,18 +31,19 @@ from cdc_connectors.connectors.table_types import RegisteredTypes
 from cdc_connectors.convert.deadletter import dead_letter
 from cdc_connectors.errors import CodecError
 from cdc_connectors.formats.base import Message
-from cdc_connectors.opencdc import keys
-from cdc_connectors.opencdc.json_codec import record_from_json, record_to_json
+from cdc_connectors.opencdc import Record, keys
+from cdc_connectors.opencdc.json_codec import load_exact, record_from_json, record_to_json
 from cdc_connectors.spark.arrow import records_from_batch
 from cdc_connectors.table.apply import Applied, apply_changes
 from cdc_connectors.table.plan import needed
-from cdc_connectors.table.records import ChangeBatch
+from cdc_connectors.table.records import ChangeBatch, RecordParts
 from cdc_connectors.table.store import Txn
 from cdc_connectors.text import printable_bytes
 
 __all__ = [
     "Committed",
     "TableCommitMessage",
+    "TaskChanges",
     "commit_changes",
     "is_record_layout",
     "write_task",
@@ -65,69 +69,176 @@ def is_record_layout(schema: StructType) -> bool:
     return {"position", "operation", "payload"} <= names
 
 
-def _records(batches: Iterator[pa.RecordBatch], records_layout: bool, letters: list[bytes]):  # type: ignore[no-untyped-def]
-    """The records of a task's rows; a message that is no record becomes a dead letter."""
-    for batch in batches:
-        if records_layout:
-            yield from records_from_batch(batch)
+_OPERATIONS = frozenset({"create", "update", "delete", "snapshot"})
+
+
+def plain_parts(data: bytes) -> RecordParts | None:
+    """The parts of an OpenCDC JSON record read without making a :class:`Record`: for one
+    of the plain form the pipeline's encoder writes (a position, metadata of strings, an
+    operation that is a change, structured or base64 data); ``None`` for anything else,
+    which the record codec then reads (and names what is wrong with it)."""
+    try:
+        obj = load_exact(data)
+    except orjson.JSONDecodeError:
+        return None
+    if type(obj) is not dict:
+        return None
+    position, metadata, payload = obj.get("position"), obj.get("metadata"), obj.get("payload")
+    operation = obj.get("operation")
+    if type(position) is not str or type(metadata) is not dict or operation not in _OPERATIONS:
+        return None
+    if payload is None:
+        payload = {}
+    if type(payload) is not dict:
+        return None
+    try:
+        # text values only, and no lone surrogates, as Metadata checks (join checks in C)
+        "".join(metadata.values()).encode("utf-8")
+        found = [
+            _plain_data(obj.get("key")),
+            *map(_plain_data, (payload.get("before"), payload.get("after"))),
+        ]
+        return RecordParts(operation, _b64(position), metadata, *found)
+    except (ValueError, TypeError, UnicodeEncodeError):
+        return None
+
+
+def _b64(text: str) -> bytes:
+    return base64.b64decode(text, validate=True)
+
+
+def _plain_data(value: Any) -> Any:
+    if value is None or type(value) is dict:
+        return value
+    if type(value) is str:
+        return _b64(value)
+    raise ValueError("not data")
+
+
+def _records(batch: pa.RecordBatch, records_layout: bool, letters: list[bytes]):  # type: ignore[no-untyped-def]
+    """``(parts, origin)`` of a batch's records; a message that is no record becomes a dead
+    letter."""
+    if records_layout:
+        for record in records_from_batch(batch):
+            yield RecordParts.of(record), record
+        return
+    values = batch.column("value").to_pylist()
+    places = batch.column("key").to_pylist() if "key" in batch.schema.names else None
+    for index, value in enumerate(values):
+        data = value.encode() if isinstance(value, str) else value
+        parts = plain_parts(data) if data is not None else None
+        if parts is not None:
+            yield parts, data
             continue
-        values = batch.column("value").to_pylist()
-        places = batch.column("key").to_pylist() if "key" in batch.schema.names else None
-        for index, value in enumerate(values):
-            data = value.encode() if isinstance(value, str) else value
-            try:
-                if data is None:
-                    raise CodecError("the message has no value")
-                yield record_from_json(data)
-            except CodecError as exc:
-                key = places[index] if places is not None else None
-                message = Message(data, key, where=f"{NAME} row {index}")
-                letters.append(record_to_json(dead_letter(message, str(exc), NODE_ID)))
+        try:
+            if data is None:
+                raise CodecError("the message has no value")
+            record = record_from_json(data)
+            yield RecordParts.of(record), record
+        except CodecError as exc:
+            key = places[index] if places is not None else None
+            message = Message(data, key, where=f"{NAME} row {index}")
+            letters.append(record_to_json(dead_letter(message, str(exc), NODE_ID)))
+
+
+#: Records a task turns into Arrow changes at once (then keeps only those the merge needs).
+CHUNK = 20_000
+
+
+class TaskChanges:
+    """One task's changes, gathered batch by batch: every :data:`CHUNK` records become
+    Arrow and only the changes the merge needs are kept, so a task holds about a chunk of
+    records and the last change of each key it saw."""
+
+    def __init__(self, settings: Settings, records_layout: bool):
+        self.settings, self.records_layout = settings, records_layout
+        self.types = RegisteredTypes(settings.registry) if settings.registry else None
+        self.letters: list[bytes] = []
+        self.kept: list[pa.Table] = []
+        self.key_columns: list[str] | None = list(settings.key_columns) or None
+        self.count = self.others = 0
+        self._batch = self._new()
+
+    def _new(self) -> ChangeBatch:
+        given = bool(self.settings.key_columns)
+        return ChangeBatch(self.key_columns, self.settings.order_by, self.types, given)
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        collection = self.settings.collection
+        for parts, origin in _records(batch, self.records_layout, self.letters):
+            self.count += 1
+            if keys.CONDUIT_DLQ_NACK_ERROR in parts.metadata:  # a dead letter already
+                self.letters.append(_json(origin))
+            elif collection and parts.metadata.get(keys.COLLECTION) != collection:
+                self.others += 1  # another table's change: not this table's
+            else:
+                self._batch.add_parts(parts, origin)
+                if len(self._batch.rows) >= CHUNK:
+                    self._flush()
+
+    def _flush(self) -> None:
+        batch, self._batch = self._batch, self._new()
+        table = batch.table()
+        for refusal in batch.refused:
+            where = printable_bytes(refusal.position)
+            original = Message(_json(refusal.origin), None, where=where)
+            self.letters.append(record_to_json(dead_letter(original, refusal.reason, NODE_ID)))
+        self.key_columns = self.key_columns or batch.key_columns
+        if table.num_rows and self.key_columns:
+            self.kept.append(self._needed(table))
+
+    def _needed(self, table: pa.Table) -> pa.Table:
+        assert self.key_columns
+        mode, deletes = self.settings.mode, self.settings.deletes
+        return needed(table, self.key_columns, mode, deletes)  # type: ignore[arg-type]
+
+    def close(self) -> TableCommitMessage:
+        """The task's commit message: its changes (Arrow IPC) and dead letters."""
+        self._flush()
+        sink = pa.BufferOutputStream()
+        if self.kept:
+            table = _concat(self.kept)
+            table = self._needed(table) if len(self.kept) > 1 else table
+            options = pa.ipc.IpcWriteOptions(compression="zstd")
+            with pa.ipc.new_stream(sink, table.schema, options=options) as stream:
+                stream.write_table(table)
+        return TableCommitMessage(
+            sink.getvalue().to_pybytes(),
+            self.key_columns or [],
+            self.letters,
+            self.count,
+            self.others,
+        )
+
+
+def _json(origin: Record | bytes) -> bytes:
+    """A record as OpenCDC JSON (given as it is, or as a record)."""
+    return origin if isinstance(origin, bytes) else record_to_json(origin)
 
 
 def write_task(
     settings: Settings, records_layout: bool, batches: Iterator[pa.RecordBatch]
 ) -> TableCommitMessage:
     """One task: its rows as the changes the merge needs, and its dead letters."""
-    letters: list[bytes] = []
-    types = RegisteredTypes(settings.registry) if settings.registry else None
-    changes = ChangeBatch(settings.key_columns or None, settings.order_by, types)
-    count = others = 0
-    for record in _records(batches, records_layout, letters):
-        count += 1
-        if keys.CONDUIT_DLQ_NACK_ERROR in record.metadata:  # a dead letter already
-            letters.append(record_to_json(record))
-            continue
-        if settings.collection and record.metadata.get(keys.COLLECTION) != settings.collection:
-            others += 1  # another table's change: not this table's
-            continue
-        changes.add(record)
-    table = changes.table()
-    for refusal in changes.refused:
-        where = printable_bytes(bytes(refusal.record.position))
-        original = Message(record_to_json(refusal.record), None, where=where)
-        letters.append(record_to_json(dead_letter(original, refusal.reason, NODE_ID)))
-    key_columns = changes.key_columns or []
-    if table.num_rows and key_columns:
-        table = needed(table, key_columns, settings.mode, settings.deletes)  # type: ignore[arg-type]
-    sink = pa.BufferOutputStream()
-    if table.num_rows:
-        options = pa.ipc.IpcWriteOptions(compression="zstd")
-        with pa.ipc.new_stream(sink, table.schema, options=options) as stream:
-            stream.write_table(table)
-    return TableCommitMessage(sink.getvalue().to_pybytes(), key_columns, letters, count, others)
+    changes = TaskChanges(settings, records_layout)
+    for batch in batches:
+        changes.add(batch)
+    return changes.close()
+
+
+def _concat(tables: list[pa.Table]) -> pa.Table:
+    """Tables of changes as one (columns one lacks are nulls)."""
+    try:
+        return pa.concat_tables(tables, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise CodecError(f"changes have columns of different types: {exc}") from None
 
 
 def _joined(messages: Sequence[TableCommitMessage]) -> tuple[pa.Table | None, list[str]]:
     """The tasks' changes as one table (columns a task lacks are nulls) and the keys."""
     tables = [pa.ipc.open_stream(m.changes).read_all() for m in messages if m.changes]
     key_columns = next((m.key_columns for m in messages if m.key_columns), [])
-    if not tables:
-        return None, key_columns
-    try:
-        return pa.concat_tables(tables, promote_options="permissive"), key_columns
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        raise CodecError(f"the tasks' changes have columns of different types: {exc}") from None
+    return (_concat(tables) if tables else None), key_columns
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ from pyspark.sql.types import BinaryType, StructField, StructType
 
 from cdc_connectors.columnar.choose import checks_values
 from cdc_connectors.connectors import files, task_heap
+from cdc_connectors.connectors import table_settings as table
 from cdc_connectors.connectors.errors import guarded
 from cdc_connectors.connectors.files_plan import FilesPlanDataSource, raw_batches
 from cdc_connectors.connectors.files_write import FilesWriter, TaskFile
@@ -53,6 +54,7 @@ from cdc_connectors.connectors.kafka_settings import (
     source_settings,
 )
 from cdc_connectors.connectors.kafka_write import Output, TopicTemplate, message_rows
+from cdc_connectors.connectors.table_write import TableCommitMessage, TaskChanges
 from cdc_connectors.convert.deadletter import dead_letter
 from cdc_connectors.convert.kv_columns import ValueChecks
 from cdc_connectors.errors import ConfigError
@@ -80,6 +82,7 @@ __all__ = [
     "RANGES",
     "FilesOut",
     "InTask",
+    "TableOut",
     "in_task",
     "planned_rows",
     "tasks",
@@ -168,12 +171,40 @@ class FilesOut:
         return TaskFile(self.writer.settings, True, self.writer.job)
 
 
+class _TableTaskOut:
+    """A task's changes for a table, gathered as its messages come (OpenCDC JSON records);
+    its commit message carries them to the batch's table transaction."""
+
+    def __init__(self, settings: table.Settings):
+        self.changes = TaskChanges(settings, records_layout=False)
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        self.changes.add(batch)
+
+    def close(self) -> TableCommitMessage:
+        return self.changes.close()
+
+    def discard(self) -> None:
+        return None  # nothing was written
+
+
+@dataclass(frozen=True)
+class TableOut:
+    """Gathers each task's changes for a ``cdc-table`` destination; the runner applies
+    them in one transaction on the driver (:meth:`TableWriter.commit`)."""
+
+    settings: table.Settings
+
+    def open(self) -> _TableTaskOut:
+        return _TableTaskOut(self.settings)
+
+
 @dataclass(frozen=True)
 class InTask:
     """What each task of an in-task pipeline needs (pickled to the executors)."""
 
     parts: KafkaParts | FileParts
-    out: KafkaOut | FilesOut
+    out: KafkaOut | FilesOut | TableOut
     fmt: Format  # the destination's
     node_id: str
     decode: SourceFormat | None  # None: a copy, bytes as they are
@@ -218,7 +249,7 @@ def in_task(
             )
         else:
             return None
-        out: KafkaOut | FilesOut
+        out: KafkaOut | FilesOut | TableOut
         if destination_name == CONNECTOR:
             destination = destination_settings(write_with)
             fixed = destination.topic is not None and TopicTemplate(destination.topic).fixed
@@ -227,6 +258,8 @@ def in_task(
             out = KafkaOut(destination)
         elif destination_name == files.NAME and route is None:
             out = FilesOut()
+        elif destination_name == table.NAME and route is None:
+            out = TableOut(table.Settings.parse(write_with))
         else:
             return None
     except ConfigError:  # refused where the staged way refuses it, with its place

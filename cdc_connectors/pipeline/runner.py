@@ -37,6 +37,7 @@ from cdc_connectors.connectors.files_plan import FilesPlanDataSource
 from cdc_connectors.connectors.files_write import FilesWriter
 from cdc_connectors.connectors.kafka_ranges import KafkaRangesDataSource
 from cdc_connectors.connectors.messages import SettingError, open_format
+from cdc_connectors.connectors.table import TableDataSource, TableWriter
 from cdc_connectors.errors import ConfigError, FailFastError
 from cdc_connectors.formats.base import Format
 from cdc_connectors.options import TRUE
@@ -48,6 +49,7 @@ from cdc_connectors.pipeline.in_task import (
     MESSAGE_LAYOUT,
     FilesOut,
     InTask,
+    TableOut,
     in_task,
     planned_rows,
     tasks,
@@ -329,10 +331,20 @@ class _Job:
 
     def _in_task(
         self, batch_id: int, staged: list[StagedOutput]
-    ) -> tuple[InTask | None, FilesWriter | None]:
+    ) -> tuple[InTask | None, FilesWriter | TableWriter | None]:
         """The batch's in-task plan, if it has one; with a files destination, the writer
-        whose job commits what the tasks write (its output staged as the staged way's)."""
+        whose job commits what the tasks write (its output staged as the staged way's);
+        with a table, the writer whose commit applies the changes the tasks gathered."""
         plan = self.in_task
+        if plan is not None and isinstance(plan.out, TableOut):
+            destination = self.pipeline.destination
+            settings = self._output(
+                _TABLE, self.writer_settings, batch_id, staged, destination.place_of
+            )
+            with self._noting_refusals(destination.place_of):
+                table = TableDataSource(settings).writer(MESSAGE_LAYOUT, False)
+            assert isinstance(table, TableWriter)
+            return plan, table
         if plan is None or not isinstance(plan.out, FilesOut):
             return plan, None
         destination = self.pipeline.destination
@@ -536,7 +548,7 @@ _TABLE = "cdc-table"
 _FORMAT_SETTINGS = ("format", "failfast", "typed")
 
 
-def _commit(writer: FilesWriter, messages: list[Any]) -> None:
+def _commit(writer: FilesWriter | TableWriter, messages: list[Any]) -> None:
     """The job commit of files its tasks wrote; what they staged goes when it fails."""
     try:
         writer.commit(messages)

@@ -21,11 +21,12 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -33,7 +34,14 @@ import pyarrow.compute as pc
 from cdc_connectors.opencdc import Operation, Record, keys
 from cdc_connectors.table.layout import AT, OFFSET, OP, STREAM, TIME, UNSET
 
-__all__ = ["PLACEHOLDER", "ChangeBatch", "Refusal", "RowTypes", "order_of"]
+__all__ = [
+    "PLACEHOLDER",
+    "ChangeBatch",
+    "RecordParts",
+    "Refusal",
+    "RowTypes",
+    "order_of",
+]
 
 #: What Debezium writes for a column whose value it did not read (a TOAST column).
 PLACEHOLDER = "__debezium_unavailable_value"
@@ -44,28 +52,52 @@ _OPERATIONS = {
     Operation.DELETE: "delete",
     Operation.SNAPSHOT: "snapshot",
 }
+_CHANGES = frozenset(_OPERATIONS.values())
 _MESSAGE = re.compile(rb"^(.*): message (\d+), byte \d+$", re.S)
 _NUMBERED = re.compile(rb"^(.*)[/:](\d+)$", re.S)
-#: The row schema a record's registered schema gives, or ``None`` (types inferred).
-RowTypes = Callable[[Record], pa.Schema | None]
+#: The row schema a record's registered schema gives (from its metadata), or ``None``.
+RowTypes = Callable[[Mapping[str, str]], pa.Schema | None]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordParts:
+    """What a table takes of a record: its operation's name, position, metadata, key and
+    images (read from a :class:`Record`, or straight from its OpenCDC JSON)."""
+
+    operation: str
+    position: bytes
+    metadata: Mapping[str, str]
+    key: Any
+    before: Any
+    after: Any
+
+    @classmethod
+    def of(cls, record: Record) -> RecordParts:
+        name = _OPERATIONS.get(record.operation) or record.operation.name.lower()
+        payload = record.payload
+        return cls(
+            name, bytes(record.position), record.metadata, record.key, payload.before, payload.after
+        )
 
 
 @dataclass(frozen=True)
 class Refusal:
-    """A record that is no change for the table, and why."""
+    """A record that is no change for the table, and why: ``origin`` is the record, or its
+    OpenCDC JSON."""
 
-    record: Record
+    origin: Record | bytes
     reason: str
+    position: bytes = b""
 
 
-def order_of(record: Record, order_by: str = "position") -> tuple[str, int]:
-    """The ``(stream, offset)`` of ``record``; ``ValueError`` when it has none."""
+def order_of(parts: RecordParts | Record, order_by: str = "position") -> tuple[str, int]:
+    """The ``(stream, offset)`` of a record; ``ValueError`` when it has none."""
     if order_by != "position":
-        value = record.metadata.get(order_by)
+        value = parts.metadata.get(order_by)
         if value is None or not value.strip().lstrip("-").isdigit():
             raise ValueError(f"metadata {order_by!r} (orderBy) is {value!r}, not an integer")
         return "", int(value)
-    position = bytes(record.position)
+    position = bytes(parts.position)
     found = _MESSAGE.match(position) or _NUMBERED.match(position)
     if found is None:
         raise ValueError(
@@ -75,10 +107,10 @@ def order_of(record: Record, order_by: str = "position") -> tuple[str, int]:
     return found.group(1).decode("utf-8", "backslashreplace"), int(found.group(2))
 
 
-def _time(record: Record) -> int | None:
+def _time(metadata: Mapping[str, str]) -> int | None:
     """When the change happened (``opencdc.createdAt``, else ``readAt``), in microseconds."""
     for key in (keys.CREATED_AT, keys.READ_AT):
-        value = record.metadata.get(key)
+        value = metadata.get(key)
         if value is not None and value.isdigit():
             return int(value) // 1000
     return None
@@ -96,41 +128,49 @@ class ChangeBatch:
         key_columns: Iterable[str] | None = None,
         order_by: str = "position",
         types: RowTypes | None = None,
+        keys_given: bool | None = None,
     ):
+        """``keys_given``: whether ``key_columns`` were set by the user (else, as the key
+        of an earlier record, every record's key must name them)."""
         self.key_columns = list(key_columns) if key_columns else None
-        self.keys_given = self.key_columns is not None
+        self.keys_given = self.key_columns is not None if keys_given is None else keys_given
         self.order_by = order_by
         self.types = types
         self.rows: list[dict[str, Any]] = []
-        self.records: list[Record] = []
+        self.records: list[tuple[Record | bytes, bytes]] = []
         self.meta: list[tuple[str, str, int, int | None]] = []
         self.typed: dict[str, pa.DataType] = {}
         self.refused: list[Refusal] = []
 
     def add(self, record: Record) -> None:
         """Take ``record`` as a change, or refuse it."""
+        self.add_parts(RecordParts.of(record), record)
+
+    def add_parts(self, parts: RecordParts, origin: Record | bytes) -> None:
+        """Take a record (its ``parts``; ``origin``, the record or its OpenCDC JSON, kept
+        for a refusal) as a change, or refuse it."""
         try:
-            row, op = self._row(record)
-            stream, offset = order_of(record, self.order_by)
-            schema = self.types(record) if self.types is not None else None
+            row, op = self._row(parts)
+            stream, offset = order_of(parts, self.order_by)
+            schema = self.types(parts.metadata) if self.types is not None else None
         except ValueError as exc:
-            self.refused.append(Refusal(record, str(exc)))
+            self.refused.append(Refusal(origin, str(exc), parts.position))
             return
         if schema is not None:
             for field in schema:
                 self.typed[field.name] = field.type
         self.rows.append(row)
-        self.records.append(record)
-        self.meta.append((op, stream, offset, _time(record)))
+        self.records.append((origin, parts.position))
+        self.meta.append((op, stream, offset, _time(parts.metadata)))
 
-    def _row(self, record: Record) -> tuple[dict[str, Any], str]:
-        op = _OPERATIONS.get(record.operation)
-        if op is None:
-            raise ValueError(f"operation {record.operation.name.lower()!r} is no change of a row")
-        key = record.key
+    def _row(self, parts: RecordParts) -> tuple[dict[str, Any], str]:
+        op = parts.operation
+        if op not in _CHANGES:
+            raise ValueError(f"operation {op!r} is no change of a row")
+        key = parts.key
         if isinstance(key, bytes | bytearray | memoryview):
             key = _json_object(bytes(key))
-        image = record.payload.before if op == "delete" else record.payload.after
+        image = parts.before if op == "delete" else parts.after
         if isinstance(image, bytes | bytearray | memoryview):
             image = _json_object(bytes(image))
         row = dict(image) if isinstance(image, dict) else {}
@@ -154,32 +194,64 @@ class ChangeBatch:
 
     def table(self) -> pa.Table:
         """The changes gathered (records refused meanwhile are in :attr:`refused`)."""
-        names: dict[str, None] = {}
+        names: dict[str, Any] = {}
         for row in self.rows:
-            names.update(dict.fromkeys(row))
-        names.update(dict.fromkeys(n for n in self.typed if n not in names))
-        unset: list[list[str] | None] = []
-        for row, (op, *_rest) in zip(self.rows, self.meta, strict=True):
-            gone = [n for n, v in row.items() if _unavailable(v)]
-            if op == "update":
-                gone += [n for n in names if n not in row]
-            unset.append(gone or None)
+            names.update(row)  # (only the names count)
+        for name in self.typed:
+            names.setdefault(name, None)
+        count = len(self.rows)
+        updates = np.fromiter((m[0] == "update" for m in self.meta), bool, count)
+        unset: dict[str, np.ndarray] = {}
         columns: dict[str, pa.Array] = {}
         bad: dict[int, str] = {}
         for name in names:
-            values = [None if _unavailable(v := row.get(name)) else v for row in self.rows]
+            values, gone = _unset_values([row.get(name, _MISSING) for row in self.rows], updates)
+            if gone is not None:
+                unset[name] = gone
             columns[name] = _column(name, values, self.typed.get(name), bad)
-        keep = [i for i in range(len(self.rows)) if i not in bad]
+        keep = [i for i in range(count) if i not in bad]
         for index, reason in sorted(bad.items()):
-            self.refused.append(Refusal(self.records[index], reason))
+            origin, position = self.records[index]
+            self.refused.append(Refusal(origin, reason, position))
         ops, streams, offsets, ats = zip(*self.meta, strict=True) if self.meta else ((), (), (), ())
         columns[OP] = pa.array(ops, pa.string())
         columns[STREAM] = pa.array(streams, pa.string())
         columns[OFFSET] = pa.array(offsets, pa.int64())
         columns[AT] = pc.cast(pa.array(ats, pa.int64()), TIME)
-        columns[UNSET] = pa.array(unset, pa.list_(pa.string()))
+        columns[UNSET] = pa.array(_unset_lists(unset, count), pa.list_(pa.string()))
         table = pa.table(columns) if columns else pa.table({})
         return table.take(pa.array(keep, pa.int64())) if bad else table
+
+
+#: A column a record's row does not have.
+_MISSING = object()
+
+
+def _unset_values(values: list[Any], updates: np.ndarray) -> tuple[list[Any], np.ndarray | None]:
+    """A column's values with placeholders and missing values as nulls, and which rows
+    leave it unset (a placeholder; missing from an update), or ``None`` for none."""
+    gone: np.ndarray | None = None
+    if _MISSING in values:
+        missing = np.fromiter((v is _MISSING for v in values), bool, len(values))
+        values = [None if v is _MISSING else v for v in values]
+        gone = missing & updates
+    if any(p in values for p in _PLACEHOLDERS):
+        hit = np.fromiter((_unavailable(v) for v in values), bool, len(values))
+        values = [None if h else v for v, h in zip(values, hit, strict=True)]
+        gone = hit if gone is None else gone | hit
+    return values, gone if gone is not None and gone.any() else None
+
+
+def _unset_lists(unset: dict[str, np.ndarray], count: int) -> list[list[str] | None]:
+    """Each row's unset columns (``None``: none)."""
+    lists: list[list[str] | None] = [None] * count
+    if unset:
+        rows = np.zeros(count, dtype=bool)
+        for mask in unset.values():
+            rows |= mask
+        for index in np.flatnonzero(rows):
+            lists[index] = [name for name, mask in unset.items() if mask[index]]
+    return lists
 
 
 def _json_object(data: bytes) -> dict[str, Any] | None:
@@ -202,6 +274,11 @@ def _column(
         try:
             return pa.array(values, wanted)
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+            pass
+        try:  # ISO text to a time or a date, numbers to a decimal: one cast for the column
+            if not (pa.types.is_timestamp(wanted) and wanted.tz is None):
+                return pc.cast(pa.array(values), wanted)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError):
             pass
         return pa.array([_fitted(name, i, v, wanted, bad) for i, v in enumerate(values)], wanted)
     try:
