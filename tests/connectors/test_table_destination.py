@@ -159,3 +159,25 @@ def test_overwrite_is_refused(session: Any, tmp_path: Path) -> None:
         _changes(session, tmp_path).write.format("cdc-table").mode("overwrite").save(
             str(tmp_path / "t")
         )
+
+
+def test_history_and_soft_deletes_through_spark(session: Any, tmp_path: Path) -> None:
+    history = tmp_path / "history"
+    _changes(session, tmp_path).write.format("cdc-table").option("keyColumns", "id").option(
+        "mode", "history"
+    ).mode("append").save(str(history))
+    rows = session.read.format("cdc-table").load(str(history)).collect()
+    versions = sorted((r["id"], r["status"], r["_cdc_is_current"]) for r in rows)
+    assert versions == [
+        (1, "paid", False),
+        (2, "new", True),
+        (3, "new", False),
+        (3, "shipped", True),
+    ]
+
+    soft = tmp_path / "soft"
+    _changes(session, tmp_path).write.format("cdc-table").option("keyColumns", "id").option(
+        "deletes", "soft"
+    ).mode("append").save(str(soft))
+    rows = session.read.format("cdc-table").load(str(soft)).collect()
+    assert sorted((r["id"], r["_cdc_deleted"]) for r in rows) == [(1, True), (2, False), (3, False)]

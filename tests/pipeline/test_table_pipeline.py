@@ -77,6 +77,88 @@ def table_pipeline(source: Path, table: Path, dead: Path, *, streaming: bool) ->
     }
 
 
+def produce_changes(
+    servers: str, topic: str, count: int, seed: int, database: dict[int, dict[str, Any]]
+) -> None:
+    """Debezium JSON events keyed as Debezium keys them (``{"id": ...}``), each key's on one
+    partition; ``database`` follows them."""
+    from confluent_kafka import Producer
+
+    rng = random.Random(seed)
+    producer = Producer({"bootstrap.servers": servers})
+    source = {"connector": "postgresql", "db": "shop", "schema": "public", "table": "orders"}
+    for _ in range(count):
+        key = rng.randint(1, 30)
+        before = database.get(key)
+        if before is not None and rng.random() < 0.2:
+            op, after = "d", None
+            del database[key]
+        else:
+            op = "u" if before is not None else "c"
+            after = {"id": key, "status": rng.choice(["new", "paid"]), "qty": rng.randint(0, 9)}
+            database[key] = after
+        event = {"before": before, "after": after, "source": source, "op": op, "ts_ms": 1}
+        producer.produce(topic, json.dumps(event), json.dumps({"id": key}), partition=key % 2)
+    assert producer.flush(30) == 0
+
+
+def kafka_table_pipeline(
+    servers: str, topic: str, table: Path, dead: Path, batch: bool
+) -> dict[str, Any]:
+    settings = {
+        "servers": servers,
+        "topics": topic,
+        "format": "debezium-json",
+        "startingOffsets": "earliest",
+    }
+    if batch:
+        settings["endingOffsets"] = "latest"
+    return {
+        "id": "kafka-mirror",
+        "connectors": [
+            {"id": "in", "type": "source", "plugin": "kafka", "settings": settings},
+            {
+                "id": "orders",
+                "type": "destination",
+                "plugin": "table",
+                "settings": {"path": str(table)},
+            },
+        ],
+        "dead-letter-queue": {
+            "plugin": "files",
+            "settings": {"path": str(dead), "format": "opencdc-json"},
+        },
+    }
+
+
+def test_kafka_debezium_json_into_a_table_batch_and_streaming(
+    tmp_path: Path, spark: Any, kafka_broker: Any
+) -> None:
+    topic = kafka_broker.create_topic(f"orders-{random.randrange(10**9)}", 2)
+    servers = kafka_broker.bootstrap
+    database: dict[int, dict[str, Any]] = {}
+    produce_changes(servers, topic, 300, 5, database)
+    table = tmp_path / "orders"
+    write_config(
+        tmp_path / "batch.yaml",
+        kafka_table_pipeline(servers, topic, table, tmp_path / "dead", True),
+    )
+    done = run_here(spark, tmp_path / "batch.yaml")
+    assert done.returncode == 0, done.stderr
+    assert mirrored(table) == database  # the key comes from the Kafka key: no keyColumns
+
+    streamed = tmp_path / "streamed"
+    config = kafka_table_pipeline(servers, topic, streamed, tmp_path / "dead2", False)
+    write_config(tmp_path / "stream.yaml", config)
+    first = run_here(spark, tmp_path / "stream.yaml", available_now=True)
+    assert first.returncode == 0, first.stderr
+    assert mirrored(streamed) == database
+    produce_changes(servers, topic, 200, 6, database)
+    again = run_here(spark, tmp_path / "stream.yaml", available_now=True)
+    assert again.returncode == 0, again.stderr
+    assert mirrored(streamed) == database
+
+
 def mirrored(table: Path) -> dict[int, dict[str, Any]]:
     import pyarrow as pa
     from deltalake import DeltaTable, QueryBuilder
