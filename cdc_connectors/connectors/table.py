@@ -219,6 +219,9 @@ class TableReader(DataSourceReader):
             return
         else:
             table = ds.dataset([partition.file], schema=self.arrow, format="parquet").to_table()
+        for field in self.arrow:  # a column added after the snapshot read: nulls in it
+            if field.name not in table.column_names:
+                table = table.append_column(field.name, pa.nulls(table.num_rows, field.type))
         table = table.select(self.arrow.names).cast(self.arrow)
         yield from table.to_batches(max_chunksize=10_000)
 

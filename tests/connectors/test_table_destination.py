@@ -181,3 +181,45 @@ def test_history_and_soft_deletes_through_spark(session: Any, tmp_path: Path) ->
     ).mode("append").save(str(soft))
     rows = session.read.format("cdc-table").load(str(soft)).collect()
     assert sorted((r["id"], r["_cdc_deleted"]) for r in rows) == [(1, True), (2, False), (3, False)]
+
+
+@pytest.mark.parametrize("fmt", ["delta", "iceberg"])
+def test_an_earlier_version_of_the_table_is_read_back(
+    session: Any, tmp_path: Path, fmt: str
+) -> None:
+    import datetime as dt
+    import time
+
+    lines = (SHOP / "orders.jsonl").read_text().splitlines(keepends=True)
+    (tmp_path / "a.jsonl").write_text("".join(lines[:2]))  # the two snapshots alone
+    (tmp_path / "b.jsonl").write_text("".join(lines))
+    target = tmp_path / "orders"
+
+    def write(name: str) -> None:
+        changes = session.read.format("cdc-files").option("format", "debezium-json")
+        changes.load(str(tmp_path / name)).write.format("cdc-table").option("format", fmt).option(
+            "keyColumns", "id"
+        ).mode("append").save(str(target))
+
+    write("a.jsonl")
+    time.sleep(0.05)
+    between = dt.datetime.now(dt.UTC).isoformat()
+    time.sleep(0.05)
+    write("b.jsonl")
+
+    def ids(**options: str) -> list[int]:
+        reader = session.read.format("cdc-table").option("format", fmt)
+        for name, value in options.items():
+            reader = reader.option(name, value)
+        return sorted(r["id"] for r in reader.load(str(target)).collect())
+
+    assert ids() == [2, 3]
+    assert ids(timestampAsOf=between) == [1, 2]
+    if fmt == "delta":
+        assert ids(versionAsOf="1") == [1, 2]
+    else:
+        from cdc_connectors.table.iceberg import IcebergStore
+
+        table = IcebergStore(str(target), "cdc.orders").table()
+        first = table.snapshots()[0].snapshot_id
+        assert ids(snapshotId=str(first)) == [1, 2]

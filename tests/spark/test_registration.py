@@ -16,5 +16,5 @@ pytestmark = pytest.mark.spark
 
 def test_register_registers_every_connector_entry_point(spark: Any) -> None:
     names = register(spark)
-    assert sorted(names) == ["cdc-files", "cdc-kafka"]
-    assert set(plugins.available(plugins.CONNECTORS)) == {"files", "kafka"}
+    assert sorted(names) == ["cdc-files", "cdc-kafka", "cdc-table"]
+    assert set(plugins.available(plugins.CONNECTORS)) == {"files", "kafka", "table"}
