@@ -268,6 +268,22 @@ class TableStreamWriter(DataSourceStreamArrowWriter):
         return None
 
 
+def _library_failure(failure: Exception) -> str | None:
+    """A table library's failure as one line for the user, or ``None`` for a bug."""
+    name = type(failure).__name__
+    text = " ".join(str(failure).split())
+    if name in ("CommitFailedError", "CommitFailedException", "CommitStateUnknownException"):
+        return (
+            "another writer changed the table while this batch was applied; nothing of the "
+            f"batch was written (run it again): {text}"
+        )
+    if isinstance(failure, OSError):
+        return f"cannot write the table: {failure.strerror or text}"
+    if name in ("DeltaError", "DeltaProtocolError", "SchemaMismatchError"):
+        return f"the Delta table refused the batch; nothing of it was written: {text}"
+    return None
+
+
 def _commit(
     settings: Settings, messages: list[WriterCommitMessage | None], txn: Txn | None
 ) -> None:
@@ -275,5 +291,10 @@ def _commit(
         done = commit_changes(settings, messages, txn)
     except CdcError as failure:
         raise bare(ConnectorError(f"{NAME}: {failure}")) from None
+    except Exception as failure:
+        reason = _library_failure(failure)
+        if reason is None:
+            raise
+        raise bare(ConnectorError(f"{NAME}: {settings.path}: {reason}")) from None
     where = settings.path if settings.format == "delta" else f"{settings.path} ({settings.table})"
     say(done.line(where, settings.dead_letters, txn))
