@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from cdc_connectors.errors import CodecError, ConfigError
 from cdc_connectors.table.evolve import evolution
-from cdc_connectors.table.layout import CHANGE_COLUMNS, IS_CURRENT
+from cdc_connectors.table.layout import CHANGE_COLUMNS, IS_CURRENT, OFFSET, OP, STREAM, UNSET
 from cdc_connectors.table.plan import bookkeeping_fields, plan
 from cdc_connectors.table.store import TableSettings, TableStore, Txn
 
@@ -58,7 +58,10 @@ def apply_changes(
     _check_keys(changes, keys, store.where)
     changes = _cast(changes, schema)
     touched = changes.select(keys).group_by(keys, use_threads=False).aggregate([])
-    current = store.current(touched)
+    # the order of the keys' rows is all a batch needs of them, but to keep values: a
+    # column left unset, a soft delete, a version closed
+    keeps = settings.mode == "history" or settings.deletes == "soft" or _any_unset(changes, schema)
+    current = store.current(touched, None if keeps else [*keys, STREAM, OFFSET])
     if settings.mode == "history" and current.num_rows and IS_CURRENT in current.column_names:
         current = current.filter(pc.fill_null(current.column(IS_CURRENT), False))
     graves = store.tombstones(touched)
@@ -113,6 +116,17 @@ def _settings(store: TableStore, changes: pa.Schema, wanted: TableSettings) -> T
             f"{wanted.deletes!r}"
         )
     return held
+
+
+def _any_unset(changes: pa.Table, schema: pa.Schema) -> bool:
+    """Whether a change leaves a column of the table unset (one it names, or, for an
+    update, one the changes lack)."""
+    lengths = pc.list_value_length(changes.column(UNSET))
+    if pc.any(pc.greater(pc.fill_null(lengths, 0), 0)).as_py():
+        return True
+    own = [n for n in schema.names if not n.startswith("_cdc_")]
+    lacking = any(n not in changes.column_names for n in own)
+    return lacking and bool(pc.any(pc.equal(changes.column(OP), "update")).as_py())
 
 
 def _check_keys(changes: pa.Table, keys: list[str], where: str) -> None:

@@ -152,9 +152,9 @@ class DeltaStore:
 
     # -- reading ---------------------------------------------------------------------------
 
-    def _read(self, part: Part, keys: pa.Table) -> pa.Table:
-        """The rows of ``keys`` in ``part``: only the files whose statistics may hold them
-        are read."""
+    def _read(self, part: Part, keys: pa.Table, columns: list[str] | None = None) -> pa.Table:
+        """The rows of ``keys`` in ``part`` (only ``columns``, if given): only the files
+        whose statistics may hold them are read."""
         table = self._table(part)
         assert table is not None
         schema = plain_schema(pa.schema(table.schema().to_arrow()))
@@ -171,15 +171,18 @@ class DeltaStore:
         first = typed.column(0).unique()
         kept = []
         # batch by batch: what is held is the rows of the keys, never a whole file
-        for batch in ds.dataset(paths, schema=schema, format="parquet").to_batches():
+        dataset = ds.dataset(paths, schema=schema, format="parquet")
+        if columns is not None:
+            schema = pa.schema([schema.field(n) for n in columns])
+        for batch in dataset.to_batches(columns=columns):
             near = batch.filter(pc.is_in(batch.column(typed.column_names[0]), value_set=first))
             if near.num_rows:
                 kept.append(near)
         rows = pa.Table.from_batches(kept, schema) if kept else schema.empty_table()
         return among(rows, typed) if typed.num_columns > 1 else rows
 
-    def current(self, keys: pa.Table) -> pa.Table:
-        rows = self._read("rows", keys)
+    def current(self, keys: pa.Table, columns: list[str] | None = None) -> pa.Table:
+        rows = self._read("rows", keys, columns)
         if IS_CURRENT in rows.column_names and rows.num_rows:
             rows = rows.filter(pc.fill_null(rows.column(IS_CURRENT), False))
         return rows

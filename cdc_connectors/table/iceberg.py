@@ -138,18 +138,31 @@ class IcebergStore:
             expression = And(expression, EqualTo(IS_CURRENT, True))  # type: ignore[call-arg, arg-type]
         return expression
 
-    def _read(self, part: Part, keys: pa.Table, current_only: bool = False) -> pa.Table:
-        """The rows of ``keys`` in ``part`` (the current ones only, if asked)."""
+    def _read(
+        self,
+        part: Part,
+        keys: pa.Table,
+        current_only: bool = False,
+        columns: list[str] | None = None,
+    ) -> pa.Table:
+        """The rows of ``keys`` in ``part`` (the current ones only, if asked; only
+        ``columns``, if given)."""
         table = self._table(part)
         if keys.num_rows == 0:
-            return plain_schema(table.schema().as_arrow()).empty_table()
-        rows = plain(table.scan(row_filter=self._filter(keys, current_only)).to_arrow())
+            schema = plain_schema(table.schema().as_arrow())
+            if columns is not None:
+                schema = pa.schema([schema.field(n) for n in columns])
+            return schema.empty_table()
+        selected = tuple(columns) if columns is not None else ("*",)
+        scan = table.scan(row_filter=self._filter(keys, current_only), selected_fields=selected)
+        rows = plain(scan.to_arrow())
         typed = keys.cast(pa.schema([rows.schema.field(n) for n in keys.column_names]))
         return among(rows, typed)
 
-    def current(self, keys: pa.Table) -> pa.Table:
+    def current(self, keys: pa.Table, columns: list[str] | None = None) -> pa.Table:
         schema = self.schema()
-        return self._read("rows", keys, schema is not None and IS_CURRENT in schema.names)
+        history = schema is not None and IS_CURRENT in schema.names
+        return self._read("rows", keys, history, columns)
 
     def tombstones(self, keys: pa.Table) -> pa.Table:
         return self._read("tombstones", keys)

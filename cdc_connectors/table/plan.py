@@ -229,6 +229,9 @@ class _State:
     ):
         self.keys, self.schema, self.mode, self.deletes = keys, schema, mode, deletes
         self.tomb_schema = tombstone_schema(schema, keys)
+        for field in schema:  # columns not read (only the order was needed): nulls
+            if rows.num_rows and field.name not in rows.column_names:
+                rows = rows.append_column(field.name, pa.nulls(rows.num_rows, field.type))
         self.rows = (
             rows.select(schema.names).cast(schema) if rows.num_rows else schema.empty_table()
         )

@@ -187,6 +187,9 @@ class ChangeBatch:
                 f"the key's fields {list(key)} are not those of the batch's first key "
                 f"{self.key_columns} (set keyColumns)"
             )
+        own = [n for n in row if n.startswith("_cdc_")]
+        if own:
+            raise ValueError(f"column(s) {own}: names starting with _cdc_ are the table's own")
         missing = [n for n in self.key_columns if row.get(n) is None]
         if missing:
             raise ValueError(f"the record has no value for key column(s) {missing}")

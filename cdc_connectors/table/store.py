@@ -76,8 +76,9 @@ class TableStore(Protocol):
         """Add and widen columns."""
         ...
 
-    def current(self, keys: pa.Table) -> pa.Table:
-        """The table's current rows of ``keys`` (in history mode, the current versions)."""
+    def current(self, keys: pa.Table, columns: list[str] | None = None) -> pa.Table:
+        """The table's current rows of ``keys`` (in history mode, the current versions):
+        only ``columns``, if given."""
         ...
 
     def tombstones(self, keys: pa.Table) -> pa.Table:
