@@ -24,7 +24,7 @@ from cdc_connectors.table.evolve import Evolution
 from cdc_connectors.table.keys import among
 from cdc_connectors.table.layout import IS_CURRENT, plain_schema
 from cdc_connectors.table.plan import tombstone_schema
-from cdc_connectors.table.store import Part, TableSettings, Txn
+from cdc_connectors.table.store import ConcurrentWrite, Part, TableSettings, Txn
 
 __all__ = ["DeltaStore"]
 
@@ -75,6 +75,7 @@ class DeltaStore:
         self.path = path
         self.where = path
         self.options = storage_options or None
+        self._read_at: dict[str, Any] = {}  # the table as read, per part
 
     # -- the two tables -------------------------------------------------------------------
 
@@ -157,6 +158,7 @@ class DeltaStore:
         whose statistics may hold them are read."""
         table = self._table(part)
         assert table is not None
+        self._read_at[part] = table  # its replacement commits on this version, or fails
         schema = plain_schema(pa.schema(table.schema().to_arrow()))
         if keys.num_rows == 0:
             return schema.empty_table()
@@ -198,8 +200,9 @@ class DeltaStore:
 
     def replace(self, part: Part, keys: pa.Table, rows: pa.Table, txn: Txn | None) -> None:
         from deltalake import CommitProperties, Transaction
+        from deltalake.exceptions import CommitFailedError
 
-        table = self._table(part)
+        table = self._read_at.pop(part, None) or self._table(part)
         assert table is not None
         schema = plain_schema(pa.schema(table.schema().to_arrow()))
         names = keys.column_names
@@ -226,6 +229,9 @@ class DeltaStore:
         if not single:  # history: the current row goes, every new version comes
             on += f" AND {action} = 'delete' AND t.{_quoted(IS_CURRENT)}"
         commit = CommitProperties(
+            # planned against the version read: a commit of another writer since then fails
+            # this one (never retried on top of it, which would apply a stale plan)
+            max_commit_retries=0,
             app_transactions=[Transaction(txn.app_id, txn.version)] if txn else None,
             custom_metadata={
                 "cdc-connectors": json.dumps({"keys": keys.num_rows, "rows": rows.num_rows})
@@ -238,4 +244,8 @@ class DeltaStore:
         if single:  # a key's row is updated in place, or deleted
             merge = merge.when_matched_update(columns, predicate=f"{action} = 'write'")
         merge = merge.when_matched_delete(predicate=f"{action} = 'delete'")
-        merge.when_not_matched_insert(columns, predicate=f"{action} = 'write'").execute()
+        merge = merge.when_not_matched_insert(columns, predicate=f"{action} = 'write'")
+        try:
+            merge.execute()
+        except CommitFailedError as conflict:
+            raise ConcurrentWrite(self.where, str(conflict)) from None

@@ -23,7 +23,7 @@ from cdc_connectors.table.evolve import Evolution
 from cdc_connectors.table.keys import among
 from cdc_connectors.table.layout import IS_CURRENT, plain, plain_schema
 from cdc_connectors.table.plan import tombstone_schema
-from cdc_connectors.table.store import Part, TableSettings, Txn
+from cdc_connectors.table.store import ConcurrentWrite, Part, TableSettings, Txn
 
 __all__ = ["IcebergStore"]
 
@@ -56,6 +56,7 @@ class IcebergStore:
         self.where = f"{path} (Iceberg table {identifier})"
         self.properties = dict(catalog) if catalog else default_catalog(path)
         self._catalog: Any = None
+        self._read_at: dict[str, Any] = {}  # the table as read, per part
 
     @property
     def catalog(self) -> Any:
@@ -148,6 +149,7 @@ class IcebergStore:
         """The rows of ``keys`` in ``part`` (the current ones only, if asked; only
         ``columns``, if given)."""
         table = self._table(part)
+        self._read_at[part] = table  # its replacement commits on this snapshot, or fails
         if keys.num_rows == 0:
             schema = plain_schema(table.schema().as_arrow())
             if columns is not None:
@@ -181,7 +183,7 @@ class IcebergStore:
         return None
 
     def replace(self, part: Part, keys: pa.Table, rows: pa.Table, txn: Txn | None) -> None:
-        table = self._table(part)
+        table = self._read_at.pop(part, None) or self._table(part)
         if keys.num_rows == 0 and rows.num_rows == 0:
             return
         schema = table.schema().as_arrow()
@@ -195,12 +197,22 @@ class IcebergStore:
             [kept.select(schema.names).cast(schema), rows.select(schema.names).cast(schema)]
         )
         properties = {_APP: txn.app_id, _VERSION: str(txn.version)} if txn else {}
-        with warnings.catch_warnings(), table.transaction() as transaction:
-            # an overwrite of keys the table does not hold yet deletes nothing: as meant
-            warnings.filterwarnings("ignore", "Delete operation did not match any records")
-            if written.num_rows:
-                transaction.overwrite(
-                    written, overwrite_filter=overwrite, snapshot_properties=properties
-                )
-            else:
-                transaction.delete(overwrite, snapshot_properties=properties)
+        from pyiceberg.exceptions import (
+            CommitFailedException,
+            CommitStateUnknownException,
+            ValidationException,
+        )
+
+        conflicts = (CommitFailedException, CommitStateUnknownException, ValidationException)
+        try:
+            with warnings.catch_warnings(), table.transaction() as transaction:
+                # an overwrite of keys the table does not hold yet deletes nothing: as meant
+                warnings.filterwarnings("ignore", "Delete operation did not match any records")
+                if written.num_rows:
+                    transaction.overwrite(
+                        written, overwrite_filter=overwrite, snapshot_properties=properties
+                    )
+                else:
+                    transaction.delete(overwrite, snapshot_properties=properties)
+        except conflicts as conflict:
+            raise ConcurrentWrite(self.where, str(conflict)) from None

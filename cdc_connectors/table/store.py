@@ -15,13 +15,25 @@ from typing import Literal, Protocol
 
 import pyarrow as pa
 
+from cdc_connectors.errors import CdcError
 from cdc_connectors.table.evolve import Evolution
 from cdc_connectors.table.plan import Deletes, Mode
 
-__all__ = ["Part", "TableSettings", "TableStore", "Txn"]
+__all__ = ["ConcurrentWrite", "Part", "TableSettings", "TableStore", "Txn"]
 
 #: The two tables of a store: the rows, and the tombstones of deleted keys.
 Part = Literal["rows", "tombstones"]
+
+
+class ConcurrentWrite(CdcError):
+    """Another writer changed the table between this batch's read and its commit: nothing
+    of the batch was written (it was planned against what it read)."""
+
+    def __init__(self, where: str, detail: str):
+        super().__init__(
+            f"{where}: another writer changed the table while this batch was applied; "
+            f"nothing of the batch was written (run it again): {' '.join(detail.split())}"
+        )
 
 
 @dataclass(frozen=True)

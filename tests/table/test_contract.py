@@ -12,7 +12,7 @@ import pytest
 from cdc_connectors.errors import CodecError, ConfigError
 from cdc_connectors.table.apply import apply_changes
 from cdc_connectors.table.evolve import SchemaChangeError
-from cdc_connectors.table.store import TableSettings, Txn
+from cdc_connectors.table.store import ConcurrentWrite, TableSettings, Txn
 from tests.table.changes import ORDERS, batch
 from tests.table.conftest import read_all, rows
 
@@ -372,3 +372,23 @@ def _versions(store: Any) -> Any:
 
 def test_orders_schema_is_the_tests_schema() -> None:
     assert ORDERS.names == ["id", "status", "amount"]
+
+
+def test_a_writer_whose_table_changed_since_it_read_fails_without_writing(
+    make_store: Store,
+) -> None:
+    apply_changes(make_store(), batch([("create", 1, {"id": 1, "status": "new"})]), KEYED)
+    racing = make_store()
+    real = racing.replace
+
+    def another_writer_first(part: str, *args: Any) -> None:
+        if part == "rows":  # another writer commits between this one's read and its commit
+            apply_changes(make_store(), batch([("update", 9, {"id": 1, "status": "late"})]), KEYED)
+        real(part, *args)
+
+    racing.replace = another_writer_first
+    with pytest.raises(ConcurrentWrite, match="another writer changed the table"):
+        apply_changes(racing, batch([("update", 5, {"id": 1, "status": "older"})]), KEYED)
+    assert rows(make_store(), "id", "status", "_cdc_offset") == [
+        {"id": 1, "status": "late", "_cdc_offset": 9}
+    ]
