@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc_connectors.errors import CodecError, ConfigError
-from cdc_connectors.table.evolve import evolution
+from cdc_connectors.table.evolve import evolution, widens
 from cdc_connectors.table.layout import CHANGE_COLUMNS, IS_CURRENT, OFFSET, OP, STREAM, UNSET
 from cdc_connectors.table.plan import bookkeeping_fields, plan
 from cdc_connectors.table.store import TableSettings, TableStore, Txn
@@ -49,6 +49,7 @@ def apply_changes(
     settings = _settings(store, changes.schema, settings)
     schema = store.schema()
     assert schema is not None
+    changes = _numbers_fitted(changes, schema)
     change = evolution(schema, row_schema(changes.schema), store.where)
     if change:
         store.evolve(change)
@@ -116,6 +117,38 @@ def _settings(store: TableStore, changes: pa.Schema, wanted: TableSettings) -> T
             f"{wanted.deletes!r}"
         )
     return held
+
+
+def _numeric(datatype: pa.DataType) -> bool:
+    return bool(
+        pa.types.is_integer(datatype)
+        or pa.types.is_floating(datatype)
+        or pa.types.is_decimal(datatype)
+    )
+
+
+def _numbers_fitted(changes: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Numbers of another type than their column's (types read from the values: ``12`` in
+    a column of doubles, ``10.5`` in one of ``decimal(4,2)``) cast to the column's type
+    when every value survives the cast both ways; others are left to :func:`evolution`."""
+    for index, field in enumerate(changes.schema):
+        if field.name not in schema.names or field.name in CHANGE_COLUMNS:
+            continue
+        target = schema.field(field.name).type
+        if field.type == target or not (_numeric(field.type) and _numeric(target)):
+            continue
+        if widens(field.type, target) or widens(target, field.type):
+            continue  # cast up below, or the column widened
+        column = changes.column(index)
+        try:
+            cast = pc.cast(column, target)
+            back = pc.cast(cast, field.type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            continue
+        same = pc.or_kleene(pc.equal(back, column), pc.and_(pc.is_null(back), pc.is_null(column)))
+        if pc.all(pc.fill_null(same, False)).as_py():
+            changes = changes.set_column(index, field.name, cast)
+    return changes
 
 
 def _any_unset(changes: pa.Table, schema: pa.Schema) -> bool:

@@ -41,6 +41,13 @@ def _quoted(name: str) -> str:
 _CUT_TEXT = 32
 
 
+def _exact_statistics(datatype: pa.DataType) -> bool:
+    """Types whose bounds Delta keeps exactly: integers, dates, text (below the cut)."""
+    return bool(
+        pa.types.is_integer(datatype) or pa.types.is_date(datatype) or pa.types.is_string(datatype)
+    )
+
+
 def touched_files(actions: pa.Table, keys: pa.Table) -> np.ndarray:
     """Which files (rows of the table's add actions, flattened) may hold one of ``keys``:
     those whose statistics range of every key column holds one of its values (a file
@@ -50,6 +57,8 @@ def touched_files(actions: pa.Table, keys: pa.Table) -> np.ndarray:
         low, high = f"min.{name}", f"max.{name}"
         if low not in actions.column_names or high not in actions.column_names:
             continue
+        if not _exact_statistics(keys.schema.field(name).type):
+            continue  # Delta keeps such bounds cut (times to milliseconds, big decimals)
         values = np.sort(pc.unique(keys.column(name)).to_numpy(zero_copy_only=False))
         lows = actions.column(low).to_numpy(zero_copy_only=False)
         highs = actions.column(high).to_numpy(zero_copy_only=False)
@@ -129,27 +138,36 @@ class DeltaStore:
             )
 
     def evolve(self, change: Evolution) -> None:
-        from deltalake import Field, write_deltalake
+        from deltalake import Field
 
         table = self._table("rows")
         assert table is not None
         if change.added:
             table.alter.add_columns([Field.from_arrow(f) for f in change.added])
         if change.widened:  # Delta has no wider type for a column in place: rewritten once
-            table = self._table("rows")
-            dataset = self._dataset(table)
-            wide = {f.name: f.type for f in change.widened}
-            schema = pa.schema(
-                [pa.field(f.name, wide.get(f.name, f.type), f.nullable) for f in dataset.schema]
-            )
-            batches = (b.cast(schema) for b in dataset.to_batches())
-            write_deltalake(
-                table,
-                pa.RecordBatchReader.from_batches(schema, batches),
-                mode="overwrite",
-                schema_mode="overwrite",
-                storage_options=self.options,
-            )
+            for part in ("rows", "tombstones"):  # (a key column widens in both)
+                self._rewrite(part, {f.name: f.type for f in change.widened})
+
+    def _rewrite(self, part: Part, wide: dict[str, pa.DataType]) -> None:
+        """``part`` rewritten with the columns of ``wide`` of their new types."""
+        from deltalake import write_deltalake
+
+        table = self._table(part)
+        assert table is not None
+        dataset = self._dataset(table)
+        if not wide.keys() & set(dataset.schema.names):
+            return
+        schema = pa.schema(
+            [pa.field(f.name, wide.get(f.name, f.type), f.nullable) for f in dataset.schema]
+        )
+        batches = (b.cast(schema) for b in dataset.to_batches())
+        write_deltalake(
+            table,
+            pa.RecordBatchReader.from_batches(schema, batches),
+            mode="overwrite",
+            schema_mode="overwrite",
+            storage_options=self.options,
+        )
 
     # -- reading ---------------------------------------------------------------------------
 

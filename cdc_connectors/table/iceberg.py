@@ -120,12 +120,15 @@ class IcebergStore:
                     update.set_identifier_fields(*settings.keys)
 
     def evolve(self, change: Evolution) -> None:
-        table = self._table("rows")
-        current = plain_schema(table.schema().as_arrow())
         wide = {f.name: f.type for f in change.widened}
-        fields = [pa.field(f.name, wide.get(f.name, f.type), f.nullable) for f in current]
-        with table.update_schema() as update:
-            update.union_by_name(pa.schema([*fields, *change.added]))
+        for part in ("rows", "tombstones"):  # (a key column widens in both)
+            table = self._table(part)
+            current = plain_schema(table.schema().as_arrow())
+            fields = [pa.field(f.name, wide.get(f.name, f.type), f.nullable) for f in current]
+            added = change.added if part == "rows" else []
+            if added or wide.keys() & set(current.names):
+                with table.update_schema() as update:
+                    update.union_by_name(pa.schema([*fields, *added]))
 
     def _filter(self, keys: pa.Table, current_only: bool) -> Any:
         from pyiceberg.expressions import And, EqualTo, In

@@ -274,6 +274,11 @@ def _column(
     if wanted is not None:
         if pa.types.is_decimal(wanted):  # a double read from JSON: the decimal it prints as
             values = [Decimal(repr(v)) if type(v) is float else v for v in values]
+        if pa.types.is_integer(wanted) and any(map(_fraction, values)):
+            # Arrow would cut 1.5 to 1: such values go one by one, to be refused
+            return pa.array(
+                [_fitted(name, i, v, wanted, bad) for i, v in enumerate(values)], wanted
+            )
         try:
             return pa.array(values, wanted)
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
@@ -319,10 +324,22 @@ def _mixed(values: list[Any]) -> pa.Array:
     )
 
 
+def _fraction(value: Any) -> bool:
+    """Whether ``value`` is a number with a fraction (no integer column holds it)."""
+    if type(value) is float:
+        return not value.is_integer()
+    if isinstance(value, Decimal):
+        return value.is_finite() and value != value.to_integral_value()
+    return False
+
+
 def _fitted(name: str, index: int, value: Any, wanted: pa.DataType, bad: dict[int, str]) -> Any:
     """``value`` as a scalar of ``wanted`` (ISO text as a time, text or numbers as a
     decimal, base64 text as bytes), or ``None`` with its row marked bad."""
     if value is None:
+        return None
+    if pa.types.is_integer(wanted) and _fraction(value):
+        bad.setdefault(index, f"column {name!r}: value {repr(value)[:60]} does not fit {wanted}")
         return None
     try:
         return pa.array([value], wanted)[0].as_py()
@@ -335,7 +352,9 @@ def _fitted(name: str, index: int, value: Any, wanted: pa.DataType, bad: dict[in
             source = pa.array([value if isinstance(value, str) else str(value)], pa.string())
             if pa.types.is_timestamp(wanted) and wanted.tz is None:
                 parsed = dt.datetime.fromisoformat(str(value))
-                return parsed.replace(tzinfo=None) if parsed.tzinfo is None else None
+                if parsed.tzinfo is not None:  # a local time column takes no zone
+                    raise ValueError("a time with a zone")
+                return parsed
             return pc.cast(source, wanted)[0].as_py()
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
         pass
