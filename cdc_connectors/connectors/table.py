@@ -61,6 +61,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from cdc_connectors.connectors.errors import ConnectorError, bare
+from cdc_connectors.connectors.files_owner import owner_of
 from cdc_connectors.connectors.messages import SettingError
 from cdc_connectors.connectors.table_settings import NAME, Settings
 from cdc_connectors.connectors.table_write import (
@@ -74,7 +75,7 @@ from cdc_connectors.errors import CdcError
 from cdc_connectors.table.layout import plain_schema
 from cdc_connectors.table.store import Txn
 
-__all__ = ["NAME", "TableDataSource"]
+__all__ = ["NAME", "TableDataSource", "table_app_id"]
 
 
 def _spark_types(schema: pa.Schema) -> pa.Schema:
@@ -180,11 +181,19 @@ class TableDataSource(DataSource):
             raise bare(refused) from None
         options = {k.lower(): v for k, v in self.options.items()}
         checkpoint = options.get("checkpointlocation")
-        app = (
-            self.settings.txn_app_id
-            or f"{NAME}:{os.path.abspath(checkpoint or self.settings.path)}"
-        )
+        app = self.settings.txn_app_id or table_app_id(checkpoint or self.settings.path, NAME)
         return TableStreamWriter(self.settings, is_record_layout(schema), app)
+
+
+def table_app_id(checkpoint: str, kind: str) -> str:
+    """The application id of a streaming query's table transactions: its query's id, kept
+    in its checkpoint (a checkpoint deleted and made anew is a new query, whose batches
+    count from 0 again and must not pass for replays of the old one's), else the
+    checkpoint's path."""
+    owner = owner_of(checkpoint)
+    if owner is not None and owner.query:
+        return f"{kind}:{owner.query}"
+    return f"{kind}:{os.path.abspath(checkpoint)}"
 
 
 class _Part(InputPartition):

@@ -37,7 +37,7 @@ from cdc_connectors.connectors.files_plan import FilesPlanDataSource
 from cdc_connectors.connectors.files_write import FilesWriter
 from cdc_connectors.connectors.kafka_ranges import KafkaRangesDataSource
 from cdc_connectors.connectors.messages import SettingError, open_format
-from cdc_connectors.connectors.table import TableDataSource, TableWriter
+from cdc_connectors.connectors.table import TableDataSource, TableWriter, table_app_id
 from cdc_connectors.errors import ConfigError, FailFastError
 from cdc_connectors.formats.base import Format
 from cdc_connectors.options import TRUE
@@ -415,8 +415,11 @@ class _Job:
         belongs to the query; a batch pipeline writes its files to a staging directory (a
         path where none can be made is refused, at ``place_of`` its setting)."""
         if name == _TABLE and not self.pipeline.batch:  # one table transaction a batch
-            app = f"cdc-pipeline:{os.path.abspath(self.pipeline.checkpoint)}"
-            return {**settings, "txnAppId": app, "txnVersion": str(batch_id)}
+            return {
+                **settings,
+                "txnAppId": table_app_id(self.pipeline.checkpoint, "cdc-pipeline"),
+                "txnVersion": str(batch_id),
+            }
         if name != _FILES:
             return settings
         if not self.pipeline.batch:

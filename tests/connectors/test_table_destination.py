@@ -117,7 +117,10 @@ def test_streaming_micro_batches_commit_once_each(session: Any, tmp_path: Path) 
         stream.awaitTermination()
 
     run()
-    app = f"cdc-table:{checkpoint}"
+    from cdc_connectors.connectors.table import table_app_id
+
+    app = table_app_id(str(checkpoint), "cdc-table")
+    assert app != f"cdc-table:{checkpoint}"  # the query's id, from its checkpoint
     assert DeltaTable(str(target)).transaction_version(app) == 0
     shutil.copy(SHOP / "orders.jsonl", source / "b.jsonl")  # the same changes, later
     run()

@@ -217,3 +217,25 @@ def test_a_streaming_pipeline_killed_and_started_again_mirrors_the_database(
     again = run_here(spark, tmp_path / "p.yaml", available_now=True)
     assert again.returncode == 0, again.stderr
     assert mirrored(table) == database
+
+
+def test_a_checkpoint_made_anew_is_a_new_query_whose_batches_are_applied(
+    tmp_path: Path, spark: Any
+) -> None:
+    import shutil
+
+    database = write_changes(tmp_path / "in", 2, seed=4)
+    config = table_pipeline(tmp_path / "in", tmp_path / "orders", tmp_path / "dead", streaming=True)
+    write_config(tmp_path / "p.yaml", config)
+    assert run_here(spark, tmp_path / "p.yaml", available_now=True).returncode == 0
+    shutil.rmtree(tmp_path / "checkpoints")  # started over: its batches count from 0 again
+    later = write_changes(tmp_path / "more", 1, seed=5)
+    (tmp_path / "more" / "changes-000.jsonl").rename(tmp_path / "in" / "changes-100.jsonl")
+    done = run_here(spark, tmp_path / "p.yaml", available_now=True)
+    assert done.returncode == 0, done.stderr
+    touched = set()
+    for line in (tmp_path / "in" / "changes-100.jsonl").read_text().splitlines():
+        event = json.loads(line)
+        touched.add((event["after"] or event["before"])["id"])
+    expected = {k: v for k, v in database.items() if k not in touched} | later
+    assert mirrored(tmp_path / "orders") == expected
