@@ -65,6 +65,7 @@ from cdc_connectors.connectors.files_owner import owner_of
 from cdc_connectors.connectors.messages import SettingError
 from cdc_connectors.connectors.table_settings import NAME, Settings
 from cdc_connectors.connectors.table_write import (
+    Committed,
     TableCommitMessage,
     commit_changes,
     is_record_layout,
@@ -240,6 +241,7 @@ class TableWriter(DataSourceArrowWriter):
 
     def __init__(self, settings: Settings, records_layout: bool):
         self.settings, self.records_layout = settings, records_layout
+        self.committed: Committed | None = None  # what the commit did (in this process)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TableCommitMessage:
         try:
@@ -252,7 +254,7 @@ class TableWriter(DataSourceArrowWriter):
         txn = (
             Txn(s.txn_app_id, s.txn_version) if s.txn_app_id and s.txn_version is not None else None
         )
-        _commit(s, messages, txn)
+        self.committed = _commit(s, messages, txn)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         return None  # nothing was written: the tasks' changes were in their messages
@@ -295,7 +297,7 @@ def _library_failure(failure: Exception) -> str | None:
 
 def _commit(
     settings: Settings, messages: list[WriterCommitMessage | None], txn: Txn | None
-) -> None:
+) -> Committed:
     try:
         done = commit_changes(settings, messages, txn)
     except CdcError as failure:
@@ -307,3 +309,4 @@ def _commit(
         raise bare(ConnectorError(f"{NAME}: {settings.path}: {reason}")) from None
     where = settings.path if settings.format == "delta" else f"{settings.path} ({settings.table})"
     say(done.line(where, settings.dead_letters, txn))
+    return done

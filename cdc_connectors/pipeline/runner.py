@@ -187,10 +187,22 @@ class _Prepared:
         )
         route, writer_settings = destination.plugin.routing(destination.settings)
         writer_settings = _absolute(destination.plugin.spark_name, writer_settings)
+        writer_settings = _table_dead_letters(pipeline, writer_settings)
         source_settings, fused = _fused_source(pipeline.source)
         source_settings = _absolute(pipeline.source.plugin.spark_name, source_settings)
         plan = in_task(pipeline, source_settings, writer_settings, fmt, route, fused)
         return cls(fmt, route, writer_settings, source_settings, fused, plan)
+
+
+def _table_dead_letters(pipeline: Pipeline, settings: dict[str, str]) -> dict[str, str]:
+    """A table destination's refused records go to the pipeline's dead-letter files (unless
+    its ``deadLetters`` says otherwise), where the pipeline counts them."""
+    dlq = pipeline.dead_letters
+    if pipeline.destination.plugin.spark_name != _TABLE or dlq.plugin.spark_name != _FILES:
+        return settings
+    if any(k.lower() == "deadletters" for k in settings):
+        return settings
+    return {**settings, "deadLetters": os.path.abspath(_path(dlq.settings))}
 
 
 def light_driver(config: Config) -> bool:
@@ -305,6 +317,9 @@ class _Job:
                 elif writer is not None:  # its tasks wrote their files: the job commits them
                     _commit(writer, written)
                     staged.extend(written_by_tasks)
+                    if isinstance(writer, TableWriter) and writer.committed is not None:
+                        # records the table refused went to the dead letters: counted so
+                        counts.encode_letters += writer.committed.refused
                 elif stage.in_task:
                     pass  # its tasks wrote the messages
                 elif counts.written or self._replaces(destination.plugin.spark_name):

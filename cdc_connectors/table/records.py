@@ -96,6 +96,8 @@ def order_of(parts: RecordParts | Record, order_by: str = "position") -> tuple[s
         value = parts.metadata.get(order_by)
         if value is None or not value.strip().lstrip("-").isdigit():
             raise ValueError(f"metadata {order_by!r} (orderBy) is {value!r}, not an integer")
+        if not -(2**63) <= int(value) < 2**63:
+            raise ValueError(f"metadata {order_by!r} (orderBy) is {value!r}, past 64 bits")
         return "", int(value)
     position = bytes(parts.position)
     found = _MESSAGE.match(position) or _NUMBERED.match(position)
@@ -104,14 +106,17 @@ def order_of(parts: RecordParts | Record, order_by: str = "position") -> tuple[s
             f"position {position[:80]!r} has no order (topic/partition/offset, file:line); "
             "set orderBy to a metadata key holding one"
         )
-    return found.group(1).decode("utf-8", "backslashreplace"), int(found.group(2))
+    offset = int(found.group(2))
+    if offset >= 2**63:
+        raise ValueError(f"position {position[:80]!r}: its number is past 64 bits")
+    return found.group(1).decode("utf-8", "backslashreplace"), offset
 
 
 def _time(metadata: Mapping[str, str]) -> int | None:
     """When the change happened (``opencdc.createdAt``, else ``readAt``), in microseconds."""
     for key in (keys.CREATED_AT, keys.READ_AT):
         value = metadata.get(key)
-        if value is not None and value.isdigit():
+        if value is not None and value.isdigit() and int(value) < 2**63:
             return int(value) // 1000
     return None
 
@@ -297,6 +302,8 @@ def _column(
         isinstance(v, int | Decimal) and not isinstance(v, bool) for v in values
     ):
         return _mixed(values)  # integers among doubles: kept exact
+    if pa.types.is_decimal256(inferred.type):  # past 38 digits: no table type holds it
+        return _mixed([None if v is None else str(v) for v in values])
     return inferred  # all nulls: a null column, which adds no column to a table
 
 
@@ -308,7 +315,9 @@ def _mixed(values: list[Any]) -> pa.Array:
         isinstance(v, int | float | Decimal) and not isinstance(v, bool) for v in numbers
     ):
         try:
-            return pa.array([None if v is None else Decimal(str(v)) for v in values])
+            found = pa.array([None if v is None else Decimal(str(v)) for v in values])
+            if not pa.types.is_decimal256(found.type):
+                return found
         except (pa.ArrowInvalid, pa.ArrowTypeError):
             pass
     return pa.array(
@@ -317,6 +326,8 @@ def _mixed(values: list[Any]) -> pa.Array:
             if v is None
             else v
             if isinstance(v, str)
+            else str(v)
+            if isinstance(v, int | float | Decimal) and not isinstance(v, bool)
             else orjson.dumps(v, default=str).decode()
             for v in values
         ],

@@ -175,15 +175,23 @@ def mirrored(table: Path) -> dict[int, dict[str, Any]]:
 
 def test_a_batch_pipeline_mirrors_the_database(tmp_path: Path, spark: Any) -> None:
     database = write_changes(tmp_path / "in", 3, seed=1)
-    config = table_pipeline(
-        tmp_path / "in", tmp_path / "orders", tmp_path / "dead", streaming=False
-    )
+    source = {"connector": "postgresql", "db": "shop", "schema": "public", "table": "orders"}
+    keyless = {"before": None, "after": {"status": "x"}, "source": source, "op": "c", "ts_ms": 1}
+    (tmp_path / "in" / "changes-zzz.jsonl").write_text(json.dumps(keyless) + "\n")
+    dead = tmp_path / "dead"
+    config = table_pipeline(tmp_path / "in", tmp_path / "orders", dead, streaming=False)
     write_config(tmp_path / "p.yaml", config)
     done = run_here(spark, tmp_path / "p.yaml")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr  # 1: a record went to the dead letters
+    assert "1 to the dead-letter output" in done.stderr
     assert mirrored(tmp_path / "orders") == database
+    letters = [
+        json.loads(line) for f in dead.rglob("*.jsonl") for line in f.read_text().splitlines()
+    ]
+    (letter,) = letters
+    assert "no value for key column(s) ['id']" in letter["metadata"]["conduit.dlq.nack.error"]
     again = run_here(spark, tmp_path / "p.yaml")  # run twice: the same table
-    assert again.returncode == 0, again.stderr
+    assert again.returncode == 1, again.stderr
     assert mirrored(tmp_path / "orders") == database
 
 

@@ -115,3 +115,17 @@ def test_without_types_numbers_stay_exact() -> None:
     table = batch.table()
     assert table.column("n").to_pylist() == [Decimal(2**60), Decimal("1.5"), None]
     assert pa.types.is_null(table.column("x").type)
+
+
+def test_what_no_column_type_holds_is_exact_text_or_refused() -> None:
+    batch = ChangeBatch()
+    big = Decimal("1.234567890123456789012345678901234567890")  # 40 digits
+    batch.add(record("create", b"t/0/1", {"id": 1, "n": big}, {"id": 1}))
+    batch.add(record("create", b"t/0/99999999999999999999", {"id": 2}, {"id": 2}))
+    stamp = {"opencdc.createdAt": "9" * 30}
+    batch.add(record("create", b"t/0/3", {"id": 3, "n": None}, {"id": 3}, metadata=stamp))
+    table = batch.table()
+    assert table.column("n").to_pylist() == [str(big), None]
+    assert table.column("_cdc_at").to_pylist() == [None, None]
+    (refused,) = batch.refused
+    assert "past 64 bits" in refused.reason
