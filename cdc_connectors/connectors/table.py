@@ -119,16 +119,28 @@ class TableDataSource(DataSource):
                 if not DeltaTable.is_deltatable(os.path.abspath(s.path)):
                     raise SettingError(f"{NAME} setting 'path': no Delta table at {s.path!r}")
                 table = DeltaTable(os.path.abspath(s.path))
-                if s.version_as_of is not None:
-                    table.load_as_version(s.version_as_of)
-                elif s.timestamp_as_of is not None:
-                    table.load_as_version(dt.datetime.fromisoformat(s.timestamp_as_of))
+                try:
+                    if s.version_as_of is not None:
+                        table.load_as_version(s.version_as_of)
+                    elif s.timestamp_as_of is not None:
+                        table.load_as_version(dt.datetime.fromisoformat(s.timestamp_as_of))
+                except Exception as exc:  # deltalake's: no such version, a time before all
+                    if isinstance(exc, ValueError) and not type(exc).__name__.startswith("Delta"):
+                        raise
+                    which = "versionAsOf" if s.version_as_of is not None else "timestampAsOf"
+                    raise SettingError(
+                        f"{NAME} setting {which!r}: {' '.join(str(exc).split())}"
+                    ) from None
                 schema = pa.schema(table.schema().to_arrow())
                 return _spark_types(schema), table.file_uris(), None
             iceberg = s.iceberg().table()
             if iceberg is None:
                 raise SettingError(f"{NAME} setting 'table': no Iceberg table {s.table!r}")
             snapshot = s.snapshot_id
+            if snapshot is not None and iceberg.snapshot_by_id(snapshot) is None:
+                raise SettingError(
+                    f"{NAME} setting 'snapshotId': the table has no snapshot {snapshot}"
+                )
             if snapshot is None and s.timestamp_as_of is not None:
                 at = dt.datetime.fromisoformat(s.timestamp_as_of)
                 found = iceberg.snapshot_as_of_timestamp(int(at.timestamp() * 1000))

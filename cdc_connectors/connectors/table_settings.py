@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cdc_connectors.connectors.messages import SettingError
+from cdc_connectors.errors import ConfigError
 from cdc_connectors.table.store import TableSettings, TableStore
 
 if TYPE_CHECKING:
@@ -116,6 +117,19 @@ class Settings:
                 "Iceberg warehouse)"
             )
         fmt = _choice(lowered, "format", FORMATS, "delta")
+        for name, place in (("path", path), ("deadLetters", lowered.get("deadletters"))):
+            if place and os.path.exists(place) and not os.path.isdir(place):
+                raise SettingError(f"{NAME} setting {name!r}: {place!r} is a file, not a directory")
+        delta_here = os.path.isdir(os.path.join(path, "_delta_log"))
+        iceberg_here = os.path.exists(os.path.join(path, "catalog.db"))
+        if fmt == "iceberg" and delta_here:
+            raise SettingError(
+                f"{NAME} setting 'path': {path!r} holds a Delta table (format delta)"
+            )
+        if fmt == "delta" and iceberg_here and not delta_here:
+            raise SettingError(
+                f"{NAME} setting 'path': {path!r} is an Iceberg warehouse (format iceberg)"
+            )
         keys = tuple(k.strip() for k in lowered.get("keycolumns", "").split(",") if k.strip())
         if "keycolumns" in lowered and not keys:
             raise SettingError(f"{NAME} setting 'keyColumns' must name columns (id,region)")
@@ -139,12 +153,19 @@ class Settings:
         if (app is None) != (version is None):
             raise SettingError(f"{NAME} settings 'txnAppId' and 'txnVersion' go together")
         registry = lowered.get("registry") or None
+        mode = _choice(lowered, "mode", ("upsert", "history"), "upsert")
+        deletes = _choice(lowered, "deletes", ("hard", "soft"), "hard")
+        if mode == "history" and deletes == "soft":
+            raise SettingError(
+                f"{NAME} setting 'deletes': soft is for mode upsert (history closes a deleted "
+                "row's version and keeps it)"
+            )
         return cls(
             path=path,
             format=fmt,
             key_columns=keys,
-            mode=_choice(lowered, "mode", ("upsert", "history"), "upsert"),
-            deletes=_choice(lowered, "deletes", ("hard", "soft"), "hard"),
+            mode=mode,
+            deletes=deletes,
             order_by=order_by,
             collection=lowered.get("collection", "").strip() or None,
             table=table,
@@ -189,6 +210,32 @@ class Settings:
         from cdc_connectors.table.iceberg import IcebergStore
 
         return IcebergStore(self.path, self.table, dict(self.catalog) or None)
+
+    def check_table(self) -> None:
+        """:class:`SettingError` naming the setting when the table at ``path`` was made
+        with other keys, mode or deletes than these (or by another writer)."""
+        try:
+            held = self.store().settings()
+        except ConfigError as exc:
+            raise SettingError(f"{NAME} setting 'path': {exc}") from None
+        except Exception:  # an unreadable table: the write says why
+            return
+        if held is None:
+            return
+        if self.key_columns and held.keys != list(self.key_columns):
+            raise SettingError(
+                f"{NAME} setting 'keyColumns': the table at {self.path!r} has key columns "
+                f"{','.join(held.keys)}, not {','.join(self.key_columns)}"
+            )
+        for name, mine, theirs in (
+            ("mode", self.mode, held.mode),
+            ("deletes", self.deletes, held.deletes),
+        ):
+            if mine != theirs:
+                raise SettingError(
+                    f"{NAME} setting {name!r}: the table at {self.path!r} was made with "
+                    f"{name} {theirs}, not {mine}"
+                )
 
     def describe(self) -> dict[str, Any]:
         return {"path": self.path, "format": self.format, "table": self.table}

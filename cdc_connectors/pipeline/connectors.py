@@ -158,9 +158,11 @@ def check_settings(plugin: Plugin, role: str, settings: Mapping[str, str], repor
     """Check ``settings`` for a connector of ``role`` (source/destination) on the driver;
     a complaint becomes ``report(setting, problem)``, raised."""
     try:
-        plugin.source_class(dict(settings))
+        source = plugin.source_class(dict(settings))
         if plugin.name == "kafka":
             _check_kafka(role, settings)
+        if plugin.name == "table" and role == "destination":
+            source.settings.check_table()
         default = plugin.default_format if role == "destination" else "opencdc-json"
         if not (plugin.name == "kafka" and role == "source"):  # Kafka reads raw by default
             open_format(

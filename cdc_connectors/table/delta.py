@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
+from cdc_connectors.errors import ConfigError
 from cdc_connectors.table.evolve import Evolution
 from cdc_connectors.table.keys import among
 from cdc_connectors.table.layout import IS_CURRENT, plain_schema
@@ -115,9 +116,9 @@ class DeltaStore:
             return None
         description = table.metadata().description or ""
         if not description.startswith(_DESCRIPTION):
-            raise ValueError(
-                f"{self.where}: a Delta table cdc-connectors did not make (set keyColumns and "
-                "write to a new path, or to a table made by this destination)"
+            raise ConfigError(
+                f"{self.where}: a Delta table this destination did not make (it keeps its "
+                "keys and order with the table): write to a new path"
             )
         return TableSettings.from_json(description[len(_DESCRIPTION) :])
 

@@ -19,6 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cdc_connectors.errors import ConfigError
 from cdc_connectors.table.evolve import Evolution
 from cdc_connectors.table.keys import among
 from cdc_connectors.table.layout import IS_CURRENT, plain, plain_schema
@@ -97,9 +98,9 @@ class IcebergStore:
             return None
         text = table.properties.get(_PROPERTY)
         if text is None:
-            raise ValueError(
-                f"{self.where}: an Iceberg table cdc-connectors did not make (write to a new "
-                "table, or to a table made by this destination)"
+            raise ConfigError(
+                f"{self.where}: an Iceberg table this destination did not make (it keeps its "
+                "keys and order with the table): write to a new table"
             )
         return TableSettings.from_json(text)
 

@@ -226,3 +226,43 @@ def test_an_earlier_version_of_the_table_is_read_back(
         table = IcebergStore(str(target), "cdc.orders").table()
         first = table.snapshots()[0].snapshot_id
         assert ids(snapshotId=str(first)) == [1, 2]
+
+
+def test_places_that_cannot_be_a_table_are_one_line(tmp_path: Path) -> None:
+    from cdc_connectors.connectors.messages import SettingError
+    from cdc_connectors.connectors.table import TableDataSource
+
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    delta = tmp_path / "delta"
+    (delta / "_delta_log").mkdir(parents=True)
+    cases = [
+        ({"path": str(a_file)}, "'path': .* is a file, not a directory"),
+        ({"path": str(tmp_path / "t"), "deadLetters": str(a_file)}, "'deadLetters': .* is a file"),
+        ({"path": str(delta), "format": "iceberg"}, "holds a Delta table"),
+        ({"path": "x", "mode": "history", "deletes": "soft"}, "soft is for mode upsert"),
+    ]
+    for options, said in cases:
+        with pytest.raises(SettingError, match=said):
+            TableDataSource(options)
+
+
+def test_a_table_kept_otherwise_is_refused_before_anything_runs(
+    session: Any, tmp_path: Path
+) -> None:
+    from cdc_connectors.connectors.messages import SettingError
+    from cdc_connectors.connectors.table import TableDataSource
+
+    target = str(tmp_path / "orders")
+    _changes(session, tmp_path).write.format("cdc-table").option("keyColumns", "id").mode(
+        "append"
+    ).save(target)
+    for options, said in [
+        ({"keyColumns": "status"}, "'keyColumns': the table at .* has key columns id"),
+        ({"mode": "history"}, "'mode': the table at .* was made with mode upsert"),
+        ({"deletes": "soft"}, "'deletes': the table at .* was made with deletes hard"),
+    ]:
+        with pytest.raises(SettingError, match=said):
+            TableDataSource({"path": target, **options}).settings.check_table()
+    with pytest.raises(Exception, match="'versionAsOf'"):
+        session.read.format("cdc-table").option("versionAsOf", "99").load(target).collect()
