@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc_connectors.errors import CodecError, ConfigError
-from cdc_connectors.table.evolve import evolution, widens
+from cdc_connectors.table.evolve import SchemaChangeError, evolution, widens
 from cdc_connectors.table.layout import CHANGE_COLUMNS, IS_CURRENT, OFFSET, OP, STREAM, UNSET
 from cdc_connectors.table.plan import bookkeeping_fields, plan
 from cdc_connectors.table.store import TableSettings, TableStore, Txn
@@ -46,6 +46,7 @@ def apply_changes(
     held = txn is not None and _holds(store, "rows", txn)
     if held and txn is not None and _holds(store, "tombstones", txn):
         return Applied(0, 0, replayed=True)
+    _check_names(row_schema(changes.schema), store.schema() or pa.schema([]), store)
     settings = _settings(store, changes.schema, settings)
     schema = store.schema()
     assert schema is not None
@@ -97,6 +98,13 @@ def _settings(store: TableStore, changes: pa.Schema, wanted: TableSettings) -> T
                 f"{'are not columns of the changes' if missing else 'were given'} "
                 "(set keyColumns, or read records whose key names its fields)"
             )
+        for key in wanted.keys:
+            kind = rows.field(key).type
+            if pa.types.is_floating(kind) or pa.types.is_nested(kind) or pa.types.is_null(kind):
+                raise ConfigError(
+                    f"{store.where}: key column {key!r} is {kind}: a key is an integer, text, "
+                    "a decimal, a time or bytes (set keyColumns)"
+                )
         # a column of nulls alone has no type yet: it is added with its first value
         fields = [
             pa.field(f.name, f.type, f.name not in wanted.keys)
@@ -117,6 +125,24 @@ def _settings(store: TableStore, changes: pa.Schema, wanted: TableSettings) -> T
             f"{wanted.deletes!r}"
         )
     return held
+
+
+def _check_names(rows: pa.Schema, schema: pa.Schema, store: TableStore) -> None:
+    """Column names both formats keep apart: none differing from another by case only (Delta
+    takes names so), none with a dot (a path in Delta's merge)."""
+    seen = {n.lower(): n for n in schema.names}
+    for name in rows.names:
+        other = seen.setdefault(name.lower(), name)
+        if other != name:
+            raise SchemaChangeError(
+                f"{store.where}: column {name!r} differs from column {other!r} by case alone; "
+                "nothing of this batch was written"
+            )
+        if "." in name:
+            raise SchemaChangeError(
+                f"{store.where}: column {name!r}: a table column's name holds no dot; "
+                "nothing of this batch was written"
+            )
 
 
 def _numeric(datatype: pa.DataType) -> bool:

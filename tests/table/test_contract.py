@@ -445,3 +445,20 @@ def test_time_keys_are_compared_exactly(make_store: Store) -> None:
     late = apply_changes(store, batch([("update", 5, {"id": key, "status": "old"})], timed), KEYED)
     assert late.stale == 1
     assert rows(make_store(), "status") == [{"status": "new"}]
+
+
+def test_names_and_keys_no_format_keeps_are_refused_before_anything_is_written(
+    make_store: Store,
+) -> None:
+    dotted = pa.schema([pa.field("id", pa.int64()), pa.field("a.b", pa.string())])
+    with pytest.raises(SchemaChangeError, match=r"'a\.b'"):
+        apply_changes(make_store(), batch([("create", 1, {"id": 1, "a.b": "x"})], dotted), KEYED)
+    assert make_store().schema() is None  # no table made
+    floats = pa.schema([pa.field("id", pa.float64())])
+    with pytest.raises(ConfigError, match="key column 'id' is double"):
+        apply_changes(make_store(), batch([("create", 1, {"id": 1.5})], floats), KEYED)
+    assert make_store().schema() is None
+    apply_changes(make_store(), batch([("create", 1, {"id": 1, "status": "a"})]), KEYED)
+    cased = pa.schema([pa.field("id", pa.int64()), pa.field("STATUS", pa.string())])
+    with pytest.raises(SchemaChangeError, match="'STATUS' differs from column 'status'"):
+        apply_changes(make_store(), batch([("update", 2, {"id": 1, "STATUS": "b"})], cased), KEYED)
