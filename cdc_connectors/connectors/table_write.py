@@ -29,7 +29,7 @@ from pyspark.sql.types import StructType
 from cdc_connectors.connectors.table_settings import NAME, Settings
 from cdc_connectors.connectors.table_types import RegisteredTypes
 from cdc_connectors.convert.deadletter import dead_letter
-from cdc_connectors.errors import CodecError
+from cdc_connectors.errors import CodecError, ConfigError
 from cdc_connectors.formats.base import Message
 from cdc_connectors.opencdc import Record, keys
 from cdc_connectors.opencdc.json_codec import load_exact, record_from_json, record_to_json
@@ -237,6 +237,14 @@ def _concat(tables: list[pa.Table]) -> pa.Table:
 def _joined(messages: Sequence[TableCommitMessage]) -> tuple[pa.Table | None, list[str]]:
     """The tasks' changes as one table (columns a task lacks are nulls) and the keys."""
     tables = [pa.ipc.open_stream(m.changes).read_all() for m in messages if m.changes]
+    named = {tuple(m.key_columns) for m in messages if m.key_columns}
+    if len(named) > 1:
+        raise ConfigError(
+            "the batch's records name different keys ("
+            + "; ".join(", ".join(k) for k in sorted(named))
+            + "): records of several tables? set collection (one table a destination) or "
+            "keyColumns"
+        )
     key_columns = next((m.key_columns for m in messages if m.key_columns), [])
     return (_concat(tables) if tables else None), key_columns
 
