@@ -34,8 +34,8 @@ sources read), or messages whose ``value`` is an OpenCDC JSON record (what a pip
 over). Each write (a batch job, a micro-batch) is one table transaction. The semantics
 (keys, last change wins by order, partial images, soft deletes, history, schema evolution)
 are :mod:`cdc_connectors.table`'s. A streaming micro-batch commits with the query's
-transaction (``txnAppId``: ``cdc-table:`` and the checkpoint's path; ``txnVersion``: the
-batch id), so a micro-batch replayed after a crash changes nothing.
+transaction (``txnAppId``: ``cdc-table:`` and the query's id, kept in its checkpoint;
+``txnVersion``: the batch id), so a micro-batch replayed after a crash changes nothing.
 
 **Reading.** The table's rows as they are in the snapshot read, with their bookkeeping
 columns (``_cdc_stream``, ``_cdc_offset``, and ``_cdc_deleted``... in those modes). One task
