@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cdc_connectors.connectors.messages import SettingError
 from cdc_connectors.errors import ConfigError
@@ -236,6 +236,3 @@ class Settings:
                     f"{NAME} setting {name!r}: the table at {self.path!r} was made with "
                     f"{name} {theirs}, not {mine}"
                 )
-
-    def describe(self) -> dict[str, Any]:
-        return {"path": self.path, "format": self.format, "table": self.table}

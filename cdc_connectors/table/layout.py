@@ -37,8 +37,6 @@ __all__ = [
     "UNSET",
     "VALID_FROM",
     "VALID_TO",
-    "change_fields",
-    "order_fields",
     "plain",
     "plain_schema",
     "plain_type",
@@ -53,21 +51,6 @@ ORDER = (STREAM, OFFSET)
 CHANGE_COLUMNS = (OP, STREAM, OFFSET, AT, UNSET)
 #: Time as the table keeps it.
 TIME = pa.timestamp("us", tz="UTC")
-
-
-def order_fields() -> list[pa.Field]:
-    """The order columns a table keeps."""
-    return [pa.field(STREAM, pa.string()), pa.field(OFFSET, pa.int64())]
-
-
-def change_fields() -> list[pa.Field]:
-    """The columns of a change beside the row's."""
-    return [
-        pa.field(OP, pa.string(), False),
-        *order_fields(),
-        pa.field(AT, TIME),
-        pa.field(UNSET, pa.list_(pa.string())),
-    ]
 
 
 def plain_type(datatype: pa.DataType) -> pa.DataType:

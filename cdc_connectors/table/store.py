@@ -10,7 +10,7 @@ after a kill changes nothing.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal, Protocol
 
 import pyarrow as pa
@@ -53,7 +53,6 @@ class TableSettings:
     keys: list[str]
     mode: Mode = "upsert"
     deletes: Deletes = "hard"
-    extra: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps({"keys": self.keys, "mode": self.mode, "deletes": self.deletes})
