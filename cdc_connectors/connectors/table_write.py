@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import base64
 import os
+import pickle
 import sys
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +47,8 @@ __all__ = [
     "TaskChanges",
     "commit_changes",
     "is_record_layout",
+    "letter_reason",
+    "task_commits",
     "write_task",
 ]
 
@@ -224,6 +227,35 @@ def write_task(
     for batch in batches:
         changes.add(batch)
     return changes.close()
+
+
+#: The rows of :func:`task_commits`: each task's pickled :class:`TableCommitMessage`.
+COMMITS = "commit binary"
+
+
+def task_commits(
+    settings: Settings,
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """A ``mapInArrow`` function over messages (OpenCDC JSON values): each task's commit
+    message, pickled in a row, for a commit the caller runs itself
+    (:func:`commit_changes`)."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        changes = TaskChanges(settings, records_layout=False)
+        for batch in batches:
+            changes.add(batch)
+        found = pickle.dumps(changes.close())
+        yield pa.RecordBatch.from_pydict({"commit": pa.array([found], pa.binary())})
+
+    return run
+
+
+def letter_reason(letter: bytes) -> tuple[str, str]:
+    """The place and reason of a dead letter (OpenCDC JSON)."""
+    record = orjson.loads(letter)
+    position = base64.b64decode(record.get("position") or "")
+    reason = (record.get("metadata") or {}).get(keys.CONDUIT_DLQ_NACK_ERROR, "")
+    return printable_bytes(position), str(reason)
 
 
 def _concat(tables: list[pa.Table]) -> pa.Table:

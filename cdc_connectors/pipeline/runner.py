@@ -38,6 +38,7 @@ from cdc_connectors.connectors.files_write import FilesWriter
 from cdc_connectors.connectors.kafka_ranges import KafkaRangesDataSource
 from cdc_connectors.connectors.messages import SettingError, open_format
 from cdc_connectors.connectors.table import TableDataSource, TableWriter, table_app_id
+from cdc_connectors.connectors.table_write import COMMITS, letter_reason, task_commits
 from cdc_connectors.errors import ConfigError, FailFastError
 from cdc_connectors.formats.base import Format
 from cdc_connectors.options import TRUE
@@ -323,7 +324,7 @@ class _Job:
                 elif stage.in_task:
                     pass  # its tasks wrote the messages
                 elif counts.written or self._replaces(destination.plugin.spark_name):
-                    self._write_messages(stage, batch_id, staged, counts.written)
+                    self._write_messages(stage, batch_id, staged, counts.written, counts)
             for output in reversed(staged):  # the destination first
                 outputs.check_publishable(output)
             for output in reversed(staged):
@@ -381,13 +382,63 @@ class _Job:
         self._write_rows(stage.letters(), size, dlq, settings)
 
     def _write_messages(
-        self, stage: Stage, batch_id: int, staged: list[StagedOutput], rows: int | None = None
+        self,
+        stage: Stage,
+        batch_id: int,
+        staged: list[StagedOutput],
+        rows: int | None = None,
+        counts: Counts | None = None,
     ) -> None:
         destination = self.pipeline.destination
         name = destination.plugin.spark_name
         settings = self._output(name, self.writer_settings, batch_id, staged, destination.place_of)
+        if name == _TABLE and counts is not None:
+            self._apply_table(stage.messages(), settings, counts, batch_id)
+            return
         size = None if rows is None or stage.sizes is None else (rows, stage.sizes.messages)
         self._write_rows(stage.messages(), size, destination, settings)
+
+    def _apply_table(
+        self, frame: DataFrame, settings: dict[str, str], counts: Counts, batch_id: int
+    ) -> None:
+        """The staged way into a table: its tasks gather the changes, the batch's dead-letter
+        policy sees the records the table refuses, and only then is the batch applied, here,
+        in one transaction; refused records are counted with the batch's dead letters."""
+        place_of = self.pipeline.destination.place_of
+        with self._noting_refusals(place_of):
+            writer = TableDataSource(settings).writer(MESSAGE_LAYOUT, False)
+        assert isinstance(writer, TableWriter)
+        found = frame.mapInArrow(task_commits(writer.settings), COMMITS).collect()
+        messages = [pickle.loads(row[0]) for row in found]
+        self._check_table_policy([line for m in messages for line in m.letters], counts, batch_id)
+        _commit(writer, messages)
+        if writer.committed is not None:
+            counts.encode_letters += writer.committed.refused
+
+    def _check_table_policy(self, letters: list[bytes], counts: Counts, batch_id: int) -> None:
+        """The dead-letter policy over records the table would refuse: nothing of the batch
+        is applied when it stops."""
+        dlq = self.pipeline.dead_letters
+        if not letters:
+            return
+        unwritten = f"nothing of batch {batch_id} was written"
+        if dlq.fail_fast:
+            position, reason = letter_reason(letters[0])
+            self.stopped = (
+                f"pipeline {self.pipeline.id} stopped by fail-fast: the record at "
+                f"{position!r} would go to the dead-letter output: {reason} ({unwritten})"
+            )
+            raise PipelineStopped(self.stopped)
+        if dlq.max_error_ratio is not None:
+            total = self.totals.letters + counts.letters + len(letters)
+            records = self.totals.records + counts.records
+            if records and total / records > dlq.max_error_ratio:
+                self.stopped = (
+                    f"pipeline {self.pipeline.id} stopped: {total} of {records} records "
+                    f"({total / records:.1%}) would go to the dead-letter output, more than "
+                    f"max-error-ratio {dlq.max_error_ratio:g} ({unwritten})"
+                )
+                raise PipelineStopped(self.stopped)
 
     def _write_rows(
         self,

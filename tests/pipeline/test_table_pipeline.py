@@ -247,3 +247,21 @@ def test_a_checkpoint_made_anew_is_a_new_query_whose_batches_are_applied(
         touched.add((event["after"] or event["before"])["id"])
     expected = {k: v for k, v in database.items() if k not in touched} | later
     assert mirrored(tmp_path / "orders") == expected
+
+
+def test_fail_fast_stops_before_a_table_refuses_anything(tmp_path: Path, spark: Any) -> None:
+    write_changes(tmp_path / "in", 1, seed=7)
+    source = {"connector": "postgresql", "db": "shop", "schema": "public", "table": "orders"}
+    keyless = {"before": None, "after": {"status": "x"}, "source": source, "op": "c", "ts_ms": 1}
+    (tmp_path / "in" / "changes-zzz.jsonl").write_text(json.dumps(keyless) + "\n")
+    config = table_pipeline(
+        tmp_path / "in", tmp_path / "orders", tmp_path / "dead", streaming=False
+    )
+    config["dead-letter-queue"]["fail-fast"] = True
+    write_config(tmp_path / "p.yaml", config)
+    done = run_here(spark, tmp_path / "p.yaml")
+    assert done.returncode != 0
+    assert "stopped by fail-fast: the record at" in done.stderr
+    assert "no value for key column(s) ['id']" in done.stderr
+    assert "nothing of batch 0 was written" in done.stderr
+    assert not (tmp_path / "orders" / "_delta_log").exists() or mirrored(tmp_path / "orders") == {}
