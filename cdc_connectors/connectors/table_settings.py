@@ -7,6 +7,7 @@ SettingError` line naming the setting.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -77,6 +78,45 @@ def _integer(options: Mapping[str, str], name: str) -> int | None:
     return int(value)
 
 
+def _check_places(options: Mapping[str, str], path: str, fmt: str) -> None:
+    """:class:`SettingError` for places that cannot hold the table or its dead letters."""
+    for name, place in (("path", path), ("deadLetters", options.get("deadletters"))):
+        if place and os.path.exists(place) and not os.path.isdir(place):
+            raise SettingError(f"{NAME} setting {name!r}: {place!r} is a file, not a directory")
+    delta_here = os.path.isdir(os.path.join(path, "_delta_log"))
+    if fmt == "iceberg" and delta_here:
+        raise SettingError(f"{NAME} setting 'path': {path!r} holds a Delta table (format delta)")
+    if fmt == "delta" and os.path.exists(os.path.join(path, "catalog.db")) and not delta_here:
+        raise SettingError(
+            f"{NAME} setting 'path': {path!r} is an Iceberg warehouse (format iceberg)"
+        )
+
+
+def _read_settings(
+    options: Mapping[str, str], fmt: str
+) -> tuple[int | None, str | None, int | None]:
+    """``versionAsOf`` (Delta), ``timestampAsOf`` and ``snapshotId`` (Iceberg), checked."""
+    version = _integer(options, "versionAsOf")
+    snapshot = _integer(options, "snapshotId")
+    if version is not None and (fmt != "delta" or version < 0):
+        raise SettingError(
+            f"{NAME} setting 'versionAsOf' is a Delta version (0 or more); Iceberg: snapshotId"
+        )
+    if snapshot is not None and fmt != "iceberg":
+        raise SettingError(
+            f"{NAME} setting 'snapshotId' is for format iceberg (Delta: versionAsOf)"
+        )
+    timestamp = options.get("timestampasof")
+    if timestamp is not None:
+        try:
+            dt.datetime.fromisoformat(timestamp)
+        except ValueError:
+            raise SettingError(
+                f"{NAME} setting 'timestampAsOf' must be an ISO 8601 time, not {timestamp!r}"
+            ) from None
+    return version, timestamp, snapshot
+
+
 @dataclass(frozen=True)
 class Settings:
     """The connector's settings, checked (picklable: tasks get them)."""
@@ -117,19 +157,7 @@ class Settings:
                 "Iceberg warehouse)"
             )
         fmt = _choice(lowered, "format", FORMATS, "delta")
-        for name, place in (("path", path), ("deadLetters", lowered.get("deadletters"))):
-            if place and os.path.exists(place) and not os.path.isdir(place):
-                raise SettingError(f"{NAME} setting {name!r}: {place!r} is a file, not a directory")
-        delta_here = os.path.isdir(os.path.join(path, "_delta_log"))
-        iceberg_here = os.path.exists(os.path.join(path, "catalog.db"))
-        if fmt == "iceberg" and delta_here:
-            raise SettingError(
-                f"{NAME} setting 'path': {path!r} holds a Delta table (format delta)"
-            )
-        if fmt == "delta" and iceberg_here and not delta_here:
-            raise SettingError(
-                f"{NAME} setting 'path': {path!r} is an Iceberg warehouse (format iceberg)"
-            )
+        _check_places(lowered, path, fmt)
         keys = tuple(k.strip() for k in lowered.get("keycolumns", "").split(",") if k.strip())
         if "keycolumns" in lowered and not keys:
             raise SettingError(f"{NAME} setting 'keyColumns' must name columns (id,region)")
@@ -153,6 +181,7 @@ class Settings:
         if (app is None) != (version is None):
             raise SettingError(f"{NAME} settings 'txnAppId' and 'txnVersion' go together")
         registry = lowered.get("registry") or None
+        version_as_of, timestamp_as_of, snapshot_id = _read_settings(lowered, fmt)
         mode = _choice(lowered, "mode", ("upsert", "history"), "upsert")
         deletes = _choice(lowered, "deletes", ("hard", "soft"), "hard")
         if mode == "history" and deletes == "soft":
@@ -174,9 +203,9 @@ class Settings:
             dead_letters=lowered.get("deadletters") or os.path.join(path, "_cdc_dead_letters"),
             txn_app_id=app,
             txn_version=version,
-            version_as_of=_integer(lowered, "versionAsOf"),
-            timestamp_as_of=lowered.get("timestampasof"),
-            snapshot_id=_integer(lowered, "snapshotId"),
+            version_as_of=version_as_of,
+            timestamp_as_of=timestamp_as_of,
+            snapshot_id=snapshot_id,
             given=frozenset(_KNOWN[k] for k in lowered if k in _KNOWN),
         )
 

@@ -37,7 +37,7 @@ from cdc_connectors.opencdc.json_codec import load_exact, record_from_json, reco
 from cdc_connectors.spark.arrow import records_from_batch
 from cdc_connectors.table.apply import Applied, apply_changes
 from cdc_connectors.table.plan import needed
-from cdc_connectors.table.records import ChangeBatch, RecordParts
+from cdc_connectors.table.records import ChangeBatch, RecordParts, column_of
 from cdc_connectors.table.store import Txn
 from cdc_connectors.text import printable_bytes
 
@@ -200,7 +200,7 @@ class TaskChanges:
         self._flush()
         sink = pa.BufferOutputStream()
         if self.kept:
-            table = _concat(self.kept)
+            table = concat_changes(self.kept)
             table = self._needed(table) if len(self.kept) > 1 else table
             options = pa.ipc.IpcWriteOptions(compression="zstd")
             with pa.ipc.new_stream(sink, table.schema, options=options) as stream:
@@ -258,12 +258,42 @@ def letter_reason(letter: bytes) -> tuple[str, str]:
     return printable_bytes(position), str(reason)
 
 
-def _concat(tables: list[pa.Table]) -> pa.Table:
-    """Tables of changes as one (columns one lacks are nulls)."""
+def concat_changes(tables: list[pa.Table]) -> pa.Table:
+    """Tables of changes as one (columns one lacks are nulls): a column whose type differs
+    between them takes the type one table of all their values would have had (numbers as
+    exact decimals, else text), as :class:`~cdc_connectors.table.records.ChangeBatch` types
+    one batch, so that how the records were split does not change a type."""
+    kinds: dict[str, set[pa.DataType]] = {}
+    for table in tables:
+        for column in table.schema:
+            if not pa.types.is_null(column.type):
+                kinds.setdefault(column.name, set()).add(column.type)
+    for name, types in kinds.items():
+        if len(types) > 1:
+            tables = _retyped(tables, name)
     try:
         return pa.concat_tables(tables, promote_options="permissive")
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         raise CodecError(f"changes have columns of different types: {exc}") from None
+
+
+def _retyped(tables: list[pa.Table], name: str) -> list[pa.Table]:
+    """The tables with column ``name`` retyped from all its values at once."""
+    values: list[Any] = []
+    for table in tables:
+        if name in table.column_names:
+            values.extend(table.column(name).to_pylist())
+        else:
+            values.extend([None] * table.num_rows)
+    unified = column_of(name, values)
+    found, start = [], 0
+    for table in tables:
+        part = unified.slice(start, table.num_rows)
+        start += table.num_rows
+        if name in table.column_names:
+            table = table.set_column(table.schema.get_field_index(name), name, part)
+        found.append(table)
+    return found
 
 
 def _joined(messages: Sequence[TableCommitMessage]) -> tuple[pa.Table | None, list[str]]:
@@ -278,7 +308,7 @@ def _joined(messages: Sequence[TableCommitMessage]) -> tuple[pa.Table | None, li
             "keyColumns"
         )
     key_columns = next((m.key_columns for m in messages if m.key_columns), [])
-    return (_concat(tables) if tables else None), key_columns
+    return (concat_changes(tables) if tables else None), key_columns
 
 
 @dataclass(frozen=True)
@@ -319,7 +349,7 @@ def commit_changes(
         store = settings.store()
         done = apply_changes(store, changes, settings.table_settings(key_columns), txn)
     letters = [line for m in ours for line in m.letters]
-    if letters and not (done.replayed and txn is not None):
+    if letters:  # (on a replay too: a micro-batch's file is written whole, under its name)
         _write_letters(settings.dead_letters, letters, txn)
     return Committed(sum(m.records for m in ours), done, len(letters), sum(m.others for m in ours))
 

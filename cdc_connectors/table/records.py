@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc_connectors.opencdc import Operation, Record, keys
+from cdc_connectors.opencdc.json_codec import json_default
 from cdc_connectors.table.layout import AT, OFFSET, OP, STREAM, TIME, UNSET
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "RecordParts",
     "Refusal",
     "RowTypes",
+    "column_of",
     "order_of",
 ]
 
@@ -294,6 +296,8 @@ def _column(
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError):
             pass
         return pa.array([_fitted(name, i, v, wanted, bad) for i, v in enumerate(values)], wanted)
+    if any(isinstance(v, dict | list) for v in values):
+        return _mixed(values)  # objects and arrays without a schema: their JSON text
     try:
         inferred = pa.array(values)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
@@ -305,6 +309,12 @@ def _column(
     if pa.types.is_decimal256(inferred.type):  # past 38 digits: no table type holds it
         return _mixed([None if v is None else str(v) for v in values])
     return inferred  # all nulls: a null column, which adds no column to a table
+
+
+def column_of(name: str, values: list[Any]) -> pa.Array:
+    """The column a batch's values of ``name`` make without a registered type."""
+    bad: dict[int, str] = {}
+    return _column(name, values, None, bad)
 
 
 def _mixed(values: list[Any]) -> pa.Array:
@@ -328,11 +338,19 @@ def _mixed(values: list[Any]) -> pa.Array:
             if isinstance(v, str)
             else str(v)
             if isinstance(v, int | float | Decimal) and not isinstance(v, bool)
-            else orjson.dumps(v, default=str).decode()
+            else _json_text(v)
             for v in values
         ],
         pa.string(),
     )
+
+
+def _json_text(value: Any) -> str:
+    """A value as JSON text: decimals as their exact numbers, bytes as base64."""
+    try:
+        return orjson.dumps(value, default=json_default).decode()
+    except TypeError:
+        return orjson.dumps(value, default=str).decode()
 
 
 def _fraction(value: Any) -> bool:

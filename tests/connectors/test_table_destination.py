@@ -266,3 +266,30 @@ def test_a_table_kept_otherwise_is_refused_before_anything_runs(
             TableDataSource({"path": target, **options}).settings.check_table()
     with pytest.raises(Exception, match="'versionAsOf'"):
         session.read.format("cdc-table").option("versionAsOf", "99").load(target).collect()
+
+
+def test_read_settings_of_the_other_format_or_out_of_range_are_refused() -> None:
+    from cdc_connectors.connectors.messages import SettingError
+    from cdc_connectors.connectors.table import TableDataSource
+
+    for options, said in [
+        ({"format": "iceberg", "versionAsOf": "1"}, "'versionAsOf' is a Delta version"),
+        ({"versionAsOf": "-1"}, "'versionAsOf' is a Delta version"),
+        ({"snapshotId": "5"}, "'snapshotId' is for format iceberg"),
+        ({"timestampAsOf": "yesterday"}, "'timestampAsOf' must be an ISO 8601 time"),
+    ]:
+        with pytest.raises(SettingError, match=said):
+            TableDataSource({"path": "nowhere", **options})
+
+
+def test_a_replayed_batch_writes_its_dead_letters_again(tmp_path: Path) -> None:
+    from cdc_connectors.connectors.table_settings import Settings
+    from cdc_connectors.connectors.table_write import TableCommitMessage, commit_changes
+    from cdc_connectors.table.store import Txn
+
+    settings = Settings.parse({"path": str(tmp_path / "t"), "keyColumns": "id"})
+    message = TableCommitMessage(b"", ["id"], [b'{"position":"","operation":"create"}'], 1)
+    commit_changes(settings, [message], Txn("q", 0))
+    (tmp_path / "t" / "_cdc_dead_letters" / "batch-000000000000.jsonl").unlink()
+    commit_changes(settings, [message], Txn("q", 0))  # a replay: the file comes back whole
+    assert (tmp_path / "t" / "_cdc_dead_letters" / "batch-000000000000.jsonl").read_bytes()

@@ -129,3 +129,31 @@ def test_what_no_column_type_holds_is_exact_text_or_refused() -> None:
     assert table.column("_cdc_at").to_pylist() == [None, None]
     (refused,) = batch.refused
     assert "past 64 bits" in refused.reason
+
+
+def test_objects_and_arrays_without_a_schema_are_their_json_text() -> None:
+    batch = ChangeBatch()
+    batch.add(
+        record(
+            "create", b"t/0/1", {"id": 1, "meta": {"note": None, "x": Decimal("1.5")}}, {"id": 1}
+        )
+    )
+    batch.add(record("create", b"t/0/2", {"id": 2, "meta": []}, {"id": 2}))
+    batch.add(record("create", b"t/0/3", {"id": 3, "meta": {}}, {"id": 3}))
+    assert batch.table().column("meta").to_pylist() == ['{"note":null,"x":1.5}', "[]", "{}"]
+
+
+def test_the_tasks_changes_take_one_type_whatever_the_split() -> None:
+    from cdc_connectors.connectors.table_write import concat_changes
+
+    def task(*amounts: object) -> pa.Table:
+        batch = ChangeBatch()
+        for n, amount in enumerate(amounts):
+            batch.add(record("create", b"t/0/%d" % n, {"id": n, "amount": amount}, {"id": n}))
+        return batch.table()
+
+    one = task(1, Decimal("0.1"), 0.25).column("amount")
+    split = concat_changes([task(1, Decimal("0.1")), task(0.25)]).column("amount")
+    assert split.type == one.type and split.to_pylist() == one.to_pylist()
+    whole = concat_changes([task(10, 20), task(10, 10.5)]).column("amount")
+    assert whole.to_pylist() == [Decimal(10), Decimal(20), Decimal(10), Decimal("10.5")]
