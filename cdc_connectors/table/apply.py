@@ -161,10 +161,6 @@ def _numbers_fitted(changes: pa.Table, schema: pa.Schema) -> pa.Table:
         if field.name not in schema.names or field.name in CHANGE_COLUMNS:
             continue
         target = schema.field(field.name).type
-        if pa.types.is_string(target) and _numeric(field.type):
-            # a column of numbers past 38 digits is their text: so is any later number
-            changes = changes.set_column(index, field.name, pc.cast(changes.column(index), target))
-            continue
         if field.type == target or not (_numeric(field.type) and _numeric(target)):
             continue
         if widens(field.type, target) or widens(target, field.type):

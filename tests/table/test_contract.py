@@ -462,12 +462,3 @@ def test_names_and_keys_no_format_keeps_are_refused_before_anything_is_written(
     cased = pa.schema([pa.field("id", pa.int64()), pa.field("STATUS", pa.string())])
     with pytest.raises(SchemaChangeError, match="'STATUS' differs from column 'status'"):
         apply_changes(make_store(), batch([("update", 2, {"id": 1, "STATUS": "b"})], cased), KEYED)
-
-
-def test_a_column_of_text_takes_later_numbers_as_their_text(make_store: Store) -> None:
-    text = pa.schema([pa.field("id", pa.int64()), pa.field("n", pa.string())])
-    numbers = pa.schema([pa.field("id", pa.int64()), pa.field("n", pa.decimal128(5, 2))])
-    store = make_store()
-    apply_changes(store, batch([("create", 1, {"id": 1, "n": "1" * 40})], text), KEYED)
-    apply_changes(store, batch([("update", 2, {"id": 1, "n": Decimal("1.50")})], numbers), KEYED)
-    assert rows(make_store(), "n") == [{"n": "1.50"}]
