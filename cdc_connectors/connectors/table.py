@@ -123,10 +123,18 @@ class TableDataSource(DataSource):
                     if s.version_as_of is not None:
                         table.load_as_version(s.version_as_of)
                     elif s.timestamp_as_of is not None:
-                        table.load_as_version(dt.datetime.fromisoformat(s.timestamp_as_of))
+                        at = dt.datetime.fromisoformat(s.timestamp_as_of)
+                        if at.tzinfo is None:
+                            at = at.replace(tzinfo=dt.UTC)
+                        first = min(c.get("timestamp", 0) for c in table.history())
+                        if at.timestamp() * 1000 < first:
+                            raise SettingError(
+                                f"{NAME} setting 'timestampAsOf': the table did not exist at {at}"
+                            )
+                        table.load_as_version(at)
                 except Exception as exc:  # deltalake's: no such version, a time before all
                     if isinstance(exc, ValueError) and not type(exc).__name__.startswith("Delta"):
-                        raise
+                        raise  # (a SettingError of ours too)
                     which = "versionAsOf" if s.version_as_of is not None else "timestampAsOf"
                     raise SettingError(
                         f"{NAME} setting {which!r}: {' '.join(str(exc).split())}"

@@ -319,8 +319,7 @@ class _Job:
                     _commit(writer, written)
                     staged.extend(written_by_tasks)
                     if isinstance(writer, TableWriter) and writer.committed is not None:
-                        # records the table refused went to the dead letters: counted so
-                        counts.encode_letters += writer.committed.refused
+                        _count_refused(counts, writer.committed.refused)
                 elif stage.in_task:
                     pass  # its tasks wrote the messages
                 elif counts.written or self._replaces(destination.plugin.spark_name):
@@ -413,7 +412,7 @@ class _Job:
         self._check_table_policy([line for m in messages for line in m.letters], counts, batch_id)
         _commit(writer, messages)
         if writer.committed is not None:
-            counts.encode_letters += writer.committed.refused
+            _count_refused(counts, writer.committed.refused)
 
     def _check_table_policy(self, letters: list[bytes], counts: Counts, batch_id: int) -> None:
         """The dead-letter policy over records the table would refuse: nothing of the batch
@@ -615,6 +614,12 @@ _KAFKA = "cdc-kafka"
 _FILES = "cdc-files"
 _TABLE = "cdc-table"
 _FORMAT_SETTINGS = ("format", "failfast", "typed")
+
+
+def _count_refused(counts: Counts, refused: int) -> None:
+    """Records a table refused went to the dead letters, not into the table: counted so."""
+    counts.encode_letters += refused
+    counts.written -= refused
 
 
 def _commit(writer: FilesWriter | TableWriter, messages: list[Any]) -> None:

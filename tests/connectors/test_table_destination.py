@@ -218,6 +218,8 @@ def test_an_earlier_version_of_the_table_is_read_back(
 
     assert ids() == [2, 3]
     assert ids(timestampAsOf=between) == [1, 2]
+    with pytest.raises(Exception, match="'timestampAsOf'"):
+        ids(timestampAsOf="2000-01-01T00:00:00+00:00")  # before the table was
     if fmt == "delta":
         assert ids(versionAsOf="1") == [1, 2]
     else:

@@ -184,6 +184,7 @@ def test_a_batch_pipeline_mirrors_the_database(tmp_path: Path, spark: Any) -> No
     done = run_here(spark, tmp_path / "p.yaml")
     assert done.returncode == 1, done.stderr  # 1: a record went to the dead letters
     assert "1 to the dead-letter output" in done.stderr
+    assert "121 records in, 120 out, 1 to the dead-letter output" in done.stderr
     assert mirrored(tmp_path / "orders") == database
     letters = [
         json.loads(line) for f in dead.rglob("*.jsonl") for line in f.read_text().splitlines()
