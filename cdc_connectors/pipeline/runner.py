@@ -417,27 +417,8 @@ class _Job:
     def _check_table_policy(self, letters: list[bytes], counts: Counts, batch_id: int) -> None:
         """The dead-letter policy over records the table would refuse: nothing of the batch
         is applied when it stops."""
-        dlq = self.pipeline.dead_letters
-        if not letters:
-            return
-        unwritten = f"nothing of batch {batch_id} was written"
-        if dlq.fail_fast:
-            position, reason = letter_reason(letters[0])
-            self.stopped = (
-                f"pipeline {self.pipeline.id} stopped by fail-fast: the record at "
-                f"{position!r} would go to the dead-letter output: {reason} ({unwritten})"
-            )
-            raise PipelineStopped(self.stopped)
-        if dlq.max_error_ratio is not None:
-            total = self.totals.letters + counts.letters + len(letters)
-            records = self.totals.records + counts.records
-            if records and total / records > dlq.max_error_ratio:
-                self.stopped = (
-                    f"pipeline {self.pipeline.id} stopped: {total} of {records} records "
-                    f"({total / records:.1%}) would go to the dead-letter output, more than "
-                    f"max-error-ratio {dlq.max_error_ratio:g} ({unwritten})"
-                )
-                raise PipelineStopped(self.stopped)
+        if letters:
+            self._stop_for(len(letters), lambda: letter_reason(letters[0]), counts, batch_id)
 
     def _write_rows(
         self,
@@ -530,19 +511,30 @@ class _Job:
             raise
 
     def _check_policy(self, stage: Stage, counts: Counts, batch_id: int) -> None:
+        if counts.letters:
+            self._stop_for(0, stage.first_letter, counts, batch_id)
+
+    def _stop_for(
+        self,
+        more: int,
+        first: Callable[[], tuple[str, str]],
+        counts: Counts,
+        batch_id: int,
+    ) -> None:
+        """Stop the pipeline (:class:`PipelineStopped`) when its dead-letter policy says so
+        of the batch's dead letters and ``more`` of them; ``first``: the place and reason of
+        the first."""
         dlq = self.pipeline.dead_letters
-        if not counts.letters:
-            return
         unwritten = f"nothing of batch {batch_id} was written"
         if dlq.fail_fast:
-            position, reason = stage.first_letter()
+            position, reason = first()
             self.stopped = (
                 f"pipeline {self.pipeline.id} stopped by fail-fast: the record at "
                 f"{position!r} would go to the dead-letter output: {reason} ({unwritten})"
             )
             raise PipelineStopped(self.stopped)
         if dlq.max_error_ratio is not None:
-            letters = self.totals.letters + counts.letters
+            letters = self.totals.letters + counts.letters + more
             records = self.totals.records + counts.records
             if records and letters / records > dlq.max_error_ratio:
                 self.stopped = (
