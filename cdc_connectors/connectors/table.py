@@ -180,26 +180,23 @@ class TableDataSource(DataSource):
 
     # ------------------------------------------------------------------ writing
 
-    def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
+    def _writable(self, overwrite: bool, why_not_overwrite: str) -> None:
+        """A setting for reading, or an overwrite, refused in one line."""
         try:
             self.settings.refuse_reading_settings()
             if overwrite:
-                raise SettingError(
-                    f"{NAME} applies changes (mode append); to start over, write to a new path"
-                )
+                raise SettingError(f"{NAME} {why_not_overwrite}")
         except SettingError as refused:
             raise bare(refused) from None
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
+        self._writable(
+            overwrite, "applies changes (mode append); to start over, write to a new path"
+        )
         return TableWriter(self.settings, is_record_layout(schema))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamArrowWriter:
-        try:
-            self.settings.refuse_reading_settings()
-            if overwrite:
-                raise SettingError(
-                    f"{NAME} streaming writes append; complete mode is not supported"
-                )
-        except SettingError as refused:
-            raise bare(refused) from None
+        self._writable(overwrite, "streaming writes append; complete mode is not supported")
         options = {k.lower(): v for k, v in self.options.items()}
         checkpoint = options.get("checkpointlocation")
         app = self.settings.txn_app_id or table_app_id(checkpoint or self.settings.path, NAME)
@@ -256,18 +253,25 @@ class TableReader(DataSourceReader):
         yield from table.to_batches(max_chunksize=10_000)
 
 
-class TableWriter(DataSourceArrowWriter):
-    """Batch write: one table transaction for the job."""
+class _TaskWrite:
+    """A write's task: its rows as changes, in its commit message."""
 
-    def __init__(self, settings: Settings, records_layout: bool):
-        self.settings, self.records_layout = settings, records_layout
-        self.committed: Committed | None = None  # what the commit did (in this process)
+    settings: Settings
+    records_layout: bool
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TableCommitMessage:
         try:
             return write_task(self.settings, self.records_layout, iterator)
         except ConnectorError as failure:
             raise bare(failure) from None
+
+
+class TableWriter(_TaskWrite, DataSourceArrowWriter):
+    """Batch write: one table transaction for the job."""
+
+    def __init__(self, settings: Settings, records_layout: bool):
+        self.settings, self.records_layout = settings, records_layout
+        self.committed: Committed | None = None  # what the commit did (in this process)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         s = self.settings
@@ -280,17 +284,11 @@ class TableWriter(DataSourceArrowWriter):
         return None  # nothing was written: the tasks' changes were in their messages
 
 
-class TableStreamWriter(DataSourceStreamArrowWriter):
+class TableStreamWriter(_TaskWrite, DataSourceStreamArrowWriter):
     """Streaming write: each micro-batch one table transaction, exactly once."""
 
     def __init__(self, settings: Settings, records_layout: bool, app_id: str):
         self.settings, self.records_layout, self.app_id = settings, records_layout, app_id
-
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> TableCommitMessage:
-        try:
-            return write_task(self.settings, self.records_layout, iterator)
-        except ConnectorError as failure:
-            raise bare(failure) from None
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         _commit(self.settings, messages, Txn(self.app_id, batchId))
