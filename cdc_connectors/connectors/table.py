@@ -21,7 +21,7 @@ spark.read.format("cdc-table").load("tables/orders").show()
 | ``keyColumns`` | the record key's fields | the table's primary key, ``id,region`` |
 | ``mode`` | ``upsert`` | ``upsert``: a row per key; ``history``: every version of a row |
 | ``deletes`` | ``hard`` | ``hard`` removes the row; ``soft`` keeps it, ``_cdc_deleted`` true |
-| ``orderBy`` | ``position`` | the source's order: the position's, or an integer metadata key |
+| ``orderBy`` | ``auto`` | the log's order, else the position's, else arrival (``table.order``) |
 | ``collection`` | all | only records of this ``opencdc.collection`` (a stream of several tables) |
 | ``registry`` | none | schema registry URL: columns typed by the records' registered schemas |
 | ``deadLetters`` | ``<path>/_cdc_dead_letters`` | where refused records go (OpenCDC JSON lines) |

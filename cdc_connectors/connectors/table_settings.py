@@ -161,9 +161,11 @@ class Settings:
         keys = tuple(k.strip() for k in lowered.get("keycolumns", "").split(",") if k.strip())
         if "keycolumns" in lowered and not keys:
             raise SettingError(f"{NAME} setting 'keyColumns' must name columns (id,region)")
-        order_by = lowered.get("orderby", "position").strip()
+        order_by = lowered.get("orderby", "auto").strip()
         if not order_by:
-            raise SettingError(f"{NAME} setting 'orderBy' must be position or a metadata key")
+            raise SettingError(
+                f"{NAME} setting 'orderBy' must be auto, position or a metadata key"
+            )
         catalog = tuple(
             sorted((k[len(_CATALOG) :], v) for k, v in lowered.items() if k.startswith(_CATALOG))
         )
@@ -224,7 +226,7 @@ class Settings:
     def table_settings(self, inferred: list[str] | None) -> TableSettings:
         """How the table is kept: the key columns given, else those the records name."""
         keys = list(self.key_columns) or list(inferred or [])
-        return TableSettings(keys, self.mode, self.deletes)  # type: ignore[arg-type]
+        return TableSettings(keys, self.mode, self.deletes, self.order_by)  # type: ignore[arg-type]
 
     def store(self) -> TableStore:
         """The table these settings name."""
@@ -259,6 +261,7 @@ class Settings:
         for name, mine, theirs in (
             ("mode", self.mode, held.mode),
             ("deletes", self.deletes, held.deletes),
+            ("orderBy", self.order_by, held.order),
         ):
             if mine != theirs:
                 raise SettingError(

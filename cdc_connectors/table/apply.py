@@ -10,6 +10,7 @@ batch killed between the two commits adds its tombstones when replayed.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -18,6 +19,7 @@ import pyarrow.compute as pc
 from cdc_connectors.errors import CodecError, ConfigError
 from cdc_connectors.table.evolve import SchemaChangeError, evolution, widens
 from cdc_connectors.table.layout import CHANGE_COLUMNS, IS_CURRENT, OFFSET, OP, STREAM, UNSET
+from cdc_connectors.table.order import arrived
 from cdc_connectors.table.plan import bookkeeping_fields, plan
 from cdc_connectors.table.store import TableSettings, TableStore, Txn
 
@@ -50,7 +52,7 @@ def apply_changes(
     settings = _settings(store, changes.schema, settings)
     schema = store.schema()
     assert schema is not None
-    changes = _numbers_fitted(changes, schema)
+    changes = arrived(_numbers_fitted(changes, schema), time.time_ns())
     change = evolution(schema, row_schema(changes.schema), store.where)
     if change:
         store.evolve(change)
@@ -118,11 +120,11 @@ def _settings(store: TableStore, changes: pa.Schema, wanted: TableSettings) -> T
         raise ConfigError(
             f"{store.where}: the table's key columns are {held.keys}, not {wanted.keys}"
         )
-    if (held.mode, held.deletes) != (wanted.mode, wanted.deletes):
+    if (held.mode, held.deletes, held.order) != (wanted.mode, wanted.deletes, wanted.order):
         raise ConfigError(
             f"{store.where}: the table was made with mode {held.mode!r}, deletes "
-            f"{held.deletes!r}; this writer asks for mode {wanted.mode!r}, deletes "
-            f"{wanted.deletes!r}"
+            f"{held.deletes!r}, orderBy {held.order!r}; this writer asks for mode "
+            f"{wanted.mode!r}, deletes {wanted.deletes!r}, orderBy {wanted.order!r}"
         )
     return held
 

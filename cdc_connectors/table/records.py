@@ -3,9 +3,8 @@ cannot be one.
 
 A record's row is its ``after`` image (a delete's ``before``, or its key alone), with the
 key's fields; its key columns are ``keyColumns`` or the fields of its structured key. The
-order of a change is its position's (``topic/partition/offset``, ``file:line``, ``file:
-message N, byte B``: the stream and the number) or, with ``orderBy``, an integer metadata
-value (``debezium.source.lsn``). Columns an image does not carry are unset: the value
+order of a change is :func:`~.order.order_of`'s (the database log's position, the
+record's, or its arrival). Columns an image does not carry are unset: the value
 Debezium writes for a column it did not read (``__debezium_unavailable_value``, a TOAST
 column), and in an update, a column other changes of the batch carry (YDB's updates mode).
 
@@ -20,7 +19,6 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -34,6 +32,7 @@ import pyarrow.compute as pc
 from cdc_connectors.opencdc import Operation, Record, keys
 from cdc_connectors.opencdc.json_codec import json_default
 from cdc_connectors.table.layout import AT, OFFSET, OP, STREAM, TIME, UNSET
+from cdc_connectors.table.order import AUTO, order_of
 
 __all__ = [
     "PLACEHOLDER",
@@ -42,7 +41,6 @@ __all__ = [
     "Refusal",
     "RowTypes",
     "column_of",
-    "order_of",
 ]
 
 #: What Debezium writes for a column whose value it did not read (a TOAST column).
@@ -55,8 +53,6 @@ _OPERATIONS = {
     Operation.SNAPSHOT: "snapshot",
 }
 _CHANGES = frozenset(_OPERATIONS.values())
-_MESSAGE = re.compile(rb"^(.*): message (\d+), byte \d+$", re.S)
-_NUMBERED = re.compile(rb"^(.*)[/:](\d+)$", re.S)
 #: The row schema a record's registered schema gives (from its metadata), or ``None``.
 RowTypes = Callable[[Mapping[str, str]], pa.Schema | None]
 
@@ -92,28 +88,6 @@ class Refusal:
     position: bytes = b""
 
 
-def order_of(parts: RecordParts | Record, order_by: str = "position") -> tuple[str, int]:
-    """The ``(stream, offset)`` of a record; ``ValueError`` when it has none."""
-    if order_by != "position":
-        value = parts.metadata.get(order_by)
-        if value is None or not value.strip().lstrip("-").isdigit():
-            raise ValueError(f"metadata {order_by!r} (orderBy) is {value!r}, not an integer")
-        if not -(2**63) <= int(value) < 2**63:
-            raise ValueError(f"metadata {order_by!r} (orderBy) is {value!r}, past 64 bits")
-        return "", int(value)
-    position = bytes(parts.position)
-    found = _MESSAGE.match(position) or _NUMBERED.match(position)
-    if found is None:
-        raise ValueError(
-            f"position {position[:80]!r} has no order (topic/partition/offset, file:line); "
-            "set orderBy to a metadata key holding one"
-        )
-    offset = int(found.group(2))
-    if offset >= 2**63:
-        raise ValueError(f"position {position[:80]!r}: its number is past 64 bits")
-    return found.group(1).decode("utf-8", "backslashreplace"), offset
-
-
 def _time(metadata: Mapping[str, str]) -> int | None:
     """When the change happened (``opencdc.createdAt``, else ``readAt``), in microseconds."""
     for key in (keys.CREATED_AT, keys.READ_AT):
@@ -133,7 +107,7 @@ class ChangeBatch:
     def __init__(
         self,
         key_columns: Iterable[str] | None = None,
-        order_by: str = "position",
+        order_by: str = AUTO,
         types: RowTypes | None = None,
         keys_given: bool | None = None,
     ):
@@ -158,7 +132,9 @@ class ChangeBatch:
         for a refusal) as a change, or refuse it."""
         try:
             row, op = self._row(parts)
-            stream, offset = order_of(parts, self.order_by)
+            stream, offset = order_of(
+                bytes(parts.position), parts.metadata, self.order_by, len(self.rows)
+            )
             schema = self.types(parts.metadata) if self.types is not None else None
         except ValueError as exc:
             self.refused.append(Refusal(origin, str(exc), parts.position))

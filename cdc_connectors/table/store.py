@@ -47,20 +47,28 @@ class Txn:
 
 @dataclass(frozen=True)
 class TableSettings:
-    """How a table is kept: its key columns, mode and deletes; stored with the table so
-    that every later writer keeps it alike."""
+    """How a table is kept: its key columns, mode, deletes and the order of its changes
+    (:mod:`.order`); stored with the table so that every later writer keeps it alike."""
 
     keys: list[str]
     mode: Mode = "upsert"
     deletes: Deletes = "hard"
+    order: str = "auto"
 
     def to_json(self) -> str:
-        return json.dumps({"keys": self.keys, "mode": self.mode, "deletes": self.deletes})
+        return json.dumps(
+            {"keys": self.keys, "mode": self.mode, "deletes": self.deletes, "order": self.order}
+        )
 
     @classmethod
     def from_json(cls, text: str) -> TableSettings:
         data = json.loads(text)
-        return cls(list(data["keys"]), data.get("mode", "upsert"), data.get("deletes", "hard"))
+        return cls(
+            list(data["keys"]),
+            data.get("mode", "upsert"),
+            data.get("deletes", "hard"),
+            data.get("order", "position"),  # (tables made before the setting was kept)
+        )
 
 
 class TableStore(Protocol):

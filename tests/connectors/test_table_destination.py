@@ -95,6 +95,82 @@ def test_an_independent_reader_sees_the_mirror(session: Any, tmp_path: Path) -> 
     assert sorted(found.column("id").to_pylist()) == sorted(_expected_orders())
 
 
+def _debezium(op: str, lsn: int, status: str | None) -> str:
+    """A schemaless Debezium JSON change of order 1 at ``lsn``."""
+    import orjson
+
+    row = None if status is None else {"id": 1, "status": status}
+    source = {"connector": "postgresql", "name": "shop", "lsn": lsn, "ts_ms": lsn}
+    value = {"before": row if op == "d" else None, "after": None if op == "d" else row}
+    value.update(source=source, op=op, ts_ms=lsn)
+    if op == "d":
+        value["before"] = {"id": 1, "status": None}
+    return orjson.dumps(value).decode()
+
+
+def _statuses(session: Any, target: Path) -> list[Any]:
+    read = session.read.format("cdc-table").load(str(target))
+    return [(r["id"], r["status"]) for r in read.orderBy("id").collect()]
+
+
+def test_a_change_older_in_the_database_log_changes_nothing_when_it_arrives_late(
+    session: Any, tmp_path: Path
+) -> None:
+    """The default order is the log's: a change read later (another file, a later Kafka
+    offset) that the database made earlier does not undo a newer one."""
+    target = tmp_path / "orders"
+    batches = [
+        [_debezium("c", 100, "new"), _debezium("u", 300, "shipped")],
+        [_debezium("u", 200, "paid")],  # late: older in the log
+        [_debezium("u", 400, "delivered")],
+        [_debezium("d", 500, None), _debezium("c", 450, "revived?")],  # the create is older
+    ]
+    expected = [[(1, "shipped")], [(1, "shipped")], [(1, "delivered")], []]
+    for number, (lines, wanted) in enumerate(zip(batches, expected, strict=True)):
+        source = tmp_path / f"z{9 - number}.jsonl"  # later files sort first
+        source.write_text("\n".join(lines) + "\n")
+        changes = session.read.format("cdc-files").option("format", "debezium-json")
+        changes.load(str(source)).write.format("cdc-table").option("keyColumns", "id").mode(
+            "append"
+        ).save(str(target))
+        assert _statuses(session, target) == wanted, f"after batch {number}"
+
+
+def test_records_whose_positions_carry_no_order_apply_as_they_arrive(
+    session: Any, tmp_path: Path
+) -> None:
+    """OpenCDC records of another system (Conduit's positions are its own bytes): a write's
+    changes apply in their order, after every earlier write's."""
+    import base64
+
+    import orjson
+
+    def record(position: str, op: str, status: str) -> bytes:
+        return orjson.dumps(
+            {
+                "position": base64.b64encode(position.encode()).decode(),
+                "operation": op,
+                "metadata": {"opencdc.version": "v1"},
+                "key": {"id": 1},
+                "payload": {"before": None, "after": {"id": 1, "status": status}},
+            }
+        )
+
+    target = tmp_path / "orders"
+    for number, lines in enumerate(
+        [
+            [record('{"lsn":"0/9"}', "create", "new"), record('{"lsn":"0/A"}', "update", "paid")],
+            [record('{"lsn":"0/1"}', "update", "shipped")],
+        ]
+    ):
+        source = tmp_path / f"records-{number}.jsonl"
+        source.write_bytes(b"\n".join(lines) + b"\n")
+        changes = session.read.format("cdc-files").option("format", "opencdc-json")
+        changes.load(str(source)).write.format("cdc-table").mode("append").save(str(target))
+    assert _statuses(session, target) == [(1, "shipped")]
+    assert not (target / "_cdc_dead_letters").exists()
+
+
 def test_streaming_micro_batches_commit_once_each(session: Any, tmp_path: Path) -> None:
     from deltalake import DeltaTable
 
@@ -263,6 +339,7 @@ def test_a_table_kept_otherwise_is_refused_before_anything_runs(
         ({"keyColumns": "status"}, "'keyColumns': the table at .* has key columns id"),
         ({"mode": "history"}, "'mode': the table at .* was made with mode upsert"),
         ({"deletes": "soft"}, "'deletes': the table at .* was made with deletes hard"),
+        ({"orderBy": "position"}, "'orderBy': the table at .* was made with orderBy auto"),
     ]:
         with pytest.raises(SettingError, match=said):
             TableDataSource({"path": target, **options}).settings.check_table()

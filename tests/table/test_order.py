@@ -1,0 +1,87 @@
+"""The order of a change: the database log's position, the record's, or its arrival."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from cdc_connectors.table.layout import STREAM
+from cdc_connectors.table.order import ARRIVAL, arrived, log_position, order_of
+
+PG = {"debezium.source.lsn": "24023192"}
+
+
+def test_a_position_gives_its_stream_and_number() -> None:
+    for order_by in ("auto", "position"):
+        assert order_of(b"orders/3/17", {}, order_by) == ("orders/3", 17)
+        assert order_of(b"in/a.jsonl:12", {}, order_by) == ("in/a.jsonl", 12)
+        assert order_of(b"in/a.pb: message 4, byte 96", {}, order_by) == ("in/a.pb", 4)
+
+
+def test_a_metadata_key_gives_its_integer() -> None:
+    assert order_of(b"x", PG, "debezium.source.lsn") == ("", 24023192)
+    with pytest.raises(ValueError, match="not an integer"):
+        order_of(b"x", {}, "debezium.source.lsn")
+    with pytest.raises(ValueError, match="past 64 bits"):
+        order_of(b"x", {"n": str(2**63)}, "n")
+
+
+def test_position_refuses_a_position_without_a_number() -> None:
+    with pytest.raises(ValueError, match="has no order"):
+        order_of(b'{"lsn": "0/16B3748"}', {}, "position")
+
+
+def test_auto_orders_by_the_log_then_the_position() -> None:
+    late = order_of(b"orders/0/900", PG, "auto")  # produced again, long after
+    newer = order_of(b"orders/0/5", {"debezium.source.lsn": "24023256"}, "auto")
+    assert late < newer
+    assert late == ("lsn 00000000000024023192 orders/0", 900)
+    # a snapshot's rows share an LSN: their positions order them
+    first, second = (order_of(f"t/0/{n}".encode(), PG, "auto") for n in (1, 2))
+    assert first < second
+    # an LSN without a numbered position (Conduit's opaque positions)
+    assert order_of(b'{"type":2}', PG, "auto") == ("lsn 00000000000024023192", 0)
+
+
+def test_log_positions_sort_as_the_log() -> None:
+    def mysql(file: str, pos: int, row: int = 0) -> str | None:
+        return log_position(
+            {
+                "debezium.source.file": file,
+                "debezium.source.pos": str(pos),
+                "debezium.source.row": str(row),
+            }
+        )
+
+    ordered = [mysql("binlog.000007", 998, 0), mysql("binlog.000007", 1001, 0)]
+    ordered += [mysql("binlog.000007", 1001, 1), mysql("binlog.000008", 4, 0)]
+    assert ordered == sorted(ordered)
+    ydb = [
+        log_position({"ydb.step": str(step), "ydb.txId": str(tx)})
+        for step, tx in ((9, 5), (10, 3), (10, 40))
+    ]
+    assert ydb == sorted(ydb)
+    lsns = [log_position({"debezium.source.lsn": str(n)}) for n in (9, 10, 2**64 - 1)]
+    assert lsns == sorted(lsns)
+    assert log_position({"cdl.lsn": "163955221008"}) == "lsn 00000000163955221008"
+    # not a log position: no digits, a sign, past 20 digits, a MySQL file without position
+    for metadata in (
+        {"debezium.source.lsn": "0/16B3748"},
+        {"debezium.source.lsn": "-4"},
+        {"debezium.source.lsn": "1" * 21},
+        {"debezium.source.file": "binlog.000007"},
+        {"ydb.step": "10"},
+        {},
+    ):
+        assert log_position(metadata) is None
+
+
+def test_records_without_an_order_arrive_in_turn_after_earlier_writes() -> None:
+    assert order_of(b"opaque", {}, "auto", 7) == (ARRIVAL, 7)
+    changes = pa.table({STREAM: [ARRIVAL, "t/0", ARRIVAL], "x": [1, 2, 3]})
+    first = arrived(changes, 1_000).column(STREAM).to_pylist()
+    later = arrived(changes, 2_000).column(STREAM).to_pylist()
+    assert first[1] == "t/0" and first[0] == first[2] != ARRIVAL
+    assert first[0] < later[0]
+    # after every log position and record stream
+    assert first[0] > "lsn 99999999999999999999" and first[0] > "zzz/0"
