@@ -81,6 +81,31 @@ def test_a_change_stream_becomes_a_typed_table(session: Any, tmp_path: Path, fmt
     assert {r["id"]: (r["status"], r["amount"]) for r in again.collect()} == found
 
 
+def test_columns_are_typed_through_a_registry_served_over_http(
+    session: Any, tmp_path: Path
+) -> None:
+    from tests.registry.conftest import serve
+
+    server = serve(f"sqlite:///{tmp_path}/served.db")
+    try:
+        target = tmp_path / "orders"
+        changes = session.read.format("cdc-files").option("format", "debezium-json")
+        changes = changes.option("registry", server.url).load(str(SHOP / "orders.jsonl"))
+        changes.write.format("cdc-table").option("keyColumns", "id").option(
+            "registry", server.url
+        ).mode("append").save(str(target))
+    finally:
+        server.stop()
+    read = session.read.format("cdc-table").load(str(target))
+    types = dict(read.dtypes)
+    assert (types["amount"], types["created_at"], types["ship_date"]) == (
+        "decimal(10,2)",
+        "timestamp",
+        "date",
+    )
+    assert {r["id"]: (r["status"], r["amount"]) for r in read.collect()} == _expected_orders()
+
+
 def test_an_independent_reader_sees_the_mirror(session: Any, tmp_path: Path) -> None:
     from deltalake import DeltaTable, QueryBuilder
 
