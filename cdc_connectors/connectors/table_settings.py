@@ -163,9 +163,7 @@ class Settings:
             raise SettingError(f"{NAME} setting 'keyColumns' must name columns (id,region)")
         order_by = lowered.get("orderby", "auto").strip()
         if not order_by:
-            raise SettingError(
-                f"{NAME} setting 'orderBy' must be auto, position or a metadata key"
-            )
+            raise SettingError(f"{NAME} setting 'orderBy' must be auto, position or a metadata key")
         catalog = tuple(
             sorted((k[len(_CATALOG) :], v) for k, v in lowered.items() if k.startswith(_CATALOG))
         )
