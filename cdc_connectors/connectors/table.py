@@ -47,6 +47,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 from collections.abc import Iterator
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -157,7 +158,8 @@ class TableDataSource(DataSource):
                 snapshot = found.snapshot_id
             if snapshot is None and iceberg.current_snapshot() is not None:
                 snapshot = iceberg.current_snapshot().snapshot_id
-            return _spark_types(iceberg.schema().as_arrow()), None, snapshot
+            schema = _spark_types(iceberg.schema().as_arrow())
+            return schema, _iceberg_files(iceberg, snapshot), snapshot
         except (ValueError, OSError) as exc:
             if isinstance(exc, CdcError):
                 raise
@@ -203,6 +205,17 @@ class TableDataSource(DataSource):
         return TableStreamWriter(self.settings, is_record_layout(schema), app)
 
 
+def _iceberg_files(iceberg: Any, snapshot: int | None) -> list[str] | None:
+    """The data files of an Iceberg snapshot, a task each; ``None`` (one task through
+    pyiceberg) when a file has delete files to apply (another writer's merge-on-read)."""
+    if snapshot is None:
+        return []
+    tasks = list(iceberg.scan(snapshot_id=snapshot).plan_files())
+    if any(task.delete_files for task in tasks):
+        return None
+    return [task.file.file_path for task in tasks]
+
+
 def table_app_id(checkpoint: str, kind: str) -> str:
     """The application id of a streaming query's table transactions: its query's id, kept
     in its checkpoint (a checkpoint deleted and made anew is a new query, whose batches
@@ -221,7 +234,8 @@ class _Part(InputPartition):
 
 
 class TableReader(DataSourceReader):
-    """A snapshot of the table: one task per Delta data file (Iceberg: one task)."""
+    """A snapshot of the table: one task per data file (an Iceberg snapshot with delete
+    files: one task, through pyiceberg)."""
 
     def __init__(
         self, settings: Settings, schema: pa.Schema, files: list[str] | None, snapshot: int | None
@@ -234,7 +248,6 @@ class TableReader(DataSourceReader):
         return [_Part(i, f) for i, f in enumerate(self.files)] or [_Part(0, None)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        import pyarrow.dataset as ds
 
         assert isinstance(partition, _Part)
         if self.files is None:
@@ -245,12 +258,21 @@ class TableReader(DataSourceReader):
         elif partition.file is None:
             return
         else:
-            table = ds.dataset([partition.file], schema=self.arrow, format="parquet").to_table()
+            table = _read_file(partition.file, self.arrow)
         for field in self.arrow:  # a column added after the snapshot read: nulls in it
             if field.name not in table.column_names:
                 table = table.append_column(field.name, pa.nulls(table.num_rows, field.type))
         table = table.select(self.arrow.names).cast(self.arrow)
         yield from table.to_batches(max_chunksize=10_000)
+
+
+def _read_file(uri: str, schema: pa.Schema) -> pa.Table:
+    """A data file's rows (a path, or a URI: ``file://``, ``s3://``)."""
+    import pyarrow.dataset as ds
+    from pyarrow import fs
+
+    where, path = (fs.FileSystem.from_uri(uri) if "://" in uri else (None, uri))
+    return ds.dataset([path], schema=schema, format="parquet", filesystem=where).to_table()
 
 
 class _TaskWrite:

@@ -331,6 +331,45 @@ def test_an_earlier_version_of_the_table_is_read_back(
         assert ids(snapshotId=str(first)) == [1, 2]
 
 
+@pytest.mark.parametrize("fmt", ["delta", "iceberg"])
+def test_a_read_is_a_task_per_data_file(session: Any, tmp_path: Path, fmt: str) -> None:
+    import orjson
+
+    target = tmp_path / "orders"
+    for first in (1, 4):  # new keys only: a data file each
+        source = tmp_path / f"from-{first}.jsonl"
+        source.write_bytes(
+            b"".join(
+                orjson.dumps(
+                    {
+                        "position": "",
+                        "operation": "create",
+                        "metadata": {},
+                        "key": {"id": n},
+                        "payload": {"after": {"id": n, "status": "new"}},
+                    }
+                )
+                + b"\n"
+                for n in range(first, first + 3)
+            )
+        )
+        changes = session.read.format("cdc-files").option("format", "opencdc-json")
+        changes.load(str(source)).write.format("cdc-table").option("format", fmt).mode(
+            "append"
+        ).save(str(target))
+    if fmt == "delta":
+        from deltalake import DeltaTable
+
+        files = len(DeltaTable(str(target)).file_uris())
+    else:
+        from cdc_connectors.table.iceberg import IcebergStore
+
+        files = len(list(IcebergStore(str(target), "cdc.orders").table().scan().plan_files()))
+    read = session.read.format("cdc-table").option("format", fmt).load(str(target))
+    assert files == 2 and read.rdd.getNumPartitions() == files
+    assert sorted(r["id"] for r in read.collect()) == [1, 2, 3, 4, 5, 6]
+
+
 def test_places_that_cannot_be_a_table_are_one_line(tmp_path: Path) -> None:
     from cdc_connectors.connectors.messages import SettingError
     from cdc_connectors.connectors.table import TableDataSource
