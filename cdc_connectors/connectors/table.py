@@ -271,7 +271,7 @@ def _read_file(uri: str, schema: pa.Schema) -> pa.Table:
     import pyarrow.dataset as ds
     from pyarrow import fs
 
-    where, path = (fs.FileSystem.from_uri(uri) if "://" in uri else (None, uri))
+    where, path = fs.FileSystem.from_uri(uri) if "://" in uri else (None, uri)
     return ds.dataset([path], schema=schema, format="parquet", filesystem=where).to_table()
 
 
