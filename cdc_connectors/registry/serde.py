@@ -26,7 +26,7 @@ from typing import Any, Literal
 from cdc_connectors.opencdc import CodecError, Record
 from cdc_connectors.opencdc.data import Change
 from cdc_connectors.registry.store import Resolved, SchemaStore
-from cdc_connectors.schema import avro_values, framing, jsontext
+from cdc_connectors.schema import avro_values, framing, json_values, jsontext
 from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.schema.subjects import Part, SubjectContext, strategy
 
@@ -161,6 +161,19 @@ def read_protobuf(data: bytes, frame: framing.Frame, writer: Resolved) -> dict[s
     return structured
 
 
+def read_json(data: bytes, offset: int, writer: Resolved) -> Any:
+    """The value of a JSON Schema body: an object as structured data, anything else as its
+    raw JSON bytes; :class:`CodecError` when it is not JSON or does not match its schema."""
+    body = memoryview(data)[offset:]
+    value = json_values.decode(body, compiled_json(writer))
+    return value if isinstance(value, dict) else bytes(body)
+
+
+def compiled_json(schema: Resolved) -> json_values.Validated:
+    """The validator of a JSON Schema (compiled once per schema)."""
+    return json_values.validator(schema.text, schema.references, schema.label())
+
+
 def prepared(data: dict[str, Any], schema: Resolved, where: str) -> dict[str, Any]:
     """``data`` tagged for a schema inferred by Conduit's rules (see ``infer.prepare``)."""
     from cdc_connectors.schema.infer import prepare
@@ -224,6 +237,8 @@ class RecordDecoder:
             return read_protobuf(
                 data, framing.read_frame(data, protobuf=True, header=header), writer
             )
+        if writer.schema_type == "JSON":
+            return read_json(data, frame.offset, writer)
         reader = self.reader_of(writer, part)
         value, found = self._read(data, frame.offset, writer, reader, part)
         if branches is not None:
@@ -252,6 +267,8 @@ class RecordDecoder:
                     return read_protobuf(data, framing.read_frame(data, protobuf=True), writer)
             else:
                 return data
+            if writer.schema_type == "JSON":
+                return read_json(data, offset, writer)
             reader = self.reader_of(writer, part, record)
             value, branches = self._read(data, offset, writer, reader, where)
             if branches:
