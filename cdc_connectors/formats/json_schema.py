@@ -106,11 +106,7 @@ class JsonSchemaFormat(SchemaRowFormat):
         branches: avro_values.Branches | None = None,
     ) -> bytes:
         self._check_type(schema, "key" if part == "key" else "payload.after")
-        try:
-            body = json_values.encode(data, _compiled(schema))
-        except CodecError as exc:
-            raise CodecError(f"{exc.reason}") from None
-        return framing.frame(schema.schema_id, body)
+        return framing.frame(schema.schema_id, json_values.encode(data, _compiled(schema)))
 
     def reframe(self, schema: Resolved, body: bytes, where: str, part: Part) -> bytes:
         try:

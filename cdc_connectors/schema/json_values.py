@@ -59,7 +59,7 @@ class Validated:
             raise CodecError(f"{label} cannot validate: {' '.join(str(exc).split())}") from None
 
     def problems(self, value: Any) -> str | None:
-        """Why ``value`` does not match the schema (the first few places), or ``None``."""
+        """Where ``value`` does not match the schema (the first few places), or ``None``."""
         if self.check.is_valid(value):
             return None
         found = []
@@ -68,7 +68,7 @@ class Validated:
             found.append(f"at {place}: {' '.join(error.message.split())[:200]}")
             if len(found) == _SHOWN:
                 break
-        return f"does not match {self.label}: " + "; ".join(found)
+        return "; ".join(found)
 
 
 def _draft(schema: Any) -> Any:
@@ -97,17 +97,18 @@ def decode(body: bytes | memoryview, schema: Validated) -> Any:
         raise CodecError(f"is not JSON: {json_error(exc, data)}") from None
     problem = schema.problems(value)
     if problem is not None:
-        raise CodecError(problem)
+        raise CodecError(f"does not match {schema.label}: {problem}")
     return value
 
 
 def encode(value: Any, schema: Validated) -> bytes:
-    """``value`` as the JSON body of ``schema``, checked against it first."""
+    """``value`` as the JSON body of ``schema``, checked against it first (a refusal says
+    where it does not match; the caller names the schema)."""
     try:
         body = orjson.dumps(value, default=json_default)
     except TypeError as exc:
         raise CodecError(f"cannot be written as JSON: {exc}") from None
     problem = schema.problems(load_exact(body))  # what a reader will see: bytes as base64
     if problem is not None:
-        raise CodecError(problem)
+        raise CodecError(f"does not match its JSON Schema: {problem}")
     return body
