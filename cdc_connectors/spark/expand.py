@@ -1,7 +1,8 @@
 """Typed columns from schema-encoded keys and payloads, and back: on Arrow batches.
 
 :func:`expand` turns an OpenCDC DataFrame whose key or payload is schema-encoded (Avro
-bytes named by Conduit's metadata, or Avro or Protobuf in Confluent's wire format) into
+bytes named by Conduit's metadata, or Avro, Protobuf or JSON Schema in Confluent's wire
+format) into
 typed columns of one subject's reader schema: the latest version when the call is made,
 or a pinned one.
 Every writer version of the subject is resolved into it (Avro schema resolution), so a
@@ -301,9 +302,13 @@ def _column_decoder(store: SchemaStore, reader: Resolved) -> AvroColumnDecoder:
     """The column decoder for the reader schema's language."""
     if reader.schema_type == "PROTOBUF":
         return ProtobufColumnDecoder(store, reader)
+    if reader.schema_type == "JSON":
+        from cdc_connectors.spark.json_schema_decode import JsonSchemaColumnDecoder
+
+        return JsonSchemaColumnDecoder(store, reader)
     if reader.schema_type != "AVRO":
         raise ValueError(
-            f"{reader.label()} is {reader.schema_type}: expand reads Avro and Protobuf"
+            f"{reader.label()} is {reader.schema_type}: expand reads Avro, Protobuf and JSON"
         )
     return AvroColumnDecoder(store, reader)
 
