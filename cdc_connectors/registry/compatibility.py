@@ -3,7 +3,8 @@
 ``BACKWARD``: the new schema reads data written with the latest one.
 ``FORWARD``: the latest schema reads data written with the new one.
 ``FULL``: both. ``*_TRANSITIVE``: against every earlier version, not only the
-latest. ``NONE``: no check. JSON Schema is not checked (always compatible).
+latest. ``NONE``: no check. Every language is checked by its own rules (JSON Schema's
+as Confluent's schema diff).
 """
 
 from __future__ import annotations
@@ -36,5 +37,5 @@ def check(level: str, new: ParsedSchema, existing: Sequence[ParsedSchema]) -> li
         if level.startswith(("BACKWARD", "FULL")):
             problems += new.incompatibilities(old)
         if level.startswith(("FORWARD", "FULL")):
-            problems += old.incompatibilities(new)
+            problems += old.incompatibilities(new, names=("old", "new"))
     return problems

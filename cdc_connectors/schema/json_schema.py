@@ -1,4 +1,4 @@
-"""JSON Schema: parse, check and normal form. Compatibility is not checked for JSON Schema.
+"""JSON Schema: parse, check and normal form (compatibility: ``json_schema_compat``).
 
 A schema is checked against the metaschema of the draft its ``$schema`` names (draft 4, 6,
 7, 2019-09 or 2020-12), draft-07 when it names none or one that is not known, as Confluent's

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cdc_connectors.schema import avro as avro_schema
-from cdc_connectors.schema import json_schema, protobuf, protobuf_compat
+from cdc_connectors.schema import json_schema, json_schema_compat, protobuf, protobuf_compat
 from cdc_connectors.schema.errors import SchemaError
 
 
@@ -25,25 +25,28 @@ class Language:
     normalize: Callable[[str, Sequence[tuple[str, str]]], str]
     # (schema text, [(reference name, reference text), ...] dependencies first) -> parsed
     parse: Callable[[str, Sequence[tuple[str, str]]], Any]
-    # (reader, writer) -> problems; None: the language has no compatibility rules here
-    incompatibilities: Callable[[Any, Any], list[str]] | None
+    # (reader, writer, (reader's name, writer's name)) -> problems, the names as the
+    # messages call the two schemas; None: the language has no compatibility rules here
+    incompatibilities: Callable[[Any, Any, tuple[str, str]], list[str]] | None
 
 
 LANGUAGES: dict[str, Language] = {
     "AVRO": Language(
         lambda text, refs: avro_schema.normalize(text, [s for _, s in refs]),
         lambda text, refs: avro_schema.parse(text, [s for _, s in refs]),
-        avro_schema.incompatibilities,
+        lambda reader, writer, names: avro_schema.incompatibilities(reader, writer),
     ),
     "PROTOBUF": Language(
         lambda text, refs: protobuf.normalize(text),
         lambda text, refs: protobuf.compile_schema(text, dict(refs)),
-        protobuf_compat.incompatibilities,
+        lambda reader, writer, names: protobuf_compat.incompatibilities(reader, writer),
     ),
     "JSON": Language(
         lambda text, refs: json_schema.normalize(text),
-        lambda text, refs: json_schema.parse(text),
-        None,
+        lambda text, refs: json_schema_compat.Resolved(
+            json_schema.parse(text), {name: json_schema.parse(ref) for name, ref in refs}
+        ),
+        json_schema_compat.incompatibilities,
     ),
 }
 SCHEMA_TYPES = tuple(LANGUAGES)
@@ -66,12 +69,15 @@ class ParsedSchema:
     schema_type: str
     parsed: Any
 
-    def incompatibilities(self, writer: ParsedSchema) -> list[str]:
-        """Why this schema cannot read data written with ``writer``."""
+    def incompatibilities(
+        self, writer: ParsedSchema, names: tuple[str, str] = ("new", "old")
+    ) -> list[str]:
+        """Why this schema cannot read data written with ``writer``; ``names`` call this
+        schema and the writer's in the messages (JSON Schema's, as Confluent's)."""
         if self.schema_type != writer.schema_type:
             return [f"schema type changed from {writer.schema_type} to {self.schema_type}"]
         check = language(self.schema_type).incompatibilities
-        return check(self.parsed, writer.parsed) if check else []
+        return check(self.parsed, writer.parsed, names) if check else []
 
 
 def normalize(schema_type: str, schema_str: str, references: Sequence[tuple[str, str]] = ()) -> str:
