@@ -195,14 +195,14 @@ class TableDataSource(DataSource):
         self._writable(
             overwrite, "applies changes (mode append); to start over, write to a new path"
         )
-        return TableWriter(self.settings, is_record_layout(schema))
+        return TableWriter(self.settings.keyed(), is_record_layout(schema))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamArrowWriter:
         self._writable(overwrite, "streaming writes append; complete mode is not supported")
         options = {k.lower(): v for k, v in self.options.items()}
         checkpoint = options.get("checkpointlocation")
         app = self.settings.txn_app_id or table_app_id(checkpoint or self.settings.path, NAME)
-        return TableStreamWriter(self.settings, is_record_layout(schema), app)
+        return TableStreamWriter(self.settings.keyed(), is_record_layout(schema), app)
 
 
 def _iceberg_files(iceberg: Any, snapshot: int | None) -> list[str] | None:

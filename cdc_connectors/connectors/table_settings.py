@@ -7,6 +7,7 @@ SettingError` line naming the setting.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import os
 from collections.abc import Mapping
@@ -220,6 +221,19 @@ class Settings:
 
     def refuse_writing_settings(self) -> None:
         self.refuse(_WRITE, "reading")
+
+    def keyed(self) -> Settings:
+        """These settings with the key columns the table keeps, when none are given (a
+        table made with ``keyColumns`` is written alike by a writer that names none)."""
+        if self.key_columns:
+            return self
+        try:
+            held = self.store().settings()
+        except Exception:  # no table, or one the write refuses with its reason
+            return self
+        if held is None or not held.keys:
+            return self
+        return dataclasses.replace(self, key_columns=tuple(held.keys))
 
     def table_settings(self, inferred: list[str] | None) -> TableSettings:
         """How the table is kept: the key columns given, else those the records name."""

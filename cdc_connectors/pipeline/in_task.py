@@ -259,7 +259,7 @@ def in_task(
         elif destination_name == files.NAME and route is None:
             out = FilesOut()
         elif destination_name == table.NAME and route is None:
-            out = TableOut(table.Settings.parse(write_with))
+            out = TableOut(table.Settings.parse(write_with).keyed())
         else:
             return None
     except ConfigError:  # refused where the staged way refuses it, with its place

@@ -169,7 +169,7 @@ def _numbers_fitted(changes: pa.Table, schema: pa.Schema) -> pa.Table:
             continue  # cast up below, or the column widened
         column = changes.column(index)
         try:
-            cast = pc.cast(column, target)
+            cast = _cast_values(column, target)
             back = pc.cast(cast, field.type)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             continue
@@ -177,6 +177,14 @@ def _numbers_fitted(changes: pa.Table, schema: pa.Schema) -> pa.Table:
         if pc.all(pc.fill_null(same, False)).as_py():
             changes = changes.set_column(index, field.name, cast)
     return changes
+
+
+def _cast_values(column: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
+    """``column`` cast to ``target``, value by value (Arrow casts integers to a decimal of
+    fewer digits than the integer type only through the widest decimal)."""
+    if pa.types.is_integer(column.type) and pa.types.is_decimal(target):
+        column = pc.cast(column, pa.decimal128(38, target.scale))
+    return pc.cast(column, target)
 
 
 def _any_unset(changes: pa.Table, schema: pa.Schema) -> bool:

@@ -176,6 +176,13 @@ class ChangeBatch:
         missing = [n for n in self.key_columns if row.get(n) is None]
         if missing:
             raise ValueError(f"the record has no value for key column(s) {missing}")
+        for name in self.key_columns:
+            if isinstance(row[name], dict | list):
+                kind = "an object" if isinstance(row[name], dict) else "an array"
+                raise ValueError(
+                    f"key column {name!r} holds {kind}: a key is an integer, text, a decimal, "
+                    "a time or bytes"
+                )
         return row, op
 
     def table(self) -> pa.Table:

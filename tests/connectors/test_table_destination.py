@@ -196,6 +196,29 @@ def test_records_whose_positions_carry_no_order_apply_as_they_arrive(
     assert not (target / "_cdc_dead_letters").exists()
 
 
+def test_a_writer_naming_no_keys_takes_the_tables(session: Any, tmp_path: Path) -> None:
+    import orjson
+
+    target = tmp_path / "orders"
+    for number, status in enumerate(["new", "paid"]):
+        source = tmp_path / f"plain-{number}.jsonl"
+        record = {
+            "position": "",
+            "operation": "update",
+            "metadata": {},
+            "key": None,  # Debezium values alone: no key but keyColumns
+            "payload": {"after": {"id": 1, "status": status}},
+        }
+        source.write_bytes(orjson.dumps(record) + b"\n")
+        writer = session.read.format("cdc-files").option("format", "opencdc-json")
+        writer = writer.load(str(source)).write.format("cdc-table").mode("append")
+        if number == 0:
+            writer = writer.option("keyColumns", "id")
+        writer.save(str(target))
+    assert _statuses(session, target) == [(1, "paid")]
+    assert not (target / "_cdc_dead_letters").exists()
+
+
 def test_streaming_micro_batches_commit_once_each(session: Any, tmp_path: Path) -> None:
     from deltalake import DeltaTable
 

@@ -411,6 +411,20 @@ def test_numbers_of_another_type_that_fit_the_column_are_cast_to_it(make_store: 
     assert rows(store, "d") == [{"d": Decimal("10.50")}]
 
 
+def test_integers_that_fit_a_decimal_key_column_are_cast_to_it(make_store: Store) -> None:
+    decimal_key = pa.schema([pa.field("id", pa.decimal128(2, 1)), pa.field("status", pa.string())])
+    integer_key = pa.schema([pa.field("id", pa.int64()), pa.field("status", pa.string())])
+    store = make_store()
+    apply_changes(
+        store, batch([("create", 1, {"id": Decimal("2.5"), "status": "a"})], decimal_key), KEYED
+    )
+    apply_changes(store, batch([("create", 2, {"id": 3, "status": "b"})], integer_key), KEYED)
+    assert rows(store, "id", "status") == [
+        {"id": Decimal("2.5"), "status": "a"},
+        {"id": Decimal("3.0"), "status": "b"},
+    ]
+
+
 def test_a_key_column_widens_in_the_rows_and_the_tombstones(make_store: Store) -> None:
     narrow = pa.schema([pa.field("id", pa.int32()), pa.field("status", pa.string())])
     wide = pa.schema([pa.field("id", pa.int64()), pa.field("status", pa.string())])

@@ -58,6 +58,8 @@ def test_records_that_are_no_change_are_refused_with_their_reason() -> None:
     batch.add(record("create", b"t/0/3", {"id": 3}, {"id": 3}))
     batch.add(record("create", b"t/0/4", {"other": 4}, {"other": 4}))
     batch.add(record("create", b"t/0/5", {"id": 5, "_cdc_offset": 1}, {"id": 5}))
+    batch.add(record("create", b"t/0/6", {"id": {"x": 1}}, {"id": {"x": 1}}))
+    batch.add(record("create", b"t/0/7", {"id": [7]}, {"id": [7]}))
     table = batch.table()
     assert table.column("id").to_pylist() == [3]
     reasons = [r.reason for r in batch.refused]
@@ -66,6 +68,8 @@ def test_records_that_are_no_change_are_refused_with_their_reason() -> None:
     assert "no value for key column(s) ['id']" in reasons[2]
     assert "are not those of the batch's first key ['id']" in reasons[3]
     assert "names starting with _cdc_ are the table's own" in reasons[4]
+    assert "key column 'id' holds an object" in reasons[5]
+    assert "key column 'id' holds an array" in reasons[6]
 
 
 def test_registered_types_are_kept_and_a_value_that_does_not_fit_is_refused() -> None:
