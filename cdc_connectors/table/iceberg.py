@@ -4,18 +4,20 @@ The table is ``namespace.name`` in a catalog: by default pyiceberg's SQL catalog
 ``<path>/catalog.db`` with the warehouse at ``<path>``; ``catalog.*`` settings name any
 catalog pyiceberg supports (``catalog.type=rest``, ``catalog.uri=...``) instead. The
 tombstones of deleted keys are the table ``<name>_cdc_tombstones`` beside it. A replacement
-is one transaction: an overwrite whose filter takes the keys' current rows (copy-on-write),
-with the new rows; its snapshots carry ``cdc.app-id`` and ``cdc.version``. The key columns
-are the table's identifier fields; its settings are kept in the property ``cdc-connectors``.
+is one OVERWRITE snapshot: the data files holding the keys' current rows rewritten without
+them (copy-on-write), and the new rows; it carries ``cdc.app-id`` and ``cdc.version``. The
+key columns are the table's identifier fields; its settings are kept in the property
+``cdc-connectors``.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
-import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -186,21 +188,41 @@ class IcebergStore:
             snapshot = None if parent is None else table.snapshot_by_id(parent)
         return None
 
-    def replace(self, part: Part, keys: pa.Table, rows: pa.Table, txn: Txn | None) -> None:
+    def replace(
+        self,
+        part: Part,
+        keys: pa.Table,
+        rows: pa.Table,
+        txn: Txn | None,
+        every_version: pa.Table | None = None,
+    ) -> None:
         table = self._read_at.pop(part, None) or self._table(part)
-        if keys.num_rows == 0 and rows.num_rows == 0:
+        every = every_version if every_version is not None and every_version.num_rows else None
+        if keys.num_rows == 0 and rows.num_rows == 0 and every is None:
             return
         schema = table.schema().as_arrow()
         current_only = IS_CURRENT in schema.names
-        overwrite = self._filter(keys, current_only)
-        kept = schema.empty_table()
-        if keys.num_columns > 1:  # the filter is a superset: its other rows are written back
-            superset = plain(table.scan(row_filter=overwrite).to_arrow())
-            kept = among(superset, keys, anti=True)
-        written = pa.concat_tables(
-            [kept.select(schema.names).cast(schema), rows.select(schema.names).cast(schema)]
-        )
+        found = [self._filter(keys, current_only)] if keys.num_rows else []
+        if every is not None:
+            found.append(self._filter(every, False))
         properties = {_APP: txn.app_id, _VERSION: str(txn.version)} if txn else {}
+
+        def kept(old: pa.Table) -> pa.Table:
+            """The rows of a rewritten file that stay: not the keys' current rows (every
+            version, for ``every_version``'s keys)."""
+            index = old.append_column("__row", pa.array(np.arange(old.num_rows), pa.int64()))
+            targets = (
+                index.filter(pc.fill_null(index.column(IS_CURRENT), False))
+                if (current_only)
+                else index
+            )
+            gone = [among(targets, keys).column("__row")] if keys.num_rows else []
+            if every is not None:
+                gone.append(among(index, every).column("__row"))
+            doomed = np.concatenate([c.to_numpy() for c in gone]) if gone else np.array([])
+            stays = ~np.isin(np.arange(old.num_rows), doomed)
+            return old.filter(pa.array(stays)).select(schema.names).cast(schema)
+
         from pyiceberg.exceptions import (
             CommitFailedException,
             CommitStateUnknownException,
@@ -208,15 +230,65 @@ class IcebergStore:
         )
 
         conflicts = (CommitFailedException, CommitStateUnknownException, ValidationException)
+        written = rows.select(schema.names).cast(schema)
         try:
-            with warnings.catch_warnings(), table.transaction() as transaction:
-                # an overwrite of keys the table does not hold yet deletes nothing: as meant
-                warnings.filterwarnings("ignore", "Delete operation did not match any records")
-                if written.num_rows:
-                    transaction.overwrite(
-                        written, overwrite_filter=overwrite, snapshot_properties=properties
-                    )
-                else:
-                    transaction.delete(overwrite, snapshot_properties=properties)
+            _overwrite_once(table, _any_of(found), kept, written, properties)
         except conflicts as conflict:
             raise ConcurrentWrite(self.where, str(conflict)) from None
+
+
+def _any_of(filters: list[Any]) -> Any:
+    from pyiceberg.expressions import AlwaysFalse, Or
+
+    if not filters:
+        return AlwaysFalse()
+    found = filters[0]
+    for other in filters[1:]:
+        found = Or(found, other)
+    return found
+
+
+def _overwrite_once(
+    table: Any,
+    overwrite: Any,
+    kept: Callable[[pa.Table], pa.Table],
+    written: pa.Table,
+    properties: dict[str, str],
+) -> None:
+    """One OVERWRITE snapshot: each data file holding a row the filter may take is
+    rewritten with ``kept`` of its rows, and ``written`` is added. (pyiceberg's own
+    ``overwrite`` commits a delete snapshot and then an append: a reader of the first would
+    see the keys' rows gone.)"""
+    from pyiceberg.expressions import AlwaysTrue
+    from pyiceberg.io.pyarrow import ArrowScan, _dataframe_to_data_files
+
+    tasks = list(table.scan(row_filter=overwrite).plan_files())
+    if not tasks and written.num_rows == 0:
+        return
+    with table.transaction() as transaction:
+        metadata = transaction.table_metadata
+        counter = itertools.count(0)
+        with transaction.update_snapshot(snapshot_properties=properties).overwrite() as snapshot:
+
+            def add(rows: pa.Table) -> None:
+                for data_file in _dataframe_to_data_files(
+                    table_metadata=metadata,
+                    df=rows,
+                    io=table.io,
+                    write_uuid=snapshot.commit_uuid,
+                    counter=counter,
+                ):
+                    snapshot.append_data_file(data_file)
+
+            for task in tasks:
+                old = ArrowScan(metadata, table.io, metadata.schema(), AlwaysTrue()).to_table(
+                    [task]
+                )
+                stays = kept(plain(old))
+                if stays.num_rows == old.num_rows:
+                    continue  # no row of the file goes: it stays as it is
+                snapshot.delete_data_file(task.file)
+                if stays.num_rows:
+                    add(stays)
+            if written.num_rows:
+                add(written)

@@ -7,6 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.dataset
 import pytest
 
 from cdc_connectors.errors import CodecError, ConfigError
@@ -368,6 +369,43 @@ def _versions(store: Any) -> Any:
     if isinstance(store, DeltaStore):
         return store._table("rows").version()
     return store._table("rows").current_snapshot().snapshot_id
+
+
+def _every_state(store: Any) -> list[list[int]]:
+    """The ids of every version of the rows a reader can travel to, oldest first."""
+    from cdc_connectors.table.delta import DeltaStore
+
+    if isinstance(store, DeltaStore):
+        from deltalake import DeltaTable
+
+        uri = store._uri("rows")
+        last = DeltaTable(uri).version()
+        states = []
+        for version in range(last + 1):
+            files = DeltaTable(uri, version=version).file_uris()
+            ids = (
+                pa.dataset.dataset(files, format="parquet").to_table().column("id") if files else []
+            )
+            states.append(sorted(pa.array(ids).to_pylist()) if files else [])
+        return states
+    table = store.table()
+    return [
+        sorted(table.scan(snapshot_id=snap.snapshot_id).to_arrow().column("id").to_pylist())
+        for snap in table.snapshots()
+    ]
+
+
+def test_each_write_is_one_version_and_every_version_a_state_of_the_database(
+    make_store: Store,
+) -> None:
+    """Time travel never lands between the two halves of a write (Iceberg's own overwrite
+    is a delete snapshot, then an append)."""
+    store = make_store()
+    apply_changes(store, batch([("create", 1, {"id": 1}), ("create", 2, {"id": 2})]), KEYED)
+    apply_changes(store, batch([("update", 3, {"id": 1, "status": "x"})]), KEYED)
+    apply_changes(store, batch([("delete", 4, {"id": 2}), ("create", 5, {"id": 3})]), KEYED)
+    states = [s for s in _every_state(make_store()) if s]  # (Delta's first: the empty table)
+    assert states == [[1, 2], [1, 2], [1, 3]]
 
 
 def test_orders_schema_is_the_tests_schema() -> None:
