@@ -18,6 +18,8 @@ import pyarrow.compute as pc
 
 from cdc_connectors.errors import CodecError, ConfigError
 from cdc_connectors.table.evolve import SchemaChangeError, evolution, widens
+from cdc_connectors.table.history import late_keys, rebuild
+from cdc_connectors.table.keys import among
 from cdc_connectors.table.layout import CHANGE_COLUMNS, IS_CURRENT, OFFSET, OP, STREAM, UNSET
 from cdc_connectors.table.order import arrived
 from cdc_connectors.table.plan import bookkeeping_fields, plan
@@ -69,18 +71,40 @@ def apply_changes(
     if settings.mode == "history" and current.num_rows and IS_CURRENT in current.column_names:
         current = current.filter(pc.fill_null(current.column(IS_CURRENT), False))
     graves = store.tombstones(touched)
+    late = keys_of(changes, keys).slice(0, 0)
+    if settings.mode == "history":
+        late = late_keys(changes, keys, current, graves)
+    rebuilt = None
+    if late.num_rows:  # history: late changes become the past versions they are
+        rebuilt = rebuild(
+            store.versions(late), among(changes, late), among(graves, late), keys, schema
+        )
+        changes, current = among(changes, late, anti=True), among(current, late, anti=True)
+        graves = among(graves, late, anti=True)
     done = plan(
         changes, keys, current, graves, schema, mode=settings.mode, deletes=settings.deletes
     )
-    if done.applied == 0:
-        return Applied(0, done.stale, replayed=held)
+    applied, stale = done.applied, done.stale
+    rows, tombs, replaced = done.rows, done.tombstones, done.keys
+    if rebuilt is not None:
+        applied, stale = applied + rebuilt.applied, stale + rebuilt.stale
+        rows = pa.concat_tables([rows, rebuilt.rows.cast(rows.schema)])
+        tombs = pa.concat_tables([tombs, rebuilt.tombstones.cast(tombs.schema)])
+        replaced = pa.concat_tables([replaced, late.cast(replaced.schema)])
+    if applied == 0:
+        return Applied(0, stale, replayed=held)
     if not held:
-        store.replace("rows", done.keys, done.rows, txn)
-    if (graves.num_rows or done.tombstones.num_rows) and (
+        store.replace("rows", done.keys, rows, txn, every_version=late)
+    if (graves.num_rows or tombs.num_rows or late.num_rows) and (
         txn is None or not _holds(store, "tombstones", txn)
     ):
-        store.replace("tombstones", done.keys, done.tombstones, txn)
-    return Applied(0, done.stale, replayed=True) if held else Applied(done.applied, done.stale)
+        store.replace("tombstones", replaced, tombs, txn)
+    return Applied(0, stale, replayed=True) if held else Applied(applied, stale)
+
+
+def keys_of(changes: pa.Table, keys: list[str]) -> pa.Table:
+    """The key columns of ``changes``."""
+    return changes.select(keys)
 
 
 def _holds(store: TableStore, part: str, txn: Txn) -> bool:

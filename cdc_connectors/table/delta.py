@@ -73,6 +73,19 @@ def touched_files(actions: pa.Table, keys: pa.Table) -> np.ndarray:
     return needed
 
 
+def _doomed(keys: pa.Table, schema: pa.Schema, action: str) -> pa.Table:
+    """Rows of ``keys`` alone (nulls elsewhere) that a merge matches to delete."""
+    names = keys.column_names
+    columns = {
+        f.name: keys.column(f.name).cast(f.type)
+        if f.name in names
+        else pa.nulls(keys.num_rows, f.type)
+        for f in schema
+    }
+    doomed = pa.table(columns, schema=schema)
+    return doomed.append_column(_ACTION, pa.array([action] * doomed.num_rows, pa.string()))
+
+
 def _local(uri: str) -> str:
     """A file URI as a path (other URIs as they are, for Arrow's own file systems)."""
     return uri[len("file://") :] if uri.startswith("file://") else uri
@@ -208,6 +221,9 @@ class DeltaStore:
             rows = rows.filter(pc.fill_null(rows.column(IS_CURRENT), False))
         return rows
 
+    def versions(self, keys: pa.Table) -> pa.Table:
+        return self._read("rows", keys)
+
     def tombstones(self, keys: pa.Table) -> pa.Table:
         return self._read("tombstones", keys)
 
@@ -217,7 +233,14 @@ class DeltaStore:
 
     # -- writing ---------------------------------------------------------------------------
 
-    def replace(self, part: Part, keys: pa.Table, rows: pa.Table, txn: Txn | None) -> None:
+    def replace(
+        self,
+        part: Part,
+        keys: pa.Table,
+        rows: pa.Table,
+        txn: Txn | None,
+        every_version: pa.Table | None = None,
+    ) -> None:
         from deltalake import CommitProperties, Transaction
         from deltalake.exceptions import CommitFailedError
 
@@ -228,25 +251,21 @@ class DeltaStore:
         rows = rows.select(schema.names).cast(schema)
         single = IS_CURRENT not in schema.names  # at most one row of a key
         gone = among(keys, rows.select(names), anti=True) if single else keys
-        doomed = pa.table(
-            {
-                f.name: gone.column(f.name).cast(f.type)
-                if f.name in names
-                else pa.nulls(gone.num_rows, f.type)
-                for f in schema
-            },
-            schema=schema,
-        )
+        every = every_version if every_version is not None else keys.slice(0, 0)
         source = pa.concat_tables(
             [
-                doomed.append_column(_ACTION, pa.array(["delete"] * doomed.num_rows, pa.string())),
+                _doomed(gone, schema, "delete"),
+                _doomed(every.select(names), schema, "delete all"),
                 rows.append_column(_ACTION, pa.array(["write"] * rows.num_rows, pa.string())),
             ]
         )
         action = f"s.{_quoted(_ACTION)}"
         on = " AND ".join(f"t.{_quoted(k)} = s.{_quoted(k)}" for k in names)
-        if not single:  # history: the current row goes, every new version comes
-            on += f" AND {action} = 'delete' AND t.{_quoted(IS_CURRENT)}"
+        if not single:  # history: the current row goes (every one, rebuilt), new versions come
+            on += (
+                f" AND (({action} = 'delete' AND t.{_quoted(IS_CURRENT)}) "
+                f"OR {action} = 'delete all')"
+            )
         commit = CommitProperties(
             # planned against the version read: a commit of another writer since then fails
             # this one (never retried on top of it, which would apply a stale plan)
@@ -262,7 +281,7 @@ class DeltaStore:
         )
         if single:  # a key's row is updated in place, or deleted
             merge = merge.when_matched_update(columns, predicate=f"{action} = 'write'")
-        merge = merge.when_matched_delete(predicate=f"{action} = 'delete'")
+        merge = merge.when_matched_delete(predicate=f"{action} IN ('delete', 'delete all')")
         merge = merge.when_not_matched_insert(columns, predicate=f"{action} = 'write'")
         try:
             merge.execute()

@@ -172,6 +172,9 @@ class IcebergStore:
         history = schema is not None and IS_CURRENT in schema.names
         return self._read("rows", keys, history, columns)
 
+    def versions(self, keys: pa.Table) -> pa.Table:
+        return self._read("rows", keys)
+
     def tombstones(self, keys: pa.Table) -> pa.Table:
         return self._read("tombstones", keys)
 

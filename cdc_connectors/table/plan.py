@@ -50,6 +50,7 @@ __all__ = [
     "Plan",
     "bookkeeping_fields",
     "needed",
+    "past_held",
     "plan",
     "tombstone_schema",
 ]
@@ -86,8 +87,15 @@ def bookkeeping_fields(mode: Mode, deletes: Deletes) -> list[pa.Field]:
 
 
 def tombstone_schema(schema: pa.Schema, keys: Sequence[str]) -> pa.Schema:
-    """A table of deleted keys and the order of their deletes."""
-    return pa.schema([*(schema.field(k) for k in keys), schema.field(STREAM), schema.field(OFFSET)])
+    """A table of deleted keys and the order and time of their deletes."""
+    return pa.schema(
+        [
+            *(schema.field(k) for k in keys),
+            schema.field(STREAM),
+            schema.field(OFFSET),
+            pa.field(AT, TIME),
+        ]
+    )
 
 
 def plan(
@@ -172,6 +180,21 @@ def _chosen(
     return ordered, flat, place, chosen
 
 
+def past_held(
+    changes: pa.Table, keys: list[str], rows: pa.Table, tombstones: pa.Table
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Whether each change is past what ``rows`` and ``tombstones`` hold of its key; the
+    index of the key's row and tombstone (-1: none)."""
+    at_row = _lookup(changes, rows, keys)
+    at_tomb = _lookup(changes, tombstones, keys)
+    row = _take(rows.select([STREAM, OFFSET]), at_row)
+    tomb = _take(tombstones.select([STREAM, OFFSET]), at_tomb)
+    order = changes.column(STREAM), changes.column(OFFSET)
+    newer = _later(*order, row.column(STREAM), row.column(OFFSET))
+    newer &= _later(*order, tomb.column(STREAM), tomb.column(OFFSET))
+    return newer, at_row, at_tomb
+
+
 def _later(
     stream_a: pa.Array, offset_a: pa.Array, stream_b: pa.Array, offset_b: pa.Array
 ) -> np.ndarray:
@@ -252,14 +275,7 @@ class _State:
     def _newer(self, changes: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Whether each change is past what the state holds of its key; the index of the
         key's row and tombstone (-1: none)."""
-        at_row = _lookup(changes, self.rows, self.keys)
-        at_tomb = _lookup(changes, self.tombstones, self.keys)
-        row = _take(self.rows.select([STREAM, OFFSET]), at_row)
-        tomb = _take(self.tombstones.select([STREAM, OFFSET]), at_tomb)
-        order = changes.column(STREAM), changes.column(OFFSET)
-        newer = _later(*order, row.column(STREAM), row.column(OFFSET))
-        newer &= _later(*order, tomb.column(STREAM), tomb.column(OFFSET))
-        return newer, at_row, at_tomb
+        return past_held(changes, self.keys, self.rows, self.tombstones)
 
     def apply(self, changes: pa.Table) -> None:
         """Apply one generation: at most one change per key."""

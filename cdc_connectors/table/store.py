@@ -100,6 +100,10 @@ class TableStore(Protocol):
         only ``columns``, if given."""
         ...
 
+    def versions(self, keys: pa.Table) -> pa.Table:
+        """Every row of ``keys``, current or not (history mode's versions)."""
+        ...
+
     def tombstones(self, keys: pa.Table) -> pa.Table:
         """The tombstones of ``keys``."""
         ...
@@ -108,6 +112,14 @@ class TableStore(Protocol):
         """The last version of ``app_id`` committed to ``part``."""
         ...
 
-    def replace(self, part: Part, keys: pa.Table, rows: pa.Table, txn: Txn | None) -> None:
-        """In one transaction of ``part``: the current rows of ``keys`` go, ``rows`` come."""
+    def replace(
+        self,
+        part: Part,
+        keys: pa.Table,
+        rows: pa.Table,
+        txn: Txn | None,
+        every_version: pa.Table | None = None,
+    ) -> None:
+        """In one transaction of ``part``: the current rows of ``keys`` go, and every row
+        of ``every_version``'s keys; ``rows`` come."""
         ...

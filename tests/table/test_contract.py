@@ -178,6 +178,70 @@ def test_history_keeps_every_version(make_store: Store) -> None:
     ]
 
 
+def _versions_of(store: Any) -> list[tuple[Any, ...]]:
+    """History rows as (id, status, from, to, current), times in seconds after EPOCH."""
+    found = rows(store, "id", "status", "_cdc_valid_from", "_cdc_valid_to", "_cdc_is_current")
+
+    def second(at: Any) -> int | None:
+        return None if at is None else int(at.timestamp()) - 1704067200
+
+    return sorted(
+        (
+            r["id"],
+            r["status"],
+            second(r["_cdc_valid_from"]),
+            second(r["_cdc_valid_to"]),
+            r["_cdc_is_current"],
+        )
+        for r in found
+    )
+
+
+def test_history_puts_a_late_change_in_its_place(make_store: Store) -> None:
+    """A change older than the key's current version is the past version it was."""
+    history = TableSettings(["id"], mode="history")
+    store = make_store()
+    apply_changes(
+        store,
+        batch([("create", 10, {"id": 1, "status": "a"}), ("update", 30, {"id": 1, "status": "c"})]),
+        history,
+    )
+    late = apply_changes(store, batch([("update", 20, {"id": 1, "status": "b"})]), history)
+    assert (late.applied, late.stale) == (1, 0)
+    assert _versions_of(store) == [
+        (1, "a", 10, 20, False),
+        (1, "b", 20, 30, False),
+        (1, "c", 30, None, True),
+    ]
+    replay = apply_changes(store, batch([("update", 20, {"id": 1, "status": "b"})]), history)
+    assert (replay.applied, replay.stale) == (0, 1)
+    # a late delete closes the version it followed; a late create before them all comes first
+    apply_changes(
+        store,
+        batch([("delete", 25, {"id": 1}), ("create", 5, {"id": 1, "status": "z"})]),
+        history,
+    )
+    assert _versions_of(store) == [
+        (1, "a", 10, 20, False),
+        (1, "b", 20, 25, False),
+        (1, "c", 30, None, True),
+        (1, "z", 5, 10, False),
+    ]
+    # after a delete already in the table: before it or after it, by its time
+    apply_changes(store, batch([("delete", 40, {"id": 1})]), history)
+    apply_changes(
+        store,
+        batch([("update", 35, {"id": 1, "status": "d"}), ("create", 50, {"id": 1, "status": "e"})]),
+        history,
+    )
+    assert _versions_of(store)[2:] == [
+        (1, "c", 30, 35, False),
+        (1, "d", 35, 40, False),
+        (1, "e", 50, None, True),
+        (1, "z", 5, 10, False),
+    ]
+
+
 def test_a_key_of_several_columns(make_store: Store) -> None:
     schema = pa.schema(
         [
@@ -240,10 +304,10 @@ def test_a_batch_killed_between_its_two_commits_completes_when_replayed(make_sto
     killed = make_store()
     real = killed.replace
 
-    def dies_on_tombstones(part: str, *args: Any) -> None:
+    def dies_on_tombstones(part: str, *args: Any, **kwargs: Any) -> None:
         if part == "tombstones":
             raise KeyboardInterrupt("killed")
-        real(part, *args)
+        real(part, *args, **kwargs)
 
     killed.replace = dies_on_tombstones
     with pytest.raises(KeyboardInterrupt):
@@ -419,10 +483,10 @@ def test_a_writer_whose_table_changed_since_it_read_fails_without_writing(
     racing = make_store()
     real = racing.replace
 
-    def another_writer_first(part: str, *args: Any) -> None:
+    def another_writer_first(part: str, *args: Any, **kwargs: Any) -> None:
         if part == "rows":  # another writer commits between this one's read and its commit
             apply_changes(make_store(), batch([("update", 9, {"id": 1, "status": "late"})]), KEYED)
-        real(part, *args)
+        real(part, *args, **kwargs)
 
     racing.replace = another_writer_first
     with pytest.raises(ConcurrentWrite, match="another writer changed the table"):

@@ -67,6 +67,27 @@ def model(changes: list[Change], deletes: str) -> dict[int, dict[str, Any]]:
     return table
 
 
+def history_model(changes: list[Change]) -> list[tuple[Any, ...]]:
+    """Every version the source's rows had: (id, status, amount, from, to, current), each
+    valid from its change until the key's next change (the offsets are the times)."""
+    versions: list[dict[str, Any]] = []
+    open_now: dict[int, dict[str, Any]] = {}
+    for change in changes:
+        op, offset, row = change[0], change[1], change[2]
+        before = open_now.pop(row["id"], None)
+        if before is not None:
+            before["to"], before["current"] = offset, False
+        if op != "delete":
+            version = {"id": row["id"], "status": row["status"], "amount": row["amount"]}
+            version.update({"from": offset, "to": None, "current": True})
+            versions.append(version)
+            open_now[row["id"]] = version
+    return sorted(
+        ((v["id"], v["status"], v["amount"], v["from"], v["to"], v["current"]) for v in versions),
+        key=_by_key_and_time,
+    )
+
+
 def cut(changes: list[Change], cuts: list[int]) -> list[list[Change]]:
     """The changes in consecutive batches, cut at ``cuts``."""
     points = sorted({c % (len(changes) + 1) for c in cuts} | {0, len(changes)})
@@ -100,23 +121,31 @@ def run(
 ) -> None:
     batches = cut(history, cuts)
     schedule = data.draw(deliveries(len(batches), late))
-    wanted = TableSettings(["id"], deletes=deletes)  # type: ignore[arg-type]
+    mode = "history" if deletes == "history" else "upsert"
+    deletes = "hard" if deletes == "history" else deletes
+    wanted = TableSettings(["id"], mode=mode, deletes=deletes)  # type: ignore[arg-type]
     with tempfile.TemporaryDirectory() as tmp:
         for number, streamed, kill in schedule:
             store = open_store(fmt, Path(tmp))
             if kill:
                 real = store.replace
 
-                def dies(part: str, *args: Any, _real: Any = real, _kill: str = kill) -> None:
+                def dies(
+                    part: str, *args: Any, _real: Any = real, _kill: str = kill, **kw: Any
+                ) -> None:
                     if part == _kill:
                         raise Killed(part)
-                    _real(part, *args)
+                    _real(part, *args, **kw)
 
                 store.replace = dies
             txn = Txn("stream", number) if streamed else None
             with contextlib.suppress(Killed):
                 apply_changes(store, batch(batches[number]), wanted, txn)
-        found = {r["id"]: r for r in rows(open_store(fmt, Path(tmp)))}
+        found_rows = rows(open_store(fmt, Path(tmp)))
+        found = {r["id"]: r for r in found_rows}
+    if mode == "history":
+        assert _seconds(found_rows) == history_model(history)
+        return
     expected = model(history, deletes)
     assert sorted(found) == sorted(expected)
     for key, row in expected.items():
@@ -141,6 +170,41 @@ def test_out_of_order_batches_replays_and_kills_end_in_the_sources_state(
     fmt: str, deletes: str, history: list[Change], cuts: list[int], data: st.DataObject
 ) -> None:
     run(fmt, deletes, history, cuts, data, late=True)
+
+
+def _seconds(found: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    def second(at: Any) -> int | None:
+        return None if at is None else int(at.timestamp()) - 1704067200
+
+    return sorted(
+        (
+            (
+                r["id"],
+                r["status"],
+                r["amount"],
+                second(r["_cdc_valid_from"]),
+                second(r["_cdc_valid_to"]),
+                r["_cdc_is_current"],
+            )
+            for r in found
+        ),
+        key=_by_key_and_time,
+    )
+
+
+def _by_key_and_time(version: tuple[Any, ...]) -> tuple[Any, ...]:
+    return version[0], version[3]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@settings(max_examples=examples(15), deadline=None)
+@given(
+    history=histories(partial=False), cuts=st.lists(st.integers(0, 30), max_size=5), data=st.data()
+)
+def test_history_after_out_of_order_batches_replays_and_kills_is_every_version(
+    fmt: str, history: list[Change], cuts: list[int], data: st.DataObject
+) -> None:
+    run(fmt, "history", history, cuts, data, late=True)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

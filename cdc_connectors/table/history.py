@@ -1,0 +1,197 @@
+"""History mode's late changes: a change older than a key's current version becomes the
+past version it was, instead of being left.
+
+The planner (:mod:`.plan`) applies changes past what the table holds of a key. In
+``history`` mode a change that arrives late (older, by the source's order, than the key's
+current version or its delete) still happened: the key's versions are rebuilt with it in
+its place. Each version keeps its values and order; validity is recomputed along the
+chain (a version is valid until the next one starts, or until a delete closes it). A
+delete already in the table is known by the gap it left (a version closed with no version
+starting then): a late change goes before it when it happened before it. A change whose
+order a version already has is a replay and changes nothing. Only keys with a late change
+are rebuilt, and every version of them is replaced in the same transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from cdc_connectors.table.layout import (
+    AT,
+    IS_CURRENT,
+    OFFSET,
+    OP,
+    STREAM,
+    UNSET,
+    VALID_FROM,
+    VALID_TO,
+)
+from cdc_connectors.table.plan import past_held, tombstone_schema
+
+__all__ = ["Rebuilt", "late_keys", "rebuild"]
+
+
+@dataclass(frozen=True)
+class Rebuilt:
+    """Every version of the rebuilt keys, their tombstones, and what the changes did."""
+
+    rows: pa.Table
+    tombstones: pa.Table
+    applied: int
+    stale: int
+
+
+def late_keys(
+    changes: pa.Table, keys: list[str], current: pa.Table, tombstones: pa.Table
+) -> pa.Table:
+    """The keys with a change not past their current version or their tombstone."""
+    if changes.num_rows == 0:
+        return changes.select(keys)
+    past = past_held(changes, keys, current, tombstones)[0]
+    late = changes.filter(pa.array(~past)).select(keys)
+    return late.group_by(keys, use_threads=False).aggregate([])
+
+
+def rebuild(
+    versions: pa.Table,
+    changes: pa.Table,
+    tombstones: pa.Table,
+    keys: list[str],
+    schema: pa.Schema,
+) -> Rebuilt:
+    """The versions of the keys of ``changes``, rebuilt from the table's (``versions``,
+    every one of them) and the changes (module docstring)."""
+    own = [n for n in schema.names if not n.startswith("_cdc_")]
+    grouped: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for row in versions.select(schema.names).to_pylist():
+        grouped.setdefault(tuple(row[k] for k in keys), []).append(row)
+    graves = {tuple(r[k] for k in keys): r for r in tombstones.to_pylist()}
+    lacking = [n for n in own if n not in changes.column_names]
+    order = np.lexsort(
+        (np.arange(changes.num_rows), changes.column(OFFSET).to_numpy(), _ranks(changes))
+    )
+    pending: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for change in changes.take(pa.array(order, pa.int64())).to_pylist():
+        pending.setdefault(tuple(change[k] for k in keys), []).append(change)
+    out: list[dict[str, Any]] = []
+    graves_out: list[dict[str, Any]] = []
+    applied = stale = 0
+    for key, key_changes in pending.items():
+        events = _events(sorted(grouped.get(key, []), key=_order))
+        grave = graves.get(key)
+        if grave is not None:  # the last delete: it closes what came before it
+            _insert(events, {**grave, OP: "delete"}, None)
+        for change in key_changes:
+            if _insert(events, change, grave):
+                applied += 1
+            else:
+                stale += 1
+        out.extend(_replay(events, own, lacking))
+        deletes = [c for c in key_changes if c[OP] == "delete"]
+        if grave is not None:
+            deletes.append(grave)
+        if deletes:
+            last = max(deletes, key=_order)
+            graves_out.append(
+                {**dict(zip(keys, key, strict=True)), **{n: last[n] for n in (STREAM, OFFSET, AT)}}
+            )
+    rows = pa.Table.from_pylist(out, schema=schema)
+    tomb_schema = tombstone_schema(schema, keys)
+    return Rebuilt(rows, pa.Table.from_pylist(graves_out, schema=tomb_schema), applied, stale)
+
+
+def _ranks(changes: pa.Table) -> np.ndarray:
+    """Each change's stream as a number that sorts as the stream's text."""
+    streams = changes.column(STREAM).to_pylist()
+    ranked = {s: i for i, s in enumerate(sorted(set(streams)))}
+    return np.array([ranked[s] for s in streams], dtype=np.int64)
+
+
+def _order(row: dict[str, Any]) -> tuple[str, int]:
+    return row[STREAM], row[OFFSET]
+
+
+def _events(versions: list[dict[str, Any]]) -> list[tuple[str, Any]]:
+    """A key's versions, oldest first, and the deletes that closed them (``gone``, known by
+    their time alone)."""
+    events: list[tuple[str, Any]] = []
+    for index, version in enumerate(versions):
+        events.append(("version", version))
+        following = versions[index + 1] if index + 1 < len(versions) else None
+        closed = version[VALID_TO]
+        if closed is not None and (following is None or following[VALID_FROM] != closed):
+            events.append(("gone", closed))
+    return events
+
+
+def _insert(events: list[tuple[str, Any]], change: dict[str, Any], grave: Any) -> bool:
+    """Put ``change`` in its place among the key's events; False for a replay."""
+    order = _order(change)
+    if grave is not None and _order(grave) == order:
+        return False
+    place = 0
+    for index, (kind, item) in enumerate(events):
+        if kind == "gone":
+            if (
+                place == index
+                and item is not None
+                and change[AT] is not None
+                and item <= change[AT]
+            ):
+                place = index + 1  # the delete came before the change
+            continue
+        if _order(item) == order:
+            return False
+        if _order(item) < order:
+            place = index + 1
+    events.insert(place, ("change", change))
+    return True
+
+
+def _replay(
+    events: list[tuple[str, Any]], own: list[str], lacking: list[str]
+) -> list[dict[str, Any]]:
+    """The versions the events make, each valid until the next event of the key."""
+    out: list[dict[str, Any]] = []
+    current: dict[str, Any] | None = None
+    for kind, item in events:
+        if kind == "gone" or (kind == "change" and item[OP] == "delete"):
+            if current is not None:
+                current[VALID_TO] = item if kind == "gone" else item[AT]
+                current[IS_CURRENT] = False
+                current = None
+            continue
+        if kind == "version":
+            version = dict(item)
+            start = version[VALID_FROM]
+        else:
+            version = _version_of(item, own, lacking, current)
+            start = item[AT]
+        if current is not None:
+            current[VALID_TO] = start
+            current[IS_CURRENT] = False
+        version[VALID_FROM], version[VALID_TO], version[IS_CURRENT] = start, None, True
+        out.append(version)
+        current = version
+    return out
+
+
+def _version_of(
+    change: dict[str, Any], own: list[str], lacking: list[str], before: dict[str, Any] | None
+) -> dict[str, Any]:
+    """A change's row: columns it leaves unset keep the version before it's values."""
+    unset = set(change.get(UNSET) or [])
+    if change[OP] == "update":
+        unset.update(lacking)
+    version = {}
+    for name in own:
+        if name in unset:
+            version[name] = before.get(name) if before is not None else None
+        else:
+            version[name] = change.get(name)
+    version[STREAM], version[OFFSET] = change[STREAM], change[OFFSET]
+    return version
