@@ -121,9 +121,23 @@ def one_line(exc: BaseException) -> str:
             module, name, message = found[-1]
             line = message if module.startswith("cdc_connectors.") else f"{name}: {message}"
     if not line:
+        line = _java_cause(text)
+    if not line:
         line = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
     line = _OUR_ERRORS.sub("", line)  # their messages name the connector already
     return line if len(line) <= 400 else line[:397] + "..."
+
+
+def _java_cause(text: str) -> str:
+    """The innermost Java exception of a JVM error's text (py4j's ``: ...`` line and its
+    ``Caused by: ...`` lines), or ``""``."""
+    found = ""
+    for raw in text.splitlines():
+        if raw.startswith("Caused by: "):
+            found = raw[len("Caused by: ") :].strip()
+        elif raw.startswith(": ") and not found:
+            found = raw[2:].strip()
+    return found
 
 
 def _setting_error(exc: BaseException) -> str | None:
