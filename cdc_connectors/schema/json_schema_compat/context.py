@@ -106,7 +106,7 @@ PairCompare = Callable[["Context"], None]
 
 
 @dataclass
-class _Shared:
+class Shared:
     """What every context of one comparison shares: results by pair, pairs under way."""
 
     seed: dict[Pair, list[Difference]]
@@ -119,7 +119,7 @@ class _Shared:
 class Context:
     """The path being compared and the differences found under it."""
 
-    def __init__(self, shared: _Shared, path: list[str] | None = None):
+    def __init__(self, shared: Shared, path: list[str] | None = None):
         self.shared = shared
         self.path = list(path or [])
         self.differences: list[Difference] = []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cdc_connectors.schema.json_schema_compat import arrays, combined, objects, scalars
-from cdc_connectors.schema.json_schema_compat.context import Context, Difference, _Shared
+from cdc_connectors.schema.json_schema_compat.context import Context, Difference, Shared
 from cdc_connectors.schema.json_schema_compat.model import (
     ArrayNode,
     CombinedNode,
@@ -29,7 +29,7 @@ def differences(original: Node, update: Node) -> list[Difference]:
     """
     seed: dict[tuple[int, int], list[Difference]] = {}
     while True:
-        ctx = Context(_Shared(seed))
+        ctx = Context(Shared(seed))
         compare(ctx, original, update)
         found = ctx.incompatible_pairs()
         if not ctx.shared.assumed or found.keys() == seed.keys():
