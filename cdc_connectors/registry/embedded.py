@@ -1364,7 +1364,9 @@ class EmbeddedRegistry(SchemaRegistry):
             self._writable(db, subject)
             versions = [int(v) for v, deleted in rows if permanent or not deleted]
             for number in versions:
-                others = {s for s, _ in self._referrers(db, subject, number, permanent)} - {subject}
+                # as Confluent's: only live referrers hold a subject (a soft-deleted one
+                # does not keep it from being removed for good)
+                others = {s for s, _ in self._referrers(db, subject, number, False)} - {subject}
                 if others:
                     raise errors.reference_exists(subject, number)
             if permanent:

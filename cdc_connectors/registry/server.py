@@ -420,6 +420,10 @@ class _Api:
         return _registered_dict(registered)
 
     def lookup(self, request: Request, body: bytes) -> Any:
+        parsed = _json_body(body)
+        text = parsed.get("schema") if isinstance(parsed, dict) else None
+        if isinstance(text, str) and not text.strip():
+            raise errors.schema_not_found()  # Confluent's answer: no such schema
         schema, _, _ = _schema_body(body)
         registered = self.registry.lookup_schema(
             request.path_params["subject"],

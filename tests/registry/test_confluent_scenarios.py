@@ -303,9 +303,10 @@ SCENARIOS: dict[str, list[Step]] = {
         ("POST", V.format("pg-v"), body('"int"'), 200, {}),
         ("GET", V.format("pg-v") + "?offset=1", None, 200, {"=": [2]}),
     ],
-    "a lookup of an unknown schema is 40403": [
+    "a lookup of an unknown or empty schema is 40403": [
         ("POST", V.format("lk1"), body(rec("L1", "a")), 200, {}),
         ("POST", "/subjects/lk1", body(rec("L1", "b")), 404, {"error_code": 40403}),
+        ("POST", "/subjects/lk1", body(""), 404, {"error_code": 40403}),
     ],
 }
 

@@ -202,3 +202,17 @@ def test_latest_references_over_http_are_stored_pinned(app_server: InProcessServ
         status, _, answer = http("DELETE", u + path)
         assert (status, answer["error_code"]) == (422, 42206), path
     assert http("GET", f"{u}/schemas/ids/{registered['id']}?format=serialized")[0] == 200
+
+
+def test_a_soft_deleted_referrer_does_not_hold_a_subject_being_removed_for_good(
+    registry: SchemaRegistry,
+):
+    registry.register_schema("address", ADDRESS)
+    registry.register_schema("customers-value", customer())
+    registry.delete_subject("customers-value")
+    assert registry.delete_subject("address") == [1]
+    assert registry.delete_subject("address", permanent=True) == [1]
+    # what referred to it now names a version that is gone
+    with pytest.raises(SchemaRegistryError) as e:
+        registry.register_schema("orders-value", customer())
+    assert e.value.error_code == 42201
