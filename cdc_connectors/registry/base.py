@@ -126,6 +126,20 @@ class SchemaRegistry(SchemaRegistryClient, ABC):
         """The global config, or a subject's (40408 if unset and not ``default_to_global``)."""
 
     @abstractmethod
+    def config_document(
+        self, subject_name: str | None = None, *, default_to_global: bool = False
+    ) -> dict[str, Any]:
+        """The config as ``GET /config`` answers it: ``compatibilityLevel`` and the other
+        fields set (``alias``, ``validateFields``, ``compatibilityGroup``, ...)."""
+
+    @abstractmethod
+    def update_config(
+        self, subject_name: str | None, level: str | None, changes: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Set the level (when given) and the config fields ``changes`` names (``None``
+        removes one); the config as ``PUT /config`` answers it."""
+
+    @abstractmethod
     def get_mode(self, subject_name: str | None, *, default_to_global: bool = False) -> str:
         """A subject's mode (40409 if unset and not ``default_to_global``); None: the global one."""
 

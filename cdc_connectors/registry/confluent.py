@@ -436,6 +436,20 @@ class ConfluentRegistry(SchemaRegistry):
         result: Any = super().set_config(subject_name, config)
         return ServerConfig.from_dict(result) if isinstance(result, dict) else result
 
+    def config_document(
+        self, subject_name: str | None = None, *, default_to_global: bool = False
+    ) -> dict[str, Any]:
+        path = "config" if subject_name is None else f"config/{_quote(subject_name)}"
+        query = {"defaultToGlobal": "true"} if default_to_global else None
+        return dict(self._rest_client.get(path, query))
+
+    def update_config(
+        self, subject_name: str | None, level: str | None, changes: dict[str, Any]
+    ) -> dict[str, Any]:
+        path = "config" if subject_name is None else f"config/{_quote(subject_name)}"
+        body = {**({} if level is None else {"compatibility": level}), **changes}
+        return dict(self._rest_client.put(path, body))
+
     def get_mode(self, subject_name: str | None, *, default_to_global: bool = False) -> str:
         path = "mode" if subject_name is None else f"mode/{_quote(subject_name)}"
         query = {"defaultToGlobal": "true"} if default_to_global else None

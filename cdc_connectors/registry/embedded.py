@@ -17,7 +17,9 @@ one is refused (ValueError naming it) rather than ignored.
 
 As Confluent's registry: a reference to version ``-1`` (latest) is stored pinned to the
 version it resolved to, and a schema id no subject version uses any more (live or
-soft-deleted) is no schema (40403).
+soft-deleted) is no schema (40403). A schema's metadata is kept with it and is part of its
+identity; config fields beyond the level (aliases, reserved fields, compatibility groups,
+default and override metadata) are :mod:`cdc_connectors.registry.settings`'s.
 
 The class is a ``confluent_kafka.schema_registry.SchemaRegistryClient`` that never talks HTTP,
 so confluent-kafka's serializers and deserializers take it as they take the client.
@@ -41,10 +43,11 @@ from urllib.parse import unquote, urlparse
 import orjson
 from confluent_kafka.schema_registry.common.schema_registry_client import (
     ConfigCompatibilityLevel,
+    Metadata,
     _SchemaCache,
 )
 
-from cdc_connectors.registry import compatibility, errors
+from cdc_connectors.registry import compatibility, errors, settings
 from cdc_connectors.registry.base import (
     DEFAULT_LEVEL,
     DEFAULT_MODE,
@@ -79,7 +82,8 @@ CREATE TABLE IF NOT EXISTS schemas (
     schema_type TEXT NOT NULL,
     schema      TEXT NOT NULL,
     refs        TEXT NOT NULL,
-    guid        TEXT NOT NULL
+    guid        TEXT NOT NULL,
+    metadata    TEXT
 );
 CREATE TABLE IF NOT EXISTS versions (
     subject   TEXT NOT NULL,
@@ -97,10 +101,14 @@ CREATE TABLE IF NOT EXISTS modes (
     scope TEXT PRIMARY KEY,
     mode  TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS config_fields (
+    scope  TEXT PRIMARY KEY,
+    fields TEXT NOT NULL
+);
 """
 _ROW = (
-    "SELECT v.version, s.id, s.schema_type, s.schema, s.refs, s.guid, v.deleted, v.subject "
-    "FROM versions v "
+    "SELECT v.version, s.id, s.schema_type, s.schema, s.refs, s.guid, v.deleted, v.subject, "
+    "s.metadata FROM versions v "
     "JOIN schemas s ON s.id = v.schema_id"
 )
 # (subject, version) of a reference, and the versions whose schema holds it
@@ -138,9 +146,9 @@ def _is_latest(ref: SchemaReference) -> bool:
 
 
 def _page(items: list[T], offset: int = 0, limit: int = -1) -> list[T]:
-    """Confluent's paging: skip ``offset``, then at most ``limit`` (all when negative)."""
+    """Confluent's paging: skip ``offset``, then at most ``limit`` (all when 0 or less)."""
     items = items[max(offset, 0) :]
-    return items if limit < 0 else items[:limit]
+    return items if limit <= 0 else items[:limit]
 
 
 def _schema_call(fn: Callable[..., T], *args: Any) -> T:
@@ -399,6 +407,56 @@ def _config_level(config: ServerConfig) -> str | None:
     return given[0] if given else None
 
 
+def _add_metadata_column(db: sqlite3.Connection) -> None:
+    """Give a store written before schema metadata was kept its column for it."""
+    columns = {str(r[1]) for r in db.execute("PRAGMA table_info(schemas)")}
+    if "metadata" not in columns:
+        db.execute("ALTER TABLE schemas ADD COLUMN metadata TEXT")
+
+
+def _metadata_json(metadata: dict[str, Any] | None) -> str | None:
+    return None if metadata is None else orjson.dumps(metadata).decode()
+
+
+def _metadata_from_json(text: object) -> dict[str, Any] | None:
+    return None if text is None else settings.metadata_dict(orjson.loads(str(text)))
+
+
+def _schema_of(schema_type: object, text: object, refs: object, metadata: object = None) -> Schema:
+    """A stored schema as confluent-kafka's type, its metadata with it."""
+    meta = _metadata_from_json(metadata)
+    return Schema(
+        str(text),
+        str(schema_type),
+        _refs_from_json(str(refs)),
+        metadata=None if meta is None else Metadata.from_dict(meta),
+    )
+
+
+def requested_metadata(schema: Schema) -> dict[str, Any] | None:
+    """The metadata a schema carries, in canonical form (``None`` for none)."""
+    metadata = getattr(schema, "metadata", None)
+    if metadata is None:
+        return None
+    return settings.metadata_dict(metadata.to_dict() if hasattr(metadata, "to_dict") else metadata)
+
+
+def _server_config(document: dict[str, Any]) -> ServerConfig:
+    """A REST config document as confluent-kafka's ``ServerConfig`` (what it can hold)."""
+    level = document.get("compatibilityLevel")
+
+    def metadata(key: str) -> Metadata | None:
+        value = document.get(key)
+        return None if value is None else Metadata.from_dict(value)
+
+    return ServerConfig(
+        compatibility_level=None if level is None else ConfigCompatibilityLevel(level),
+        compatibility_group=document.get("compatibilityGroup"),
+        default_metadata=metadata("defaultMetadata"),
+        override_metadata=metadata("overrideMetadata"),
+    )
+
+
 @dataclass(frozen=True)
 class _Setting:
     """A setting held globally and per subject (compatibility level, mode) in one table."""
@@ -451,6 +509,7 @@ class EmbeddedRegistry(SchemaRegistry):
         self._db, self._lock, self._named = opened.db, opened.lock, opened.key
         self._label, self._read_only = opened.label, opened.read_only
         self._closed = False
+        self._row_sql, self._has_fields = _ROW, True
         try:
             if self._read_only:
                 self._check_tables()
@@ -459,6 +518,7 @@ class EmbeddedRegistry(SchemaRegistry):
                     for statement in _DDL.split(";"):
                         if statement.strip():
                             db.execute(statement)
+                    _add_metadata_column(db)
                     self._upgrade_identities(db)
         except sqlite3.DatabaseError as exc:
             self.close()
@@ -487,15 +547,16 @@ class EmbeddedRegistry(SchemaRegistry):
         if db.execute("PRAGMA user_version").fetchone()[0] >= IDENTITY_RULE:
             return
         rows = db.execute(
-            "SELECT id, schema_type, schema, refs, fingerprint FROM schemas ORDER BY id"
+            "SELECT id, schema_type, schema, refs, fingerprint, metadata FROM schemas ORDER BY id"
         ).fetchall()
         # out of the way first: an old fingerprint may equal another schema's new one
         db.execute("UPDATE schemas SET fingerprint = 'upgrading:' || id")
         taken: set[str] = set()
-        for schema_id, schema_type, text, refs, old in rows:
+        for schema_id, schema_type, text, refs, old, metadata in rows:
             schema = Schema(str(text), str(schema_type), _refs_from_json(str(refs)))
             try:
-                fingerprint, _, pinned = self._identify(db, schema)
+                content, _, pinned = self._identify(db, schema)
+                fingerprint = content + settings.metadata_hash(_metadata_from_json(metadata))
             except errors.SchemaRegistryError:
                 fingerprint = str(old)  # no longer valid: it keeps the fingerprint it had
             else:
@@ -521,6 +582,12 @@ class EmbeddedRegistry(SchemaRegistry):
                 f"{self._label} is read-only and holds no registry (no {' or '.join(missing)} "
                 "table): point --registry at a registry store, or make this one writable"
             )
+        # a store written before schema metadata and config fields were kept has neither
+        self._has_fields = "config_fields" in tables
+        with self._lock:
+            columns = {str(r[1]) for r in self._db.execute("PRAGMA table_info(schemas)")}
+        if "metadata" not in columns:
+            self._row_sql = _ROW.replace("s.metadata", "NULL")
 
     def _backend_error(self, exc: sqlite3.Error) -> errors.SchemaRegistryError:
         """Confluent's server fault (500, 50001) for a store that failed a request."""
@@ -601,11 +668,11 @@ class EmbeddedRegistry(SchemaRegistry):
 
     @staticmethod
     def _registered(row: Row) -> RegisteredSchema:
-        version, schema_id, schema_type, text, refs, guid, _, subject = row
+        version, schema_id, schema_type, text, refs, guid, _, subject, metadata = row
         return RegisteredSchema(
             schema_id=int(schema_id),
             guid=str(guid),
-            schema=Schema(str(text), str(schema_type), _refs_from_json(str(refs))),
+            schema=_schema_of(schema_type, text, refs, metadata),
             subject=str(subject),
             version=int(version),
         )
@@ -621,10 +688,10 @@ class EmbeddedRegistry(SchemaRegistry):
         number = version_number(version)
         live = "" if deleted else " AND v.deleted = 0"
         if number == LATEST:
-            sql = f"{_ROW} WHERE v.subject = ?{live} ORDER BY v.version DESC LIMIT 1"
+            sql = f"{self._row_sql} WHERE v.subject = ?{live} ORDER BY v.version DESC LIMIT 1"
             row = db.execute(sql, (subject,)).fetchone()
         else:
-            sql = f"{_ROW} WHERE v.subject = ? AND v.version = ?{live}"
+            sql = f"{self._row_sql} WHERE v.subject = ? AND v.version = ?{live}"
             row = db.execute(sql, (subject, number)).fetchone()
         if row is None:
             if not self._has_subject(db, subject, deleted):
@@ -646,6 +713,40 @@ class EmbeddedRegistry(SchemaRegistry):
                 raise errors.not_permitted("The registry is in read-only mode")
             raise errors.not_permitted(f"Subject {subject} is in read-only mode")
         return mode
+
+    def _own_fields(self, db: sqlite3.Connection, subject: str | None) -> dict[str, Any]:
+        """The config fields set for ``subject`` itself (None: the global ones)."""
+        if not self._has_fields:
+            return {}
+        row = db.execute(
+            "SELECT fields FROM config_fields WHERE scope = ?", (_scope(subject),)
+        ).fetchone()
+        return {} if row is None else dict(orjson.loads(str(row[0])))
+
+    def _put_fields(
+        self, db: sqlite3.Connection, subject: str | None, fields: dict[str, Any]
+    ) -> None:
+        if not fields:
+            db.execute("DELETE FROM config_fields WHERE scope = ?", (_scope(subject),))
+            return
+        db.execute(
+            "INSERT INTO config_fields (scope, fields) VALUES (?, ?) "
+            "ON CONFLICT(scope) DO UPDATE SET fields = excluded.fields",
+            (_scope(subject), orjson.dumps(fields).decode()),
+        )
+
+    def _config_fields(self, db: sqlite3.Connection, subject: str | None) -> dict[str, Any]:
+        """The config fields that apply to ``subject``: its own over the global ones."""
+        global_fields = self._own_fields(db, None)
+        if subject is None:
+            return global_fields
+        return settings.merged_config(global_fields, self._own_fields(db, subject))
+
+    def _aliased(self, db: sqlite3.Connection, subject: str) -> str:
+        """The subject ``subject`` stands for: its config's alias, else itself (an alias of
+        an alias is not followed, as Confluent's)."""
+        alias = self._own_fields(db, subject).get("alias")
+        return alias if isinstance(alias, str) and alias else subject
 
     # --- references, parsing and identity ------------------------------------------------
 
@@ -765,7 +866,7 @@ class EmbeddedRegistry(SchemaRegistry):
                 )
                 text = protobuf.serialized(compiled)
             self._serialized[schema_id] = text
-        return Schema(text, schema.schema_type, schema.references)
+        return Schema(text, schema.schema_type, schema.references, metadata=schema.metadata)
 
     def _in_format(self, registered: RegisteredSchema, fmt: str | None) -> RegisteredSchema:
         schema = self._formatted(int(registered.schema_id or 0), registered.schema, fmt)
@@ -803,95 +904,168 @@ class EmbeddedRegistry(SchemaRegistry):
         if version is not None and version_number(version) == LATEST:
             version = None
         with self._read() as db:
-            fingerprint, resolved, schema = self._identify(db, schema)
+            content, resolved, schema = self._identify(db, schema)
         parsed = self._parse(schema, resolved)  # outside the write lock: may compile Protobuf
-        schema_type = schema.schema_type or "AVRO"
         with self._write() as db:
+            subject = self._aliased(db, subject)
             mode = self._writable(db, subject)
             if schema_id is not None and mode != "IMPORT":
                 raise errors.not_permitted(f"Subject {subject} is not in import mode")
             if schema_id is None and mode != "READWRITE":
                 raise errors.not_permitted(f"Subject {subject} is not in read-write mode")
+            config = self._config_fields(db, subject)
+            metadata = self._new_metadata(db, subject, requested_metadata(schema), config)
+            fingerprint = content + settings.metadata_hash(metadata)
             row = db.execute(
                 "SELECT id FROM schemas WHERE fingerprint = ?", (fingerprint,)
             ).fetchone()
             found = None if row is None else int(row[0])
             if schema_id is not None:
-                self._check_imported_id(db, schema_id, fingerprint, found)
-            if found is not None and version is None:
-                same = db.execute(
-                    f"{_ROW} WHERE v.subject = ? AND v.schema_id = ? AND v.deleted = 0 "
-                    "ORDER BY v.version LIMIT 1",
-                    (subject, found),
-                ).fetchone()
-                if same is not None:
-                    return self._registered(same)
-            top = int(
-                db.execute(
-                    "SELECT coalesce(max(version), 0) FROM versions WHERE subject = ?", (subject,)
-                ).fetchone()[0]
-            )
-            if version is not None and version != top + 1:
-                if mode != "IMPORT":
-                    raise errors.invalid_schema("Version is not one more than previous version")
-                existing = self._imported_version(db, subject, version, found)
-                if existing is not None:
-                    return existing
+                found = self._check_imported_id(db, schema_id, fingerprint, found)
+            existing, number = self._existing(db, subject, found, version, mode)
+            if existing is not None:
+                return existing
             if mode != "IMPORT":
-                self._check_compatible(db, subject, parsed)
+                self._check_compatible(db, subject, parsed, metadata, config)
             if found is None:
-                found = self._insert_schema(db, schema, schema_id, fingerprint, schema_type)
-            number = top + 1 if version is None else version
+                found = self._insert_schema(db, schema, schema_id, fingerprint, metadata)
             db.execute(
                 "INSERT INTO versions (subject, version, schema_id) VALUES (?, ?, ?)",
                 (subject, number, found),
             )
             return self._registered(self._row(db, subject, number, deleted=False))
 
+    def _new_metadata(
+        self,
+        db: sqlite3.Connection,
+        subject: str,
+        requested: dict[str, Any] | None,
+        config: dict[str, Any],
+    ) -> dict[str, Any] | None:
+        """The metadata a schema registered under ``subject`` gets (:mod:`settings`)."""
+        latest = self._latest_live(db, subject)
+        previous = None if latest is None else _metadata_from_json(latest[8])
+        return settings.effective_metadata(requested, previous, config)
+
+    def _latest_live(self, db: sqlite3.Connection, subject: str) -> Row | None:
+        row = db.execute(
+            f"{self._row_sql} WHERE v.subject = ? AND v.deleted = 0 "
+            "ORDER BY v.version DESC LIMIT 1",
+            (subject,),
+        ).fetchone()
+        return None if row is None else tuple(row)
+
+    def _existing(
+        self,
+        db: sqlite3.Connection,
+        subject: str,
+        found: int | None,
+        version: int | None,
+        mode: str,
+    ) -> tuple[RegisteredSchema | None, int]:
+        """The version already holding a registration (the schema ``found`` under the
+        subject, or an imported version that exists), else ``None`` and the new number."""
+        if found is not None and version is None:
+            same = db.execute(
+                f"{self._row_sql} WHERE v.subject = ? AND v.schema_id = ? AND v.deleted = 0 "
+                "ORDER BY v.version LIMIT 1",
+                (subject, found),
+            ).fetchone()
+            if same is not None:
+                return self._registered(tuple(same)), 0
+        top = int(
+            db.execute(
+                "SELECT coalesce(max(version), 0) FROM versions WHERE subject = ?", (subject,)
+            ).fetchone()[0]
+        )
+        if version is None or version == top + 1:
+            return None, top + 1
+        if mode != "IMPORT":
+            raise errors.invalid_schema("Version is not one more than previous version")
+        return self._imported_version(db, subject, version), version
+
     def _check_imported_id(
         self, db: sqlite3.Connection, schema_id: int, fingerprint: str, found: int | None
-    ) -> None:
-        """Refuse an imported schema id that another schema has, or a schema registered
-        under another id already."""
+    ) -> int | None:
+        """The id an imported schema keeps: refused when another schema has ``schema_id``, or
+        the schema is registered under another id already. As Confluent's, an id no version
+        uses any more is free: the schema it held (this one or another) lets it go."""
         taken = db.execute("SELECT fingerprint FROM schemas WHERE id = ?", (schema_id,)).fetchone()
-        if taken is not None and taken[0] != fingerprint:
+        if taken is not None and taken[0] != fingerprint and not self._release(db, schema_id):
             raise errors.not_permitted(
                 f"Overwrite new schema with id {schema_id} is not permitted."
             )
         if found is not None and found != schema_id:
-            raise errors.not_permitted(
-                f"The schema is registered with id {found}; it cannot take id {schema_id}"
-            )
+            if not self._release(db, found):
+                raise errors.not_permitted(
+                    f"The schema is registered with id {found}; it cannot take id {schema_id}"
+                )
+            return None
+        return found
+
+    def _release(self, db: sqlite3.Connection, schema_id: int) -> bool:
+        """Remove a schema no version uses (live or soft-deleted); False if one does."""
+        if db.execute("SELECT 1 FROM versions WHERE schema_id = ?", (schema_id,)).fetchone():
+            return False
+        guid = self._by_id.pop(schema_id, (None, None))[1]
+        self._by_guid.pop(str(guid), None)
+        self._serialized.pop(schema_id, None)
+        db.execute("DELETE FROM schemas WHERE id = ?", (schema_id,))
+        return True
 
     def _imported_version(
-        self, db: sqlite3.Connection, subject: str, version: int, found: int | None
+        self, db: sqlite3.Connection, subject: str, version: int
     ) -> RegisteredSchema | None:
-        """An imported version that exists: itself when it holds the schema (``found``),
-        refused when it holds another; ``None`` when it does not exist yet."""
+        """An imported version that exists already, as it is (Confluent's answer, whatever
+        schema the import names); ``None`` when it does not exist yet."""
         existing = db.execute(
-            f"{_ROW} WHERE v.subject = ? AND v.version = ?", (subject, version)
+            f"{self._row_sql} WHERE v.subject = ? AND v.version = ?", (subject, version)
         ).fetchone()
-        if existing is None:
-            return None
-        if found is not None and int(existing[1]) == found:
-            return self._registered(existing)
-        raise errors.not_permitted(
-            f"Version {version} of subject {subject} exists with another schema"
-        )
+        return None if existing is None else self._registered(tuple(existing))
 
     def _check_compatible(
-        self, db: sqlite3.Connection, subject: str, parsed: languages.ParsedSchema
+        self,
+        db: sqlite3.Connection,
+        subject: str,
+        parsed: languages.ParsedSchema,
+        metadata: dict[str, Any] | None,
+        config: dict[str, Any],
     ) -> None:
-        """Refuse (409) a schema incompatible with the subject's versions at its level."""
+        """Refuse (409) a schema incompatible with the subject's versions at its level (those
+        of its compatibility group), or breaking its reserved fields."""
         earlier = db.execute(
-            f"{_ROW} WHERE v.subject = ? AND v.deleted = 0 ORDER BY v.version", (subject,)
+            f"{self._row_sql} WHERE v.subject = ? AND v.deleted = 0 ORDER BY v.version", (subject,)
         ).fetchall()
-        level = self._level(db, subject)
-        if level != "NONE" and earlier:
-            old = [self._parse_row(db, tuple(r)) for r in earlier]
-            problems = self._check(level, parsed, old)
-            if problems:
-                raise errors.incompatible(subject, problems)
+        problems = self._problems(
+            db, self._level(db, subject), parsed, metadata, config, [tuple(r) for r in earlier]
+        )
+        if problems:
+            raise errors.incompatible(subject, problems)
+
+    def _problems(
+        self,
+        db: sqlite3.Connection,
+        level: str,
+        parsed: languages.ParsedSchema,
+        metadata: dict[str, Any] | None,
+        config: dict[str, Any],
+        earlier: list[Row],
+        *,
+        latest_only: bool = False,
+    ) -> list[str]:
+        """Why a schema with ``metadata`` cannot follow the ``earlier`` versions (the latest
+        of them in its compatibility group with ``latest_only``)."""
+        problems: list[str] = []
+        if config.get("validateFields"):
+            previous = _metadata_from_json(earlier[-1][8]) if earlier else None
+            problems += settings.reserved_problems(parsed, metadata, previous)
+        group = config.get("compatibilityGroup")
+        rows = [r for r in earlier if settings.in_group(group, metadata, _metadata_from_json(r[8]))]
+        if latest_only:
+            rows = rows[-1:]
+        if level != "NONE" and rows:
+            problems += self._check(level, parsed, [self._parse_row(db, r) for r in rows])
+        return problems
 
     def _insert_schema(
         self,
@@ -899,22 +1073,23 @@ class EmbeddedRegistry(SchemaRegistry):
         schema: Schema,
         schema_id: int | None,
         fingerprint: str,
-        schema_type: str,
+        metadata: dict[str, Any] | None,
     ) -> int:
         """Store a new schema (its references still there: they may have been removed
         since they were resolved); its id."""
         for ref in schema.references or []:
             self._reference_row(db, ref, pin=False)
         cursor = db.execute(
-            "INSERT INTO schemas (id, fingerprint, schema_type, schema, refs, guid) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO schemas (id, fingerprint, schema_type, schema, refs, guid, metadata) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
             (
                 schema_id,
                 fingerprint,
-                schema_type,
+                schema.schema_type or "AVRO",
                 schema.schema_str,
                 _refs_json(schema.references),
                 str(uuid.uuid5(uuid.NAMESPACE_OID, fingerprint)),
+                _metadata_json(metadata),
             ),
         )
         return int(cursor.lastrowid or 0)
@@ -938,15 +1113,16 @@ class EmbeddedRegistry(SchemaRegistry):
             raise errors.schema_not_found(schema_id)
         with self._locked():
             # as Confluent's: an id no version uses (live or soft-deleted) is no schema
+            metadata = "s.metadata" if "s.metadata" in self._row_sql else "NULL"
             row = self._db.execute(
-                "SELECT schema_type, schema, refs, guid FROM schemas WHERE id = ? "
-                "AND EXISTS (SELECT 1 FROM versions WHERE schema_id = ?)",
+                f"SELECT s.schema_type, s.schema, s.refs, s.guid, {metadata} FROM schemas s "
+                "WHERE s.id = ? AND EXISTS (SELECT 1 FROM versions WHERE schema_id = ?)",
                 (schema_id, schema_id),
             ).fetchone()
         if row is None:
             raise errors.schema_not_found(schema_id)
-        kind, text, refs, guid = row
-        found = (Schema(str(text), str(kind), _refs_from_json(str(refs))), str(guid))
+        kind, text, refs, guid, meta = row
+        found = (_schema_of(kind, text, refs, meta), str(guid))
         self._by_id[schema_id] = found
         self._by_guid[str(guid)] = schema_id
         return found
@@ -992,7 +1168,8 @@ class EmbeddedRegistry(SchemaRegistry):
         fmt: str | None = None,
     ) -> RegisteredSchema:
         with self._read() as db:
-            registered = self._registered(self._row(db, subject_name, version, deleted))
+            subject = self._aliased(db, subject_name)
+            registered = self._registered(self._row(db, subject, version, deleted))
         return self._in_format(registered, fmt)
 
     def get_latest_version(self, subject_name: str, fmt: str | None = None) -> RegisteredSchema:
@@ -1018,15 +1195,25 @@ class EmbeddedRegistry(SchemaRegistry):
         fmt: str | None = None,
         deleted: bool = False,
     ) -> RegisteredSchema:
+        """The version of ``subject_name`` holding ``schema``; a schema without metadata
+        matches the first version with its content, whatever that version's metadata."""
         with self._read() as db:
-            if not self._has_subject(db, subject_name, deleted):
-                raise errors.subject_not_found(subject_name)
-            fingerprint, _, _ = self._identify(db, schema)
+            subject = self._aliased(db, subject_name)
+            if not self._has_subject(db, subject, deleted):
+                raise errors.subject_not_found(subject)
+            content, _, _ = self._identify(db, schema)
             live = "" if deleted else " AND v.deleted = 0"
+            requested = requested_metadata(schema)
+            if requested is None:
+                match = "(s.fingerprint = ? OR s.fingerprint LIKE ?)"
+                params: tuple[str, ...] = (content, content + "+m%")
+            else:
+                config = self._config_fields(db, subject)
+                metadata = settings.effective_metadata(requested, None, config)
+                match, params = "s.fingerprint = ?", (content + settings.metadata_hash(metadata),)
             row = db.execute(
-                f"{_ROW} WHERE v.subject = ? AND s.fingerprint = ?{live} "
-                "ORDER BY v.version LIMIT 1",
-                (subject_name, fingerprint),
+                f"{self._row_sql} WHERE v.subject = ? AND {match}{live} ORDER BY v.version LIMIT 1",
+                (subject, *params),
             ).fetchone()
             if row is None:
                 raise errors.schema_not_found()
@@ -1059,6 +1246,7 @@ class EmbeddedRegistry(SchemaRegistry):
     ) -> list[int]:
         where = " AND deleted = 1" if deleted_only else "" if deleted else " AND deleted = 0"
         with self._read() as db:
+            subject_name = self._aliased(db, subject_name)
             if not self._has_subject(db, subject_name, deleted or deleted_only):
                 raise errors.subject_not_found(subject_name)
             rows = db.execute(
@@ -1117,7 +1305,8 @@ class EmbeddedRegistry(SchemaRegistry):
     ) -> list[RegisteredSchema]:
         live = "" if deleted else " WHERE v.deleted = 0"
         with self._locked():
-            rows = self._db.execute(f"{_ROW}{live} ORDER BY v.subject, v.version").fetchall()
+            sql = f"{self._row_sql}{live} ORDER BY v.subject, v.version"
+            rows = self._db.execute(sql).fetchall()
         found: list[RegisteredSchema] = []
         for row in rows:
             if not str(row[7]).startswith(subject_prefix):
@@ -1175,7 +1364,9 @@ class EmbeddedRegistry(SchemaRegistry):
             self._writable(db, subject)
             versions = [int(v) for v, deleted in rows if permanent or not deleted]
             for number in versions:
-                others = {s for s, _ in self._referrers(db, subject, number, permanent)} - {subject}
+                # as Confluent's: only live referrers hold a subject (a soft-deleted one
+                # does not keep it from being removed for good)
+                others = {s for s, _ in self._referrers(db, subject, number, False)} - {subject}
                 if others:
                     raise errors.reference_exists(subject, number)
             if permanent:
@@ -1243,47 +1434,78 @@ class EmbeddedRegistry(SchemaRegistry):
     def get_config(
         self, subject_name: str | None = None, *, default_to_global: bool = False
     ) -> ServerConfig:
-        level = self.get_compatibility(subject_name, default_to_global=default_to_global)
-        return ServerConfig(compatibility_level=ConfigCompatibilityLevel(level))
+        document = self.config_document(subject_name, default_to_global=default_to_global)
+        return _server_config(document)
+
+    def config_document(
+        self, subject_name: str | None = None, *, default_to_global: bool = False
+    ) -> dict[str, Any]:
+        """The config as Confluent's REST API answers it: ``compatibilityLevel`` and the other
+        fields set; a subject's own (40408 if it has none) or, with ``default_to_global``,
+        its own merged over the global one."""
+        with self._read() as db:
+            if subject_name is None or default_to_global:
+                level: str | None = self._level(db, subject_name)
+                fields = self._config_fields(db, subject_name)
+            else:
+                level, fields = _LEVEL.own(db, subject_name), self._own_fields(db, subject_name)
+                if level is None and not fields:
+                    raise errors.subject_level_config_not_found(subject_name)
+        return {**({} if level is None else {"compatibilityLevel": level}), **fields}
+
+    def update_config(
+        self, subject_name: str | None, level: str | None, changes: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Set the level (when given) and the fields ``changes`` names (``None`` removes one,
+        :func:`settings.config_changes`); the scope's config as ``PUT /config`` answers it.
+        42205 while the subject (or, for the global config, the registry) is read-only."""
+        if level is not None and level.upper() not in LEVELS:
+            raise errors.invalid_compatibility_level(level)
+        changes = settings.config_changes(changes)
+        with self._write() as db:
+            self._writable(db, subject_name)
+            if level is not None:
+                _LEVEL.put(db, subject_name, level.upper())
+            fields = settings.updated_config(self._own_fields(db, subject_name), changes)
+            if changes:
+                self._put_fields(db, subject_name, fields)
+            current = self._level(db, subject_name)
+        return {"compatibility": current, **fields}
 
     def set_config(
         self, subject_name: str | None = None, config: ServerConfig | None = None
     ) -> ServerConfig:
         """Set the compatibility level (``compatibility`` or ``compatibility_level``: 42203
-        when they differ); a config without one answers the current config."""
+        when they differ), the compatibility group and the default and override metadata;
+        a config setting none of them answers the current config. Rule sets are refused."""
         if config is None:
             raise ValueError("config must be set")
-        others = (
-            config.compatibility_group,
-            config.default_metadata,
-            config.override_metadata,
-            config.default_rule_set,
-            config.override_rule_set,
-        )
-        if any(o is not None for o in others):
-            raise errors.unprocessable(
-                "Only the compatibility level can be configured in this registry"
-            )
-        level = _config_level(config)
-        if level is not None:
-            self.set_compatibility(subject_name, level)
-        else:
-            with self._read() as db:
-                self._writable(db, subject_name)  # as Confluent's: refused when read-only
-        current = self.get_compatibility(subject_name, default_to_global=True)
-        return ServerConfig(compatibility=ConfigCompatibilityLevel(current))
+        if config.default_rule_set is not None or config.override_rule_set is not None:
+            raise errors.unprocessable("this registry keeps no rule sets")
+        changes: dict[str, Any] = {}
+        if config.compatibility_group is not None:
+            changes["compatibilityGroup"] = config.compatibility_group
+        for key, value in (
+            ("defaultMetadata", config.default_metadata),
+            ("overrideMetadata", config.override_metadata),
+        ):
+            if value is not None:
+                changes[key] = settings.metadata_dict(value.to_dict(), key)
+        self.update_config(subject_name, _config_level(config), changes)
+        return self.get_config(subject_name, default_to_global=True)
 
     def delete_config(self, subject_name: str | None = None) -> ServerConfig:
-        """Remove a subject's level (40401 if none), or reset the global one; the removed one.
-
-        42205 while the subject (or, for the global level, the registry) is read-only.
+        """Remove a subject's config (40401 if none), or reset the global one; the removed
+        level. 42205 while the subject (or, for the global config, the registry) is read-only.
         """
         with self._write() as db:
             removed = _LEVEL.own(db, subject_name)
-            if removed is None and subject_name is not None:
+            fields = self._own_fields(db, subject_name)
+            if removed is None and not fields and subject_name is not None:
                 raise errors.subject_not_found(subject_name)
             self._writable(db, subject_name)
             _LEVEL.remove(db, subject_name)
+            self._put_fields(db, subject_name, {})
         level = removed or DEFAULT_LEVEL
         return ServerConfig(compatibility_level=ConfigCompatibilityLevel(level))
 
@@ -1296,29 +1518,33 @@ class EmbeddedRegistry(SchemaRegistry):
     ) -> list[str]:
         number = None if version is None else version_number(version)
         with self._read() as db:
+            subject = self._aliased(db, subject_name)
             self._checked_type(schema)
             schema = self._pinned(db, schema)
             parsed = self._parse(schema, self._resolve(db, schema.references))
-            level = self._level(db, subject_name)
-            if number is None:
+            config = self._config_fields(db, subject)
+            metadata = self._new_metadata(db, subject, requested_metadata(schema), config)
+            if number is None or number == LATEST:
                 rows = db.execute(
-                    f"{_ROW} WHERE v.subject = ? AND v.deleted = 0 ORDER BY v.version",
-                    (subject_name,),
-                ).fetchall()
-            elif number == LATEST:
-                rows = db.execute(
-                    f"{_ROW} WHERE v.subject = ? AND v.deleted = 0 ORDER BY v.version DESC LIMIT 1",
-                    (subject_name,),
+                    f"{self._row_sql} WHERE v.subject = ? AND v.deleted = 0 ORDER BY v.version",
+                    (subject,),
                 ).fetchall()
             else:
                 rows = db.execute(
-                    f"{_ROW} WHERE v.subject = ? AND v.version = ? AND v.deleted = 0",
-                    (subject_name, number),
+                    f"{self._row_sql} WHERE v.subject = ? AND v.version = ? AND v.deleted = 0",
+                    (subject, number),
                 ).fetchall()
                 if not rows:
                     raise errors.version_not_found(number)
-            earlier = [self._parse_row(db, tuple(r)) for r in rows]
-        return self._check(level, parsed, earlier)
+            return self._problems(
+                db,
+                self._level(db, subject),
+                parsed,
+                metadata,
+                config,
+                [tuple(r) for r in rows],
+                latest_only=number == LATEST,
+            )
 
     def test_compatibility(
         self,

@@ -127,7 +127,7 @@ def reference_exists(subject: str, version: int) -> SchemaRegistryError:
 def incompatible(subject: str, problems: list[str]) -> SchemaRegistryError:
     return SchemaRegistryError(
         409,
-        40901,
+        409,
         f'Schema being registered is incompatible with an earlier schema for subject "{subject}", '
         f"details: {problems}",
     )

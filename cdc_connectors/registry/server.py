@@ -23,9 +23,7 @@ from typing import Any, Literal
 from urllib.parse import unquote, unquote_to_bytes
 
 import orjson
-from confluent_kafka.schema_registry.common.schema_registry_client import (
-    ConfigCompatibilityLevel,
-)
+from confluent_kafka.schema_registry.common.schema_registry_client import Metadata
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -36,7 +34,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from cdc_connectors.options import parse_bool
-from cdc_connectors.registry import errors, guards
+from cdc_connectors.registry import errors, guards, settings
 from cdc_connectors.registry.base import (
     LATEST,
     LEVELS,
@@ -159,19 +157,9 @@ def _optional_int(body: dict[str, Any], key: str) -> int | None:
     return value if value >= 0 else None
 
 
-#: The keys of Confluent's ``ConfigUpdateRequest`` besides the level, and the fields of
-#: ``ServerConfig`` they are; the registry decides whether it takes them.
-_CONFIG_KEYS = {
-    "compatibilityGroup": "compatibility_group",
-    "defaultMetadata": "default_metadata",
-    "overrideMetadata": "override_metadata",
-    "defaultRuleSet": "default_rule_set",
-    "overrideRuleSet": "override_rule_set",
-}
-
-
-def _config_body(raw: bytes) -> ServerConfig:
-    """The config of a ``PUT /config`` body.
+def _config_body(raw: bytes) -> tuple[str | None, dict[str, Any]]:
+    """The level a ``PUT /config`` body sets, and the other fields it sets or removes
+    (:func:`~cdc_connectors.registry.settings.config_changes`).
 
     The level is ``compatibility``, as Confluent's ``ConfigUpdateRequest`` reads it, or
     ``compatibilityLevel``, which confluent-kafka's ``set_config`` sends for a
@@ -195,10 +183,7 @@ def _config_body(raw: bytes) -> ServerConfig:
             f"{levels['compatibilityLevel']} differ"
         )
     level = levels.get("compatibility") or levels.get("compatibilityLevel")
-    others = {field: parsed.get(key) for key, field in _CONFIG_KEYS.items()}
-    return ServerConfig(
-        compatibility=None if level is None else ConfigCompatibilityLevel(level), **others
-    )
+    return level, settings.config_changes(parsed)
 
 
 def _schema_body(raw: bytes) -> tuple[Schema, int | None, int | None]:
@@ -224,7 +209,14 @@ def _schema_body(raw: bytes) -> tuple[Schema, int | None, int | None]:
     if not isinstance(schema_type, str):
         raise errors.invalid_schema(f"unknown schema type {schema_type!r}")
     version = _optional_int(body, "version")
-    return Schema(text, schema_type, references), _optional_int(body, "id"), version or None
+    metadata = settings.metadata_dict(body.get("metadata"))
+    schema = Schema(
+        text,
+        schema_type,
+        references,
+        metadata=None if metadata is None else Metadata.from_dict(metadata),
+    )
+    return schema, _optional_int(body, "id"), version or None
 
 
 # --- response bodies ------------------------------------------------------------------------
@@ -236,6 +228,9 @@ def _schema_dict(schema: Schema) -> dict[str, Any]:
         out["references"] = [
             {"name": r.name, "subject": r.subject, "version": r.version} for r in schema.references
         ]
+    metadata = schema.metadata
+    if metadata is not None:
+        out["metadata"] = settings.metadata_dict(metadata.to_dict())
     return out
 
 
@@ -425,6 +420,10 @@ class _Api:
         return _registered_dict(registered)
 
     def lookup(self, request: Request, body: bytes) -> Any:
+        parsed = _json_body(body)
+        text = parsed.get("schema") if isinstance(parsed, dict) else None
+        if isinstance(text, str) and not text.strip():
+            raise errors.schema_not_found()  # Confluent's answer: no such schema
         schema, _, _ = _schema_body(body)
         registered = self.registry.lookup_schema(
             request.path_params["subject"],
@@ -450,15 +449,15 @@ class _Api:
     def config(self, request: Request, body: bytes) -> Any:
         subject = request.path_params.get("subject")
         if request.method == "PUT":
-            # without a level, nothing changes, but it is refused as a change would be
+            # without a change, nothing changes, but it is refused as a change would be
             # (read-only mode); Confluent answers the scope's config as it now is
-            return {"compatibility": _level(self.registry.set_config(subject, _config_body(body)))}
+            level, changes = _config_body(body)
+            return self.registry.update_config(subject, level, changes)
         if request.method == "DELETE":
             return {"compatibilityLevel": _level(self.registry.delete_config(subject))}
-        level = self.registry.get_compatibility(
+        return self.registry.config_document(
             subject, default_to_global=_flag(request, "defaultToGlobal")
         )
-        return {"compatibilityLevel": level}
 
     def mode(self, request: Request, body: bytes) -> Any:
         subject = request.path_params.get("subject")

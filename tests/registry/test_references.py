@@ -80,7 +80,10 @@ def test_referencedby_endpoint_and_a_referenced_delete_over_http(app_server: InP
     status, _, registered = http("POST", f"{u}/subjects/customers-value/versions", body)
     assert status == 200
     assert http("GET", f"{u}/subjects/address/versions/1/referencedby")[2] == [registered["id"]]
-    assert http("GET", f"{u}/subjects/address/versions/latest/referencedby?limit=0")[2] == []
+    # limit=0 is no limit, as Confluent's
+    latest = f"{u}/subjects/address/versions/latest/referencedby"
+    assert http("GET", f"{latest}?limit=0")[2] == [registered["id"]]
+    assert http("GET", f"{latest}?offset=1")[2] == []
     for path in ("/subjects/address", "/subjects/address/versions/1"):
         status, _, answer = http("DELETE", u + path)
         assert (status, answer["error_code"]) == (422, 42206), path
@@ -199,3 +202,17 @@ def test_latest_references_over_http_are_stored_pinned(app_server: InProcessServ
         status, _, answer = http("DELETE", u + path)
         assert (status, answer["error_code"]) == (422, 42206), path
     assert http("GET", f"{u}/schemas/ids/{registered['id']}?format=serialized")[0] == 200
+
+
+def test_a_soft_deleted_referrer_does_not_hold_a_subject_being_removed_for_good(
+    registry: SchemaRegistry,
+):
+    registry.register_schema("address", ADDRESS)
+    registry.register_schema("customers-value", customer())
+    registry.delete_subject("customers-value")
+    assert registry.delete_subject("address") == [1]
+    assert registry.delete_subject("address", permanent=True) == [1]
+    # what referred to it now names a version that is gone
+    with pytest.raises(SchemaRegistryError) as e:
+        registry.register_schema("orders-value", customer())
+    assert e.value.error_code == 42201
