@@ -453,8 +453,8 @@ BOTH_WAYS = (
     "convert-errors-is-a-directory",
 )
 BOTH_WAYS_JUNK = (
-    "opencdc-proto-to-debezium-json-random-100",
-    "debezium-json-to-avro-kv-deep-object",
+    "opencdc-proto-to-json-schema-random-100",
+    "debezium-json-to-opencdc-proto-kv-deep-object",
     "avro-fail-fast-random",
 )
 
