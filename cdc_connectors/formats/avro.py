@@ -137,6 +137,19 @@ class SchemaRowFormat(Format):
         state["_store"] = state["_decoder"] = None  # registries are opened where used
         return state
 
+    def _current_schema(self, subject: str) -> Resolved | None:
+        """The subject's latest version of this format's schema type, asked once per run;
+        ``None`` for a new subject (or one of another type)."""
+        if subject not in self._current:
+            try:
+                latest: Resolved | None = self.store.latest(subject)
+            except UnknownSchema:
+                latest = None
+            if latest is not None and latest.schema_type != self.schema_type:
+                latest = None
+            self._current[subject] = latest
+        return self._current[subject]
+
     # --- writing ---------------------------------------------------------------------------
 
     def encode(self, record: Record) -> Message:
@@ -375,18 +388,6 @@ class AvroFormat(SchemaRowFormat):
         if named not in self._named:
             self._named[named] = named_avro_record(self.store, named)
         return self._named[named]
-
-    def _current_schema(self, subject: str) -> Resolved | None:
-        """The subject's latest version, asked once per run; ``None`` for a new subject."""
-        if subject not in self._current:
-            try:
-                latest: Resolved | None = self.store.latest(subject)
-            except UnknownSchema:
-                latest = None
-            if latest is not None and latest.schema_type != "AVRO":
-                latest = None
-            self._current[subject] = latest
-        return self._current[subject]
 
     def encode_row(
         self,

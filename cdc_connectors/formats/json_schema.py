@@ -35,7 +35,7 @@ from cdc_connectors.formats.base import FormatOptionError
 from cdc_connectors.opencdc import CodecError, Record
 from cdc_connectors.registry.serde import compiled_json as _compiled
 from cdc_connectors.registry.serde import read_json
-from cdc_connectors.registry.store import Resolved, UnknownSchema
+from cdc_connectors.registry.store import Resolved
 from cdc_connectors.schema import avro_values, framing, json_values
 from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.schema.json_schema import parse as parse_json_schema
@@ -85,18 +85,6 @@ class JsonSchemaFormat(SchemaRowFormat):
         found = self.store.register(subject, inferred, "JSON")
         self._current[subject] = found
         return found
-
-    def _current_schema(self, subject: str) -> Resolved | None:
-        """The subject's latest JSON Schema, asked once per run; ``None`` for none."""
-        if subject not in self._current:
-            try:
-                latest: Resolved | None = self.store.latest(subject)
-            except UnknownSchema:
-                latest = None
-            if latest is not None and latest.schema_type != "JSON":
-                latest = None
-            self._current[subject] = latest
-        return self._current[subject]
 
     def encode_row(
         self,

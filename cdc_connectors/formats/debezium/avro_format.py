@@ -59,7 +59,7 @@ import orjson
 
 from cdc_connectors.formats.avro import named_avro_record
 from cdc_connectors.formats.base import FormatOptionError, Message
-from cdc_connectors.formats.debezium.json_format import DebeziumJsonFormat
+from cdc_connectors.formats.debezium.json_format import READING_OPTIONS, DebeziumJsonFormat
 from cdc_connectors.opencdc import CodecError, Operation, Record
 from cdc_connectors.opencdc.metadata import Metadata
 from cdc_connectors.registry.store import Resolved
@@ -95,10 +95,7 @@ class DebeziumAvroFormat(DebeziumJsonFormat):
     name = "debezium-avro"
     binary = True
     options: ClassVar[Mapping[str, str]] = {
-        "tombstones": "skip (default): count and skip null values; delete: a key-only delete",
-        "truncate": "error (default) or skip: what a truncate event (op 't') becomes",
-        "message": "error (default) or skip: what a logical decoding message (op 'm') becomes",
-        "key.fields": "comma-separated columns that make the key when a message has no key",
+        **READING_OPTIONS,
         "topic": "writing: the topic the subjects are named after (default: the collection)",
         "subject.strategy": "writing: topic (default), record or topic-record",
     }

@@ -117,6 +117,15 @@ _LEAN_STEPS = ("decode", "records_from_envelope", "_operation", "_tombstone", "_
 _HOOKS = (*_LEAN_STEPS, "collection_of", "key_of", "extra_metadata")
 
 
+#: The reading options every Debezium event format has.
+READING_OPTIONS: Mapping[str, str] = {
+    "tombstones": "skip (default): count and skip null values; delete: a key-only delete",
+    "truncate": "error (default) or skip: what a truncate event (op 't') becomes",
+    "message": "error (default) or skip: what a logical decoding message (op 'm') becomes",
+    "key.fields": "comma-separated columns that make the key when a message has no key",
+}
+
+
 class DebeziumJsonFormat(EnvelopeWriter, KafkaKeys):
     """Debezium change events as JSON (module docstring): reading here, writing in
     :class:`~cdc_connectors.formats.debezium.encode.EnvelopeWriter`, records' keys in
@@ -127,13 +136,10 @@ class DebeziumJsonFormat(EnvelopeWriter, KafkaKeys):
     #: What the dialect writes (:class:`Envelope`); dialects set their own.
     envelope: ClassVar[Envelope] = Envelope()
     options: ClassVar[Mapping[str, str]] = {
-        "tombstones": "skip (default): count and skip null values; delete: a key-only delete",
-        "truncate": "error (default) or skip: what a truncate event (op 't') becomes",
-        "message": "error (default) or skip: what a logical decoding message (op 'm') becomes",
+        **READING_OPTIONS,
         "schemas.enable": "writing: wrap key and value in {schema, payload} (default: false)",
         "subject.strategy": "conduit (default: <collection>.payload / .key), topic, record or "
         "topic-record; the topic is the collection",
-        "key.fields": "comma-separated columns that make the key when a message has no key",
     }
 
     def configure(self) -> None:

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from cdc_connectors.formats.base import FormatOptionError, Message
-from cdc_connectors.formats.debezium.json_format import DebeziumJsonFormat
+from cdc_connectors.formats.debezium.json_format import READING_OPTIONS, DebeziumJsonFormat
 from cdc_connectors.opencdc import CodecError, Record
 from cdc_connectors.registry.serde import compiled_json
 from cdc_connectors.registry.store import Resolved, SchemaStore
@@ -36,12 +36,7 @@ class DebeziumJsonSchemaFormat(DebeziumJsonFormat):
     name = "debezium-json-schema"
     binary = True
     writable = False
-    options: ClassVar[Mapping[str, str]] = {
-        "tombstones": "skip (default): count and skip null values; delete: a key-only delete",
-        "truncate": "error (default) or skip: what a truncate event (op 't') becomes",
-        "message": "error (default) or skip: what a logical decoding message (op 'm') becomes",
-        "key.fields": "comma-separated columns that make the key when a message has no key",
-    }
+    options: ClassVar[Mapping[str, str]] = READING_OPTIONS
 
     def configure(self) -> None:
         if not self.registry_url:
