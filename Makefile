@@ -72,6 +72,7 @@ test: setup $(JVM_ARCHIVE)
 check: setup
 	$(PYTEST) -m "not spark and not slow" --hypothesis-profile=check || $(NO_TESTS)
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 bench: setup
 	$(BIN)/python -m bench

@@ -33,6 +33,7 @@ import orjson
 from cdc_connectors.formats.avro import SchemaRowFormat
 from cdc_connectors.formats.base import FormatOptionError
 from cdc_connectors.opencdc import CodecError, Record
+from cdc_connectors.opencdc.json_codec import json_default
 from cdc_connectors.registry.serde import compiled_json as _compiled
 from cdc_connectors.registry.serde import read_json
 from cdc_connectors.registry.store import Resolved
@@ -118,7 +119,7 @@ class JsonSchemaFormat(SchemaRowFormat):
 
 def _plain(data: Any) -> Any:
     """``data`` as a reader of its JSON sees it (bytes as base64 text)."""
-    return orjson.loads(orjson.dumps(data, default=json_values.json_default))
+    return orjson.loads(orjson.dumps(data, default=json_default))
 
 
 def _title(text: str) -> str | None:

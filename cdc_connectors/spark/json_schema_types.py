@@ -102,7 +102,8 @@ class _Walk:
                 return _TEXT
             inner = self.shape(items, seen)
             return Shape(ArrayType(inner.spark, True), _list_of(inner.convert))
-        return _SCALARS.get(kind, lambda s: _TEXT)(schema)
+        scalar = _SCALARS.get(kind)
+        return _TEXT if scalar is None else scalar(schema)
 
     def _object(self, schema: dict[str, Any], seen: tuple[str, ...]) -> Shape:
         properties = schema.get("properties")
@@ -169,9 +170,10 @@ def _string(schema: dict[str, Any]) -> Shape:
 
 
 def _integer(schema: dict[str, Any]) -> Shape:
-    connect = schema.get("connect.type")
+    found = schema.get("connect.type")
+    connect = found if isinstance(found, str) else None
     bound = _BOUNDS.get(connect, 2**63)
-    spark = _INTEGERS.get(connect, LongType())
+    spark = _INTEGERS.get(connect, LongType()) if connect is not None else LongType()
 
     def convert(value: Any, place: str) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or not -bound <= value < bound:

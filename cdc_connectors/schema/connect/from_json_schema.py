@@ -43,7 +43,9 @@ class _Convert:
     def __init__(self, root: Any):
         self.root = root
 
-    def block(self, schema: Any, place: str, optional: bool, seen: tuple[str, ...]) -> dict:
+    def block(
+        self, schema: Any, place: str, optional: bool, seen: tuple[str, ...]
+    ) -> dict[str, Any]:
         if not isinstance(schema, dict) or not schema:
             raise SchemaError(f"{place}: a free value has no Connect schema here")
         ref = schema.get("$ref")
@@ -78,7 +80,9 @@ class _Convert:
             block["doc"] = schema["description"]
         return block
 
-    def _typed(self, schema: dict, kind: Any, place: str, seen: tuple[str, ...]) -> dict:
+    def _typed(
+        self, schema: dict[str, Any], kind: Any, place: str, seen: tuple[str, ...]
+    ) -> dict[str, Any]:
         connect = schema.get("connect.type")
         if kind == "boolean":
             return {"type": "boolean"}
@@ -94,7 +98,7 @@ class _Convert:
             return self._object(schema, place, seen)
         raise SchemaError(f"{place}: type {kind!r} has no Connect schema here")
 
-    def _array(self, schema: dict, place: str, seen: tuple[str, ...]) -> dict:
+    def _array(self, schema: dict[str, Any], place: str, seen: tuple[str, ...]) -> dict[str, Any]:
         items = schema.get("items")
         if not isinstance(items, dict):
             raise SchemaError(f"{place}: an array without one items schema has no Connect schema")
@@ -107,7 +111,7 @@ class _Convert:
             }
         return {"type": "array", "items": self.block(items, f"{place}/items", False, seen)}
 
-    def _object(self, schema: dict, place: str, seen: tuple[str, ...]) -> dict:
+    def _object(self, schema: dict[str, Any], place: str, seen: tuple[str, ...]) -> dict[str, Any]:
         if schema.get("connect.type") == "map":
             values = schema.get("additionalProperties")
             return {
@@ -126,7 +130,7 @@ class _Convert:
             fields.append({**field, "field": name})
         return {"type": "struct", "fields": fields}
 
-    def _nullable(self, members: list[Any], place: str, seen: tuple[str, ...]) -> dict:
+    def _nullable(self, members: list[Any], place: str, seen: tuple[str, ...]) -> dict[str, Any]:
         others = [m for m in members if not (isinstance(m, dict) and m.get("type") == "null")]
         if len(others) != 1:
             raise SchemaError(f"{place}: a union of {len(others)} schemas has no Connect schema")
