@@ -69,9 +69,14 @@ class JsonSchemaFormat(SchemaRowFormat):
                 continue
             try:
                 parse_json_schema(text)
+                json_values.Validated(text, (), "the schema").problems(None)
             except SchemaError as exc:
                 raise FormatOptionError(
                     f"format {self.name!r} option {option!r}: not a JSON Schema: {exc}"
+                ) from None
+            except CodecError as exc:  # a $ref to nothing: no value could be checked
+                raise FormatOptionError(
+                    f"format {self.name!r} option {option!r}: {exc.reason}"
                 ) from None
 
     def _schema_for(self, record: Record, part: Part, data: dict[str, Any]) -> Resolved:

@@ -48,6 +48,13 @@ class SchemaRejected(CodecError):
     """The registry refused to register a record's schema (incompatible or invalid)."""
 
 
+class RegistryReadOnly(SchemaRejected):
+    """The registry (or the subject) is in read-only mode: it registers nothing."""
+
+
+_NOT_PERMITTED = 42205
+
+
 @dataclass(frozen=True, eq=False)
 class Resolved:
     """One registered schema with the text of every schema it references."""
@@ -243,7 +250,8 @@ class SchemaStore:
             registered = self.registry.register_schema_full_response(subject, schema)
         except SchemaRegistryError as exc:
             if exc.http_status_code in (_CONFLICT, _INVALID):
-                raise SchemaRejected(
+                kind = RegistryReadOnly if exc.error_code == _NOT_PERMITTED else SchemaRejected
+                raise kind(
                     f"the registry refused this schema under subject {subject!r}: "
                     f"{exc.error_message}"
                 ) from None

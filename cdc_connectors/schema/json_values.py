@@ -56,7 +56,7 @@ class Validated:
         try:
             self.check = draft(self.schema, retriever=retrieve)
         except (ValueError, jsonschema_rs.ReferencingError) as exc:
-            raise CodecError(f"{label} cannot validate: {' '.join(str(exc).split())}") from None
+            raise CodecError(f"{label} cannot validate: {_first_line(exc)}") from None
 
     def problems(self, value: Any) -> str | None:
         """Where ``value`` does not match the schema (the first few places), or ``None``."""
@@ -69,6 +69,14 @@ class Validated:
             if len(found) == _SHOWN:
                 break
         return "; ".join(found)
+
+
+def _first_line(exc: BaseException) -> str:
+    """A validator's refusal, without what it adds about the instance it never saw."""
+    text = " ".join(str(exc).split())
+    for cut in (" Failed validating", ": ValueError:"):
+        text = text.split(cut, 1)[0]
+    return text
 
 
 def _draft(schema: Any) -> Any:

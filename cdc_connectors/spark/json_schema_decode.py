@@ -41,8 +41,9 @@ class JsonSchemaColumnDecoder(AvroColumnDecoder):
             raise ValueError(f"{reader.label()}: {exc}") from None
         if not isinstance(shape.spark, StructType):
             raise ValueError(
-                f"{reader.label()} is a JSON Schema of {shape.spark.simpleString()} values: "
-                "expand reads JSON Schemas of objects with properties"
+                f"{reader.label()} describes no object with properties (its values would be "
+                f"{shape.spark.simpleString()}): expand reads JSON Schemas of objects with "
+                "properties"
             )
         self.shape = shape
         self.spark_type = shape.spark

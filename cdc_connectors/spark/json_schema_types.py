@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import re
 from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
@@ -192,6 +193,8 @@ def _number(schema: dict[str, Any]) -> Shape:
         number = float(value)
         if isinstance(value, Decimal) or (isinstance(value, int) and int(number) != value):
             raise ValueError(f"at {place}: {value} has more digits than a double holds")
+        if single and not _fits_float32(number):
+            raise ValueError(f"at {place}: {value} is not a float (32 bits) exactly")
         return number
 
     return Shape(FloatType() if single else DoubleType(), convert)
@@ -214,12 +217,36 @@ _SCALARS: dict[Any, Callable[[dict[str, Any]], Shape]] = {
 }
 
 
+def _fits_float32(number: float) -> bool:
+    """Whether a float (32 bits) reads back as ``number`` (as a Java ``float`` printed to
+    JSON, ``0.1``, does; ``16777217`` and ``3.4e39`` do not)."""
+    import numpy as np
+
+    with np.errstate(over="ignore"):
+        single = np.float32(number)
+    exact = float(single) == number  # the float itself, or the text a float prints as
+    return bool(np.isfinite(single)) and (exact or float(str(single)) == number)
+
+
+_FRACTION = re.compile(r"\.(\d+)")
+
+
 def _timestamp(value: Any, place: str) -> dt.datetime:
     try:
         found = dt.datetime.fromisoformat(value)
     except (TypeError, ValueError):
         raise ValueError(f"at {place}: {value!r} is not an ISO 8601 date-time") from None
-    return found if found.tzinfo is not None else found.replace(tzinfo=dt.UTC)
+    digits = _FRACTION.search(value)
+    if digits is not None and len(digits.group(1).rstrip("0")) > 6:
+        raise ValueError(f"at {place}: {value!r} is finer than the microseconds a timestamp holds")
+    found = found if found.tzinfo is not None else found.replace(tzinfo=dt.UTC)
+    try:
+        found.astimezone(dt.UTC)
+    except OverflowError:
+        raise ValueError(f"at {place}: {value!r} is outside years 1-9999 in UTC") from None
+    if not 1 <= found.astimezone(dt.UTC).year <= 9999:
+        raise ValueError(f"at {place}: {value!r} is outside years 1-9999 in UTC")
+    return found
 
 
 def _date(value: Any, place: str) -> dt.date:

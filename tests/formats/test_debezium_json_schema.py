@@ -172,6 +172,19 @@ def test_a_value_that_does_not_match_its_schema_names_the_place() -> None:
         fmt.encode(Record.new("create", after={"id": 1}))
 
 
+def test_a_registry_in_read_only_mode_is_read_all_the_same() -> None:
+    url = f"memory://{uuid.uuid4().hex}"
+    client = open_registry(url)
+    data = JSONSerializer(json.dumps(_envelope_schema(True)), client)(
+        _event("c", None, {"id": 1, "amount": 1.5, "created_at": 1}, 5),
+        SerializationContext(TOPIC, MessageField.VALUE),
+    )
+    client.update_mode(None, "READONLY", force=True)
+    (record,) = load_format("debezium-json-schema")({}, registry=url).decode(Message(data, None))
+    assert record.payload.after["amount"] == Decimal("1.50")
+    assert "opencdc.payload.schema.subject" not in record.metadata  # nothing registered
+
+
 def test_the_format_needs_a_registry() -> None:
     with pytest.raises(FormatOptionError, match="needs a schema registry"):
         load_format("debezium-json-schema")({})

@@ -141,9 +141,19 @@ def test_records_holding_framed_json_are_decoded_by_the_record_decoder(url: str)
     assert decoded.payload.after == {"id": 9, "status": "shipped"}
 
 
-def test_a_schema_file_that_is_no_json_schema_is_one_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("schema", "said"),
+    [
+        ('{"type": 5}', "not a JSON Schema"),
+        ('{"$ref": "http://127.0.0.1:9/x.json"}', "the schema cannot validate: Resource"),
+        ('{"$ref": "#/definitions/nope"}', "the schema cannot validate: Pointer"),
+    ],
+)
+def test_a_schema_file_that_is_no_json_schema_is_one_line(
+    tmp_path: Path, schema: str, said: str
+) -> None:
     bad = tmp_path / "bad.json"
-    bad.write_text('{"type": 5}')
+    bad.write_text(schema)
     source = tmp_path / "in.jsonl"
     source.write_bytes(record_to_json(Record.new("create", after={"id": 1})) + b"\n")
     done = run_cli(
@@ -159,8 +169,8 @@ def test_a_schema_file_that_is_no_json_schema_is_one_line(tmp_path: Path) -> Non
         str(source),
     )
     assert done.returncode == 2
-    said = done.stderr.decode()
-    assert said.count("\n") == 1 and "option 'value.schema': not a JSON Schema" in said
+    told = done.stderr.decode()
+    assert told.count("\n") == 1 and f"option 'value.schema': {said}" in told, told
 
 
 def test_rows_round_trip_through_the_cli_with_bad_ones_as_dead_letters(tmp_path: Path) -> None:

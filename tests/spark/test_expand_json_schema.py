@@ -150,3 +150,31 @@ def test_expand_gives_typed_columns_of_a_json_schema_subject(spark: Any, tmp_pat
     assert rows[b"1"].after.id == 2 and rows[b"1"].error is None
     assert rows[b"2"].after is None and "at /qty" in rows[b"2"].error
     assert b"3" not in rows  # another subject's row is left out
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ({"f": 3.4e39}, r"not a float \(32 bits\) exactly"),
+        ({"f": 16777217}, r"not a float \(32 bits\) exactly"),
+        ({"f": 1e-50}, r"not a float \(32 bits\) exactly"),
+        ({"t": "2024-01-01T00:00:00.123456789+05:30"}, "finer than the microseconds"),
+        ({"t": "9999-12-31T23:59:59-01:00"}, "outside years 1-9999"),
+        ({"t": "0001-01-01T00:00:00+01:00"}, "outside years 1-9999"),
+    ],
+)
+def test_a_value_its_column_cannot_hold_exactly_is_an_error(value: Any, said: str) -> None:
+    shape = shape_of(
+        {
+            "type": "object",
+            "properties": {
+                "f": {"type": "number", "connect.type": "float32"},
+                "t": {"type": "string", "format": "date-time"},
+            },
+        }
+    )
+    with pytest.raises(ValueError, match=said):
+        shape.convert(value, "")
+    # what a Java float prints as, and the float itself, are held
+    assert shape.convert({"f": 0.1}, "") == {"f": 0.1, "t": None}
+    assert shape.convert({"f": 3.4028234663852886e38}, "")["f"] == 3.4028234663852886e38

@@ -14,6 +14,7 @@ from cdc_connectors.formats.debezium.reading import is_json_text
 from cdc_connectors.opencdc import CodecError
 from cdc_connectors.opencdc.json_codec import json_default
 from cdc_connectors.opencdc.jsonkinds import json_kind
+from cdc_connectors.registry.store import RegistryReadOnly
 from cdc_connectors.schema import framing
 from cdc_connectors.schema.connect import ConnectSchema, connect_to_avro, parse_connect_schema
 from cdc_connectors.schema.errors import SchemaError
@@ -137,11 +138,15 @@ class RowSchemas(Format):
     def name_schema(
         self, metadata: MutableMapping[str, str], part: Part, row: RowSchema, collection: str | None
     ) -> None:
-        """Register ``row``'s Avro form and name it in ``metadata`` as the ``part``'s schema."""
+        """Register ``row``'s Avro form and name it in ``metadata`` as the ``part``'s schema
+        (not against a registry in read-only mode: the record is read all the same)."""
         if row.avro_text is None:
             raise CodecError(row.problem or f"the {part} schema has no Avro form")
         subject = self._subject(part, collection, row.record_name)
-        registered = self.store.register(subject, row.avro_text)
+        try:
+            registered = self.store.register(subject, row.avro_text)
+        except RegistryReadOnly:
+            return  # a registry read, not written: the record goes on, its schema unnamed
         framing.set_conduit_schema(metadata, part, subject, registered.version or 0)
 
 
