@@ -73,6 +73,17 @@ def touched_files(actions: pa.Table, keys: pa.Table) -> np.ndarray:
     return needed
 
 
+def _writer_properties() -> Any:
+    from deltalake import WriterProperties
+
+    # rows are flushed a row group at a time: a smaller group than delta-rs's default keeps
+    # a rewritten file's rows from being held whole while it is written
+    return WriterProperties(max_row_group_size=_ROW_GROUP)
+
+
+_ROW_GROUP = 64 * 1024
+
+
 def _doomed(keys: pa.Table, schema: pa.Schema, action: str) -> pa.Table:
     """Rows of ``keys`` alone (nulls elsewhere) that a merge matches to delete."""
     names = keys.column_names
@@ -277,7 +288,12 @@ class DeltaStore:
         )
         columns = {n: f"s.{_quoted(n)}" for n in schema.names}
         merge = table.merge(
-            source, on, source_alias="s", target_alias="t", commit_properties=commit
+            source,
+            on,
+            source_alias="s",
+            target_alias="t",
+            commit_properties=commit,
+            writer_properties=_writer_properties(),
         )
         if single:  # a key's row is updated in place, or deleted
             merge = merge.when_matched_update(columns, predicate=f"{action} = 'write'")
