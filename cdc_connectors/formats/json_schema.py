@@ -113,10 +113,7 @@ class JsonSchemaFormat(SchemaRowFormat):
         self, data: bytes, part: Part, header: bytes | None, branches: avro_values.Branches
     ) -> Any:
         frame = framing.read_frame(data, header=header)
-        if frame.schema_id is not None:
-            writer = self.store.by_id(frame.schema_id)
-        else:
-            writer = self.store.by_guid(str(frame.guid))
+        writer = self.store.by_frame(frame)
         if writer.schema_type != "JSON":
             raise CodecError(f"{writer.label()} is {writer.schema_type}, not a JSON Schema")
         return read_json(data, frame.offset, writer)

@@ -278,9 +278,7 @@ class RecordDecoder:
             raise type(exc)(f"{where}: {exc.reason}", data=data) from None
 
     def _by_frame(self, frame: framing.Frame, data: bytes) -> Resolved:
-        if frame.schema_id is not None:
-            return self.store.by_id(frame.schema_id)
-        return self.store.by_guid(str(frame.guid))
+        return self.store.by_frame(frame)
 
     def reader_of(
         self, writer: Resolved, part: Part, record: Record | None = None

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from cdc_connectors.opencdc import CodecError
+from cdc_connectors.schema import framing
 from cdc_connectors.schema.errors import SchemaError
 
 if TYPE_CHECKING:
@@ -151,6 +152,12 @@ class SchemaStore:
             with self._lock:
                 self._by_id[schema_id] = found
         return found
+
+    def by_frame(self, frame: framing.Frame) -> Resolved:
+        """The schema a message's frame names, by id (Confluent's v0) or GUID (v1)."""
+        if frame.schema_id is not None:
+            return self.by_id(frame.schema_id)
+        return self.by_guid(str(frame.guid))
 
     def by_guid(self, guid: str) -> Resolved:
         """The schema with ``guid`` (Confluent's v1 framing).

@@ -154,9 +154,7 @@ class AvroColumnDecoder:
         if named is not None:
             return self.store.by_version(*named), 0
         frame = framing.read_frame(value)
-        if frame.schema_id is not None:
-            return self.store.by_id(frame.schema_id), frame.offset
-        return self.store.by_guid(str(frame.guid)), frame.offset
+        return self.store.by_frame(frame), frame.offset
 
     def _of_subject(self, writer: Resolved) -> bool:
         if writer.subject is not None:
@@ -259,11 +257,7 @@ class ProtobufColumnDecoder(AvroColumnDecoder):
             writer, frame_indexes, offset = self.store.by_version(*named), (0,), 0
         else:
             frame = framing.read_frame(value, protobuf=True)
-            writer = (
-                self.store.by_id(frame.schema_id)
-                if frame.schema_id is not None
-                else self.store.by_guid(str(frame.guid))
-            )
+            writer = self.store.by_frame(frame)
             frame_indexes, offset = frame.indexes or (0,), frame.offset
         if writer.schema_type != "PROTOBUF":
             raise CodecError(f"{writer.label()} is {writer.schema_type}, not Protobuf")

@@ -161,10 +161,7 @@ class DebeziumAvroFormat(DebeziumJsonFormat):
     def _decode_part(self, data: bytes, header: bytes | None, where: str) -> tuple[Any, Resolved]:
         try:
             frame = framing.read_frame(data, header=header)
-            if frame.schema_id is not None:
-                writer = self.store.by_id(frame.schema_id)
-            else:
-                writer = self.store.by_guid(str(frame.guid))
+            writer = self.store.by_frame(frame)
             if writer.schema_type != "AVRO":
                 raise CodecError(f"{writer.label()} is {writer.schema_type}, not Avro")
             value = avro_values.decode(data, avro_values.parsed(writer), offset=frame.offset)

@@ -88,10 +88,7 @@ class DebeziumJsonSchemaFormat(DebeziumJsonFormat):
         """A framed part as JsonConverter's wrapper: its Connect block and its value."""
         try:
             frame = framing.read_frame(data, header=header)
-            if frame.schema_id is not None:
-                writer = self.store.by_id(frame.schema_id)
-            else:
-                writer = self.store.by_guid(str(frame.guid))
+            writer = self.store.by_frame(frame)
             if writer.schema_type != "JSON":
                 raise CodecError(f"{writer.label()} is {writer.schema_type}, not a JSON Schema")
             value = json_values.decode(memoryview(data)[frame.offset :], compiled_json(writer))
