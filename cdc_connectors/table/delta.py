@@ -219,7 +219,8 @@ class DeltaStore:
         dataset = ds.dataset(paths, schema=schema, format="parquet")
         if columns is not None:
             schema = pa.schema([schema.field(n) for n in columns])
-        for batch in dataset.to_batches(columns=columns):
+        # a batch ahead, not sixteen: the rows held stay a few row groups whatever the table
+        for batch in dataset.to_batches(columns=columns, batch_readahead=1, fragment_readahead=1):
             near = batch.filter(pc.is_in(batch.column(typed.column_names[0]), value_set=first))
             if near.num_rows:
                 kept.append(near)
