@@ -420,6 +420,12 @@ class AvroFormat(SchemaRowFormat):
         return value
 
 
+#: The options of a row format whose values are read as written (no reader schema).
+OPTIONS_WITHOUT_READER: Mapping[str, str] = {
+    name: text for name, text in SchemaRowFormat.options.items() if name != "reader"
+}
+
+
 def where_of(part: Part) -> str:
     """The place of a row format's part in a record: its key or its after image."""
     return "key" if part == "key" else "payload.after"

@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 import orjson
 
-from cdc_connectors.formats.avro import SchemaRowFormat
+from cdc_connectors.formats.avro import OPTIONS_WITHOUT_READER, SchemaRowFormat
 from cdc_connectors.formats.base import FormatOptionError
 from cdc_connectors.opencdc import CodecError, Record
 from cdc_connectors.opencdc.json_codec import json_default
@@ -44,11 +44,8 @@ from cdc_connectors.schema.subjects import Part
 
 __all__ = ["JsonSchemaFormat", "infer_json_schema"]
 
-_OPTIONS = {
-    name: text
-    for name, text in SchemaRowFormat.options.items()
-    if name != "reader"  # a JSON value is read as written: no reader schema resolves it
-}
+# no reader schema: a JSON value is read as written: no reader schema resolves it
+_OPTIONS = OPTIONS_WITHOUT_READER
 
 
 class JsonSchemaFormat(SchemaRowFormat):

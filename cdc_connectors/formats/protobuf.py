@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 from google.protobuf.message import Message as ProtoMessage
 
-from cdc_connectors.formats.avro import SchemaRowFormat
+from cdc_connectors.formats.avro import OPTIONS_WITHOUT_READER, SchemaRowFormat
 from cdc_connectors.formats.base import FormatOptionError
 from cdc_connectors.opencdc import CodecError, Record
 from cdc_connectors.registry.serde import RecordDecoder
@@ -34,11 +34,8 @@ from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.schema.protobuf import from_dict, message_class, message_indexes
 from cdc_connectors.schema.subjects import Part
 
-_OPTIONS = {
-    name: text
-    for name, text in SchemaRowFormat.options.items()
-    if name != "reader"  # Protobuf readers take any writer version by field numbers
-}
+# no reader schema: Protobuf readers take any writer version by field numbers
+_OPTIONS = OPTIONS_WITHOUT_READER
 
 
 class ProtobufFormat(SchemaRowFormat):

@@ -6,7 +6,11 @@ from __future__ import annotations
 from cdc_connectors.schema.json_schema_compat import walker
 from cdc_connectors.schema.json_schema_compat.context import Context
 from cdc_connectors.schema.json_schema_compat.model import ArrayNode, Node
-from cdc_connectors.schema.json_schema_compat.objects import compare_additional, compare_unevaluated
+from cdc_connectors.schema.json_schema_compat.objects import (
+    compare_additional,
+    compare_unevaluated,
+    removed,
+)
 from cdc_connectors.schema.json_schema_compat.scalars import compare_limit
 
 
@@ -54,20 +58,7 @@ def _compare_tuples(ctx: Context, original: ArrayNode, update: ArrayNode) -> Non
 
 
 def _item_removed(ctx: Context, old: Node, update: ArrayNode) -> None:
-    if is_open(update):
-        ctx.add("ITEM_REMOVED_FROM_OPEN_CONTENT_MODEL")
-        return
-    covering = _partial(update)
-    if covering is not None:
-        sub = ctx.sub()
-        walker.compare(sub, old, covering)
-        ctx.extend(sub.differences)
-        covered = "IS" if sub.compatible else "NOT"
-        ctx.add(f"ITEM_REMOVED_{covered}_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL")
-    elif old.kind == "false":
-        ctx.add("ITEM_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL")
-    else:
-        ctx.add("ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL")
+    removed(ctx, "ITEM", old, is_open(update), _partial(update))
 
 
 def _item_added(ctx: Context, original: ArrayNode, new: Node) -> None:

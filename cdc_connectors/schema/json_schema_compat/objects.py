@@ -85,20 +85,25 @@ def _compare_properties(ctx: Context, original: ObjectNode, update: ObjectNode) 
 
 
 def _property_removed(ctx: Context, old: Node, update: ObjectNode, name: str) -> None:
-    if is_open(update):
-        ctx.add("PROPERTY_REMOVED_FROM_OPEN_CONTENT_MODEL")
-        return
-    covering = _partial(update, name)
-    if covering is not None:
+    removed(ctx, "PROPERTY", old, is_open(update), _partial(update, name))
+
+
+def removed(ctx: Context, what: str, old: Node, open_model: bool, covering: Node | None) -> None:
+    """A property or tuple item (``what``) the new schema no longer names: free in an open
+    content model, checked against what a partially open one still takes, else gone from a
+    closed one."""
+    if open_model:
+        ctx.add(f"{what}_REMOVED_FROM_OPEN_CONTENT_MODEL")
+    elif covering is not None:
         sub = ctx.sub()
         walker.compare(sub, old, covering)
         ctx.extend(sub.differences)
         covered = "IS" if sub.compatible else "NOT"
-        ctx.add(f"PROPERTY_REMOVED_{covered}_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL")
+        ctx.add(f"{what}_REMOVED_{covered}_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL")
     elif old.kind == "false":
-        ctx.add("PROPERTY_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL")
+        ctx.add(f"{what}_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL")
     else:
-        ctx.add("PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL")
+        ctx.add(f"{what}_REMOVED_FROM_CLOSED_CONTENT_MODEL")
 
 
 def _property_added(
