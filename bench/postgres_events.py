@@ -1,5 +1,7 @@
-"""Debezium JSON change events as the PostgreSQL connector writes them with
-``schemas.enable=true``: the key and the value each carry their schema block.
+"""Debezium JSON change events as the PostgreSQL connector (2.7) writes them with
+``schemas.enable=true``: the key and the value each carry their schema block; the source
+block and envelope carry every member the connector writes (``sequence``, ``xmin``, the
+``ts_us`` / ``ts_ns`` times, ``transaction`` null without transaction metadata).
 
 A ``shop.public.orders`` table of 11 columns (a decimal, micro timestamps, a date, an enum, a
 UUID, a double, nullable text): mostly updates (``REPLICA IDENTITY DEFAULT``, no before
@@ -87,11 +89,27 @@ _SOURCE_FIELDS: list[dict[str, Any]] = [
         "field": "snapshot",
     },
     {"type": "string", "optional": False, "field": "db"},
+    {"type": "string", "optional": True, "field": "sequence"},
+    {"type": "int64", "optional": True, "field": "ts_us"},
+    {"type": "int64", "optional": True, "field": "ts_ns"},
     {"type": "string", "optional": False, "field": "schema"},
     {"type": "string", "optional": False, "field": "table"},
     {"type": "int64", "optional": True, "field": "txId"},
     {"type": "int64", "optional": True, "field": "lsn"},
+    {"type": "int64", "optional": True, "field": "xmin"},
 ]
+_TRANSACTION: dict[str, Any] = {
+    "type": "struct",
+    "fields": [
+        {"type": "string", "optional": False, "field": "id"},
+        {"type": "int64", "optional": False, "field": "total_order"},
+        {"type": "int64", "optional": False, "field": "data_collection_order"},
+    ],
+    "optional": True,
+    "name": "event.block",
+    "version": 1,
+    "field": "transaction",
+}
 VALUE_SCHEMA: dict[str, Any] = {
     "type": "struct",
     "optional": False,
@@ -107,8 +125,11 @@ VALUE_SCHEMA: dict[str, Any] = {
             "name": "io.debezium.connector.postgresql.Source",
             "field": "source",
         },
+        _TRANSACTION,
         {"type": "string", "optional": False, "field": "op"},
         {"type": "int64", "optional": True, "field": "ts_ms"},
+        {"type": "int64", "optional": True, "field": "ts_us"},
+        {"type": "int64", "optional": True, "field": "ts_ns"},
     ],
 }
 KEY_SCHEMA: dict[str, Any] = {
@@ -163,13 +184,20 @@ def event(rnd: random.Random, i: int) -> tuple[bytes, bytes]:
             "ts_ms": 1_763_769_600_000 + i,
             "snapshot": "false",
             "db": "shop",
+            "sequence": f'["{24_000_000 + 64 * i}","{24_000_064 + 64 * i}"]',
+            "ts_us": 1_763_769_600_000_000 + 1000 * i,
+            "ts_ns": 1_763_769_600_000_000_000 + 1_000_000 * i,
             "schema": "public",
             "table": "orders",
             "txId": 780_000 + i // 3,
             "lsn": 24_000_064 + 64 * i,
+            "xmin": None,
         },
+        "transaction": None,
         "op": op,
         "ts_ms": 1_763_769_600_100 + i,
+        "ts_us": 1_763_769_600_100_000 + 1000 * i,
+        "ts_ns": 1_763_769_600_100_000_000 + 1_000_000 * i,
     }
     key = orjson.dumps({"schema": KEY_SCHEMA, "payload": {"id": ident}})
     value = orjson.dumps({"schema": VALUE_SCHEMA, "payload": payload})

@@ -197,7 +197,11 @@ def infer_envelope(values: pa.Array) -> Inferred | None:
         if name in _IMAGES:
             continue
         if name in _METADATA_BLOCKS:
-            block = _scalars_struct(schema.field(name).type, metadata=True)
+            type_ = schema.field(name).type
+            if pa.types.is_null(type_):  # null in every event: Debezium's "transaction": null
+                fields.append({"type": "struct", "optional": True, "fields": [], "field": name})
+                continue
+            block = _scalars_struct(type_, metadata=True)
             if block is None:
                 return None
             fields.append({**block, "optional": True, "field": name})

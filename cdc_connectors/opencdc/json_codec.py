@@ -122,8 +122,23 @@ def _exact_numbers(text: bytes, obj: Any) -> Any:
 
     Integers beyond 64 bits are refused: OpenCDC JSON readers take integers as 64 bits.
     """
+    return _parse_exact(text) if _numbers_changed(text) else obj
+
+
+def read_alike(text: bytes) -> bool:
+    """Whether :func:`load_exact` reads every number of the JSON document ``text`` as
+    ``orjson.loads`` does (a double, or a 64-bit integer): none kept exact, none refused.
+    For readers of many documents at once (Arrow's), which leave the others to it."""
+    try:
+        return not _numbers_changed(text)
+    except (CodecError, ValueError):
+        return False
+
+
+def _numbers_changed(text: bytes) -> bool:
+    """Whether orjson changes a number of ``text`` (:class:`CodecError` for one refused)."""
     if _BIG_EXPONENT in text.translate(_EXPONENT_SHAPE) and _EXPONENT_NUMBER.search(text):
-        return _look_at_every_number(text, obj)
+        return _look_at_every_number(text)
     shape = text.translate(_NUMBER_SHAPE).replace(_NINETEEN_DIGITS, _NINETEEN_BLANK)
     shape = shape.translate(_POINTS_AS_DIGITS)
     at = shape.find(_LONG_RUN)
@@ -131,9 +146,9 @@ def _exact_numbers(text: bytes, obj: Any) -> Any:
         end = shape.find(b" ", at)
         end = len(shape) if end == -1 else end
         if text[end : end + 1] in (b"e", b"E") or not _surely_unchanged(text[at:end]):
-            return _look_at_every_number(text, obj)
+            return _look_at_every_number(text)
         at = shape.find(_LONG_RUN, end)
-    return obj
+    return False
 
 
 _RUN = r"[0-9+.\-]"
@@ -172,8 +187,9 @@ def _surely_unchanged(run: bytes) -> bool:
     return repr(as_double) == token or not _inexact(_in_range(token))
 
 
-def _look_at_every_number(text: bytes, obj: Any) -> Any:
-    """The numbers of the document, outside strings, one by one."""
+def _look_at_every_number(text: bytes) -> bool:
+    """Whether a number of the document, outside strings, looked at one by one, changes as
+    a double (:class:`CodecError` for an integer beyond 64 bits)."""
     changed = False
     for token in _TOKENS.findall(text):
         if token[:1] == b'"':
@@ -190,7 +206,7 @@ def _look_at_every_number(text: bytes, obj: Any) -> Any:
                 )
         elif _inexact(_in_range(token.decode())):
             changed = True
-    return _parse_exact(text) if changed else obj
+    return changed
 
 
 def _in_range(token: str) -> str:

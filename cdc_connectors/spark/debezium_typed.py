@@ -72,7 +72,7 @@ from cdc_connectors.formats.debezium import (
 from cdc_connectors.formats.debezium.row_schemas import RowSchema
 from cdc_connectors.json_values import is_json
 from cdc_connectors.opencdc import CodecError, Record
-from cdc_connectors.opencdc.json_codec import json_default
+from cdc_connectors.opencdc.json_codec import json_default, read_alike
 from cdc_connectors.opencdc.metadata import Metadata
 from cdc_connectors.schema import avro_values, framing
 from cdc_connectors.schema.connect import (
@@ -147,16 +147,17 @@ _BIG_EXPONENT = "[:,\\[][ \\t\\n\\r]*-?[0-9]+(?:\\.[0-9]+)?[eE][-+]?[0-9]{3}"
 _INTEGER_MINUS_ZERO = "[:,\\[][ \\t\\n\\r]*-0[,}\\] \\t\\n\\r]"
 # Sixteen digits or more with an exponent but no point (12345678901234567e-1).
 _DIGITS_WITH_EXPONENT = "[0-9]{16}[0-9]*[eE]"
-_INEXACT_NUMBER = "|".join(
-    [*_POINT_AMONG_16, _DIGITS_WITH_EXPONENT, _BIG_EXPONENT, _INTEGER_MINUS_ZERO, "NaN", "Infinity"]
-)
+# Numbers of 16 digits or more: a double holds most (Debezium writes a double's shortest
+# text); each message holding one is looked at number by number (:func:`read_alike`).
+_LONG_NUMBER = "|".join([*_POINT_AMONG_16, _DIGITS_WITH_EXPONENT])
+_ODD_NUMBER = "|".join([_BIG_EXPONENT, _INTEGER_MINUS_ZERO, "NaN", "Infinity"])
 # A message holding more than one JSON document (or the start of another after its own):
 # read together, documents could shift between messages.
 _TWO_DOCUMENTS = "\\}[ \\t\\n\\r]*\\{"
 # A before or after image spelt {} (or a column of that name holding {}: sent the
 # per-message way too, rarely).
 _EMPTY_IMAGE = '"(before|after)"[ \\t\\n\\r]*:[ \\t\\n\\r]*\\{[ \\t\\n\\r]*\\}'
-_EMPTY_OR_INEXACT = f"{_EMPTY_IMAGE}|{_INEXACT_NUMBER}"
+_EMPTY_OR_ODD = f"{_EMPTY_IMAGE}|{_ODD_NUMBER}"
 
 #: Parts of a batch Arrow may refuse whole before the rest it refuses is left unsplit
 #: (:meth:`TypedDebeziumDecoder._fast_parts`): enough to find a couple of bad messages
@@ -557,8 +558,10 @@ class TypedDebeziumDecoder:
             bad |= mask(pc.match_substring_regex(rest, _EMPTY_IMAGE))
         else:
             # And numbers a double would change, and NaN / Infinity, which JSON has not:
-            # Arrow reads them all; the per-message way refuses them (one pass for both).
-            bad |= mask(pc.match_substring_regex(rest.cast(pa.string()), _EMPTY_OR_INEXACT))
+            # Arrow reads them all; the per-message way keeps them exact or refuses them.
+            text = rest.cast(pa.string())
+            bad |= mask(pc.match_substring_regex(text, _EMPTY_OR_ODD))
+            bad |= _changed_by_doubles(rest, mask(pc.match_substring_regex(text, _LONG_NUMBER)))
             for image in ("before", "after"):
                 bad |= _big_integral(payload.field(image))
         key_data, key_bad = self._keys(keys, count)
@@ -811,7 +814,9 @@ class TypedKeyReader:
         flagged = self._column.convert(payload)
         bad = flagged.bad  # a null payload too: the struct is required
         if self._has_doubles:
-            bad |= mask(pc.match_substring_regex(rest.cast(pa.string()), _INEXACT_NUMBER))
+            text = rest.cast(pa.string())
+            bad |= mask(pc.match_substring_regex(text, _ODD_NUMBER))
+            bad |= _changed_by_doubles(rest, mask(pc.match_substring_regex(text, _LONG_NUMBER)))
             bad |= _big_integral(payload)
         return flagged.array, bad
 
@@ -850,6 +855,17 @@ def doubles_for_floats(type_: pa.DataType) -> pa.DataType:
     if pa.types.is_list(type_):
         return pa.list_(type_.value_field.with_type(doubles_for_floats(type_.value_type)))
     return pa.float64() if type_ == pa.float32() else type_
+
+
+def _changed_by_doubles(values: pa.Array, long: np.ndarray) -> np.ndarray:
+    """Which of the ``long`` rows (a number of 16 digits or more) hold a number a double
+    changes, which the per-message way keeps exact (or refuses): each looked at alone."""
+    changed = np.zeros(len(long), dtype=bool)
+    rows = np.flatnonzero(long)
+    if len(rows):
+        texts = values.take(pa.array(rows)).to_pylist()
+        changed[rows] = [not read_alike(text) for text in texts]
+    return changed
 
 
 def _conformed(read: pa.Array, type_: pa.DataType) -> pa.Array | None:

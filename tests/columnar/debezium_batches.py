@@ -30,6 +30,31 @@ def _mostly(good: st.SearchStrategy[Any], bad: st.SearchStrategy[Any]) -> st.Sea
     return st.integers(0, 7).flatmap(lambda n: bad if n == 0 else good)
 
 
+def _long_texts(number: float) -> st.SearchStrategy[Any]:
+    """Texts of 16 digits or more around ``number``: its 17 significant digits (the same
+    double, the text most often changed), trailing zeros (the same number), and digits
+    added (a number no double holds)."""
+    shortest = repr(number)
+    mantissa, _, exponent = shortest.partition("e")
+    if "." not in mantissa:
+        mantissa += "."
+    tail = f"e{exponent}" if exponent else ""
+    return st.sampled_from(
+        [
+            f"{number:.17g}",
+            f"{number:.16e}",
+            f"{mantissa}{'0' * 12}{tail}",
+            f"{mantissa}{'0' * 9}1{tail}",
+        ]
+    ).map(lambda text: orjson.Fragment(text.encode()))
+
+
+#: Doubles as a writer spells them: shortest texts (of up to 17 digits) and longer ones.
+DOUBLE_TEXTS = st.floats(allow_nan=False, allow_infinity=False).flatmap(
+    lambda number: st.just(number) | _long_texts(number)
+)
+
+
 def _ints(bits: int) -> st.SearchStrategy[int]:
     low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
     edges = (low, high, low - 1, high + 1, 2**53, 2**53 + 1, -(2**53) - 1)
@@ -62,8 +87,10 @@ COLUMNS: list[tuple[dict[str, Any], st.SearchStrategy[Any]]] = [
     (
         {"type": "double"},
         _mostly(
-            st.integers(-(10**6), 10**6).map(lambda n: n / 100) | st.integers(-5, 5),
-            st.floats(allow_nan=False, allow_infinity=False),
+            st.integers(-(10**6), 10**6).map(lambda n: n / 100)
+            | st.integers(-5, 5)
+            | st.floats(allow_nan=False, allow_infinity=False),
+            DOUBLE_TEXTS,
         ),
     ),
     ({"type": "float"}, st.floats(width=32, allow_nan=False, allow_infinity=False)),
@@ -167,7 +194,7 @@ COLUMNS: list[tuple[dict[str, Any], st.SearchStrategy[Any]]] = [
     (
         {"type": "array", "items": {"type": "double", "optional": True}},
         st.lists(
-            st.none() | st.floats(allow_nan=False, allow_infinity=False) | st.integers(-3, 3),
+            st.none() | DOUBLE_TEXTS | st.integers(-3, 3),
             max_size=3,
         ),
     ),
@@ -529,7 +556,7 @@ def batches(
 _TEXT_OR_NONE = st.none() | _TEXT
 _PRICES = (
     st.sampled_from([1.5, 0.25, -3.75, 2.0])
-    | st.floats(allow_nan=False, allow_infinity=False)
+    | DOUBLE_TEXTS
     | st.integers(-3, 3)  # an integer in a column of doubles
 )
 _BOOLEAN_OR_NONE = st.none() | st.booleans()
@@ -581,12 +608,18 @@ def schemaless_event(draw: st.DrawFn) -> bytes:
             "schema": draw(_SCHEMAS),
             "table": draw(_TABLES),
             "txId": draw(_TX_IDS),
+            # as Debezium writes them: members null in every event
+            "sequence": draw(st.sampled_from([None, '["24023928","24023928"]'])),
+            "xmin": None,
         },
         "op": op,
         "ts_ms": draw(st.integers(0, 2 * 10**12)),
     }
-    if draw(st.integers(0, 5)) == 0:
+    transaction = draw(st.integers(0, 5))
+    if transaction == 0:
         payload["transaction"] = {"id": "7:1", "total_order": 1, "data_collection_order": 1}
+    elif transaction > 2:  # Debezium writes it null without transaction metadata
+        payload["transaction"] = None
     return orjson.dumps(payload)
 
 

@@ -153,6 +153,31 @@ def test_a_stream_of_good_messages_is_written_from_columns(to: type[Format], kv:
         assert first["value"]["op"] == "u" and first["value"]["source"]["table"] == "orders"
 
 
+@pytest.mark.parametrize("to", [OpenCDCProtoFormat, OpenCDCJsonFormat])
+@pytest.mark.parametrize("block", [True, False])
+def test_events_as_debezium_writes_them_are_written_from_columns(
+    to: type[Format], block: bool
+) -> None:
+    """Every member Debezium 2.7 writes (``"transaction": null``, the source's
+    ``sequence`` and null ``xmin``, ``ts_us``/``ts_ns``), doubles of 17 digits, with or
+    without the schema block: all from the columns, as the per-message way writes them."""
+    from bench.postgres_events import events
+
+    values = []
+    for n, (_, value) in enumerate(events(40)):
+        document = orjson.loads(value)
+        if document["payload"]["after"]:
+            document["payload"]["after"]["discount"] = n / 7  # 0.14285714285714285
+        values.append(orjson.dumps(document if block else document["payload"]))
+    data = b"".join(value + b"\n" for value in values)
+    expected = _convert(PerMessageDebezium({}), data, False, True, False, to)
+    fmt = DebeziumJsonFormat({})
+    decoded: list[object] = []
+    fmt.decode = decoded.append  # type: ignore[assignment,method-assign]
+    assert _convert(fmt, data, False, True, False, to) == expected
+    assert not decoded
+
+
 class PerMessageYdbJson(YdbJsonFormat):
     """``ydb-json`` as is, under another class, which the columns do not serve."""
 

@@ -48,11 +48,24 @@ def test_numbers_a_double_would_change_go_the_per_message_way() -> None:
     assert [index for index, _ in fast[1]] == [0, 1]  # refused, never rounded
 
 
-def test_a_long_fraction_goes_the_per_message_way_and_is_kept_if_exact() -> None:
+def test_a_double_spelt_shortest_takes_the_fast_path_whatever_its_digits() -> None:
+    """Debezium writes a double's shortest text: 17 digits are read as they are."""
     messages = [Message(event(after=row(score=0.30000000000000004)))]
-    assert slow_rows(decoder(), messages) == [0]
+    assert slow_rows(decoder(), messages) == []
     fast, slow = both_ways(messages)
     assert fast == slow and fast[1] == []
+
+
+def test_a_long_fraction_no_double_spells_goes_the_per_message_way() -> None:
+    """``0.30000000000000000444`` is a double's value, but not its text: the per-message way
+    keeps the text it was given (or refuses it), so the message goes that way."""
+    texts = [b"0.30000000000000000444", b"0.1000000000000000055511151231257827"]
+    messages = [
+        Message(event(after=row(score=orjson.Fragment(text)))) for text in texts
+    ] + [Message(event(after=row(score=0.1)))]
+    assert slow_rows(decoder(), messages) == [0, 1]
+    fast, slow = both_ways(messages)
+    assert fast == slow
 
 
 def test_a_source_carrying_conduits_created_at_gives_it_as_the_per_message_way() -> None:
