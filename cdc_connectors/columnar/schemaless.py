@@ -170,14 +170,8 @@ def infer_envelope(values: pa.Array) -> Inferred | None:
     count = len(values)
     if not count:
         return None
-    joined = pc.binary_join(
-        pa.ListArray.from_arrays(pa.array([0, count], pa.int32()), values), b"\n"
-    )
-    try:
-        table = pajson.read_json(
-            pa.py_buffer(joined[0].as_buffer().to_pybytes()), read_options=_READ_OPTIONS
-        )
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+    table = _read(values)
+    if table is None:
         return None
     if table.num_rows != count or not names_are_text(table.schema):
         return None
@@ -223,6 +217,51 @@ def infer_envelope(values: pa.Array) -> Inferred | None:
             [column.combine_chunks() for column in table.columns], fields=list(table.schema)
         )
     return Inferred(block, names, doubles, wrapped, payloads)
+
+
+def _read(values: pa.Array) -> pa.Table | None:
+    """The events read together, each field of the type Arrow infers, but text that Arrow
+    would read as a time kept as text (what the typed read gives, so that it need not read
+    them again): the types inferred from a sample and given to the read of all, or,
+    where the others do not fit them, inferred from all; ``None`` when Arrow cannot read
+    them."""
+    count = len(values)
+    joined = pc.binary_join(
+        pa.ListArray.from_arrays(pa.array([0, count], pa.int32()), values), b"\n"
+    )
+    text = joined[0].as_buffer()
+    if count > _SAMPLE:
+        size = pc.sum(pc.binary_length(values.slice(0, _SAMPLE))).as_py() or 0
+        sample = text.slice(0, size + _SAMPLE - 1)
+        try:
+            types = _times_as_text(pajson.read_json(sample, read_options=_READ_OPTIONS).schema)
+            options = pajson.ParseOptions(explicit_schema=types, unexpected_field_behavior="infer")
+            return pajson.read_json(text, read_options=_READ_OPTIONS, parse_options=options)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            pass  # a field of another type further on (or null throughout the sample)
+    try:
+        return pajson.read_json(text, read_options=_READ_OPTIONS)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+
+
+#: Events whose types are inferred before all are read with them.
+_SAMPLE = 256
+
+
+def _times_as_text(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with each time Arrow inferred from text as text."""
+
+    def text(type_: pa.DataType) -> pa.DataType:
+        if pa.types.is_timestamp(type_):
+            return pa.string()
+        if pa.types.is_struct(type_):
+            return pa.struct([f.with_type(text(f.type)) for f in type_])
+        if pa.types.is_list(type_):
+            return pa.list_(type_.value_field.with_type(text(type_.value_type)))
+        return type_
+
+    return pa.schema([f.with_type(text(f.type)) for f in schema])
 
 
 def _row(schema: pa.Schema) -> dict[str, Any] | None:

@@ -125,14 +125,41 @@ def _exact_numbers(text: bytes, obj: Any) -> Any:
     return _parse_exact(text) if _numbers_changed(text) else obj
 
 
-def read_alike(text: bytes) -> bool:
-    """Whether :func:`load_exact` reads every number of the JSON document ``text`` as
-    ``orjson.loads`` does (a double, or a 64-bit integer): none kept exact, none refused.
-    For readers of many documents at once (Arrow's), which leave the others to it."""
-    try:
-        return not _numbers_changed(text)
-    except (CodecError, ValueError):
-        return False
+#: Digits and points as "#", every other byte a space: runs of 17 "#" are long numbers.
+_RUN_SHAPE = bytes(35 if chr(b) in "0123456789." else 32 for b in range(256))
+_LONG_RUN_OF_17 = b"#" * 17
+_EXPONENT_START = (b"e", b"E")
+
+
+def long_fractions_alike(text: bytes) -> bool:
+    """Whether :func:`load_exact` reads each number of 16 digits or more with a fraction
+    or an exponent in ``text`` as ``orjson.loads`` does, a double (none kept exact, none
+    refused); runs of digits inside strings are looked at too. For readers of many
+    documents at once (Arrow's), which leave the others to it; a double holds every number
+    of fewer digits."""
+    shape = text.translate(_RUN_SHAPE)
+    at = shape.find(_LONG_RUN_OF_17)
+    while at != -1:
+        end = shape.find(b" ", at)
+        end = len(shape) if end == -1 else end
+        if text[end : end + 1] in _EXPONENT_START:
+            stop = end + 1
+            while stop < len(text) and text[stop : stop + 1] in b"+-0123456789":
+                stop += 1
+            end = stop
+        elif b"." not in text[at:end]:
+            at = shape.find(_LONG_RUN_OF_17, end)
+            continue  # an integer (Arrow reads one exactly, or refuses it)
+        if at and text[at - 1 : at] == b"-":
+            at -= 1
+        token = text[at:end].decode("ascii")
+        try:
+            if repr(float(token)) != token and _inexact(_in_range(token)):
+                return False
+        except (CodecError, ValueError):
+            return False
+        at = shape.find(_LONG_RUN_OF_17, end)
+    return True
 
 
 def _numbers_changed(text: bytes) -> bool:

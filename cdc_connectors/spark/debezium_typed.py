@@ -72,7 +72,7 @@ from cdc_connectors.formats.debezium import (
 from cdc_connectors.formats.debezium.row_schemas import RowSchema
 from cdc_connectors.json_values import is_json
 from cdc_connectors.opencdc import CodecError, Record
-from cdc_connectors.opencdc.json_codec import json_default, read_alike
+from cdc_connectors.opencdc.json_codec import json_default, long_fractions_alike
 from cdc_connectors.opencdc.metadata import Metadata
 from cdc_connectors.schema import avro_values, framing
 from cdc_connectors.schema.connect import (
@@ -148,7 +148,7 @@ _INTEGER_MINUS_ZERO = "[:,\\[][ \\t\\n\\r]*-0[,}\\] \\t\\n\\r]"
 # Sixteen digits or more with an exponent but no point (12345678901234567e-1).
 _DIGITS_WITH_EXPONENT = "[0-9]{16}[0-9]*[eE]"
 # Numbers of 16 digits or more: a double holds most (Debezium writes a double's shortest
-# text); each message holding one is looked at number by number (:func:`read_alike`).
+# text); each message holding one is looked at number by number.
 _LONG_NUMBER = "|".join([*_POINT_AMONG_16, _DIGITS_WITH_EXPONENT])
 _ODD_NUMBER = "|".join([_BIG_EXPONENT, _INTEGER_MINUS_ZERO, "NaN", "Infinity"])
 # A message holding more than one JSON document (or the start of another after its own):
@@ -864,7 +864,7 @@ def _changed_by_doubles(values: pa.Array, long: np.ndarray) -> np.ndarray:
     rows = np.flatnonzero(long)
     if len(rows):
         texts = values.take(pa.array(rows)).to_pylist()
-        changed[rows] = [not read_alike(text) for text in texts]
+        changed[rows] = [not long_fractions_alike(text) for text in texts]
     return changed
 
 

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cdc_connectors.columnar import schemaless
 from cdc_connectors.columnar.choose import serves
 from cdc_connectors.convert import engine
 from cdc_connectors.convert.deadletter import DeadLetterWriter
@@ -124,6 +125,21 @@ def test_columns_give_the_output_and_dead_letters_of_the_per_message_way(
     for to in TO:
         ours = _convert(DebeziumJsonFormat({}), data, kv_in, kv_out, fail_fast, to)
         assert ours == _convert(PerMessageDebezium({}), data, kv_in, kv_out, fail_fast, to), to
+
+
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(messages=schemaless_batches(lines=True), sample=st.integers(1, 6))
+def test_events_typed_from_a_sample_are_written_as_the_per_message_way_writes_them(
+    messages: list[tuple[bytes | None, bytes | None]], sample: int
+) -> None:
+    """The types of events without a schema block inferred from their first few (as from
+    the first 256 of a batch) and given to the read of all."""
+    data = _stream(messages, False)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(schemaless, "_SAMPLE", sample)
+        for to in TO:
+            ours = _convert(DebeziumJsonFormat({}), data, False, False, False, to)
+            assert ours == _convert(PerMessageDebezium({}), data, False, False, False, to), to
 
 
 @pytest.mark.parametrize("to", [OpenCDCProtoFormat, OpenCDCJsonFormat, DebeziumJsonFormat])

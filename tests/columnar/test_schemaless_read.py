@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import orjson
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
@@ -73,3 +74,39 @@ def test_a_field_no_event_holds_and_a_field_null_throughout_are_nulls_of_their_t
     assert (
         debezium_typed._conformed(read, pa.struct([("a", pa.float64()), ("b", pa.null())])) is None
     )
+
+
+@pytest.mark.parametrize("late", [False, True])
+def test_events_with_times_as_text_are_read_once(late: bool) -> None:
+    """Arrow infers a time from ISO text, which the typed read keeps as text: the types
+    are inferred from a sample and every event read with them, once (a field null
+    throughout the sample but not after it has the batch read as before: twice)."""
+    events = [
+        orjson.dumps(
+            {
+                "before": None,
+                "after": {"id": n, "at": f"2024-01-02T03:04:{n % 60:02d}Z", "v": None},
+                "source": {"db": "d", "table": "t", "gtid": None},
+                "transaction": None,
+                "op": "c",
+                "ts_ms": n,
+            }
+        )
+        for n in range(600)
+    ]
+    if late:
+        events[500] = events[500].replace(b'"v":null', b'"v":"late"')
+    messages: list[tuple[bytes | None, bytes | None]] = [(None, e) for e in events]
+    reads: list[int] = []
+    original = debezium_typed._read_rests
+
+    def counted(*args: Any) -> Any:
+        reads.append(1)
+        return original(*args)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(debezium_typed, "_read_rests", counted)
+        rows, values, _ = _written(messages, "debezium-json", "opencdc-json")
+    assert rows == list(range(600)) and bool(reads) is late
+    assert b'"at":"2024-01-02T03:04:05Z"' in values[5]
+    assert (b'"v":"late"' in values[500]) is late

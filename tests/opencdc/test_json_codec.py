@@ -20,7 +20,12 @@ from cdc_connectors.opencdc import (
     record_from_json,
     record_to_json,
 )
-from cdc_connectors.opencdc.json_codec import CLOSER_LOOK, base64_json, load_exact
+from cdc_connectors.opencdc.json_codec import (
+    CLOSER_LOOK,
+    base64_json,
+    load_exact,
+    long_fractions_alike,
+)
 from tests.hypothesis_profiles import examples
 
 from .canonical import CANONICAL, CONDUIT_TEST_RECORD
@@ -333,3 +338,26 @@ def test_closer_look_finds_every_document_load_exact_reads_otherwise(values: lis
         exact = CodecError
     if exact is CodecError or plain is None or repr(exact) != repr(plain):
         assert re.search(CLOSER_LOOK, text.decode("utf-8", "surrogatepass")), text
+
+
+@pytest.mark.parametrize(
+    ("text", "alike"),
+    [
+        (b'{"a":0.13042279608514273,"b":-0.13042279608514273}', True),  # shortest texts
+        (b'{"a":1.3042279608514273e-5}', True),  # the same double, another spelling
+        (b'{"a":0.1000000000000000}', True),  # trailing zeros: the same number
+        (b'{"a":1700000000000000000}', True),  # an integer, read exactly
+        (b'{"a":0.10000000000000001}', False),  # 0.1's double, not the number
+        (b'{"a":1.30422796085142731e-5}', False),
+        (b'{"a":12345678901234567e-1}', False),
+        (b'{"a":"1.1.1.1.1.1.1.1.1.1"}', False),  # looked at in a string too: no number
+    ],
+)
+def test_long_fractions_alike_says_whether_load_exact_reads_them_as_orjson(
+    text: bytes, alike: bool
+) -> None:
+    assert long_fractions_alike(text) is alike
+    if alike:
+        assert load_exact(text) == orjson.loads(text)
+    elif b'"1.1' not in text:
+        assert load_exact(text) != orjson.loads(text)
