@@ -222,27 +222,38 @@ def infer_envelope(values: pa.Array) -> Inferred | None:
 def _read(values: pa.Array) -> pa.Table | None:
     """The events read together, each field of the type Arrow infers, but text that Arrow
     would read as a time kept as text (what the typed read gives, so that it need not read
-    them again): the types inferred from a sample and given to the read of all, or,
-    where the others do not fit them, inferred from all; ``None`` when Arrow cannot read
-    them."""
+    them again): the types inferred from a sample spread over the batch and given to the
+    read of all, or, where the others do not fit them, inferred from all; ``None`` when
+    Arrow cannot read them."""
     count = len(values)
-    joined = pc.binary_join(
-        pa.ListArray.from_arrays(pa.array([0, count], pa.int32()), values), b"\n"
-    )
-    text = joined[0].as_buffer()
+    text = _joined(values)
     if count > _SAMPLE:
-        size = pc.sum(pc.binary_length(values.slice(0, _SAMPLE))).as_py() or 0
-        sample = text.slice(0, size + _SAMPLE - 1)
+        picks = np.unique(np.linspace(0, count - 1, _SAMPLE).astype(np.int64))
+        sample = _joined(values.take(pa.array(picks)))
         try:
-            types = _times_as_text(pajson.read_json(sample, read_options=_READ_OPTIONS).schema)
+            inferred = pajson.read_json(sample, read_options=_one_block(sample))
+            types = _times_as_text(inferred.schema)
             options = pajson.ParseOptions(explicit_schema=types, unexpected_field_behavior="infer")
             return pajson.read_json(text, read_options=_READ_OPTIONS, parse_options=options)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            pass  # a field of another type further on (or null throughout the sample)
+            pass  # a field of another type elsewhere (or null throughout the sample)
     try:
-        return pajson.read_json(text, read_options=_READ_OPTIONS)
+        return pajson.read_json(text, read_options=_one_block(text))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
+
+
+def _joined(values: pa.Array) -> pa.Buffer:
+    """The events as lines of one buffer."""
+    lists = pa.ListArray.from_arrays(pa.array([0, len(values)], pa.int32()), values)
+    return pc.binary_join(lists, b"\n")[0].as_buffer()
+
+
+def _one_block(text: pa.Buffer) -> pajson.ReadOptions:
+    """Options reading ``text`` as one block: its types inferred from every event together
+    (read in blocks, a field null throughout the first and an object in a later one is
+    refused)."""
+    return pajson.ReadOptions(block_size=max(text.size + 1, 1 << 20), use_threads=False)
 
 
 #: Events whose types are inferred before all are read with them.

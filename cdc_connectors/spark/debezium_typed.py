@@ -150,7 +150,9 @@ _DIGITS_WITH_EXPONENT = "[0-9]{16}[0-9]*[eE]"
 # Numbers of 16 digits or more: a double holds most (Debezium writes a double's shortest
 # text); each message holding one is looked at number by number.
 _LONG_NUMBER = "|".join([*_POINT_AMONG_16, _DIGITS_WITH_EXPONENT])
-_ODD_NUMBER = "|".join([_BIG_EXPONENT, _INTEGER_MINUS_ZERO, "NaN", "Infinity"])
+# NaN and Infinity where a number starts (not in text: "BaNaNa", base64 holding "NaN").
+_NOT_A_NUMBER = "[:,\\[][ \\t\\n\\r]*-?(?:NaN|Infinity)"
+_ODD_NUMBER = "|".join([_BIG_EXPONENT, _INTEGER_MINUS_ZERO, _NOT_A_NUMBER])
 # A message holding more than one JSON document (or the start of another after its own):
 # read together, documents could shift between messages.
 _TWO_DOCUMENTS = "\\}[ \\t\\n\\r]*\\{"

@@ -86,3 +86,18 @@ def test_a_source_carrying_conduits_created_at_gives_it_as_the_per_message_way()
     assert errors == []
     metadata = dict(batch.column("metadata")[0].as_py())
     assert metadata["opencdc.createdAt"] == "1700000000000000123"
+
+
+def test_nan_in_text_beside_doubles_takes_the_fast_path_and_a_nan_number_does_not() -> None:
+    """``NaN`` and ``Infinity`` are no JSON numbers: a message holding one where a number
+    starts goes the per-message way (which refuses it); text holding the letters (a name,
+    base64) does not."""
+    messages = [
+        Message(event(after=row(note="BaNaNa Infinity", score=1.5))),
+        Message(event(after=row(blob="W1NaNx==", score=2.5))),
+        Message(event(after=row(score=0.5)).replace(b'"score":0.5', b'"score":NaN')),
+        Message(event(after=row(score=0.5)).replace(b'"score":0.5', b'"score": -Infinity')),
+    ]
+    assert slow_rows(decoder(), messages) == [2, 3]
+    fast, slow = both_ways(messages)
+    assert fast == slow
