@@ -266,9 +266,17 @@ class DebeziumToOpenCDC:
         groups = []
         bare = wire.mask(pc.starts_with(values, _OBJECT_START))
         bare &= ~wire.mask(pc.match_substring_regex(values, _SCHEMA_BLOCK_START)) & ~taken
-        group = self._inferred(values, np.flatnonzero(bare), b"")
+        rows = np.flatnonzero(bare)
+        group = self._inferred(values, rows, b"")
         if group is not None:
             groups.append(group)
+        left = rows if group is None else np.setdiff1d(rows, group[1], assume_unique=True)
+        if len(left) >= _TABLES_FROM:
+            # events of several tables: one type for all fits none of them
+            for part in tables_of(values, left):
+                group = self._inferred(values, part, b"")
+                if group is not None:
+                    groups.append(group)
         if self.fmt.envelope.empty_schema_is_none:
             empty = wire.mask(pc.match_substring_regex(values, _EMPTY_SCHEMA_START)) & ~taken
             if empty.any():
@@ -439,6 +447,33 @@ class DebeziumToOpenCDC:
                 None if topics is None else topics.filter(kept),
             )
         return Columnar(rows, records, keys_of_rows.message_keys, topics)
+
+
+#: Events without a schema block one type does not take before they are told apart by
+#: table (:func:`tables_of`), and the most tables a batch is told apart into.
+_TABLES_FROM = 16
+_MOST_TABLES = 8
+_SOURCE_BLOCK = "\"source\"[ \\t\\n\\r]*:[ \\t\\n\\r]*\\{(?P<source>[^{}]*)\\}"
+_SOURCE_NAMES = ("db", "schema", "table", "collection")
+
+
+def tables_of(values: pa.Array, rows: np.ndarray) -> list[np.ndarray]:
+    """``rows`` of ``values`` (change events without a schema block) by the table their
+    ``source`` block names (database, schema, table or collection), when they name more
+    than one: the :data:`_MOST_TABLES` with the most events, each of two events or more;
+    an empty list for events of one table."""
+    source = pc.extract_regex(values.take(pa.array(rows)), _SOURCE_BLOCK).field("source")
+    names = []
+    for name in _SOURCE_NAMES:
+        pattern = f'"{name}"[ \\t\\n\\r]*:[ \\t\\n\\r]*"(?P<v>[^"\\\\]*)"'
+        names.append(pc.fill_null(pc.extract_regex(source, pattern).field("v"), b""))
+    table = pc.binary_join_element_wise(*names, b"\x00")
+    codes = np.asarray(pc.fill_null(table.dictionary_encode().indices, -1))
+    counts = np.bincount(codes[codes >= 0]) if (codes >= 0).any() else np.zeros(0, np.int64)
+    if len(counts) < 2:
+        return []
+    largest = np.argsort(-counts, kind="stable")[:_MOST_TABLES]
+    return [rows[codes == code] for code in largest if counts[code] >= 2]
 
 
 def merged_columnar(parts: Sequence[Columnar], routed: bool | None = None) -> Columnar:

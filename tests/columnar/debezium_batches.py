@@ -564,7 +564,9 @@ _AT = st.sampled_from(["2024-01-02T03:04:05Z", "2024-01-02", "x"])
 
 
 @st.composite
-def _schemaless_image(draw: st.DrawFn) -> dict[str, Any]:
+def _schemaless_image(draw: st.DrawFn, table: str = "t") -> dict[str, Any]:
+    if table == "u":  # another table: other columns
+        return {"code": draw(st.integers(0, 99)), "label": draw(_TEXT_OR_NONE)}
     image: dict[str, Any] = {
         "id": draw(st.integers(0, 10**6)),
         "id_2": draw(st.integers(0, 9)),
@@ -595,8 +597,10 @@ _ID_KEYS = st.none() | st.integers(0, 99).map(lambda n: orjson.dumps({"id": n}))
 def schemaless_event(draw: st.DrawFn) -> bytes:
     """A change event without a schema block (``schemas.enable=false``)."""
     op = draw(_FLAT_OPS)
-    before = draw(_schemaless_image()) if op in ("u", "d") and draw(st.booleans()) else None
-    after = draw(_schemaless_image()) if op != "d" else None
+    table = draw(_TABLES)
+    image = _schemaless_image(table)
+    before = draw(image) if op in ("u", "d") and draw(st.booleans()) else None
+    after = draw(image) if op != "d" else None
     payload: dict[str, Any] = {
         "before": before,
         "after": after,
@@ -606,7 +610,7 @@ def schemaless_event(draw: st.DrawFn) -> bytes:
             "ts_ms": draw(st.integers(0, 2 * 10**12)),
             "db": "shop",
             "schema": draw(_SCHEMAS),
-            "table": draw(_TABLES),
+            "table": table,
             "txId": draw(_TX_IDS),
             # as Debezium writes them: members null in every event
             "sequence": draw(st.sampled_from([None, '["24023928","24023928"]'])),

@@ -135,3 +135,23 @@ def test_an_image_null_throughout_the_first_mebibyte_and_an_object_later_is_type
     rows, values, _ = _written([(None, e) for e in events], "debezium-json", "opencdc-json")
     assert rows == list(range(1500))
     assert b'"before":{"id":%d,"s":"y"}' % at in values[at]
+
+
+def test_events_of_two_tables_in_one_batch_are_typed_table_by_table() -> None:
+    """One type for the events of two tables (their columns together) fits none of them:
+    they are told apart by the table their ``source`` names and typed each alone."""
+    events = []
+    for n in range(40):
+        table, after = (
+            ("orders", {"id": n, "total": 12.5}) if n % 2 else ("customers", {"id": n, "name": "a"})
+        )
+        source = {"db": "shop", "schema": "dbo", "table": table}
+        events.append(
+            orjson.dumps(
+                {"before": None, "after": after, "source": source, "transaction": None, "op": "c"}
+            )
+        )
+    rows, values, _ = _written([(None, e) for e in events], "debezium-json", "opencdc-json")
+    assert rows == list(range(40))
+    assert b'"name":"a"' in values[0]
+    assert b'"total":12.5' in values[1]
