@@ -17,9 +17,9 @@ blocks (``schemas.enable`` off):
 Rows of one batch may differ in which metadata they hold (an optional ``source`` field
 left out): each set of names is written as a group. A row is flagged for the
 per-message way where the columns would not write what it does: a metadata value that is
-a JSON object or array (written there as parsed), an integer text of 19 digits (it may
-not fit 64 bits), ``-0``, a ``readAt`` that is no plain integer, an image the text writer
-refuses, and rows of more than :data:`MAX_GROUPS` sets of names.
+a JSON object or array (written there as parsed), ``-0``, a ``readAt`` that is no plain
+integer, an image the text writer refuses, and rows of more than :data:`MAX_GROUPS` sets
+of names.
 """
 
 from __future__ import annotations
@@ -44,8 +44,10 @@ MAX_GROUPS = 16
 _OPERATIONS = ("create", "update", "delete", "snapshot")
 _LETTERS = (b"c", b"u", b"d", b"r")
 # Integer texts the per-message way writes as the number as spelt (no sign on zero, no
-# leading zeros, at most 18 digits: 19 may be beyond 64 bits, told one by one there).
-_INTEGER = "^(0|-?[1-9][0-9]{0,17})$"
+# leading zeros, 64 bits: of 19 digits, those past the bounds are written as text).
+_INTEGER = "^(0|-?[1-9][0-9]{0,18})$"
+_NINETEEN_DIGITS = "^-?[1-9][0-9]{18}$"
+_LARGEST, _SMALLEST = str(2**63 - 1), str(-(2**63))
 _READ_AT = "^-?[0-9]{1,19}$"
 _NANOS_PER_MILLI = 1_000_000
 # Members of the envelope before any other: a metadata name may not take their place.
@@ -241,11 +243,18 @@ def _values(texts: pa.Array, bad: np.ndarray) -> pa.Array:
     """Metadata values as the per-message way writes them back: an integer text as the
     number, any other text as a string; ``bad`` gets the rows it would write otherwise."""
     integer = wire.mask(pc.match_substring_regex(texts, _INTEGER))
+    nineteen = integer & wire.mask(pc.match_substring_regex(texts, _NINETEEN_DIGITS))
+    if nineteen.any():  # texts of one length: compared as text, as numbers
+        negative = wire.mask(pc.starts_with(texts, "-"))
+        past = np.where(
+            negative,
+            wire.mask(pc.greater(texts, _SMALLEST)),
+            wire.mask(pc.greater(texts, _LARGEST)),
+        )
+        integer &= ~(nineteen & past)
     first = pc.utf8_slice_codeunits(texts, 0, 1)
     bad |= wire.mask(pc.is_in(first, pa.array(["{", "["])))
-    bad |= wire.mask(pc.match_substring_regex(texts, "^-?[0-9]{19}$")) | wire.mask(
-        pc.equal(texts, "-0")
-    )
+    bad |= wire.mask(pc.equal(texts, "-0"))
     if integer.all():
         return texts.cast(pa.binary())
     out = quoted(texts)

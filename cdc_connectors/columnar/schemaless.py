@@ -52,6 +52,8 @@ class Inferred:
     #: Each event's payload as Arrow read it to infer the block (one row per event), which
     #: the typed read need not read again (:meth:`TypedDebeziumDecoder.decode_fast`).
     payloads: pa.Array | None = dataclass_field(default=None, compare=False, repr=False)
+    #: Image fields of objects or arrays, with the shape of their values (:func:`_shape`).
+    nested: dict[str, Any] = dataclass_field(default_factory=dict, compare=False)
 
     def misfits(self, values: pa.Array, exact_kinds: bool) -> np.ndarray:
         """Events whose images miss a field or have one more (the per-message way keeps
@@ -78,6 +80,8 @@ class Inferred:
         doubles = exact_kinds and bool(self.doubles)
         for image in _images(payloads):
             present = mask(image.is_valid())
+            for name in self.nested:  # an object's members are told by orjson
+                parse |= present & mask(member(image, name).is_valid())
             for name in self.fields:
                 null = present & mask(member(image, name).is_null())
                 if name in plain:
@@ -105,7 +109,7 @@ class Inferred:
     def _parsed(self, values: pa.Array, rows: np.ndarray, exact_kinds: bool) -> np.ndarray:
         """:meth:`misfits` of the ``rows`` of ``values``, each read by orjson."""
         bad = np.zeros(len(values), dtype=bool)
-        fields, doubles = self.fields, self.doubles
+        fields, doubles, nested = self.fields, self.doubles, self.nested
         loads = orjson.loads
         wrapped = self.wrapped
         for n in np.flatnonzero(rows).tolist():
@@ -129,7 +133,40 @@ class Inferred:
                 if exact_kinds and any(type(image[f]) is int for f in doubles):
                     bad[n] = True
                     break
+                if any(not _fits(image[f], shape, exact_kinds) for f, shape in nested.items()):
+                    bad[n] = True
+                    break
         return bad
+
+
+def _fits(value: Any, shape: Any, exact_kinds: bool) -> bool:
+    """Whether an image's object or array ``value`` (as orjson read it) is what its column
+    of ``shape`` gives: the members of an object, none more, none missing; no integer a
+    double rounds in a column of doubles (nor, with ``exact_kinds``, any integer there)."""
+    if value is None:
+        return True
+    if isinstance(shape, dict) and "fields" in shape:
+        members: dict[str, Any] = shape["fields"]
+        return (
+            type(value) is dict
+            and value.keys() == members.keys()
+            and all(_fits(value[name], inner, exact_kinds) for name, inner in members.items())
+        )
+    if isinstance(shape, dict):
+        return type(value) is list and all(_fits(v, shape["items"], exact_kinds) for v in value)
+    if shape == "double" and type(value) is int:
+        return not exact_kinds and abs(value) < 2**53
+    return True
+
+
+def _shape(field: dict[str, Any]) -> Any:
+    """What :func:`_fits` checks of a Connect field block: an object's members, an array's
+    items, or the kind of a scalar."""
+    if field["type"] == "struct":
+        return {"fields": {f["field"]: _shape(f) for f in field["fields"]}}
+    if field["type"] == "array":
+        return {"items": _shape(field["items"])}
+    return field["type"]
 
 
 # Field names written into a pattern as they are; others are told by orjson.
@@ -154,19 +191,27 @@ def _images(payloads: pa.StructArray) -> list[pa.StructArray]:
 
 
 def _names_besides_images(payload_type: pa.StructType) -> frozenset[str]:
-    """Every member name of the events but the images' own: the top level's and those of
-    its objects but the images (``source``, ``transaction``)."""
+    """Every member name of the events but the images' own: the top level's, those of
+    its objects but the images (``source``, ``transaction``) and those of the objects in
+    the images (a geometry's ``srid``)."""
     names = {field.name for field in payload_type}
     for field in payload_type:
-        if field.name not in _IMAGES and pa.types.is_struct(field.type):
+        if not pa.types.is_struct(field.type):
+            continue
+        if field.name not in _IMAGES:
             names.update(child.name for child in field.type)
+            continue
+        for column in field.type:
+            if pa.types.is_struct(column.type):
+                names.update(child.name for child in column.type)
     return frozenset(names)
 
 
 def infer_envelope(values: pa.Array) -> Inferred | None:
     """The envelope schema of a batch of schemaless change events as Arrow types them;
     ``None`` when Arrow cannot read them together or they hold more than the columns
-    take (nested rows, arrays, doubles in metadata, fields that change type)."""
+    take (objects in objects, arrays of objects, doubles in metadata, fields that change
+    type)."""
     count = len(values)
     if not count:
         return None
@@ -204,19 +249,27 @@ def infer_envelope(values: pa.Array) -> Inferred | None:
         else:
             return None
     for field in (*fields, *row["fields"]):
-        field.pop("untyped", None)
-        for child in field.get("fields", ()):
-            child.pop("untyped", None)
+        _typed(field)
     block = {"type": "struct", "optional": False, "name": "Envelope", "fields": fields}
     names = frozenset(f["field"] for f in row["fields"])
     doubles = frozenset(f["field"] for f in row["fields"] if f["type"] == "double")
+    nested = {f["field"]: _shape(f) for f in row["fields"] if f["type"] in ("struct", "array")}
     if wrapped:
         payloads = table.column("payload").combine_chunks()
     else:
         payloads = pa.StructArray.from_arrays(
             [column.combine_chunks() for column in table.columns], fields=list(table.schema)
         )
-    return Inferred(block, names, doubles, wrapped, payloads)
+    return Inferred(block, names, doubles, wrapped, payloads, nested)
+
+
+def _typed(field: dict[str, Any]) -> None:
+    """``field`` and what it holds without the marks of types read from nulls alone."""
+    field.pop("untyped", None)
+    for child in field.get("fields", ()):
+        _typed(child)
+    if "items" in field:
+        _typed(field["items"])
 
 
 def _read(values: pa.Array) -> pa.Table | None:
@@ -232,15 +285,36 @@ def _read(values: pa.Array) -> pa.Table | None:
         sample = _joined(values.take(pa.array(picks)))
         try:
             inferred = pajson.read_json(sample, read_options=_one_block(sample))
-            types = _times_as_text(inferred.schema)
+            types = _read_types(inferred.schema)
             options = pajson.ParseOptions(explicit_schema=types, unexpected_field_behavior="infer")
-            return pajson.read_json(text, read_options=_READ_OPTIONS, parse_options=options)
+            table = pajson.read_json(text, read_options=_READ_OPTIONS, parse_options=options)
+            return _lists_whole(table, text)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             pass  # a field of another type elsewhere (or null throughout the sample)
     try:
-        return pajson.read_json(text, read_options=_one_block(text))
+        return _lists_whole(pajson.read_json(text, read_options=_one_block(text)), text)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
+
+
+def _lists_whole(table: pa.Table, text: pa.Buffer) -> pa.Table:
+    """``table`` as read from ``text``, or, where it holds an array whose type Arrow
+    inferred (Arrow 26 reads arrays of nulls into columns it cannot join, and arrays of
+    nulls then of numbers into ones that lose the nulls), ``text`` read again with the
+    types inferred."""
+    if not any(_holds_lists(field.type) for field in table.schema):
+        return table
+    options = pajson.ParseOptions(explicit_schema=_read_types(table.schema))
+    return pajson.read_json(text, read_options=_one_block(text), parse_options=options)
+
+
+def _holds_lists(type_: pa.DataType) -> bool:
+    """Whether ``type_`` holds an array."""
+    if pa.types.is_list(type_):
+        return True
+    if pa.types.is_struct(type_):
+        return any(_holds_lists(field.type) for field in type_)
+    return False
 
 
 def _joined(values: pa.Array) -> pa.Buffer:
@@ -260,16 +334,17 @@ def _one_block(text: pa.Buffer) -> pajson.ReadOptions:
 _SAMPLE = 256
 
 
-def _times_as_text(schema: pa.Schema) -> pa.Schema:
-    """``schema`` with each time Arrow inferred from text as text."""
+def _read_types(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with each time Arrow inferred from text as text, and arrays of nulls (or
+    empty throughout) as arrays of text, which Arrow's reader gives whole."""
 
-    def text(type_: pa.DataType) -> pa.DataType:
-        if pa.types.is_timestamp(type_):
+    def text(type_: pa.DataType, item: bool = False) -> pa.DataType:
+        if pa.types.is_timestamp(type_) or (item and pa.types.is_null(type_)):
             return pa.string()
         if pa.types.is_struct(type_):
             return pa.struct([f.with_type(text(f.type)) for f in type_])
         if pa.types.is_list(type_):
-            return pa.list_(type_.value_field.with_type(text(type_.value_type)))
+            return pa.list_(type_.value_field.with_type(text(type_.value_type, item=True)))
         return type_
 
     return pa.schema([f.with_type(text(f.type)) for f in schema])
@@ -285,7 +360,7 @@ def _row(schema: pa.Schema) -> dict[str, Any] | None:
         type_ = schema.field(name).type
         if pa.types.is_null(type_):
             continue
-        block = _scalars_struct(type_, metadata=False)
+        block = _scalars_struct(type_, metadata=False, nested=True)
         if block is None:
             return None
         if found is None:
@@ -318,13 +393,31 @@ def _merged(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any] | N
     return {**first, "fields": fields}
 
 
-def _scalars_struct(type_: pa.DataType, *, metadata: bool) -> dict[str, Any] | None:
-    """A Connect struct of the scalar fields of ``type_``; ``None`` for any other field (a
-    double in metadata too: the per-message way writes its JSON text)."""
+def _scalars_struct(
+    type_: pa.DataType, *, metadata: bool, nested: bool = False
+) -> dict[str, Any] | None:
+    """A Connect struct of the scalar fields of ``type_`` (with ``nested``, an image's:
+    objects of scalars and arrays of scalars too, as Debezium writes a PostgreSQL
+    ``numeric``, a geometry or an array); ``None`` for any other field (a double in
+    metadata too: the per-message way writes its JSON text)."""
     if not pa.types.is_struct(type_) or not type_.num_fields:
         return None
     fields = []
     for field in type_:
+        if nested and pa.types.is_struct(field.type):
+            inner = _scalars_struct(field.type, metadata=False)
+            if inner is None:
+                return None
+            fields.append({**inner, "field": field.name})
+            continue
+        if nested and pa.types.is_list(field.type):
+            items = _scalar_kind(field.type.value_type)
+            if items is None:
+                return None
+            fields.append(
+                {"type": "array", "optional": True, "items": items, "field": field.name}
+            )
+            continue
         if pa.types.is_string(field.type) or pa.types.is_timestamp(field.type):
             # Arrow reads some strings as timestamps; the text is what the event holds.
             kind: str | None = "string"
@@ -338,3 +431,11 @@ def _scalars_struct(type_: pa.DataType, *, metadata: bool) -> dict[str, Any] | N
             return None
         fields.append({"type": kind, "optional": True, "field": field.name})
     return {"type": "struct", "optional": True, "fields": fields}
+
+
+def _scalar_kind(type_: pa.DataType) -> dict[str, Any] | None:
+    """The Connect block of an array's scalar items (a null throughout: text)."""
+    if pa.types.is_string(type_) or pa.types.is_timestamp(type_) or pa.types.is_null(type_):
+        return {"type": "string", "optional": True}
+    kind = _SCALARS.get(type_)
+    return None if kind is None else {"type": kind, "optional": True}

@@ -563,10 +563,35 @@ _BOOLEAN_OR_NONE = st.none() | st.booleans()
 _AT = st.sampled_from(["2024-01-02T03:04:05Z", "2024-01-02", "x"])
 
 
+# PostgreSQL's numeric without a precision, a geometry, arrays: as written without a schema
+# block, now and then with a member more or less, or a number of another kind.
+_NESTED_NUMERIC = st.fixed_dictionaries(
+    {"scale": st.integers(0, 5), "value": st.sampled_from(["AQ==", "ANb0", "/w=="])}
+)
+_GEOMETRY = _mostly(
+    st.fixed_dictionaries(
+        {"wkb": st.sampled_from(["AQEAAAA=", "AQIAAAA="]), "srid": st.none() | st.just(4326)}
+    ),
+    st.sampled_from(
+        [None, {"wkb": "AQEAAAA="}, {"wkb": "AQEAAAA=", "srid": 1, "x": 2}, {"wkb": 5, "srid": 1}]
+    ),
+)
+_ARRAYS = _mostly(
+    st.lists(st.none() | DOUBLE_TEXTS, max_size=3),
+    st.sampled_from([None, [1, 2.5], [2**53 + 1, 0.5], ["a"], [[1]], [{"a": 1}], []]),
+)
+
+
 @st.composite
 def _schemaless_image(draw: st.DrawFn, table: str = "t") -> dict[str, Any]:
-    if table == "u":  # another table: other columns
-        return {"code": draw(st.integers(0, 99)), "label": draw(_TEXT_OR_NONE)}
+    if table == "u":  # another table: other columns, objects and arrays among them
+        return {
+            "code": draw(st.integers(0, 99)),
+            "label": draw(_TEXT_OR_NONE),
+            "num": draw(st.none() | _NESTED_NUMERIC),
+            "geo": draw(_GEOMETRY),
+            "tags": draw(_ARRAYS),
+        }
     image: dict[str, Any] = {
         "id": draw(st.integers(0, 10**6)),
         "id_2": draw(st.integers(0, 9)),

@@ -194,6 +194,31 @@ def test_events_as_debezium_writes_them_are_written_from_columns(
     assert not decoded
 
 
+def test_metadata_integers_of_19_digits_are_written_back_from_columns() -> None:
+    """Debezium 2.6 and later write ``ts_ns`` (19 digits) in every event: written back as
+    numbers from columns; a text of 19 digits past 64 bits as the text it is."""
+    from bench.postgres_events import events
+
+    edges = ["9223372036854775807", "9223372036854775808", "-9223372036854775808"]
+    edges += ["-9223372036854775809", "1000000000000000000", "-1000000000000000000"]
+    values = []
+    for n, (_, value) in enumerate(events(36)):
+        document = orjson.loads(value)
+        source = next(f for f in document["schema"]["fields"] if f["field"] == "source")
+        source["fields"].append({"type": "string", "optional": True, "field": "extra"})
+        document["payload"]["source"]["extra"] = edges[n % len(edges)]
+        values.append(orjson.dumps(document))
+    data = b"".join(value + b"\n" for value in values)
+    expected = _convert(PerMessageDebezium({}), data, False, True, False, DebeziumJsonFormat)
+    assert b'"extra":"9223372036854775808"' in expected[0]
+    assert b'"extra":9223372036854775807' in expected[0] and b'"ts_ns":1763769600' in expected[0]
+    fmt = DebeziumJsonFormat({})
+    decoded: list[object] = []
+    fmt.decode = decoded.append  # type: ignore[assignment,method-assign]
+    assert _convert(fmt, data, False, True, False, DebeziumJsonFormat) == expected
+    assert not decoded
+
+
 class PerMessageYdbJson(YdbJsonFormat):
     """``ydb-json`` as is, under another class, which the columns do not serve."""
 

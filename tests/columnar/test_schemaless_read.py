@@ -155,3 +155,32 @@ def test_events_of_two_tables_in_one_batch_are_typed_table_by_table() -> None:
     assert rows == list(range(40))
     assert b'"name":"a"' in values[0]
     assert b'"total":12.5' in values[1]
+
+
+def test_objects_and_arrays_in_images_are_typed_and_told_member_by_member() -> None:
+    """PostgreSQL's ``numeric`` without a precision, a geometry and arrays, as written
+    without a schema block, take the columns; an object missing a member, or an integer
+    in an array of doubles (OpenCDC JSON tells ``1`` from ``1.0``), goes the per-message
+    way, alone."""
+    events = []
+    for n in range(30):
+        after: dict[str, Any] = {
+            "id": n,
+            "ratio": {"scale": n % 4, "value": "ANb0"},
+            "spot": {"wkb": "AQEAAAA=", "srid": None if n % 3 else 4326},
+            "tags": [n, n + 1][: n % 3],
+            "weights": [0.5, None],
+        }
+        if n == 7:
+            del after["spot"]["srid"]
+        elif n == 13:
+            after["weights"] = [1, 0.5]
+        source = {"db": "d", "table": "t", "xmin": None}
+        events.append(orjson.dumps({"before": None, "after": after, "source": source, "op": "c"}))
+    messages: list[tuple[bytes | None, bytes | None]] = [(None, e) for e in events]
+    rows, values, _ = _written(messages, "debezium-json", "opencdc-json")
+    assert rows == [n for n in range(30) if n not in (7, 13)]
+    assert b'"ratio":{"scale":0,"value":"ANb0"}' in values[0]
+    assert b'"tags":[4]' in values[rows.index(4)]
+    rows, _, _ = _written(messages, "debezium-json", "opencdc-proto")
+    assert rows == [n for n in range(30) if n != 7]  # a double is a double there
