@@ -453,7 +453,7 @@ class DebeziumToOpenCDC:
 #: table (:func:`tables_of`), and the most tables a batch is told apart into.
 _TABLES_FROM = 16
 _MOST_TABLES = 8
-_SOURCE_BLOCK = "\"source\"[ \\t\\n\\r]*:[ \\t\\n\\r]*\\{(?P<source>[^{}]*)\\}"
+_SOURCE_BLOCK = '"source"[ \\t\\n\\r]*:[ \\t\\n\\r]*\\{(?P<source>[^{}]*)\\}'
 _SOURCE_NAMES = ("db", "schema", "table", "collection")
 
 

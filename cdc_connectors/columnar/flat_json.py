@@ -27,6 +27,7 @@ from cdc_connectors.columnar.confluent_frames import non_finite
 from cdc_connectors.json_values import ESCAPE
 from cdc_connectors.opencdc import json_codec
 from cdc_connectors.spark.arrow_names import member, names_are_text
+from cdc_connectors.spark.json_blocks import one_block
 from cdc_connectors.spark.schema import OPENCDC_ARROW_SCHEMA
 
 __all__ = [
@@ -43,8 +44,6 @@ __all__ = [
     "row_type",
 ]
 
-# One thread: a Spark Python worker has one core.
-_READ_OPTIONS = pajson.ReadOptions(block_size=1 << 20, use_threads=False)
 #: The Arrow types of a flat column and the kind :class:`FlatChanges` gives each.
 FLAT: dict[pa.DataType, type | None] = {
     pa.int64(): int,
@@ -130,7 +129,7 @@ def _read(text: pa.Buffer, hint: frozenset[tuple[str, ...]]) -> pa.Table | None:
     schema = _schema_of(hint) if hint else None
     options = pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer")
     try:
-        return pajson.read_json(text, read_options=_READ_OPTIONS, parse_options=options)
+        return pajson.read_json(text, read_options=one_block(text), parse_options=options)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
 

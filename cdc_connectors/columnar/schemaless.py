@@ -27,11 +27,10 @@ import pyarrow.json as pajson
 from cdc_connectors.json_values import ESCAPE
 from cdc_connectors.spark.arrow_masks import mask
 from cdc_connectors.spark.arrow_names import member, names_are_text
+from cdc_connectors.spark.json_blocks import one_block
 
 __all__ = ["Inferred", "infer_envelope"]
 
-# One thread: a Spark Python worker has one core.
-_READ_OPTIONS = pajson.ReadOptions(block_size=1 << 20, use_threads=False)
 _SCALARS = {pa.int64(): "int64", pa.float64(): "double", pa.bool_(): "boolean"}
 _IMAGES = ("before", "after")
 _METADATA_BLOCKS = ("source", "transaction")
@@ -284,15 +283,15 @@ def _read(values: pa.Array) -> pa.Table | None:
         picks = np.unique(np.linspace(0, count - 1, _SAMPLE).astype(np.int64))
         sample = _joined(values.take(pa.array(picks)))
         try:
-            inferred = pajson.read_json(sample, read_options=_one_block(sample))
+            inferred = pajson.read_json(sample, read_options=one_block(sample))
             types = _read_types(inferred.schema)
             options = pajson.ParseOptions(explicit_schema=types, unexpected_field_behavior="infer")
-            table = pajson.read_json(text, read_options=_READ_OPTIONS, parse_options=options)
+            table = pajson.read_json(text, read_options=one_block(text), parse_options=options)
             return _lists_whole(table, text)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             pass  # a field of another type elsewhere (or null throughout the sample)
     try:
-        return _lists_whole(pajson.read_json(text, read_options=_one_block(text)), text)
+        return _lists_whole(pajson.read_json(text, read_options=one_block(text)), text)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
 
@@ -305,7 +304,7 @@ def _lists_whole(table: pa.Table, text: pa.Buffer) -> pa.Table:
     if not any(_holds_lists(field.type) for field in table.schema):
         return table
     options = pajson.ParseOptions(explicit_schema=_read_types(table.schema))
-    return pajson.read_json(text, read_options=_one_block(text), parse_options=options)
+    return pajson.read_json(text, read_options=one_block(text), parse_options=options)
 
 
 def _holds_lists(type_: pa.DataType) -> bool:
@@ -321,13 +320,6 @@ def _joined(values: pa.Array) -> pa.Buffer:
     """The events as lines of one buffer."""
     lists = pa.ListArray.from_arrays(pa.array([0, len(values)], pa.int32()), values)
     return pc.binary_join(lists, b"\n")[0].as_buffer()
-
-
-def _one_block(text: pa.Buffer) -> pajson.ReadOptions:
-    """Options reading ``text`` as one block: its types inferred from every event together
-    (read in blocks, a field null throughout the first and an object in a later one is
-    refused)."""
-    return pajson.ReadOptions(block_size=max(text.size + 1, 1 << 20), use_threads=False)
 
 
 #: Events whose types are inferred before all are read with them.
@@ -414,9 +406,7 @@ def _scalars_struct(
             items = _scalar_kind(field.type.value_type)
             if items is None:
                 return None
-            fields.append(
-                {"type": "array", "optional": True, "items": items, "field": field.name}
-            )
+            fields.append({"type": "array", "optional": True, "items": items, "field": field.name})
             continue
         if pa.types.is_string(field.type) or pa.types.is_timestamp(field.type):
             # Arrow reads some strings as timestamps; the text is what the event holds.

@@ -125,8 +125,9 @@ def _exact_numbers(text: bytes, obj: Any) -> Any:
     return _parse_exact(text) if _numbers_changed(text) else obj
 
 
-#: Digits and points as "#", every other byte a space: runs of 17 "#" are long numbers.
-_RUN_SHAPE = bytes(35 if chr(b) in "0123456789." else 32 for b in range(256))
+#: Digits, points and signs as "#", every other byte a space: runs of 17 "#" are what the
+#: per-message way looks at (:data:`_NUMBER_SHAPE`), a sign counted.
+_RUN_SHAPE = bytes(35 if chr(b) in "0123456789.-+" else 32 for b in range(256))
 _LONG_RUN_OF_17 = b"#" * 17
 _EXPONENT_START = (b"e", b"E")
 
@@ -150,8 +151,6 @@ def long_fractions_alike(text: bytes) -> bool:
         elif b"." not in text[at:end]:
             at = shape.find(_LONG_RUN_OF_17, end)
             continue  # an integer (Arrow reads one exactly, or refuses it)
-        if at and text[at - 1 : at] == b"-":
-            at -= 1
         token = text[at:end].decode("ascii")
         try:
             if repr(float(token)) != token and _inexact(_in_range(token)):

@@ -97,6 +97,7 @@ from cdc_connectors.spark.envelope_columns import (
     mask,
     metadata_map,
 )
+from cdc_connectors.spark.json_blocks import one_block
 from cdc_connectors.spark.schema import OPENCDC_ARROW_SCHEMA, OPENCDC_SCHEMA
 
 __all__ = [
@@ -167,8 +168,6 @@ _EMPTY_OR_ODD = f"{_EMPTY_IMAGE}|{_ODD_NUMBER}"
 _FAILED_PARTS = 32
 _EXACT_DOUBLE = float(2**53)
 _MIN_MICROS, _MAX_MICROS = -62_135_596_800_000_000, 253_402_300_799_999_999
-# One thread: a Spark Python worker has one core; 1 MiB blocks parse fastest here.
-_READ_OPTIONS = pajson.ReadOptions(block_size=1 << 20, use_threads=False)
 # Bytes, not Arrow scalars, at import: pyarrow imports pandas to make its first value
 # from a Python object, which a Spark task that only plans or commits never needs.
 _PAYLOAD_KEY, _CLOSE = b'"payload":', b"}"
@@ -939,7 +938,7 @@ def _read_rests(rest: pa.Array, json_schema: pa.Schema) -> pa.Table:
     text = joined[0].as_buffer()
     options = pajson.ParseOptions(explicit_schema=json_schema, unexpected_field_behavior="infer")
     try:
-        table = pajson.read_json(text, read_options=_READ_OPTIONS, parse_options=options)
+        table = pajson.read_json(text, read_options=one_block(text), parse_options=options)
         if table.num_rows == count:
             return _named_as_text(table)
     except pa.ArrowInvalid:
@@ -951,7 +950,9 @@ def _read_rests(rest: pa.Array, json_schema: pa.Schema) -> pa.Table:
     options = pajson.ParseOptions(
         explicit_schema=json_schema, unexpected_field_behavior="infer", newlines_in_values=True
     )
-    return _named_as_text(pajson.read_json(text, read_options=_READ_OPTIONS, parse_options=options))
+    return _named_as_text(
+        pajson.read_json(text, read_options=one_block(text), parse_options=options)
+    )
 
 
 def _named_as_text(table: pa.Table) -> pa.Table:

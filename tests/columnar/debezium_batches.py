@@ -49,9 +49,12 @@ def _long_texts(number: float) -> st.SearchStrategy[Any]:
     ).map(lambda text: orjson.Fragment(text.encode()))
 
 
-#: Doubles as a writer spells them: shortest texts (of up to 17 digits) and longer ones.
+#: Doubles as a writer spells them: shortest texts (of up to 17 digits) and longer ones,
+#: and 16 digits with an exponent and no point (a sign makes the run 17 long).
 DOUBLE_TEXTS = st.floats(allow_nan=False, allow_infinity=False).flatmap(
     lambda number: st.just(number) | _long_texts(number)
+) | st.sampled_from(["-9514242627359937e-2", "9514242627359937e-2", "-1000000000000000e-3"]).map(
+    lambda text: orjson.Fragment(text.encode())
 )
 
 

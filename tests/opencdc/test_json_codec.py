@@ -350,6 +350,8 @@ def test_closer_look_finds_every_document_load_exact_reads_otherwise(values: lis
         (b'{"a":0.10000000000000001}', False),  # 0.1's double, not the number
         (b'{"a":1.30422796085142731e-5}', False),
         (b'{"a":12345678901234567e-1}', False),
+        (b'{"a":-9514242627359937e-2}', False),  # 16 digits and a sign: kept exact there
+        (b'{"a":-1.2345678901234568e-5}', True),  # a double's, spelt as Java does
         (b'{"a":"1.1.1.1.1.1.1.1.1.1"}', False),  # looked at in a string too: no number
     ],
 )

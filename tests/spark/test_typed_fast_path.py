@@ -60,9 +60,9 @@ def test_a_long_fraction_no_double_spells_goes_the_per_message_way() -> None:
     """``0.30000000000000000444`` is a double's value, but not its text: the per-message way
     keeps the text it was given (or refuses it), so the message goes that way."""
     texts = [b"0.30000000000000000444", b"0.1000000000000000055511151231257827"]
-    messages = [
-        Message(event(after=row(score=orjson.Fragment(text)))) for text in texts
-    ] + [Message(event(after=row(score=0.1)))]
+    messages = [Message(event(after=row(score=orjson.Fragment(text)))) for text in texts] + [
+        Message(event(after=row(score=0.1)))
+    ]
     assert slow_rows(decoder(), messages) == [0, 1]
     fast, slow = both_ways(messages)
     assert fast == slow
