@@ -16,9 +16,12 @@ import pyarrow.json as pajson
 __all__ = ["one_block"]
 
 _SMALLEST = 1 << 20
+#: The largest block Arrow takes (a 32-bit size): a longer text is read in blocks.
+_LARGEST = 2**31 - 1
 
 
 def one_block(text: pa.Buffer | bytes) -> pajson.ReadOptions:
-    """Reader options that read ``text`` as one block, on one thread (a Spark Python
-    worker has one core)."""
-    return pajson.ReadOptions(block_size=max(len(text) + 1, _SMALLEST), use_threads=False)
+    """Reader options that read ``text`` as one block (up to 2 GiB), on one thread (a
+    Spark Python worker has one core)."""
+    size = min(max(len(text) + 1, _SMALLEST), _LARGEST)
+    return pajson.ReadOptions(block_size=size, use_threads=False)
