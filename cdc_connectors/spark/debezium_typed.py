@@ -560,9 +560,7 @@ class TypedDebeziumDecoder:
         else:
             # And numbers a double would change, and NaN / Infinity, which JSON has not:
             # Arrow reads them all; the per-message way keeps them exact or refuses them.
-            text = rest.cast(pa.string())
-            bad |= mask(pc.match_substring_regex(text, _EMPTY_OR_ODD))
-            bad |= _changed_by_doubles(rest, mask(pc.match_substring_regex(text, _LONG_NUMBER)))
+            bad |= _inexact_numbers(rest, _EMPTY_OR_ODD)
             for image in ("before", "after"):
                 bad |= _big_integral(payload.field(image))
         key_data, key_bad = self._keys(keys, count)
@@ -815,9 +813,7 @@ class TypedKeyReader:
         flagged = self._column.convert(payload)
         bad = flagged.bad  # a null payload too: the struct is required
         if self._has_doubles:
-            text = rest.cast(pa.string())
-            bad |= mask(pc.match_substring_regex(text, _ODD_NUMBER))
-            bad |= _changed_by_doubles(rest, mask(pc.match_substring_regex(text, _LONG_NUMBER)))
+            bad |= _inexact_numbers(rest, _ODD_NUMBER)
             bad |= _big_integral(payload)
         return flagged.array, bad
 
@@ -858,15 +854,17 @@ def doubles_for_floats(type_: pa.DataType) -> pa.DataType:
     return pa.float64() if type_ == pa.float32() else type_
 
 
-def _changed_by_doubles(values: pa.Array, long: np.ndarray) -> np.ndarray:
-    """Which of the ``long`` rows (a number of 16 digits or more) hold a number a double
-    changes, which the per-message way keeps exact (or refuses): each looked at alone."""
-    changed = np.zeros(len(long), dtype=bool)
-    rows = np.flatnonzero(long)
+def _inexact_numbers(values: pa.Array, odd: str) -> np.ndarray:
+    """Rows of ``values`` matching ``odd`` (NaN, Infinity, what else the caller looks
+    for), and those holding a number of 16 digits or more that a double changes, which
+    the per-message way keeps exact or refuses: each such row looked at alone."""
+    text = values.cast(pa.string())
+    bad = mask(pc.match_substring_regex(text, odd))
+    rows = np.flatnonzero(mask(pc.match_substring_regex(text, _LONG_NUMBER)) & ~bad)
     if len(rows):
         texts = values.take(pa.array(rows)).to_pylist()
-        changed[rows] = [not long_fractions_alike(text) for text in texts]
-    return changed
+        bad[rows] = [not long_fractions_alike(found) for found in texts]
+    return bad
 
 
 def _conformed(read: pa.Array, type_: pa.DataType) -> pa.Array | None:
