@@ -127,6 +127,17 @@ def test_columns_give_the_output_and_dead_letters_of_the_per_message_way(
         assert ours == _convert(PerMessageDebezium({}), data, kv_in, kv_out, fail_fast, to), to
 
 
+def _from_columns(data: bytes, kv: bool, to: type[Format]) -> Any:
+    """``_convert`` of Debezium JSON ``data`` to ``to`` (keys and values out), each message
+    written from columns: decoding one the per-message way fails the test."""
+    fmt = DebeziumJsonFormat({})
+    decoded: list[object] = []
+    fmt.decode = decoded.append  # type: ignore[assignment,method-assign]
+    found = _convert(fmt, data, kv, True, False, to)
+    assert not decoded
+    return found
+
+
 @settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(messages=schemaless_batches(lines=True), sample=st.integers(1, 6))
 def test_events_typed_from_a_sample_are_written_as_the_per_message_way_writes_them(
@@ -154,11 +165,7 @@ def test_a_stream_of_good_messages_is_written_from_columns(to: type[Format], kv:
     ]
     data = _stream(messages, kv)
     expected = _convert(PerMessageDebezium({}), data, kv, True, False, to)
-    fmt = DebeziumJsonFormat({})
-    decoded: list[object] = []
-    fmt.decode = decoded.append  # type: ignore[assignment,method-assign]
-    assert _convert(fmt, data, kv, True, False, to) == expected
-    assert not decoded
+    assert _from_columns(data, kv, to) == expected
     first = orjson.loads(expected[0].splitlines()[0])
     assert (first["key"] is not None) is kv
     if to is OpenCDCProtoFormat:
@@ -187,11 +194,7 @@ def test_events_as_debezium_writes_them_are_written_from_columns(
         values.append(orjson.dumps(document if block else document["payload"]))
     data = b"".join(value + b"\n" for value in values)
     expected = _convert(PerMessageDebezium({}), data, False, True, False, to)
-    fmt = DebeziumJsonFormat({})
-    decoded: list[object] = []
-    fmt.decode = decoded.append  # type: ignore[assignment,method-assign]
-    assert _convert(fmt, data, False, True, False, to) == expected
-    assert not decoded
+    assert _from_columns(data, False, to) == expected
 
 
 def test_metadata_integers_of_19_digits_are_written_back_from_columns() -> None:
@@ -212,11 +215,7 @@ def test_metadata_integers_of_19_digits_are_written_back_from_columns() -> None:
     expected = _convert(PerMessageDebezium({}), data, False, True, False, DebeziumJsonFormat)
     assert b'"extra":"9223372036854775808"' in expected[0]
     assert b'"extra":9223372036854775807' in expected[0] and b'"ts_ns":1763769600' in expected[0]
-    fmt = DebeziumJsonFormat({})
-    decoded: list[object] = []
-    fmt.decode = decoded.append  # type: ignore[assignment,method-assign]
-    assert _convert(fmt, data, False, True, False, DebeziumJsonFormat) == expected
-    assert not decoded
+    assert _from_columns(data, False, DebeziumJsonFormat) == expected
 
 
 class PerMessageYdbJson(YdbJsonFormat):
