@@ -859,9 +859,14 @@ def _inexact_numbers(values: pa.Array, odd: str) -> np.ndarray:
     for), and those holding a number of 16 digits or more that a double changes, which
     the per-message way keeps exact or refuses: each such row looked at alone."""
     text = values.cast(pa.string())
-    bad = mask(pc.match_substring_regex(text, odd))
-    rows = np.flatnonzero(mask(pc.match_substring_regex(text, _LONG_NUMBER)) & ~bad)
+    bad = np.zeros(len(values), dtype=bool)
+    # One pass over every row for either; the few that match are told apart after.
+    rows = np.flatnonzero(mask(pc.match_substring_regex(text, f"{odd}|{_LONG_NUMBER}")))
     if len(rows):
+        taken = pa.array(rows)
+        odd_rows = mask(pc.match_substring_regex(text.take(taken), odd))
+        bad[rows[odd_rows]] = True
+        rows = rows[~odd_rows]
         texts = values.take(pa.array(rows)).to_pylist()
         bad[rows] = [not long_fractions_alike(found) for found in texts]
     return bad
