@@ -160,11 +160,14 @@ class TaskChanges:
         self.kept: list[pa.Table] = []
         self.key_columns: list[str] | None = list(settings.key_columns) or None
         self.count = self.others = 0
+        self.held = _held_columns(settings)
         self._batch = self._new()
 
     def _new(self) -> ChangeBatch:
         given = bool(self.settings.key_columns)
-        return ChangeBatch(self.key_columns, self.settings.order_by, self.types, given)
+        return ChangeBatch(
+            self.key_columns, self.settings.order_by, self.types, given, held=self.held
+        )
 
     def add(self, batch: pa.RecordBatch) -> None:
         collection = self.settings.collection
@@ -212,6 +215,15 @@ class TaskChanges:
             self.count,
             self.others,
         )
+
+
+def _held_columns(settings: Settings) -> pa.Schema | None:
+    """The row columns of the table as this task begins (``None`` while there is none):
+    a value of a type its column cannot take is refused alone, not the whole batch."""
+    schema = settings.store().schema()
+    if schema is None:
+        return None
+    return pa.schema([f for f in schema if not f.name.startswith("_cdc_")])
 
 
 def _json(origin: Record | bytes) -> bytes:

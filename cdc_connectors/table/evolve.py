@@ -16,7 +16,7 @@ import pyarrow.types as pt
 
 from cdc_connectors.errors import CdcError
 
-__all__ = ["Evolution", "SchemaChangeError", "evolution", "widens"]
+__all__ = ["Evolution", "SchemaChangeError", "evolution", "takes", "widens"]
 
 
 class SchemaChangeError(CdcError, ValueError):
@@ -67,6 +67,12 @@ def _same(old: pa.DataType, new: pa.DataType) -> bool:
     return False
 
 
+def takes(old: pa.DataType, new: pa.DataType) -> bool:
+    """Whether a column of type ``old`` takes values of type ``new`` (as they are, cast up,
+    or widened): whether :func:`evolution` lets them by."""
+    return bool(pt.is_null(new) or _same(old, new) or widens(new, old) or widens(old, new))
+
+
 def evolution(table: pa.Schema, rows: pa.Schema, where: str) -> Evolution:
     """How the table of schema ``table`` must change to take ``rows`` (the columns of a
     batch); :class:`SchemaChangeError` naming the column of ``where`` when it cannot."""
@@ -77,14 +83,12 @@ def evolution(table: pa.Schema, rows: pa.Schema, where: str) -> Evolution:
                 added.append(pa.field(field.name, field.type, True))
             continue
         old = table.field(field.name).type
-        if pt.is_null(field.type) or _same(old, field.type) or widens(field.type, old):
-            continue  # a narrower value is cast up to the column's type
-        if widens(old, field.type):
+        if not takes(old, field.type):
+            raise SchemaChangeError(
+                f"{where}: column {field.name!r} is {old} in the table and {field.type} in "
+                "the changes; only new columns and safe widening (int -> long, float -> "
+                "double, decimal precision up) are applied: nothing of this batch was written"
+            )
+        if widens(old, field.type) and not _same(old, field.type):
             widened.append(pa.field(field.name, field.type, True))
-            continue
-        raise SchemaChangeError(
-            f"{where}: column {field.name!r} is {old} in the table and {field.type} in the "
-            "changes; only new columns and safe widening (int -> long, float -> double, "
-            "decimal precision up) are applied: nothing of this batch was written"
-        )
     return Evolution(added, widened)

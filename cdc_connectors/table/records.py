@@ -10,9 +10,10 @@ column), and in an update, a column other changes of the batch carry (YDB's upda
 
 Column types are the registered schema's, when ``types`` names one for the record (a
 decimal stays ``decimal(p,s)``, ISO text becomes a timestamp or a date); else they are
-inferred from the values (text stays text). A record refused (no key, an operation that
-is no change, a position without an order, a value that does not fit its column) is kept
-with its reason for the dead-letter output; the others go on.
+inferred from the values (text stays text), or, where the table holds the column and the
+values inferred are of a type it cannot take, the table's. A record refused (no key, an
+operation that is no change, a position without an order, a value that does not fit its
+column) is kept with its reason for the dead-letter output; the others go on.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import pyarrow.compute as pc
 
 from cdc_connectors.opencdc import Operation, Record, keys
 from cdc_connectors.opencdc.json_codec import json_default
+from cdc_connectors.table.evolve import takes
 from cdc_connectors.table.layout import AT, OFFSET, OP, STREAM, TIME, UNSET
 from cdc_connectors.table.order import AUTO, order_of
 
@@ -110,13 +112,16 @@ class ChangeBatch:
         order_by: str = AUTO,
         types: RowTypes | None = None,
         keys_given: bool | None = None,
+        held: pa.Schema | None = None,
     ):
         """``keys_given``: whether ``key_columns`` were set by the user (else, as the key
-        of an earlier record, every record's key must name them)."""
+        of an earlier record, every record's key must name them); ``held``: the columns of
+        the table the changes go to, if it exists."""
         self.key_columns = list(key_columns) if key_columns else None
         self.keys_given = self.key_columns is not None if keys_given is None else keys_given
         self.order_by = order_by
         self.types = types
+        self.held = held
         self.rows: list[dict[str, Any]] = []
         self.records: list[tuple[Record | bytes, bytes]] = []
         self.meta: list[tuple[str, str, int, int | None]] = []
@@ -201,7 +206,7 @@ class ChangeBatch:
             values, gone = _unset_values([row.get(name, _MISSING) for row in self.rows], updates)
             if gone is not None:
                 unset[name] = gone
-            columns[name] = _column(name, values, self.typed.get(name), bad)
+            columns[name] = self._typed(name, values, bad)
         keep = [i for i in range(count) if i not in bad]
         for index, reason in sorted(bad.items()):
             origin, position = self.records[index]
@@ -214,6 +219,18 @@ class ChangeBatch:
         columns[UNSET] = pa.array(_unset_lists(unset, count), pa.list_(pa.string()))
         table = pa.table(columns) if columns else pa.table({})
         return table.take(pa.array(keep, pa.int64())) if bad else table
+
+    def _typed(self, name: str, values: list[Any], bad: dict[int, str]) -> pa.Array:
+        """The column of ``name``: of its registered type; else of the type its values
+        make, unless the table cannot take that type (text where it holds numbers): then
+        of the table's type, each value that does not fit it refused."""
+        wanted = self.typed.get(name)
+        column = _column(name, values, wanted, bad)
+        if wanted is None and self.held is not None and name in self.held.names:
+            held = self.held.field(name).type
+            if not takes(held, column.type):
+                column = _column(name, values, held, bad)
+        return column
 
 
 #: A column a record's row does not have.
@@ -275,7 +292,9 @@ def _column(
             pass
         try:  # ISO text to a time or a date, numbers to a decimal: one cast for the column
             if not (pa.types.is_timestamp(wanted) and wanted.tz is None):
-                return pc.cast(pa.array(values), wanted)
+                found = pa.array(values)
+                if _cast_keeps(found, values, wanted):
+                    return pc.cast(found, wanted)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError):
             pass
         return pa.array([_fitted(name, i, v, wanted, bad) for i, v in enumerate(values)], wanted)
@@ -292,6 +311,19 @@ def _column(
     if pa.types.is_decimal256(inferred.type):  # past 38 digits: no table type holds it
         return _mixed([None if v is None else str(v) for v in values])
     return inferred  # all nulls: a null column, which adds no column to a table
+
+
+def _cast_keeps(found: pa.Array, values: list[Any], wanted: pa.DataType) -> bool:
+    """Whether ``found`` (``values`` as Arrow infers them) holds every value as it is, and
+    a cast to ``wanted`` keeps them: not true as 1, nor an integer past 2**53 among doubles,
+    nor text as a double (each such value is looked at alone)."""
+    if pa.types.is_boolean(found.type):
+        return False
+    if pa.types.is_floating(wanted) and not pa.types.is_floating(found.type):
+        return False
+    return not (
+        pa.types.is_floating(found.type) and any(type(v) is int and abs(v) > 2**53 for v in values)
+    )
 
 
 def column_of(name: str, values: list[Any]) -> pa.Array:
@@ -367,7 +399,10 @@ def _fitted(name: str, index: int, value: Any, wanted: pa.DataType, bad: dict[in
                 if parsed.tzinfo is not None:  # a local time column takes no zone
                     raise ValueError("a time with a zone")
                 return parsed
-            return pc.cast(source, wanted)[0].as_py()
+            cast = pc.cast(source, wanted)[0].as_py()
+            if pa.types.is_floating(wanted) and Decimal(repr(cast)) != Decimal(str(value)):
+                raise ValueError("a double changes it")
+            return cast
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
         pass
     shown = repr(value)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import shutil
 from decimal import Decimal
 from pathlib import Path
@@ -459,3 +460,48 @@ def test_a_replayed_batch_writes_its_dead_letters_again(tmp_path: Path) -> None:
     (tmp_path / "t" / "_cdc_dead_letters" / "batch-000000000000.jsonl").unlink()
     commit_changes(settings, [message], Txn("q", 0))  # a replay: the file comes back whole
     assert (tmp_path / "t" / "_cdc_dead_letters" / "batch-000000000000.jsonl").read_bytes()
+
+
+@pytest.mark.parametrize("fmt", ["delta", "iceberg"])
+def test_a_value_the_tables_column_cannot_take_is_a_dead_letter_alone(
+    session: Any, tmp_path: Path, fmt: str
+) -> None:
+    import orjson
+
+    target = tmp_path / "orders"
+
+    def write(number: int, *rows: dict[str, Any]) -> None:
+        source = tmp_path / f"plain-{number}.jsonl"
+        lines = [
+            orjson.dumps(
+                {
+                    "position": "",
+                    "operation": "update",
+                    "metadata": {},
+                    "key": {"id": row["id"]},
+                    "payload": {"after": row},
+                }
+            )
+            for row in rows
+        ]
+        source.write_bytes(b"".join(line + b"\n" for line in lines))
+        read = session.read.format("cdc-files").option("format", "opencdc-json")
+        read.load(str(source)).write.format("cdc-table").option("format", fmt).mode(
+            "append"
+        ).save(str(target))
+
+    write(0, {"id": 1, "status": "new", "qty": 1}, {"id": 2, "status": "new", "qty": 2})
+    write(1, {"id": 1, "status": "paid", "qty": "many"}, {"id": 2, "status": "paid", "qty": 3})
+    read = session.read.format("cdc-table").option("format", fmt).load(str(target))
+    assert dict(read.dtypes)["qty"] == "bigint"
+    found = sorted((r["id"], r["status"], r["qty"]) for r in read.collect())
+    assert found == [(1, "new", 1), (2, "paid", 3)]
+    (letter,) = [
+        orjson.loads(line)
+        for path in (target / "_cdc_dead_letters").glob("*.jsonl")
+        for line in path.read_bytes().splitlines()
+    ]
+    assert "column 'qty': value 'many' does not fit int64" in (
+        letter["metadata"]["conduit.dlq.nack.error"]
+    )
+    assert b'"qty":"many"' in base64.b64decode(letter["payload"]["after"])

@@ -153,3 +153,61 @@ def test_the_tasks_changes_take_one_type_whatever_the_split() -> None:
     assert split.type == one.type and split.to_pylist() == one.to_pylist()
     whole = concat_changes([task(10, 20), task(10, 10.5)]).column("amount")
     assert whole.to_pylist() == [Decimal(10), Decimal(20), Decimal(10), Decimal("10.5")]
+
+
+def test_values_the_tables_column_cannot_take_are_refused_one_by_one() -> None:
+    held = pa.schema(
+        [
+            pa.field("id", pa.int64()),
+            pa.field("n", pa.int64()),
+            pa.field("price", pa.float64()),
+            pa.field("d", pa.decimal128(5, 2)),
+            pa.field("note", pa.string()),
+        ]
+    )
+    batch = ChangeBatch(held=held)
+    rows = [
+        {"id": 1, "n": 5, "price": 2, "d": Decimal("1.5"), "note": "a"},
+        {"id": 2, "n": "n/a", "price": 2.5, "d": Decimal("1.25"), "note": "b"},
+        {"id": 3, "n": True, "price": 3, "d": Decimal("2"), "note": "c"},
+        {"id": 4, "n": 7, "price": 2**53 + 1, "d": Decimal("3"), "note": "d"},
+        {"id": 5, "n": 8, "price": 4, "d": Decimal("1.255"), "note": "e"},
+        {"id": 6, "n": 9, "price": 5, "d": Decimal("1"), "note": 6},
+    ]
+    for number, row in enumerate(rows, 1):
+        batch.add(record("create", f"t/0/{number}".encode(), row, {"id": row["id"]}))
+    table = batch.table()
+    assert table.column("id").to_pylist() == [1, 6]
+    assert table.schema.field("n").type == pa.int64()
+    assert table.column("n").to_pylist() == [5, 9]
+    assert table.schema.field("price").type == pa.float64()
+    assert table.column("price").to_pylist() == [2.0, 5.0]
+    assert table.column("d").to_pylist() == [Decimal("1.50"), Decimal("1.00")]
+    assert table.column("note").to_pylist() == ["a", "6"]  # as text stays text beside text
+    assert [r.position for r in batch.refused] == [b"t/0/2", b"t/0/3", b"t/0/4", b"t/0/5"]
+    assert [r.reason for r in batch.refused] == [
+        "column 'n': value 'n/a' does not fit int64",
+        "column 'n': value True does not fit int64",
+        f"column 'price': value {2**53 + 1} does not fit double",
+        "column 'd': value Decimal('1.255') does not fit decimal128(5, 2)",
+    ]
+
+
+def test_values_of_a_type_the_table_widens_to_are_not_refused() -> None:
+    held = pa.schema([pa.field("id", pa.int64()), pa.field("d", pa.decimal128(3, 2))])
+    batch = ChangeBatch(held=held)
+    batch.add(record("create", b"t/0/1", {"id": 1, "d": Decimal("123.45")}, {"id": 1}))
+    table = batch.table()
+    assert not batch.refused
+    assert table.schema.field("d").type == pa.decimal128(5, 2)  # the table widens
+
+
+def test_text_a_double_would_change_is_refused() -> None:
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("x", pa.float64())])
+    batch = ChangeBatch(types=lambda r: schema)
+    batch.add(record("create", b"t/0/1", {"id": 1, "x": "0.25"}, {"id": 1}))
+    batch.add(record("create", b"t/0/2", {"id": 2, "x": "9007199254740993"}, {"id": 2}))
+    batch.add(record("create", b"t/0/3", {"id": 3, "x": 2**53 + 1}, {"id": 3}))
+    table = batch.table()
+    assert table.column("x").to_pylist() == [0.25]
+    assert [r.position for r in batch.refused] == [b"t/0/2", b"t/0/3"]
