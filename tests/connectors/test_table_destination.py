@@ -486,9 +486,9 @@ def test_a_value_the_tables_column_cannot_take_is_a_dead_letter_alone(
         ]
         source.write_bytes(b"".join(line + b"\n" for line in lines))
         read = session.read.format("cdc-files").option("format", "opencdc-json")
-        read.load(str(source)).write.format("cdc-table").option("format", fmt).mode(
-            "append"
-        ).save(str(target))
+        read.load(str(source)).write.format("cdc-table").option("format", fmt).mode("append").save(
+            str(target)
+        )
 
     write(0, {"id": 1, "status": "new", "qty": 1}, {"id": 2, "status": "new", "qty": 2})
     write(1, {"id": 1, "status": "paid", "qty": "many"}, {"id": 2, "status": "paid", "qty": 3})
@@ -501,7 +501,8 @@ def test_a_value_the_tables_column_cannot_take_is_a_dead_letter_alone(
         for path in (target / "_cdc_dead_letters").glob("*.jsonl")
         for line in path.read_bytes().splitlines()
     ]
-    assert "column 'qty': value 'many' does not fit int64" in (
-        letter["metadata"]["conduit.dlq.nack.error"]
+    assert (
+        "column 'qty': value 'many' does not fit int64"
+        in (letter["metadata"]["conduit.dlq.nack.error"])
     )
     assert b'"qty":"many"' in base64.b64decode(letter["payload"]["after"])
