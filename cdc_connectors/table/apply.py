@@ -70,10 +70,10 @@ def apply_changes(
     current = store.current(touched, None if keeps else [*keys, STREAM, OFFSET])
     if settings.mode == "history" and current.num_rows and IS_CURRENT in current.column_names:
         current = current.filter(pc.fill_null(current.column(IS_CURRENT), False))
-    graves = store.tombstones(touched)
+    graves = held_graves = store.tombstones(touched)
     late = keys_of(changes, keys).slice(0, 0)
     if settings.mode == "history":
-        late = late_keys(changes, keys, current, graves)
+        late = late_keys(changes, keys, store.versions(touched), graves)
     rebuilt = None
     if late.num_rows:  # history: late changes become the past versions they are
         rebuilt = rebuild(
@@ -91,15 +91,28 @@ def apply_changes(
         rows = pa.concat_tables([rows, rebuilt.rows.cast(rows.schema)])
         tombs = pa.concat_tables([tombs, rebuilt.tombstones.cast(tombs.schema)])
         replaced = pa.concat_tables([replaced, late.cast(replaced.schema)])
-    if applied == 0:
+    # (nothing applied, tombstones yet to add: a write killed between its two commits)
+    graves_change = _differ(among(held_graves, replaced), tombs, [*keys, STREAM, OFFSET])
+    if applied == 0 and not graves_change:
         return Applied(0, stale, replayed=held)
-    if not held:
+    if not held and applied:
         store.replace("rows", done.keys, rows, txn, every_version=late)
     if (graves.num_rows or tombs.num_rows or late.num_rows) and (
         txn is None or not _holds(store, "tombstones", txn)
     ):
         store.replace("tombstones", replaced, tombs, txn)
     return Applied(0, stale, replayed=True) if held else Applied(applied, stale)
+
+
+def _differ(held: pa.Table, wanted: pa.Table, columns: list[str]) -> bool:
+    """Whether two tables hold other rows of ``columns`` (in any order)."""
+    if held.num_rows != wanted.num_rows:
+        return True
+    if held.num_rows == 0:
+        return False
+    order = [(name, "ascending") for name in columns]
+    a, b = held.select(columns), wanted.select(columns).cast(held.select(columns).schema)
+    return not a.take(pc.sort_indices(a, order)).equals(b.take(pc.sort_indices(b, order)))
 
 
 def keys_of(changes: pa.Table, keys: list[str]) -> pa.Table:

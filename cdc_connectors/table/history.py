@@ -8,8 +8,10 @@ its place. Each version keeps its values and order; validity is recomputed along
 chain (a version is valid until the next one starts, or until a delete closes it). A
 delete already in the table is known by the gap it left (a version closed with no version
 starting then): a late change goes before it when it happened before it. A change whose
-order a version already has is a replay and changes nothing. Only keys with a late change
-are rebuilt, and every version of them is replaced in the same transaction.
+order a version already has (or its log position: one change read twice) is a replay and
+changes nothing, and so is a delete at the time a version was closed with none after it.
+Only keys with a late change are rebuilt, and every version of them is replaced in the same
+transaction.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from cdc_connectors.table.layout import (
     AT,
@@ -30,9 +33,12 @@ from cdc_connectors.table.layout import (
     VALID_FROM,
     VALID_TO,
 )
+from cdc_connectors.table.order import log_part
 from cdc_connectors.table.plan import past_held, tombstone_schema
 
-__all__ = ["Rebuilt", "late_keys", "rebuild"]
+__all__ = ["Rebuilt", "late_keys", "latest", "rebuild"]
+
+_PLACE = "__cdc_place"
 
 
 @dataclass(frozen=True)
@@ -46,14 +52,28 @@ class Rebuilt:
 
 
 def late_keys(
-    changes: pa.Table, keys: list[str], current: pa.Table, tombstones: pa.Table
+    changes: pa.Table, keys: list[str], versions: pa.Table, tombstones: pa.Table
 ) -> pa.Table:
-    """The keys with a change not past their current version or their tombstone."""
+    """The keys with a change not past their latest version (current or closed: a key
+    deleted by a write killed before its tombstone has no current one) or their
+    tombstone."""
     if changes.num_rows == 0:
         return changes.select(keys)
-    past = past_held(changes, keys, current, tombstones)[0]
+    past = past_held(changes, keys, latest(versions, keys), tombstones)[0]
     late = changes.filter(pa.array(~past)).select(keys)
     return late.group_by(keys, use_threads=False).aggregate([])
+
+
+def latest(versions: pa.Table, keys: list[str]) -> pa.Table:
+    """Of each key's ``versions``, the one of the latest order."""
+    if versions.num_rows == 0:
+        return versions
+    ordered = versions.take(
+        pc.sort_indices(versions, [(STREAM, "ascending"), (OFFSET, "ascending")])
+    )
+    ordered = ordered.append_column(_PLACE, pa.array(np.arange(ordered.num_rows), pa.int64()))
+    last = ordered.group_by(keys, use_threads=False).aggregate([(_PLACE, "max")])
+    return ordered.take(last.column(f"{_PLACE}_max")).drop_columns([_PLACE])
 
 
 def rebuild(
@@ -90,11 +110,12 @@ def rebuild(
                 applied += 1
             else:
                 stale += 1
-        out.extend(_replay(events, own, lacking))
+        versions = _replay(events, own, lacking)
+        out.extend(versions)
         deletes = [c for c in key_changes if c[OP] == "delete"]
         if grave is not None:
             deletes.append(grave)
-        if deletes:
+        if deletes and not (versions and versions[-1][IS_CURRENT]):  # the key ends deleted
             last = max(deletes, key=_order)
             graves_out.append(
                 {**dict(zip(keys, key, strict=True)), **{n: last[n] for n in (STREAM, OFFSET, AT)}}
@@ -128,14 +149,25 @@ def _events(versions: list[dict[str, Any]]) -> list[tuple[str, Any]]:
     return events
 
 
+def _same(a: tuple[str, int], b: tuple[str, int]) -> bool:
+    """Whether two orders are one change: the same, or at one log position."""
+    if a == b:
+        return True
+    log = log_part(a[0])
+    return log is not None and log == log_part(b[0])
+
+
 def _insert(events: list[tuple[str, Any]], change: dict[str, Any], grave: Any) -> bool:
-    """Put ``change`` in its place among the key's events; False for a replay."""
+    """Put ``change`` in its place among the key's events; False for a replay (of a
+    version, or of a delete: one at the time a version was closed with none after it)."""
     order = _order(change)
-    if grave is not None and _order(grave) == order:
+    if grave is not None and _same(_order(grave), order):
         return False
     place = 0
     for index, (kind, item) in enumerate(events):
         if kind == "gone":
+            if change[OP] == "delete" and item is not None and item == change[AT]:
+                return False
             if (
                 place == index
                 and item is not None
@@ -144,7 +176,7 @@ def _insert(events: list[tuple[str, Any]], change: dict[str, Any], grave: Any) -
             ):
                 place = index + 1  # the delete came before the change
             continue
-        if _order(item) == order:
+        if _same(_order(item), order):
             return False
         if _order(item) < order:
             place = index + 1

@@ -43,6 +43,7 @@ from cdc_connectors.table.layout import (
     VALID_FROM,
     VALID_TO,
 )
+from cdc_connectors.table.order import log_parts
 
 __all__ = [
     "Deletes",
@@ -198,11 +199,14 @@ def past_held(
 def _later(
     stream_a: pa.Array, offset_a: pa.Array, stream_b: pa.Array, offset_b: pa.Array
 ) -> np.ndarray:
-    """Whether order a is past order b, row by row (a missing b: yes)."""
+    """Whether order a is past order b, row by row (a missing b: yes); one log position
+    is one change, however often it was read (:func:`~.order.log_parts`)."""
     past = pc.or_(
         pc.greater(stream_a, stream_b),
         pc.and_(pc.equal(stream_a, stream_b), pc.greater(offset_a, offset_b)),
     )
+    again = pc.fill_null(pc.equal(log_parts(stream_a), log_parts(stream_b)), False)
+    past = pc.and_(past, pc.invert(again))
     return np.asarray(pc.fill_null(pc.or_(pc.is_null(offset_b), past), True), dtype=bool)
 
 
