@@ -23,7 +23,7 @@ from cdc_connectors.table.keys import among
 from cdc_connectors.table.layout import CHANGE_COLUMNS, IS_CURRENT, OFFSET, OP, STREAM, UNSET
 from cdc_connectors.table.order import arrived
 from cdc_connectors.table.plan import bookkeeping_fields, plan
-from cdc_connectors.table.store import TableSettings, TableStore, Txn
+from cdc_connectors.table.store import InterleavedWrite, TableSettings, TableStore, Txn
 
 __all__ = ["Applied", "apply_changes", "row_schema"]
 
@@ -95,12 +95,18 @@ def apply_changes(
     graves_change = _differ(among(held_graves, replaced), tombs, [*keys, STREAM, OFFSET])
     if applied == 0 and not graves_change:
         return Applied(0, stale, replayed=held)
+    ours = None
     if not held and applied:
         store.replace("rows", done.keys, rows, txn, every_version=late)
+        ours = store.version("rows")
     if (graves.num_rows or tombs.num_rows or late.num_rows) and (
         txn is None or not _holds(store, "tombstones", txn)
     ):
         store.replace("tombstones", replaced, tombs, txn)
+        if ours is not None and store.version("rows") != ours:
+            # another writer's rows came between ours and our tombstones: planned without
+            # them, they may bring back a row this batch deleted
+            raise InterleavedWrite(store.where)
     return Applied(0, stale, replayed=True) if held else Applied(applied, stale)
 
 

@@ -239,6 +239,10 @@ class DeltaStore:
     def tombstones(self, keys: pa.Table) -> pa.Table:
         return self._read("tombstones", keys)
 
+    def version(self, part: Part) -> int | None:
+        table = self._table(part)
+        return None if table is None else int(table.version())
+
     def committed(self, part: Part, app_id: str) -> int | None:
         table = self._table(part)
         return None if table is None else table.transaction_version(app_id)

@@ -178,6 +178,11 @@ class IcebergStore:
     def tombstones(self, keys: pa.Table) -> pa.Table:
         return self._read("tombstones", keys)
 
+    def version(self, part: Part) -> int | None:
+        table = self._table(part)
+        snapshot = None if table is None else table.current_snapshot()
+        return None if snapshot is None else int(snapshot.snapshot_id)
+
     def committed(self, part: Part, app_id: str) -> int | None:
         table = self._table(part)
         if table is None:

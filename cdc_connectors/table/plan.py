@@ -192,8 +192,22 @@ def past_held(
     tomb = _take(tombstones.select([STREAM, OFFSET]), at_tomb)
     order = changes.column(STREAM), changes.column(OFFSET)
     newer = _later(*order, row.column(STREAM), row.column(OFFSET))
-    newer &= _later(*order, tomb.column(STREAM), tomb.column(OFFSET))
-    return newer, at_row, at_tomb
+    past_tomb = _later(*order, tomb.column(STREAM), tomb.column(OFFSET))
+    if OP in changes.column_names:
+        # the key's delete again, while a row older than it is there (written by another
+        # writer between the delete's rows and its tombstone): it removes that row
+        again = _same(*order, tomb.column(STREAM), tomb.column(OFFSET)) & (at_row >= 0)
+        past_tomb |= again & np.asarray(pc.equal(changes.column(OP), "delete"), dtype=bool)
+    return newer & past_tomb, at_row, at_tomb
+
+
+def _same(
+    stream_a: pa.Array, offset_a: pa.Array, stream_b: pa.Array, offset_b: pa.Array
+) -> np.ndarray:
+    """Whether orders a and b are one change, row by row: the same, or one log position."""
+    same = pc.fill_null(pc.and_(pc.equal(stream_a, stream_b), pc.equal(offset_a, offset_b)), False)
+    logged = pc.fill_null(pc.equal(log_parts(stream_a), log_parts(stream_b)), False)
+    return np.asarray(pc.or_(same, logged), dtype=bool)
 
 
 def _later(

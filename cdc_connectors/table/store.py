@@ -19,7 +19,7 @@ from cdc_connectors.errors import CdcError
 from cdc_connectors.table.evolve import Evolution
 from cdc_connectors.table.plan import Deletes, Mode
 
-__all__ = ["ConcurrentWrite", "Part", "TableSettings", "TableStore", "Txn"]
+__all__ = ["ConcurrentWrite", "InterleavedWrite", "Part", "TableSettings", "TableStore", "Txn"]
 
 #: The two tables of a store: the rows, and the tombstones of deleted keys.
 Part = Literal["rows", "tombstones"]
@@ -33,6 +33,18 @@ class ConcurrentWrite(CdcError):
         super().__init__(
             f"{where}: another writer changed the table while this batch was applied; "
             f"nothing of the batch was written (run it again): {' '.join(detail.split())}"
+        )
+
+
+class InterleavedWrite(CdcError):
+    """Another writer's rows came between a batch's rows and its tombstones: planned
+    without the batch's deletes, they may have brought back a row it deleted."""
+
+    def __init__(self, where: str):
+        super().__init__(
+            f"{where}: another writer wrote rows between this batch's rows and its "
+            "tombstones, without seeing its deletes: the batch is written; run it again, "
+            "which changes only what the other writer undid"
         )
 
 
@@ -106,6 +118,10 @@ class TableStore(Protocol):
 
     def tombstones(self, keys: pa.Table) -> pa.Table:
         """The tombstones of ``keys``."""
+        ...
+
+    def version(self, part: Part) -> int | None:
+        """The version ``part`` is at now (``None`` while it does not exist)."""
         ...
 
     def committed(self, part: Part, app_id: str) -> int | None:

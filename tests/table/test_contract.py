@@ -13,7 +13,7 @@ import pytest
 from cdc_connectors.errors import CodecError, ConfigError
 from cdc_connectors.table.apply import apply_changes
 from cdc_connectors.table.evolve import SchemaChangeError
-from cdc_connectors.table.store import ConcurrentWrite, TableSettings, Txn
+from cdc_connectors.table.store import ConcurrentWrite, InterleavedWrite, TableSettings, Txn
 from tests.table.changes import ORDERS, batch
 from tests.table.conftest import read_all, rows
 
@@ -691,3 +691,28 @@ def test_history_an_old_delete_replayed_after_the_key_came_back_changes_nothing(
             (1, "new", 10, 20, False),
         ]
     )
+
+
+def test_a_writer_between_anothers_rows_and_tombstones_makes_that_one_fail(
+    make_store: Store,
+) -> None:
+    """Writer B deletes a key; writer A, with an older create of it, runs whole between B's
+    rows and B's tombstones and brings the row back: B says so, and B run again settles it."""
+    apply_changes(make_store(), batch([("create", 10, {"id": 1, "status": "new"})]), KEYED)
+    deleting = batch([("delete", 100, {"id": 1})])
+    stale = batch([("create", 50, {"id": 1, "status": "stale"})])
+    writer_b = make_store()
+    real = writer_b.replace
+
+    def others_in_between(part: str, *args: Any, **kwargs: Any) -> None:
+        if part == "tombstones":
+            apply_changes(make_store(), stale, KEYED)  # writer A, whole
+        real(part, *args, **kwargs)
+
+    writer_b.replace = others_in_between
+    with pytest.raises(InterleavedWrite, match="another writer wrote rows between"):
+        apply_changes(writer_b, deleting, KEYED)
+    apply_changes(make_store(), deleting, KEYED)
+    assert rows(make_store()) == []
+    assert apply_changes(make_store(), stale, KEYED).stale == 1
+    assert rows(make_store()) == []
