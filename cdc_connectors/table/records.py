@@ -229,8 +229,28 @@ class ChangeBatch:
         if wanted is None and self.held is not None and name in self.held.names:
             held = self.held.field(name).type
             if not takes(held, column.type):
-                column = _column(name, values, held, bad)
+                column = (
+                    _decimal_column(name, values, held, bad)
+                    if pa.types.is_decimal(held)
+                    else _column(name, values, held, bad)
+                )
         return column
+
+
+def _decimal_column(
+    name: str, values: list[Any], held: pa.Decimal128Type, bad: dict[int, str]
+) -> pa.Array:
+    """Values for a decimal column of ``held``'s scale: of its precision, or of the more
+    digits they need (the table widens to it); a value of more scale is refused."""
+    widest = pa.decimal128(38, held.scale)
+    refused: dict[int, str] = {}
+    column = _column(name, values, widest, refused)
+    said = f"does not fit {held} (nor more digits at scale {held.scale})"
+    for index, reason in refused.items():
+        bad.setdefault(index, reason.replace(f"does not fit {widest}", said))
+    largest = pc.max(pc.abs(column)).as_py()
+    digits = len(str(int(largest.scaleb(held.scale)))) if largest else 0
+    return column.cast(pa.decimal128(max(held.precision, digits), held.scale))
 
 
 #: A column a record's row does not have.

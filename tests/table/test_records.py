@@ -189,7 +189,8 @@ def test_values_the_tables_column_cannot_take_are_refused_one_by_one() -> None:
         "column 'n': value 'n/a' does not fit int64",
         "column 'n': value True does not fit int64",
         f"column 'price': value {2**53 + 1} does not fit double",
-        "column 'd': value Decimal('1.255') does not fit decimal128(5, 2)",
+        "column 'd': value Decimal('1.255') does not fit decimal128(5, 2) "
+        "(nor more digits at scale 2)",
     ]
 
 
@@ -211,3 +212,18 @@ def test_text_a_double_would_change_is_refused() -> None:
     table = batch.table()
     assert table.column("x").to_pylist() == [0.25]
     assert [r.position for r in batch.refused] == [b"t/0/2", b"t/0/3"]
+
+
+def test_numbers_for_a_decimal_column_widen_it_at_its_scale() -> None:
+    held = pa.schema([pa.field("id", pa.int64()), pa.field("mix", pa.decimal128(2, 1))])
+    batch = ChangeBatch(held=held)
+    batch.add(record("create", b"t/0/1", {"id": 1, "mix": 12.5}, {"id": 1}))
+    batch.add(record("create", b"t/0/2", {"id": 2, "mix": 3}, {"id": 2}))
+    batch.add(record("create", b"t/0/3", {"id": 3, "mix": 1.25}, {"id": 3}))
+    table = batch.table()
+    assert table.schema.field("mix").type == pa.decimal128(3, 1)
+    assert table.column("mix").to_pylist() == [Decimal("12.5"), Decimal("3.0")]
+    assert [r.reason for r in batch.refused] == [
+        "column 'mix': value Decimal('1.25') does not fit decimal128(2, 1) "
+        "(nor more digits at scale 1)"
+    ]
