@@ -182,23 +182,33 @@ class TableDataSource(DataSource):
 
     # ------------------------------------------------------------------ writing
 
-    def _writable(self, overwrite: bool, why_not_overwrite: str) -> None:
-        """A setting for reading, or an overwrite, refused in one line."""
+    def _writable(self, schema: StructType, overwrite: bool, why_not_overwrite: str) -> None:
+        """A setting for reading, an overwrite, rows that are no records, or a table that
+        does not open, refused in one line."""
         try:
             self.settings.refuse_reading_settings()
             if overwrite:
                 raise SettingError(f"{NAME} {why_not_overwrite}")
+            if not is_record_layout(schema) and "value" not in schema.fieldNames():
+                raise SettingError(
+                    f"{NAME} writes OpenCDC records: rows of the OpenCDC layout (position, "
+                    "operation, payload, ...) or messages with a 'value' column of OpenCDC "
+                    f"JSON, not columns {', '.join(schema.fieldNames()[:6]) or 'none'}"
+                )
+            self.settings.check_table()
         except SettingError as refused:
             raise bare(refused) from None
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
         self._writable(
-            overwrite, "applies changes (mode append); to start over, write to a new path"
+            schema,
+            overwrite,
+            "applies changes (mode append); to start over, write to a new path",
         )
         return TableWriter(self.settings.keyed(), is_record_layout(schema))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamArrowWriter:
-        self._writable(overwrite, "streaming writes append; complete mode is not supported")
+        self._writable(schema, overwrite, "streaming writes append; complete mode is not supported")
         options = {k.lower(): v for k, v in self.options.items()}
         checkpoint = options.get("checkpointlocation")
         app = self.settings.txn_app_id or table_app_id(checkpoint or self.settings.path, NAME)

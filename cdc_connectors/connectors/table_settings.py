@@ -10,9 +10,11 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from cdc_connectors.connectors.messages import SettingError
 from cdc_connectors.errors import ConfigError
@@ -59,6 +61,26 @@ _WRITE = (
     "txnAppId",
     "txnVersion",
 )
+
+
+_SECRETS = ("password", "secret", "token", "credential")
+
+
+def _check_secret(key: str, value: str) -> None:
+    """No empty secret in a catalog setting: named alone, or as the password of a URI."""
+    if any(word in key for word in _SECRETS) and not value.strip():
+        raise SettingError(f"{NAME} setting 'catalog.{key}' is empty")
+    if "://" in value:
+        userinfo = urlsplit(value).netloc.rpartition("@")[0]
+        if userinfo and ":" in userinfo and not userinfo.partition(":")[2]:
+            raise SettingError(f"{NAME} setting 'catalog.{key}': the URI's password is empty")
+
+
+def _gist(exc: BaseException) -> str:
+    """An error of a table library in one line, without terminal colours."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip()
+    line = text.splitlines()[0].strip() if text else ""
+    return line[:300] or type(exc).__name__
 
 
 def _choice(options: Mapping[str, str], name: str, choices: tuple[str, ...], default: str) -> str:
@@ -170,6 +192,8 @@ class Settings:
         )
         if catalog and fmt != "iceberg":
             raise SettingError(f"{NAME} settings 'catalog.*' are for format iceberg")
+        for key, value in catalog:
+            _check_secret(key, value)
         table = lowered.get("table", "").strip()
         if fmt == "iceberg" and not table:
             table = "cdc." + (os.path.basename(os.path.normpath(path)) or "changes")
@@ -248,6 +272,31 @@ class Settings:
             return DeltaStore(os.path.abspath(self.path))
         return self.iceberg()
 
+    def _check_place(self) -> None:
+        """A local ``path``: one this process can write (where it does not exist yet, its
+        nearest folder that does); for Delta, no folder holding other files than a table."""
+        if "://" in self.path or (self.format == "iceberg" and self.catalog):
+            return
+        path = os.path.abspath(self.path)
+        existing = path
+        while not os.path.exists(existing):
+            existing = os.path.dirname(existing)
+        if not os.access(existing, os.W_OK | os.X_OK):
+            raise SettingError(f"{NAME} setting 'path': {existing!r} cannot be written")
+        if self.format == "delta" and existing == path:
+            others = sorted(
+                name
+                for name in os.listdir(path)
+                if name not in ("_delta_log", "_cdc_tombstones", "_cdc_dead_letters")
+                and not name.startswith(".")
+            )
+            if others and not os.path.isdir(os.path.join(path, "_delta_log")):
+                raise SettingError(
+                    f"{NAME} setting 'path': {self.path!r} holds files and no Delta table "
+                    f"({', '.join(others[:3])}{', ...' if len(others) > 3 else ''}): a table "
+                    "is written to a folder of its own"
+                )
+
     def iceberg(self) -> IcebergStore:
         """The Iceberg table these settings name."""
         from cdc_connectors.table.iceberg import IcebergStore
@@ -255,14 +304,28 @@ class Settings:
         return IcebergStore(self.path, self.table, dict(self.catalog) or None)
 
     def check_table(self) -> None:
-        """:class:`SettingError` naming the setting when the table at ``path`` was made
-        with other keys, mode or deletes than these (or by another writer)."""
+        """:class:`SettingError` naming the setting when the table cannot be opened (its
+        catalog, its name, a path that holds something else or cannot be written), or was
+        made with other keys, mode or deletes than these (or by another writer)."""
+        self._check_place()
+        store = self.store()
+        if self.format == "iceberg":
+            try:
+                _opened = self.iceberg().catalog
+            except Exception as exc:
+                setting = "catalog" if self.catalog else "path"
+                raise SettingError(
+                    f"{NAME} setting {setting!r}: the Iceberg catalog does not open: {_gist(exc)}"
+                ) from None
         try:
-            held = self.store().settings()
+            held = store.settings()
         except ConfigError as exc:
             raise SettingError(f"{NAME} setting 'path': {exc}") from None
-        except Exception:  # an unreadable table: the write says why
-            return
+        except Exception as exc:
+            setting = "table" if self.format == "iceberg" else "path"
+            raise SettingError(
+                f"{NAME} setting {setting!r}: the table {store.where} does not open: {_gist(exc)}"
+            ) from None
         if held is None:
             return
         if self.key_columns and held.keys != list(self.key_columns):

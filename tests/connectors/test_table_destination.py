@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import re
 import shutil
 from decimal import Decimal
 from pathlib import Path
@@ -247,10 +248,19 @@ def test_streaming_micro_batches_commit_once_each(session: Any, tmp_path: Path) 
     app = table_app_id(str(checkpoint), "cdc-table")
     assert app != f"cdc-table:{checkpoint}"  # the query's id, from its checkpoint
     assert DeltaTable(str(target)).transaction_version(app) == 0
-    shutil.copy(SHOP / "orders.jsonl", source / "b.jsonl")  # the same changes, later
+    # the same changes read again (another file) are left; later ones are a batch of their own
+    shutil.copy(SHOP / "orders.jsonl", source / "b.jsonl")
+    run()
+    assert DeltaTable(str(target)).transaction_version(app) == 0
+    later = re.sub(
+        rb'"lsn":(\d+)',
+        lambda found: b'"lsn":%d' % (int(found.group(1)) + 10**6),
+        (SHOP / "orders.jsonl").read_bytes(),
+    )
+    (source / "c.jsonl").write_bytes(later)
     run()
     table = DeltaTable(str(target))
-    assert table.transaction_version(app) == 1
+    assert table.transaction_version(app) == 2
     versions = table.version()
     # a micro-batch replayed after a crash (its commit run again) changes nothing
     from cdc_connectors.connectors.table import TableDataSource
@@ -259,7 +269,7 @@ def test_streaming_micro_batches_commit_once_each(session: Any, tmp_path: Path) 
     options = {"path": str(target), "keyColumns": "id", "checkpointLocation": str(checkpoint)}
     writer = TableDataSource(options).streamWriter(_changes(session, tmp_path).schema, False)
     message = writer.write(iter(rows))
-    writer.commit([message], 1)
+    writer.commit([message], 2)
     assert DeltaTable(str(target)).version() == versions
 
 
@@ -411,6 +421,38 @@ def test_places_that_cannot_be_a_table_are_one_line(tmp_path: Path) -> None:
     for options, said in cases:
         with pytest.raises(SettingError, match=said):
             TableDataSource(options)
+
+
+def test_tables_that_do_not_open_are_one_line_naming_the_setting(tmp_path: Path) -> None:
+    from cdc_connectors.connectors.messages import SettingError
+    from cdc_connectors.connectors.table import TableDataSource
+
+    junk = tmp_path / "junk"
+    junk.mkdir()
+    (junk / "notes.txt").write_text("mine")
+    iceberg = {"path": str(tmp_path / "w"), "format": "iceberg"}
+    cases = [
+        ({"path": str(junk)}, "'path': .* holds files and no Delta table \\(notes.txt\\)"),
+        ({**iceberg, "catalog.type": "bogus"}, "'catalog': the Iceberg catalog does not open"),
+        (
+            {**iceberg, "catalog.uri": "postgresql+psycopg2://user:@127.0.0.1:1/db"},
+            "'catalog.uri': the URI's password is empty",
+        ),
+        ({**iceberg, "catalog.token": " "}, "'catalog.token' is empty"),
+        ({**iceberg, "table": "a.b.c.."}, "'table': the table .* does not open: Namespace"),
+    ]
+    for options, said in cases:
+        with pytest.raises(SettingError, match=said) as refused:
+            TableDataSource(options).settings.check_table()
+        assert "\n" not in str(refused.value)
+    assert (junk / "notes.txt").read_text() == "mine" and len(list(junk.iterdir())) == 1
+
+
+def test_rows_that_are_no_records_are_refused_in_one_line(session: Any, tmp_path: Path) -> None:
+    with pytest.raises(Exception, match="cdc-table writes OpenCDC records") as refused:
+        session.range(3).write.format("cdc-table").mode("append").save(str(tmp_path / "t"))
+    assert "KeyError" not in str(refused.value)
+    assert not (tmp_path / "t").exists()
 
 
 def test_a_table_kept_otherwise_is_refused_before_anything_runs(
