@@ -350,6 +350,8 @@ def _commit(
 ) -> Committed:
     try:
         done = commit_changes(settings, messages, txn)
+    except SettingError as refused:  # a setting the records show wrong: one line, exit 2
+        raise bare(refused) from None
     except CdcError as failure:
         raise bare(ConnectorError(f"{NAME}: {failure}")) from None
     except Exception as failure:

@@ -27,6 +27,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import WriterCommitMessage
 from pyspark.sql.types import StructType
 
+from cdc_connectors.connectors.messages import SettingError
 from cdc_connectors.connectors.table_settings import NAME, Settings
 from cdc_connectors.connectors.table_types import RegisteredTypes
 from cdc_connectors.convert.deadletter import dead_letter
@@ -35,7 +36,7 @@ from cdc_connectors.formats.base import Message
 from cdc_connectors.opencdc import Record, keys
 from cdc_connectors.opencdc.json_codec import load_exact, record_from_json, record_to_json
 from cdc_connectors.spark.arrow import records_from_batch
-from cdc_connectors.table.apply import Applied, apply_changes
+from cdc_connectors.table.apply import Applied, KeyColumnsError, apply_changes
 from cdc_connectors.table.plan import needed
 from cdc_connectors.table.records import ChangeBatch, RecordParts, column_of
 from cdc_connectors.table.store import Txn
@@ -64,6 +65,8 @@ class TableCommitMessage(WriterCommitMessage):
     letters: list[bytes] = field(default_factory=list)
     records: int = 0
     others: int = 0  # records of other collections, left out
+    offered: int = 0  # records made changes of, or refused as such
+    keyless: int = 0  # of those, refused for lacking a key column
 
 
 def is_record_layout(schema: StructType) -> bool:
@@ -159,7 +162,7 @@ class TaskChanges:
         self.letters: list[bytes] = []
         self.kept: list[pa.Table] = []
         self.key_columns: list[str] | None = list(settings.key_columns) or None
-        self.count = self.others = 0
+        self.count = self.others = self.offered = self.keyless = 0
         self.held = _held_columns(settings)
         self._batch = self._new()
 
@@ -178,6 +181,7 @@ class TaskChanges:
             elif collection and parts.metadata.get(keys.COLLECTION) != collection:
                 self.others += 1  # another table's change: not this table's
             else:
+                self.offered += 1
                 self._batch.add_parts(parts, origin)
                 if len(self._batch.rows) >= CHUNK:
                     self._flush()
@@ -185,6 +189,7 @@ class TaskChanges:
     def _flush(self) -> None:
         batch, self._batch = self._batch, self._new()
         table = batch.table()
+        self.keyless += batch.keyless
         for refusal in batch.refused:
             where = printable_bytes(refusal.position)
             original = Message(_json(refusal.origin), None, where=where)
@@ -214,6 +219,8 @@ class TaskChanges:
             self.letters,
             self.count,
             self.others,
+            self.offered,
+            self.keyless,
         )
 
 
@@ -357,9 +364,19 @@ def commit_changes(
     ours = [m for m in messages if isinstance(m, TableCommitMessage)]
     changes, key_columns = _joined(ours)
     done = Applied(0, 0)
+    offered, keyless = sum(m.offered for m in ours), sum(m.keyless for m in ours)
+    named_nothing = changes is None and settings.key_columns and keyless == offered > 0
+    if named_nothing and settings.store().schema() is None:  # (a table made has them)
+        raise SettingError(
+            f"{NAME} setting 'keyColumns': no record has column(s) "
+            f"{', '.join(settings.key_columns)}: nothing was written"
+        )
     if changes is not None:
         store = settings.store()
-        done = apply_changes(store, changes, settings.table_settings(key_columns), txn)
+        try:
+            done = apply_changes(store, changes, settings.table_settings(key_columns), txn)
+        except KeyColumnsError as exc:
+            raise SettingError(f"{NAME} setting 'keyColumns': {exc}") from None
     letters = [line for m in ours for line in m.letters]
     if letters:  # (on a replay too: a micro-batch's file is written whole, under its name)
         _write_letters(settings.dead_letters, letters, txn)

@@ -584,7 +584,9 @@ class _Job:
         if self.stopped is None and self.refused is None and not self.gated:
             refused = _setting_error(exc)
             if refused is not None and self.failed is None:
-                self.refused = f"{self.pipeline.source.place_of(refused)}: {refused}"
+                destination = self.pipeline.destination
+                named = destination if refused.startswith(destination.plugin.spark_name) else None
+                self.refused = f"{(named or self.pipeline.source).place_of(refused)}: {refused}"
             else:
                 self.failed = f"pipeline {self.pipeline.id} failed: {one_line(exc)}"
 

@@ -25,7 +25,11 @@ from cdc_connectors.table.order import arrived
 from cdc_connectors.table.plan import bookkeeping_fields, plan
 from cdc_connectors.table.store import InterleavedWrite, TableSettings, TableStore, Txn
 
-__all__ = ["Applied", "apply_changes", "row_schema"]
+__all__ = ["Applied", "KeyColumnsError", "apply_changes", "row_schema"]
+
+
+class KeyColumnsError(ConfigError):
+    """The key columns named (or the records' keys) cannot key the table."""
 
 
 @dataclass(frozen=True)
@@ -138,7 +142,7 @@ def _settings(store: TableStore, changes: pa.Schema, wanted: TableSettings) -> T
         rows = row_schema(changes)
         missing = [k for k in wanted.keys if k not in rows.names]
         if not wanted.keys or missing:
-            raise ConfigError(
+            raise KeyColumnsError(
                 f"{store.where}: the table needs key columns: {missing or 'none'} "
                 f"{'are not columns of the changes' if missing else 'were given'} "
                 "(set keyColumns, or read records whose key names its fields)"
@@ -146,7 +150,7 @@ def _settings(store: TableStore, changes: pa.Schema, wanted: TableSettings) -> T
         for key in wanted.keys:
             kind = rows.field(key).type
             if pa.types.is_floating(kind) or pa.types.is_nested(kind) or pa.types.is_null(kind):
-                raise ConfigError(
+                raise KeyColumnsError(
                     f"{store.where}: key column {key!r} is {kind}: a key is an integer, text, "
                     "a decimal, a time or bytes (set keyColumns)"
                 )
@@ -160,7 +164,7 @@ def _settings(store: TableStore, changes: pa.Schema, wanted: TableSettings) -> T
         held = store.settings()
         assert held is not None
     if held.keys != wanted.keys and wanted.keys:
-        raise ConfigError(
+        raise KeyColumnsError(
             f"{store.where}: the table's key columns are {held.keys}, not {wanted.keys}"
         )
     if (held.mode, held.deletes, held.order) != (wanted.mode, wanted.deletes, wanted.order):

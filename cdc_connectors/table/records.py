@@ -127,6 +127,8 @@ class ChangeBatch:
         self.meta: list[tuple[str, str, int, int | None]] = []
         self.typed: dict[str, pa.DataType] = {}
         self.refused: list[Refusal] = []
+        #: Records refused for lacking a key column (not holding a null: no such column).
+        self.keyless = 0
 
     def add(self, record: Record) -> None:
         """Take ``record`` as a change, or refuse it."""
@@ -180,6 +182,8 @@ class ChangeBatch:
             raise ValueError(f"column(s) {own}: names starting with _cdc_ are the table's own")
         missing = [n for n in self.key_columns if row.get(n) is None]
         if missing:
+            if any(n not in row for n in missing):
+                self.keyless += 1
             raise ValueError(f"the record has no value for key column(s) {missing}")
         for name in self.key_columns:
             if isinstance(row[name], dict | list):

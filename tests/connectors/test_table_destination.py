@@ -548,3 +548,33 @@ def test_a_value_the_tables_column_cannot_take_is_a_dead_letter_alone(
         in (letter["metadata"]["conduit.dlq.nack.error"])
     )
     assert b'"qty":"many"' in base64.b64decode(letter["payload"]["after"])
+
+
+def test_keys_no_record_can_have_are_a_setting_refused_before_anything_is_written(
+    tmp_path: Path,
+) -> None:
+    import orjson
+
+    from cdc_connectors.connectors.messages import SettingError
+    from cdc_connectors.connectors.table_settings import Settings
+    from cdc_connectors.connectors.table_write import TaskChanges, commit_changes
+
+    def commit(options: dict[str, str], *afters: dict[str, Any]) -> None:
+        settings = Settings.parse({"path": str(tmp_path / "t"), **options})
+        values = [
+            orjson.dumps(
+                {"position": "", "operation": "create", "metadata": {}, "payload": {"after": a}}
+            )
+            for a in afters
+        ]
+        task = TaskChanges(settings, records_layout=False)
+        task.add(pa.RecordBatch.from_pydict({"value": pa.array(values, pa.binary())}))
+        commit_changes(settings, [task.close()], None)
+
+    with pytest.raises(SettingError, match="'keyColumns': no record has column.s. nope"):
+        commit({"keyColumns": "nope"}, {"id": 1}, {"id": 2})
+    with pytest.raises(SettingError, match="'keyColumns': .* key column 'price' is double"):
+        commit({"keyColumns": "price"}, {"id": 1, "price": 1.5})
+    assert not (tmp_path / "t").exists()
+    commit({"keyColumns": "id"}, {"id": 1}, {"other": 2})  # one without: a dead letter
+    assert len(list((tmp_path / "t" / "_cdc_dead_letters").glob("*.jsonl"))) == 1
