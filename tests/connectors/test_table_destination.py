@@ -571,9 +571,9 @@ def test_keys_no_record_can_have_are_a_setting_refused_before_anything_is_writte
         task.add(pa.RecordBatch.from_pydict({"value": pa.array(values, pa.binary())}))
         commit_changes(settings, [task.close()], None)
 
-    with pytest.raises(SettingError, match="'keyColumns': no record has column.s. nope"):
+    with pytest.raises(SettingError, match=r"'keyColumns': no record has column.s. nope"):
         commit({"keyColumns": "nope"}, {"id": 1}, {"id": 2})
-    with pytest.raises(SettingError, match="'keyColumns': .* key column 'price' is double"):
+    with pytest.raises(SettingError, match=r"'keyColumns': .* key column 'price' is double"):
         commit({"keyColumns": "price"}, {"id": 1, "price": 1.5})
     assert not (tmp_path / "t").exists()
     commit({"keyColumns": "id"}, {"id": 1}, {"other": 2})  # one without: a dead letter
