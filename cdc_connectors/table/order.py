@@ -121,8 +121,12 @@ def log_part(stream: str | None) -> str | None:
     return None if found is None else found.group(1)
 
 
-def log_parts(streams: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
-    """:func:`log_part` of each stream (null for none)."""
+def log_parts(streams: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray | None:
+    """:func:`log_part` of each stream (null for none); ``None`` when no stream has one."""
+    if not any(
+        pc.any(pc.starts_with(streams, prefix)).as_py() for prefix in ("lsn ", "binlog ", "ydb ")
+    ):
+        return None
     return pc.struct_field(pc.extract_regex(streams, _LOG_PART), [0])
 
 

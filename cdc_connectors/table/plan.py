@@ -206,8 +206,10 @@ def _same(
 ) -> np.ndarray:
     """Whether orders a and b are one change, row by row: the same, or one log position."""
     same = pc.fill_null(pc.and_(pc.equal(stream_a, stream_b), pc.equal(offset_a, offset_b)), False)
-    logged = pc.fill_null(pc.equal(log_parts(stream_a), log_parts(stream_b)), False)
-    return np.asarray(pc.or_(same, logged), dtype=bool)
+    logs_a, logs_b = log_parts(stream_a), log_parts(stream_b)
+    if logs_a is not None and logs_b is not None:
+        same = pc.or_(same, pc.fill_null(pc.equal(logs_a, logs_b), False))
+    return np.asarray(same, dtype=bool)
 
 
 def _later(
@@ -219,8 +221,10 @@ def _later(
         pc.greater(stream_a, stream_b),
         pc.and_(pc.equal(stream_a, stream_b), pc.greater(offset_a, offset_b)),
     )
-    again = pc.fill_null(pc.equal(log_parts(stream_a), log_parts(stream_b)), False)
-    past = pc.and_(past, pc.invert(again))
+    logs_a, logs_b = log_parts(stream_a), log_parts(stream_b)
+    if logs_a is not None and logs_b is not None:
+        again = pc.fill_null(pc.equal(logs_a, logs_b), False)
+        past = pc.and_(past, pc.invert(again))
     return np.asarray(pc.fill_null(pc.or_(pc.is_null(offset_b), past), True), dtype=bool)
 
 
