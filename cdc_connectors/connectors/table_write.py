@@ -163,6 +163,8 @@ class TaskChanges:
         self.kept: list[pa.Table] = []
         self.key_columns: list[str] | None = list(settings.key_columns) or None
         self.count = self.others = self.offered = self.keyless = 0
+        #: The source messages the records came from (place, key, value), when given.
+        self.originals: list[tuple[pa.Array, pa.Array | None, pa.Array]] = []
         self.held = _held_columns(settings)
         self._batch = self._new()
 
@@ -186,14 +188,26 @@ class TaskChanges:
                 if len(self._batch.rows) >= CHUNK:
                     self._flush()
 
+    def original(self, places: pa.Array, message_keys: pa.Array | None, values: pa.Array) -> None:
+        """Source messages the next records come from, each at its place (a record's
+        position): a record refused is a dead letter of its message's bytes. Those of
+        records gathered already are dropped when they become changes."""
+        self.originals.append((places, message_keys, values))
+
     def _flush(self) -> None:
         batch, self._batch = self._batch, self._new()
         table = batch.table()
         self.keyless += batch.keyless
+        sources = _by_place(self.originals) if batch.refused and self.originals else {}
         for refusal in batch.refused:
             where = printable_bytes(refusal.position)
-            original = Message(_json(refusal.origin), None, where=where)
+            key, value = sources.get(refusal.position, (None, None))
+            if value is not None:
+                original = Message(value, key, where=where)
+            else:
+                original = Message(_json(refusal.origin), None, where=where)
             self.letters.append(record_to_json(dead_letter(original, refusal.reason, NODE_ID)))
+        del self.originals[:-1]  # (the last one's records may not all be read yet)
         self.key_columns = self.key_columns or batch.key_columns
         if table.num_rows and self.key_columns:
             self.kept.append(self._needed(table))
@@ -222,6 +236,19 @@ class TaskChanges:
             self.offered,
             self.keyless,
         )
+
+
+def _by_place(
+    originals: list[tuple[pa.Array, pa.Array | None, pa.Array]],
+) -> dict[bytes, tuple[bytes | None, bytes | None]]:
+    """The key and value of each source message, by its place."""
+    found: dict[bytes, tuple[bytes | None, bytes | None]] = {}
+    for places, message_keys, values in originals:
+        texts = values.to_pylist()
+        names = message_keys.to_pylist() if message_keys is not None else [None] * len(texts)
+        for place, key, value in zip(places.to_pylist(), names, texts, strict=True):
+            found[place] = (key, value.encode() if isinstance(value, str) else value)
+    return found
 
 
 def _held_columns(settings: Settings) -> pa.Schema | None:

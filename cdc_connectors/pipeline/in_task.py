@@ -72,6 +72,7 @@ from cdc_connectors.pipeline.plan import (
     letters_batch,
     message_layout,
     per_message_rows,
+    places_of,
     tally_batch,
     written_batch,
 )
@@ -339,11 +340,15 @@ def _converted(
     broken: list[CodecError] = []
     checks = _value_checks(plan.node_id)
 
+    keeps_originals = isinstance(out, _TableTaskOut)
+
     def messages() -> Iterator[pa.RecordBatch]:
         for item in plan.parts.read(row, checks):
             if isinstance(item, CodecError):
                 broken.append(item)  # bytes that are no message: a dead letter as they are
             else:
+                if keeps_originals:  # a record the table refuses: a dead letter of these
+                    out.changes.original(places_of(item), _column(item, "key"), item["value"])
                 yield item
 
     convert = converter(decode, plan.fmt, plan.node_id, plan.route, checks)
@@ -364,6 +369,10 @@ def _converted(
         counts[0] += staged.num_rows - slow
     if broken:
         yield letters_batch(_unsplit(broken, decode.node_id))
+
+
+def _column(batch: pa.RecordBatch, name: str) -> pa.Array | None:
+    return batch.column(name) if name in batch.schema.names else None
 
 
 def _in_line_order(letters: pa.RecordBatch) -> pa.RecordBatch:

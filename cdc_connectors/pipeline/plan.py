@@ -76,6 +76,7 @@ __all__ = [
     "message_bytes",
     "message_layout",
     "per_message_rows",
+    "places_of",
     "written_batch",
 ]
 
@@ -343,7 +344,7 @@ def _raw_messages(batch: pa.RecordBatch) -> list[Message]:
     Spark's Kafka layout, its ``place`` column in a file's (``file:line``)."""
     names = batch.schema.names
     rows = batch.num_rows
-    places = _places(batch).to_pylist()
+    places = places_of(batch).to_pylist()
     headers = batch.column("headers").to_pylist() if "headers" in names else [None] * rows
     return [
         Message(
@@ -384,7 +385,7 @@ def _reread(
     return rows[np.asarray(kept, dtype=np.int64)], found, letters
 
 
-def _places(batch: pa.RecordBatch) -> pa.Array:
+def places_of(batch: pa.RecordBatch) -> pa.Array:
     """The place of each message of a batch of raw messages, as bytes (:func:`_raw_messages`)."""
     if "place" in batch.schema.names:
         return batch.column("place").cast(pa.binary())
@@ -522,7 +523,7 @@ def converter(
                 found = columns.convert(
                     batch.column("value"),
                     keys if keys.null_count < len(keys) else None,
-                    _places(batch),
+                    places_of(batch),
                     batch.column("headers") if "headers" in batch.schema.names else None,
                 )
                 rest = np.ones(batch.num_rows, dtype=bool)

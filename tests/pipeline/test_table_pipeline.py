@@ -3,6 +3,7 @@ SIGKILL and started again ends with the table equal to the source database's las
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import random
@@ -191,6 +192,9 @@ def test_a_batch_pipeline_mirrors_the_database(tmp_path: Path, spark: Any) -> No
     ]
     (letter,) = letters
     assert "no value for key column(s) ['id']" in letter["metadata"]["conduit.dlq.nack.error"]
+    # the letter holds the source's bytes (the Debezium line), at its place
+    assert base64.b64decode(letter["payload"]["after"]) == json.dumps(keyless).encode()
+    assert base64.b64decode(letter["position"]).endswith(b"changes-zzz.jsonl:1")
     again = run_here(spark, tmp_path / "p.yaml")  # run twice: the same table
     assert again.returncode == 1, again.stderr
     assert mirrored(tmp_path / "orders") == database
