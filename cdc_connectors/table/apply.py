@@ -71,17 +71,21 @@ def apply_changes(
     # the order of the keys' rows is all a batch needs of them, but to keep values: a
     # column left unset, a soft delete, a version closed
     keeps = settings.mode == "history" or settings.deletes == "soft" or _any_unset(changes, schema)
-    current = store.current(touched, None if keeps else [*keys, STREAM, OFFSET])
-    if settings.mode == "history" and current.num_rows and IS_CURRENT in current.column_names:
-        current = current.filter(pc.fill_null(current.column(IS_CURRENT), False))
+    if settings.mode == "history":  # every version, read once: the commit's base
+        versions = store.versions(touched)
+        current = versions
+        if current.num_rows and IS_CURRENT in current.column_names:
+            current = current.filter(pc.fill_null(current.column(IS_CURRENT), False))
+    else:
+        current = store.current(touched, None if keeps else [*keys, STREAM, OFFSET])
     graves = held_graves = store.tombstones(touched)
     late = keys_of(changes, keys).slice(0, 0)
     if settings.mode == "history":
-        late = late_keys(changes, keys, store.versions(touched), graves)
+        late = late_keys(changes, keys, versions, graves)
     rebuilt = None
     if late.num_rows:  # history: late changes become the past versions they are
         rebuilt = rebuild(
-            store.versions(late), among(changes, late), among(graves, late), keys, schema
+            among(versions, late), among(changes, late), among(graves, late), keys, schema
         )
         changes, current = among(changes, late, anti=True), among(current, late, anti=True)
         graves = among(graves, late, anti=True)

@@ -8,10 +8,8 @@ its place. Each version keeps its values and order; validity is recomputed along
 chain (a version is valid until the next one starts, or until a delete closes it). A
 delete already in the table is known by the gap it left (a version closed with no version
 starting then): a late change goes before it when it happened before it. A change whose
-order a version already has (or its log position: one change read twice) is a replay and
-changes nothing, and so is a delete at the time a version was closed with none after it.
-Only keys with a late change are rebuilt, and every version of them is replaced in the same
-transaction.
+order a version already has is a replay and changes nothing. Only keys with a late change
+are rebuilt, and every version of them is replaced in the same transaction.
 """
 
 from __future__ import annotations
@@ -33,7 +31,6 @@ from cdc_connectors.table.layout import (
     VALID_FROM,
     VALID_TO,
 )
-from cdc_connectors.table.order import log_part
 from cdc_connectors.table.plan import past_held, tombstone_schema
 
 __all__ = ["Rebuilt", "late_keys", "latest", "rebuild"]
@@ -149,25 +146,14 @@ def _events(versions: list[dict[str, Any]]) -> list[tuple[str, Any]]:
     return events
 
 
-def _same(a: tuple[str, int], b: tuple[str, int]) -> bool:
-    """Whether two orders are one change: the same, or at one log position."""
-    if a == b:
-        return True
-    log = log_part(a[0])
-    return log is not None and log == log_part(b[0])
-
-
 def _insert(events: list[tuple[str, Any]], change: dict[str, Any], grave: Any) -> bool:
-    """Put ``change`` in its place among the key's events; False for a replay (of a
-    version, or of a delete: one at the time a version was closed with none after it)."""
+    """Put ``change`` in its place among the key's events; False for a replay."""
     order = _order(change)
-    if grave is not None and _same(_order(grave), order):
+    if grave is not None and _order(grave) == order:
         return False
     place = 0
     for index, (kind, item) in enumerate(events):
         if kind == "gone":
-            if change[OP] == "delete" and item is not None and item == change[AT]:
-                return False
             if (
                 place == index
                 and item is not None
@@ -176,7 +162,7 @@ def _insert(events: list[tuple[str, Any]], change: dict[str, Any], grave: Any) -
             ):
                 place = index + 1  # the delete came before the change
             continue
-        if _same(_order(item), order):
+        if _order(item) == order:
             return False
         if _order(item) < order:
             place = index + 1

@@ -15,10 +15,7 @@ from:
 - a metadata key (``debezium.source.lsn``): its integer value.
 
 A log position is what orders a key's changes in the database: a change that arrives late
-(produced again, read from another file) is still older than the one it preceded there. And
-two changes of a key at one log position are one change read twice (Debezium delivers at
-least once): :func:`log_parts` gives the log position of each order, for the planner to
-know them.
+(produced again, read from another file) is still older than the one it preceded there.
 """
 
 from __future__ import annotations
@@ -37,8 +34,6 @@ __all__ = [
     "AUTO",
     "POSITION",
     "arrived",
-    "log_part",
-    "log_parts",
     "log_position",
     "order_of",
 ]
@@ -48,10 +43,6 @@ AUTO, POSITION = "auto", "position"
 ARRIVAL = "\x00arrival"
 _ARRIVED = "~arrived {:020d}"  # after every log position and record stream ("~" sorts last)
 
-# The log position an order's stream starts with (what log_position writes), then the
-# record's own stream, if any.
-_LOG_PART = r"^(?P<log>lsn \d{20}|ydb \d{20} \d{20}|binlog .*? \d{20} \d{10})(?: |$)"
-_LOG_PART_RE = re.compile(_LOG_PART, re.S)
 _MESSAGE = re.compile(rb"^(.*): message (\d+), byte \d+$", re.S)
 _NUMBERED = re.compile(rb"^(.*)[/:](\d+)$", re.S)
 
@@ -113,21 +104,6 @@ def log_position(metadata: Mapping[str, str]) -> str | None:
     if step is not None and tx is not None:
         return f"ydb {step:020d} {tx:020d}"
     return None
-
-
-def log_part(stream: str | None) -> str | None:
-    """The log position an order's ``stream`` starts with, or ``None``."""
-    found = _LOG_PART_RE.match(stream) if stream is not None else None
-    return None if found is None else found.group(1)
-
-
-def log_parts(streams: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray | None:
-    """:func:`log_part` of each stream (null for none); ``None`` when no stream has one."""
-    if not any(
-        pc.any(pc.starts_with(streams, prefix)).as_py() for prefix in ("lsn ", "binlog ", "ydb ")
-    ):
-        return None
-    return pc.struct_field(pc.extract_regex(streams, _LOG_PART), [0])
 
 
 def _number(text: str | None) -> int | None:

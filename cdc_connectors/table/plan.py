@@ -43,7 +43,6 @@ from cdc_connectors.table.layout import (
     VALID_FROM,
     VALID_TO,
 )
-from cdc_connectors.table.order import log_parts
 
 __all__ = [
     "Deletes",
@@ -204,27 +203,19 @@ def past_held(
 def _same(
     stream_a: pa.Array, offset_a: pa.Array, stream_b: pa.Array, offset_b: pa.Array
 ) -> np.ndarray:
-    """Whether orders a and b are one change, row by row: the same, or one log position."""
+    """Whether orders a and b are the same, row by row."""
     same = pc.fill_null(pc.and_(pc.equal(stream_a, stream_b), pc.equal(offset_a, offset_b)), False)
-    logs_a, logs_b = log_parts(stream_a), log_parts(stream_b)
-    if logs_a is not None and logs_b is not None:
-        same = pc.or_(same, pc.fill_null(pc.equal(logs_a, logs_b), False))
     return np.asarray(same, dtype=bool)
 
 
 def _later(
     stream_a: pa.Array, offset_a: pa.Array, stream_b: pa.Array, offset_b: pa.Array
 ) -> np.ndarray:
-    """Whether order a is past order b, row by row (a missing b: yes); one log position
-    is one change, however often it was read (:func:`~.order.log_parts`)."""
+    """Whether order a is past order b, row by row (a missing b: yes)."""
     past = pc.or_(
         pc.greater(stream_a, stream_b),
         pc.and_(pc.equal(stream_a, stream_b), pc.greater(offset_a, offset_b)),
     )
-    logs_a, logs_b = log_parts(stream_a), log_parts(stream_b)
-    if logs_a is not None and logs_b is not None:
-        again = pc.fill_null(pc.equal(logs_a, logs_b), False)
-        past = pc.and_(past, pc.invert(again))
     return np.asarray(pc.fill_null(pc.or_(pc.is_null(offset_b), past), True), dtype=bool)
 
 
