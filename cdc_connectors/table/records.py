@@ -233,28 +233,65 @@ class ChangeBatch:
         if wanted is None and self.held is not None and name in self.held.names:
             held = self.held.field(name).type
             if not takes(held, column.type):
-                column = (
-                    _decimal_column(name, values, held, bad)
-                    if pa.types.is_decimal(held)
-                    else _column(name, values, held, bad)
-                )
+                column = _held_column(name, values, held, bad)
         return column
 
 
-def _decimal_column(
-    name: str, values: list[Any], held: pa.Decimal128Type, bad: dict[int, str]
-) -> pa.Array:
-    """Values for a decimal column of ``held``'s scale: of its precision, or of the more
-    digits they need (the table widens to it); a value of more scale is refused."""
-    widest = pa.decimal128(38, held.scale)
-    refused: dict[int, str] = {}
-    column = _column(name, values, widest, refused)
-    said = f"does not fit {held} (nor more digits at scale {held.scale})"
-    for index, reason in refused.items():
-        bad.setdefault(index, reason.replace(f"does not fit {widest}", said))
+def _held_column(name: str, values: list[Any], held: pa.DataType, bad: dict[int, str]) -> pa.Array:
+    """Values for the table's column of type ``held``, each one of a kind it takes (a
+    number for a number, text for text: never true as 1, a number as a time, text parsed
+    as a number) and kept exactly; any other is refused. A decimal column takes numbers of
+    more digits at its scale (the table widens to them)."""
+    decimal = pa.types.is_decimal(held)
+    target = pa.decimal128(38, held.scale) if decimal else held
+    said = f"does not fit {held}" + (f" (nor more digits at scale {held.scale})" if decimal else "")
+    kept = []
+    for index, value in enumerate(values):
+        fitted = _held_value(value, target)
+        if fitted is _REFUSED:
+            bad.setdefault(index, f"column {name!r}: value {repr(value)[:60]} {said}")
+            fitted = None
+        kept.append(fitted)
+    column = pa.array(kept, target)
+    if not decimal:
+        return column
     largest = pc.max(pc.abs(column)).as_py()
     digits = len(str(int(largest.scaleb(held.scale)))) if largest else 0
     return column.cast(pa.decimal128(max(held.precision, digits), held.scale))
+
+
+#: What :func:`_held_value` gives for a value its column does not take.
+_REFUSED = object()
+
+
+def _held_value(value: Any, target: pa.DataType) -> Any:
+    """``value`` as a value of ``target`` when it is of a kind the type takes and keeps it
+    exactly, else :data:`_REFUSED`."""
+    if value is None:
+        return None
+    if isinstance(value, dict | list):
+        return _REFUSED
+    if type(value) is float and pa.types.is_decimal(target):
+        value = Decimal(repr(value))  # a double read from JSON: the decimal it prints as
+    try:
+        single = pa.array([value])
+        numbers = _number_type(single.type) and _number_type(target)
+        if not (numbers or takes(target, single.type)):
+            return _REFUSED
+        cast = pc.cast(single, target)
+        if numbers and not pc.all(pc.equal(pc.cast(cast, single.type), single)).as_py():
+            return _REFUSED
+        return cast[0].as_py()
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError):
+        return _REFUSED
+
+
+def _number_type(datatype: pa.DataType) -> bool:
+    return bool(
+        pa.types.is_integer(datatype)
+        or pa.types.is_floating(datatype)
+        or pa.types.is_decimal(datatype)
+    )
 
 
 #: A column a record's row does not have.

@@ -224,6 +224,37 @@ def test_numbers_for_a_decimal_column_widen_it_at_its_scale() -> None:
     assert table.schema.field("mix").type == pa.decimal128(3, 1)
     assert table.column("mix").to_pylist() == [Decimal("12.5"), Decimal("3.0")]
     assert [r.reason for r in batch.refused] == [
-        "column 'mix': value Decimal('1.25') does not fit decimal128(2, 1) "
-        "(nor more digits at scale 1)"
+        "column 'mix': value 1.25 does not fit decimal128(2, 1) (nor more digits at scale 1)"
+    ]
+
+
+def test_a_value_of_another_kind_than_the_tables_column_is_never_made_one() -> None:
+    held = pa.schema(
+        [
+            pa.field("id", pa.int64()),
+            pa.field("flag", pa.bool_()),
+            pa.field("at", pa.timestamp("us", tz="UTC")),
+            pa.field("day", pa.date32()),
+            pa.field("n", pa.int64()),
+        ]
+    )
+    batch = ChangeBatch(held=held)
+    for number, (column, value) in enumerate(
+        [("flag", 2), ("at", 1_700_000_000), ("day", 19_000), ("n", "0x10"), ("n", "007")], 1
+    ):
+        batch.add(
+            record(
+                "create", f"t/0/{number}".encode(), {"id": number, column: value}, {"id": number}
+            )
+        )
+    batch.add(record("create", b"t/0/9", {"id": 9, "flag": True, "n": 7}, {"id": 9}))
+    table = batch.table()
+    assert table.column("id").to_pylist() == [9]
+    assert (table.column("flag")[0].as_py(), table.column("n")[0].as_py()) == (True, 7)
+    assert [r.reason for r in batch.refused] == [
+        "column 'flag': value 2 does not fit bool",
+        "column 'at': value 1700000000 does not fit timestamp[us, tz=UTC]",
+        "column 'day': value 19000 does not fit date32[day]",
+        "column 'n': value '0x10' does not fit int64",
+        "column 'n': value '007' does not fit int64",
     ]
