@@ -48,9 +48,16 @@ def row_schema(changes: pa.Schema) -> pa.Schema:
 
 
 def apply_changes(
-    store: TableStore, changes: pa.Table, settings: TableSettings, txn: Txn | None = None
+    store: TableStore,
+    changes: pa.Table,
+    settings: TableSettings,
+    txn: Txn | None = None,
+    *,
+    repairing: bool = False,
 ) -> Applied:
-    """Apply ``changes`` (:mod:`.layout`) to ``store``'s table."""
+    """Apply ``changes`` (:mod:`.layout`) to ``store``'s table (``repairing``: the deletes
+    of a batch another writer came between, applied again)."""
+    given = changes
     held = txn is not None and _holds(store, "rows", txn)
     if held and txn is not None and _holds(store, "tombstones", txn):
         return Applied(0, 0, replayed=True)
@@ -113,8 +120,13 @@ def apply_changes(
         store.replace("tombstones", replaced, tombs, txn)
         if ours is not None and store.version("rows") != ours:
             # another writer's rows came between ours and our tombstones: planned without
-            # them, they may bring back a row this batch deleted
-            raise InterleavedWrite(store.where)
+            # them, they may bring back a row this batch deleted; its deletes, applied
+            # again, remove such a row (a delete its tombstone holds removes an older row)
+            deletes = given.filter(pc.equal(given.column(OP), "delete"))
+            if deletes.num_rows and repairing:
+                raise InterleavedWrite(store.where)
+            if deletes.num_rows:
+                apply_changes(store, deletes, settings, None, repairing=True)
     return Applied(0, stale, replayed=True) if held else Applied(applied, stale)
 
 

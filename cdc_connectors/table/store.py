@@ -42,9 +42,9 @@ class InterleavedWrite(CdcError):
 
     def __init__(self, where: str):
         super().__init__(
-            f"{where}: another writer wrote rows between this batch's rows and its "
-            "tombstones, without seeing its deletes: the batch is written; run it again, "
-            "which changes only what the other writer undid"
+            f"{where}: other writers wrote rows between this batch's rows and its "
+            "tombstones twice, without seeing its deletes: the batch is written; run it "
+            "again, which changes only what they undid"
         )
 
 
