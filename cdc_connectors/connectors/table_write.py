@@ -252,9 +252,18 @@ def _by_place(
 
 
 def _held_columns(settings: Settings) -> pa.Schema | None:
-    """The row columns of the table as this task begins (``None`` while there is none):
-    a value of a type its column cannot take is refused alone, not the whole batch."""
-    schema = settings.store().schema()
+    """The row columns of the table as this task begins, for a value of a type its column
+    cannot take to be refused alone, not the whole batch; ``None`` while there is none, or
+    where this process does not see it (an executor without the driver's files: its
+    commit says what becomes of the batch). Opening it here creates nothing (no catalog of
+    the default kind where there is none)."""
+    catalog = os.path.join(os.path.abspath(settings.path), "catalog.db")
+    if settings.format == "iceberg" and not settings.catalog and not os.path.exists(catalog):
+        return None
+    try:
+        schema = settings.store().schema()
+    except Exception:  # (the driver opens it too, and says why it does not open)
+        return None
     if schema is None:
         return None
     return pa.schema([f for f in schema if not f.name.startswith("_cdc_")])
