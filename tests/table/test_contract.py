@@ -297,19 +297,24 @@ def test_a_replayed_batch_changes_nothing(make_store: Store) -> None:
     assert other.applied == 1 and not other.replayed
 
 
-def test_a_batch_killed_between_its_two_commits_completes_when_replayed(make_store: Store) -> None:
-    store = make_store()
-    apply_changes(store, batch([("create", 1, {"id": 1, "status": "new"})]), KEYED, Txn("q", 0))
-    deleting = batch([("delete", 2, {"id": 1})])
-    killed = make_store()
-    real = killed.replace
+def _killed_on_tombstones(store: Any) -> Any:
+    """``store``, its write killed as it is about to commit the tombstones."""
+    real = store.replace
 
     def dies_on_tombstones(part: str, *args: Any, **kwargs: Any) -> None:
         if part == "tombstones":
             raise KeyboardInterrupt("killed")
         real(part, *args, **kwargs)
 
-    killed.replace = dies_on_tombstones
+    store.replace = dies_on_tombstones
+    return store
+
+
+def test_a_batch_killed_between_its_two_commits_completes_when_replayed(make_store: Store) -> None:
+    store = make_store()
+    apply_changes(store, batch([("create", 1, {"id": 1, "status": "new"})]), KEYED, Txn("q", 0))
+    deleting = batch([("delete", 2, {"id": 1})])
+    killed = _killed_on_tombstones(make_store())
     with pytest.raises(KeyboardInterrupt):
         apply_changes(killed, deleting, KEYED, Txn("q", 1))
     assert rows(store) == []
@@ -603,15 +608,7 @@ def test_history_a_write_killed_between_its_commits_leaves_no_version_twice(
         ("delete", 30, {"id": 1}, "a.json", 3),
         ("create", 40, {"id": 2, "status": "new"}, "a.json", 4),
     )
-    killed = make_store()
-    real = killed.replace
-
-    def dies_on_tombstones(part: str, *args: Any, **kwargs: Any) -> None:
-        if part == "tombstones":
-            raise KeyboardInterrupt("killed")
-        real(part, *args, **kwargs)
-
-    killed.replace = dies_on_tombstones
+    killed = _killed_on_tombstones(make_store())
     with pytest.raises(KeyboardInterrupt):
         apply_changes(killed, changes, HISTORY)  # a batch write: no transaction id
     again = apply_changes(make_store(), changes, HISTORY)
