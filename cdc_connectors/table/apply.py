@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc_connectors.errors import CodecError, ConfigError
-from cdc_connectors.table.evolve import SchemaChangeError, evolution, widens
+from cdc_connectors.table.evolve import SchemaChangeError, evolution, numeric, widens
 from cdc_connectors.table.history import late_keys, rebuild
 from cdc_connectors.table.keys import among
 from cdc_connectors.table.layout import CHANGE_COLUMNS, IS_CURRENT, OFFSET, OP, STREAM, UNSET
@@ -210,14 +210,6 @@ def _check_names(rows: pa.Schema, schema: pa.Schema, store: TableStore) -> None:
             )
 
 
-def _numeric(datatype: pa.DataType) -> bool:
-    return bool(
-        pa.types.is_integer(datatype)
-        or pa.types.is_floating(datatype)
-        or pa.types.is_decimal(datatype)
-    )
-
-
 def _numbers_fitted(changes: pa.Table, schema: pa.Schema) -> pa.Table:
     """Numbers of another type than their column's (types read from the values: ``12`` in
     a column of doubles, ``10.5`` in one of ``decimal(4,2)``) cast to the column's type
@@ -226,7 +218,7 @@ def _numbers_fitted(changes: pa.Table, schema: pa.Schema) -> pa.Table:
         if field.name not in schema.names or field.name in CHANGE_COLUMNS:
             continue
         target = schema.field(field.name).type
-        if field.type == target or not (_numeric(field.type) and _numeric(target)):
+        if field.type == target or not (numeric(field.type) and numeric(target)):
             continue
         if widens(field.type, target) or widens(target, field.type):
             continue  # cast up below, or the column widened

@@ -16,7 +16,7 @@ import pyarrow.types as pt
 
 from cdc_connectors.errors import CdcError
 
-__all__ = ["Evolution", "SchemaChangeError", "evolution", "takes", "widens"]
+__all__ = ["Evolution", "SchemaChangeError", "evolution", "numeric", "takes", "widens"]
 
 
 class SchemaChangeError(CdcError, ValueError):
@@ -65,6 +65,11 @@ def _same(old: pa.DataType, new: pa.DataType) -> bool:
     if pt.is_timestamp(old) and pt.is_timestamp(new):
         return bool(old.unit == new.unit and (old.tz is None) == (new.tz is None))
     return False
+
+
+def numeric(datatype: pa.DataType) -> bool:
+    """Whether ``datatype`` holds numbers: an integer, a float or a decimal."""
+    return bool(pt.is_integer(datatype) or pt.is_floating(datatype) or pt.is_decimal(datatype))
 
 
 def takes(old: pa.DataType, new: pa.DataType) -> bool:

@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 
 from cdc_connectors.opencdc import Operation, Record, keys
 from cdc_connectors.opencdc.json_codec import json_default
-from cdc_connectors.table.evolve import takes
+from cdc_connectors.table.evolve import numeric, takes
 from cdc_connectors.table.layout import AT, OFFSET, OP, STREAM, TIME, UNSET
 from cdc_connectors.table.order import AUTO, order_of
 
@@ -275,7 +275,7 @@ def _held_value(value: Any, target: pa.DataType) -> Any:
         value = Decimal(repr(value))  # a double read from JSON: the decimal it prints as
     try:
         single = pa.array([value])
-        numbers = _number_type(single.type) and _number_type(target)
+        numbers = numeric(single.type) and numeric(target)
         if not (numbers or takes(target, single.type)):
             return _REFUSED
         cast = pc.cast(single, target)
@@ -284,14 +284,6 @@ def _held_value(value: Any, target: pa.DataType) -> Any:
         return cast[0].as_py()
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError):
         return _REFUSED
-
-
-def _number_type(datatype: pa.DataType) -> bool:
-    return bool(
-        pa.types.is_integer(datatype)
-        or pa.types.is_floating(datatype)
-        or pa.types.is_decimal(datatype)
-    )
 
 
 #: A column a record's row does not have.
