@@ -2,9 +2,9 @@
 
 - ``table_upsert_vs_append``: ``BENCH_TABLE_CHANGES`` changes (200,000: 70% updates of
   existing keys, 10% deletes, 20% new keys) applied (:func:`~cdc_connectors.table.apply.
-  apply_changes`: plan, then one Delta ``MERGE``) to a table of ``BENCH_TABLE_ROWS`` rows
-  (1,000,000), against ``write_deltalake`` appending the same rows to a copy of the table.
-  Best of ``BENCH_ROUNDS``, each on a fresh copy.
+  apply_changes`: plan, then one Delta commit rewriting the files of the touched keys) to a
+  table of ``BENCH_TABLE_ROWS`` rows (1,000,000), against ``write_deltalake`` appending the
+  same rows to a copy of the table. Best of ``BENCH_ROUNDS``, each on a fresh copy.
 - ``table_driver_memory_1x_vs_10x``: the peak resident memory of a process applying the same
   batch of 20,000 changes to a table of 100,000 rows and to one of 1,000,000 (1.0: flat).
 - ``table_pipeline_vs_files_pipeline``: the Kafka pipeline of :mod:`bench.bench_pipeline`

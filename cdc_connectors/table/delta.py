@@ -2,10 +2,10 @@
 
 The rows are the Delta table at the path; the tombstones of deleted keys a Delta table of
 their own at ``<path>/_cdc_tombstones`` (Delta readers see only the files its log names, so
-they never see it). A replacement is one ``MERGE``: the keys' current rows are deleted and
-the new rows inserted in one commit, which carries the stream's transaction
-(``txn``: application id and version, Delta's own record of idempotent writers). The
-settings of the table (keys, mode) are kept in its description.
+they never see it). A replacement is one commit (:mod:`.delta_rewrite`): the data files
+holding the keys' current rows are written again without them and the new rows added, with
+the stream's transaction (``txn``: application id and version, Delta's own record of
+idempotent writers). The settings of the table (keys, mode) are kept in its description.
 """
 
 from __future__ import annotations
@@ -19,10 +19,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
+import pyarrow.fs as pafs
 
 from cdc_connectors.errors import ConfigError
+from cdc_connectors.table.delta_rewrite import rewrite, row_groups
 from cdc_connectors.table.evolve import Evolution
-from cdc_connectors.table.keys import among
+from cdc_connectors.table.keys import KeySet
 from cdc_connectors.table.layout import IS_CURRENT, plain_schema
 from cdc_connectors.table.plan import tombstone_schema
 from cdc_connectors.table.store import ConcurrentWrite, Part, TableSettings, Txn
@@ -30,12 +32,7 @@ from cdc_connectors.table.store import ConcurrentWrite, Part, TableSettings, Txn
 __all__ = ["DeltaStore"]
 
 TOMBSTONES = "_cdc_tombstones"
-_ACTION = "__cdc_action"
 _DESCRIPTION = "cdc-connectors table "
-
-
-def _quoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 #: Delta keeps text statistics cut to this many characters: such a bound prunes nothing.
@@ -71,35 +68,6 @@ def touched_files(actions: pa.Table, keys: pa.Table) -> np.ndarray:
                 continue
             needed[row] = np.searchsorted(values, lo, "left") < np.searchsorted(values, hi, "right")
     return needed
-
-
-def _writer_properties() -> Any:
-    from deltalake import WriterProperties
-
-    # rows are flushed a row group at a time: a smaller group than delta-rs's default keeps
-    # a rewritten file's rows from being held whole while it is written
-    return WriterProperties(max_row_group_size=_ROW_GROUP)
-
-
-_ROW_GROUP = 64 * 1024
-
-
-def _doomed(keys: pa.Table, schema: pa.Schema, action: str) -> pa.Table:
-    """Rows of ``keys`` alone (nulls elsewhere) that a merge matches to delete."""
-    names = keys.column_names
-    columns = {
-        f.name: keys.column(f.name).cast(f.type)
-        if f.name in names
-        else pa.nulls(keys.num_rows, f.type)
-        for f in schema
-    }
-    doomed = pa.table(columns, schema=schema)
-    return doomed.append_column(_ACTION, pa.array([action] * doomed.num_rows, pa.string()))
-
-
-def _local(uri: str) -> str:
-    """A file URI as a path (other URIs as they are, for Arrow's own file systems)."""
-    return uri[len("file://") :] if uri.startswith("file://") else uri
 
 
 class DeltaStore:
@@ -207,25 +175,18 @@ class DeltaStore:
             return schema.empty_table()
         actions = pa.table(table.get_add_actions(flatten=True))
         needed = touched_files(actions, keys)
-        root = table.table_uri.rstrip("/")
-        paths = [
-            _local(f"{root}/{unquote(path)}")
-            for path in actions.column("path").filter(pa.array(needed)).to_pylist()
-        ]
-        typed = keys.cast(pa.schema([schema.field(n) for n in keys.column_names]))
-        first = typed.column(0).unique()
-        kept = []
-        # batch by batch: what is held is the rows of the keys, never a whole file
-        dataset = ds.dataset(paths, schema=schema, format="parquet")
+        fs, root = pafs.FileSystem.from_uri(table.table_uri)
+        wanted = KeySet(keys.cast(pa.schema([schema.field(n) for n in keys.column_names])))
         if columns is not None:
             schema = pa.schema([schema.field(n) for n in columns])
-        # a batch ahead, not sixteen: the rows held stay a few row groups whatever the table
-        for batch in dataset.to_batches(columns=columns, batch_readahead=1, fragment_readahead=1):
-            near = batch.filter(pc.is_in(batch.column(typed.column_names[0]), value_set=first))
-            if near.num_rows:
-                kept.append(near)
-        rows = pa.Table.from_batches(kept, schema) if kept else schema.empty_table()
-        return among(rows, typed) if typed.num_columns > 1 else rows
+        kept = []
+        # a row group at a time: what is held is the rows of the keys, never a whole file
+        for path in actions.column("path").filter(pa.array(needed)).to_pylist():
+            for batch in row_groups(fs, f"{root.rstrip('/')}/{unquote(path)}", schema):
+                found = batch.filter(pa.array(wanted.holds(batch)))
+                if found.num_rows:
+                    kept.append(found)
+        return pa.Table.from_batches(kept, schema) if kept else schema.empty_table()
 
     def current(self, keys: pa.Table, columns: list[str] | None = None) -> pa.Table:
         rows = self._read("rows", keys, columns)
@@ -264,24 +225,29 @@ class DeltaStore:
         assert table is not None
         schema = plain_schema(pa.schema(table.schema().to_arrow()))
         names = keys.column_names
+        typed = pa.schema([schema.field(n) for n in names])
         rows = rows.select(schema.names).cast(schema)
-        single = IS_CURRENT not in schema.names  # at most one row of a key
-        gone = among(keys, rows.select(names), anti=True) if single else keys
-        every = every_version if every_version is not None else keys.slice(0, 0)
-        source = pa.concat_tables(
-            [
-                _doomed(gone, schema, "delete"),
-                _doomed(every.select(names), schema, "delete all"),
-                rows.append_column(_ACTION, pa.array(["write"] * rows.num_rows, pa.string())),
-            ]
+        history = IS_CURRENT in schema.names  # else at most one row of a key
+        # the current rows of the keys go (a key's only row, a new one coming or not)
+        current = (
+            keys.cast(typed)
+            if history
+            else pa.concat_tables([keys.cast(typed), rows.select(names)])
         )
-        action = f"s.{_quoted(_ACTION)}"
-        on = " AND ".join(f"t.{_quoted(k)} = s.{_quoted(k)}" for k in names)
-        if not single:  # history: the current row goes (every one, rebuilt), new versions come
-            on += (
-                f" AND (({action} = 'delete' AND t.{_quoted(IS_CURRENT)}) "
-                f"OR {action} = 'delete all')"
-            )
+        every = (every_version if every_version is not None else keys.slice(0, 0)).select(names)
+        every = every.cast(typed)
+        current_set, every_set = KeySet(current), KeySet(every)
+
+        def goes(batch: pa.RecordBatch) -> np.ndarray:
+            found = current_set.holds(batch)
+            if history:
+                found &= np.asarray(pc.fill_null(batch.column(IS_CURRENT), False))
+            if len(every_set):
+                found |= every_set.holds(batch)
+            return found
+
+        actions = pa.table(table.get_add_actions(flatten=True))
+        files = actions.filter(pa.array(touched_files(actions, pa.concat_tables([current, every]))))
         commit = CommitProperties(
             # planned against the version read: a commit of another writer since then fails
             # this one (never retried on top of it, which would apply a stale plan)
@@ -291,20 +257,8 @@ class DeltaStore:
                 "cdc-connectors": json.dumps({"keys": keys.num_rows, "rows": rows.num_rows})
             },
         )
-        columns = {n: f"s.{_quoted(n)}" for n in schema.names}
-        merge = table.merge(
-            source,
-            on,
-            source_alias="s",
-            target_alias="t",
-            commit_properties=commit,
-            writer_properties=_writer_properties(),
-        )
-        if single:  # a key's row is updated in place, or deleted
-            merge = merge.when_matched_update(columns, predicate=f"{action} = 'write'")
-        merge = merge.when_matched_delete(predicate=f"{action} IN ('delete', 'delete all')")
-        merge = merge.when_not_matched_insert(columns, predicate=f"{action} = 'write'")
+        columns = [*names, IS_CURRENT] if history else names
         try:
-            merge.execute()
+            rewrite(table, schema, names, goes, columns, files, rows, commit)
         except CommitFailedError as conflict:
             raise ConcurrentWrite(self.where, str(conflict)) from None

@@ -1,0 +1,203 @@
+"""Copy-on-write of a Delta table's data files with Arrow, committed through delta-rs.
+
+A batch's replacement is one Delta transaction of ``remove`` and ``add`` actions
+(:meth:`deltalake.DeltaTable.create_write_transaction`): each data file holding a row that
+goes is read batch by batch and written again without it, the new rows are written to files
+of their own, and the commit carries the stream's ``txn``. A file none of whose rows goes
+stays as it is (its key columns alone are read to know). What is held is a row group or so
+of one file at a time, whatever the size of the table; files written by a transaction that
+never commits are in no version of the table (a ``VACUUM`` removes them).
+
+Each file written carries Delta's statistics (``numRecords``, ``nullCount``, and the bounds
+of the columns whose values Delta keeps exactly: integers and dates, and text of at most 32
+characters in the key columns, the text most worth skipping files by), so that later
+batches and readers skip the files their keys are not in.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Collection, Iterator
+from typing import Any
+from urllib.parse import unquote
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+__all__ = ["ROW_GROUP", "Statistics", "rewrite", "row_groups"]
+
+#: Rows of a row group written (and about what is held of a file being rewritten).
+ROW_GROUP = 64 * 1024
+#: A column's dictionary stops at this size: a column of many values is written plain soon
+#: (the default, a megabyte, makes the writer take twice as long with larger files), one of
+#: few values keeps its dictionary.
+DICTIONARY_PAGE = 64 * 1024
+#: Delta keeps text bounds cut to this many characters: longer ones are left out here.
+TEXT_BOUND = 32
+
+
+class Statistics:
+    """Delta's statistics of one data file, gathered batch by batch."""
+
+    def __init__(self, schema: pa.Schema, text_bounds: Collection[str] = ()):
+        self.schema = schema
+        self.text_bounds = set(text_bounds)
+        self.records = 0
+        self.nulls = {f.name: 0 for f in schema if not pa.types.is_nested(f.type)}
+        self.low: dict[str, Any] = {}
+        self.high: dict[str, Any] = {}
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        self.records += batch.num_rows
+        for field, column in zip(self.schema, batch.columns, strict=True):
+            if field.name not in self.nulls:
+                continue
+            self.nulls[field.name] += column.null_count
+            if column.null_count == len(column) or not (
+                _bounded(field.type)
+                or (pa.types.is_string(field.type) and field.name in self.text_bounds)
+            ):
+                continue
+            bounds = pc.min_max(column).as_py()
+            low, high = bounds["min"], bounds["max"]
+            held_low, held_high = self.low.get(field.name), self.high.get(field.name)
+            self.low[field.name] = low if held_low is None else min(low, held_low)
+            self.high[field.name] = high if held_high is None else max(high, held_high)
+
+    def to_json(self) -> str:
+        low, high = {}, {}
+        for name, value in self.low.items():
+            other = self.high[name]
+            if isinstance(value, str) and max(len(value), len(other)) > TEXT_BOUND:
+                continue
+            low[name], high[name] = _json_value(value), _json_value(other)
+        return json.dumps(
+            {
+                "numRecords": self.records,
+                "minValues": low,
+                "maxValues": high,
+                "nullCount": self.nulls,
+            }
+        )
+
+
+def _bounded(datatype: pa.DataType) -> bool:
+    """Types whose bounds Delta keeps exactly (and readers compare as written), text aside."""
+    return bool(pa.types.is_integer(datatype) or pa.types.is_date32(datatype))
+
+
+def _json_value(value: Any) -> Any:
+    return value.isoformat() if hasattr(value, "isoformat") else value
+
+
+class _File:
+    """A data file being written: its rows, their statistics, and its ``add`` action."""
+
+    def __init__(self, fs: pafs.FileSystem, root: str, schema: pa.Schema, keys: list[str]):
+        self.fs, self.schema = fs, schema
+        self.name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
+        self.where = f"{root}/{self.name}"
+        self.stats = Statistics(schema, keys)
+        self._writer: pq.ParquetWriter | None = None
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        if batch.num_rows == 0:
+            return
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(
+                self.where,
+                self.schema,
+                filesystem=self.fs,
+                compression="snappy",
+                dictionary_pagesize_limit=DICTIONARY_PAGE,
+            )
+        self._writer.write_batch(batch, row_group_size=ROW_GROUP)
+        self.stats.add(batch)
+
+    def close(self, now: int) -> Any:
+        """The file's ``add`` action (``None`` for a file with no row: none is left)."""
+        from deltalake.transaction import AddAction
+
+        if self._writer is None:
+            return None
+        self._writer.close()
+        size = self.fs.get_file_info(self.where).size
+        return AddAction(self.name, size, {}, now, True, self.stats.to_json())
+
+
+def rewrite(
+    table: Any,
+    schema: pa.Schema,
+    keys: list[str],
+    goes: Callable[[pa.RecordBatch], np.ndarray],
+    goes_reads: list[str],
+    files: pa.Table,
+    rows: pa.Table,
+    commit: Any,
+) -> None:
+    """Commit, on the version of ``table`` (a :class:`deltalake.DeltaTable`) read, one
+    transaction: each of ``files`` (add actions: ``path``, ``size_bytes``) holding a row
+    ``goes`` takes (given batches of the columns ``goes_reads`` first, to know whether one
+    does, then of every column) rewritten without it, and ``rows`` added; ``keys`` are the
+    table's key columns (their text bounds are kept). :class:`deltalake.exceptions.
+    CommitFailedError` when another writer committed since."""
+    from deltalake._internal import RemoveAction
+
+    fs, root = pafs.FileSystem.from_uri(table.table_uri)
+    root = root.rstrip("/")
+    now = int(time.time() * 1000)
+    actions: list[Any] = []
+    for path, size in zip(
+        files.column("path").to_pylist(), files.column("size_bytes").to_pylist(), strict=True
+    ):
+        where = f"{root}/{unquote(path)}"
+        if not any(goes(b).any() for b in row_groups(fs, where, schema, goes_reads)):
+            continue  # no row of the file goes: it stays as it is
+        kept = _File(fs, root, schema, keys)
+        for batch in row_groups(fs, where, schema):
+            kept.write(batch.filter(pa.array(~goes(batch))))
+        actions.append(RemoveAction(path, True, now, size, {}))
+        added = kept.close(now)
+        if added is not None:
+            actions.append(added)
+    if rows.num_rows:
+        new = _File(fs, root, schema, keys)
+        for batch in rows.cast(schema).to_batches(max_chunksize=ROW_GROUP):
+            new.write(batch)
+        actions.append(new.close(now))
+    table.create_write_transaction(
+        actions, "append", table.schema(), partition_by=[], commit_properties=commit
+    )
+
+
+def row_groups(
+    fs: pafs.FileSystem, where: str, schema: pa.Schema, columns: list[str] | None = None
+) -> Iterator[pa.RecordBatch]:
+    """A data file's rows, a row group at a time (nothing read ahead: Arrow's dataset
+    scanner decodes a file's row groups ahead of a slow consumer), in the table's types
+    (``columns`` of ``schema`` only, if given): a column the file lacks (added to the table
+    after it was written) is null."""
+    wanted = schema if columns is None else pa.schema([schema.field(n) for n in columns])
+    with fs.open_input_file(where) as source:
+        data = pq.ParquetFile(source, pre_buffer=False)
+        held = [n for n in wanted.names if n in data.schema_arrow.names]
+        for group in range(data.num_row_groups):
+            table = data.read_row_group(group, columns=held)
+            yield _conformed(table, wanted)
+
+
+def _conformed(table: pa.Table, schema: pa.Schema) -> pa.RecordBatch:
+    """``table``'s rows as a batch of ``schema``: its columns cast, those it lacks null."""
+    count = table.num_rows
+    columns = [
+        table.column(f.name).cast(f.type).combine_chunks()
+        if f.name in table.column_names
+        else pa.nulls(count, f.type)
+        for f in schema
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=schema)

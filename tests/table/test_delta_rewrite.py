@@ -1,0 +1,148 @@
+"""Delta's copy-on-write: files rewritten only where a row goes, with statistics readers trust."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from decimal import Decimal
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from cdc_connectors.table.apply import apply_changes
+from cdc_connectors.table.delta import DeltaStore
+from cdc_connectors.table.delta_rewrite import ROW_GROUP, Statistics, row_groups
+from cdc_connectors.table.store import TableSettings
+from tests.table.changes import batch
+from tests.table.conftest import read_all
+
+KEYED = TableSettings(["id"])
+
+
+def _files(path: Path) -> dict[str, dict[str, object]]:
+    from deltalake import DeltaTable
+
+    actions = pa.table(DeltaTable(str(path)).get_add_actions(flatten=True)).to_pylist()
+    return {action["path"]: action for action in actions}
+
+
+def _created(ids: range, first: int) -> pa.Table:
+    return batch([("create", first + n, {"id": i, "status": f"s{i}"}) for n, i in enumerate(ids)])
+
+
+def test_a_file_none_of_whose_rows_goes_stays_as_it_is(tmp_path: Path) -> None:
+    store = DeltaStore(str(tmp_path / "t"))
+    apply_changes(store, _created(range(0, 10), 0), KEYED)
+    apply_changes(store, _created(range(100, 110), 100), KEYED)
+    before = _files(tmp_path / "t")
+    low = next(p for p, a in before.items() if a["min.id"] == 0)
+    high = next(p for p, a in before.items() if a["min.id"] == 100)
+    apply_changes(store, batch([("update", 200, {"id": 105, "status": "x"})]), KEYED)
+    after = _files(tmp_path / "t")
+    assert low in after  # untouched: the keys 0..9 are not in the batch
+    assert high not in after  # rewritten without 105, whose new row is in a file of its own
+    assert sorted(a["num_records"] for a in after.values()) == [1, 9, 10]
+    assert {r["status"] for r in read_all(store).to_pylist() if r["id"] == 105} == {"x"}
+
+
+def test_an_independent_reader_filtering_by_key_finds_every_row(tmp_path: Path) -> None:
+    """The statistics written let readers skip files: wrong bounds would lose rows here."""
+    from deltalake import DeltaTable, QueryBuilder
+
+    store = DeltaStore(str(tmp_path / "t"))
+    apply_changes(store, _created(range(0, 50), 0), KEYED)
+    apply_changes(store, _created(range(-20, 20), 100), KEYED)  # new and updated keys
+    apply_changes(store, batch([("delete", 200 + i, {"id": i}) for i in range(40, 45)]), KEYED)
+    expected = {r["id"]: r["status"] for r in read_all(store).to_pylist()}
+    assert sorted(expected) == [i for i in range(-20, 50) if not 40 <= i < 45]
+    query = QueryBuilder().register("t", DeltaTable(str(tmp_path / "t")))
+    for low, high in ((-20, -20), (-5, 5), (19, 21), (40, 44), (45, 49), (49, 60)):
+        found = pa.table(
+            query.execute(f"SELECT id, status FROM t WHERE id BETWEEN {low} AND {high}").read_all()
+        )
+        assert dict(zip(found["id"].to_pylist(), found["status"].to_pylist(), strict=True)) == {
+            k: v for k, v in expected.items() if low <= k <= high
+        }
+
+
+def test_statistics_are_those_delta_rs_writes_for_the_same_rows(tmp_path: Path) -> None:
+    from deltalake import write_deltalake
+
+    rows = pa.table(
+        {
+            "id": pa.array([5, -3, None, 2**62], pa.int64()),
+            "small": pa.array([1, 2, 3, None], pa.int16()),
+            "day": pa.array([dt.date(2024, 1, 2), None, dt.date(1999, 12, 31), None]),
+            "key": pa.array(["b", "ä", None, "a" * 32]),
+            "long": pa.array(["x" * 40, "y", None, None]),
+            "amount": pa.array([Decimal("1.5"), None, None, None], pa.decimal128(10, 2)),
+        }
+    )
+    write_deltalake(str(tmp_path / "theirs"), rows)
+    from deltalake import DeltaTable
+
+    actions = pa.table(DeltaTable(str(tmp_path / "theirs")).get_add_actions(flatten=True))
+    theirs = actions.to_pylist()[0]
+    stats = Statistics(rows.schema, ["key"])
+    for part in rows.to_batches(max_chunksize=2):
+        stats.add(part)
+    ours = json.loads(stats.to_json())
+    assert ours["numRecords"] == theirs["num_records"] == 4
+    for name in ("id", "small", "day", "key", "long", "amount"):
+        assert ours["nullCount"][name] == theirs[f"null_count.{name}"], name
+    for name in ("id", "small", "day", "key"):
+        want_low, want_high = theirs[f"min.{name}"], theirs[f"max.{name}"]
+        if isinstance(want_low, dt.date):
+            want_low, want_high = want_low.isoformat(), want_high.isoformat()
+        assert (ours["minValues"][name], ours["maxValues"][name]) == (want_low, want_high), name
+    # bounds kept only where exact: no long text, no text outside the keys, no decimals
+    assert {"long", "amount"}.isdisjoint(ours["minValues"])
+
+
+def test_text_longer_than_delta_keeps_has_no_bounds() -> None:
+    stats = Statistics(pa.schema([("k", pa.string())]), ["k"])
+    stats.add(pa.record_batch({"k": ["a", "b" * 33]}))
+    assert json.loads(stats.to_json())["minValues"] == {}
+
+
+def test_a_file_written_before_a_column_was_added_is_rewritten_with_it_null(
+    tmp_path: Path,
+) -> None:
+    store = DeltaStore(str(tmp_path / "t"))
+    apply_changes(store, _created(range(0, 3), 0), KEYED)
+    wider = pa.schema([("id", pa.int64()), ("status", pa.string()), ("note", pa.string())])
+    apply_changes(store, batch([("create", 10, {"id": 9, "note": "n"})], wider), KEYED)
+    apply_changes(store, batch([("update", 11, {"id": 1, "status": "u"})]), KEYED)
+    found = {r["id"]: (r["status"], r["note"]) for r in read_all(store).to_pylist()}
+    assert found == {0: ("s0", None), 1: ("u", None), 2: ("s2", None), 9: (None, "n")}
+
+
+def test_a_file_is_read_a_row_group_at_a_time(tmp_path: Path) -> None:
+    table = pa.table({"id": pa.array(range(ROW_GROUP * 3 + 5), pa.int64())})
+    pq.write_table(table, tmp_path / "f.parquet", row_group_size=ROW_GROUP)
+    from pyarrow.fs import LocalFileSystem
+
+    schema = pa.schema([("id", pa.int64()), ("added", pa.string())])
+    groups = list(row_groups(LocalFileSystem(), str(tmp_path / "f.parquet"), schema))
+    assert [g.num_rows for g in groups] == [ROW_GROUP, ROW_GROUP, ROW_GROUP, 5]
+    assert all(g.schema == schema and g.column(1).null_count == g.num_rows for g in groups)
+
+
+@pytest.mark.parametrize("mode", ["upsert", "history"])
+def test_a_batch_writes_one_version_of_remove_and_add_actions(tmp_path: Path, mode: str) -> None:
+    from deltalake import DeltaTable
+
+    settings = TableSettings(["id"], mode=mode)  # type: ignore[arg-type]
+    store = DeltaStore(str(tmp_path / "t"))
+    apply_changes(store, _created(range(0, 4), 0), settings)
+    version = DeltaTable(str(tmp_path / "t")).version()
+    apply_changes(store, batch([("update", 9, {"id": 2, "status": "u"})]), settings)
+    table = DeltaTable(str(tmp_path / "t"))
+    assert table.version() == version + 1
+    assert DeltaTable(str(tmp_path / "t"), version=version).to_pyarrow_table().num_rows == 4
+    current = {
+        r["id"]: r["status"] for r in read_all(store).to_pylist() if r.get("_cdc_is_current", True)
+    }
+    assert current == {0: "s0", 1: "s1", 2: "u", 3: "s3"}
