@@ -21,7 +21,7 @@ from cdc_connectors.table.evolve import SchemaChangeError, evolution, numeric, w
 from cdc_connectors.table.history import late_keys, rebuild
 from cdc_connectors.table.keys import among
 from cdc_connectors.table.layout import CHANGE_COLUMNS, IS_CURRENT, OFFSET, OP, STREAM, UNSET
-from cdc_connectors.table.order import arrived
+from cdc_connectors.table.order import AUTO, arrived, rebased
 from cdc_connectors.table.plan import bookkeeping_fields, plan
 from cdc_connectors.table.store import InterleavedWrite, TableSettings, TableStore, Txn
 
@@ -86,6 +86,9 @@ def apply_changes(
     else:
         current = store.current(touched, None if keeps else [*keys, STREAM, OFFSET])
     graves = held_graves = store.tombstones(touched)
+    if settings.order == AUTO:  # a change and the key's order of one stream, one logged
+        known = versions if settings.mode == "history" else current
+        changes = rebased(changes, keys, [known, graves])
     late = keys_of(changes, keys).slice(0, 0)
     if settings.mode == "history":
         late = late_keys(changes, keys, versions, graves)

@@ -16,6 +16,14 @@ from:
 
 A log position is what orders a key's changes in the database: a change that arrives late
 (produced again, read from another file) is still older than the one it preceded there.
+
+In ``auto``, a record without a log position in a stream whose other records carry one (a
+Kafka tombstone taken as a delete, written right after its key's delete event) takes the log
+position of the record before it in its stream (else of the one after it), and keeps its own
+place: it orders just after the change it followed, and before the next one
+(:func:`in_streams`). Where its batch holds no record of its stream with one, it is compared
+with what the table holds of its key by their places in their common stream (and so is a
+change with a log position with a key the table holds by such a record): :func:`rebased`.
 """
 
 from __future__ import annotations
@@ -34,8 +42,11 @@ __all__ = [
     "AUTO",
     "POSITION",
     "arrived",
+    "in_streams",
     "log_position",
     "order_of",
+    "rebased",
+    "same_stream",
 ]
 
 AUTO, POSITION = "auto", "position"
@@ -74,6 +85,108 @@ def order_of(
     if not -(2**63) <= int(value) < 2**63:
         raise ValueError(f"metadata {order_by!r} (orderBy) is {value!r}, past 64 bits")
     return "", int(value)
+
+
+def in_streams(
+    orders: list[tuple[str, int]], logs: list[str | None], streams: list[str | None]
+) -> list[tuple[str, int]]:
+    """``orders`` (of ``auto``, the records of one batch in the order read) with each record
+    that has no log position (``logs``) but a place in a stream (``streams``: its numbered
+    position's stream, or ``None``) given the log position of the record before it in that
+    stream, else of the one after it; a stream none of whose records has one stays as it
+    is."""
+    by_stream: dict[str, list[int]] = {}
+    for index, stream in enumerate(streams):
+        if stream is not None:
+            by_stream.setdefault(stream, []).append(index)
+    result = list(orders)
+    for stream, indexes in by_stream.items():
+        if all(logs[i] is not None for i in indexes) or all(logs[i] is None for i in indexes):
+            continue
+        ranked = sorted(indexes, key=lambda i: orders[i][1])  # by place in the stream
+        before: str | None = None
+        waiting: list[int] = []
+        for index in ranked:
+            log = logs[index]
+            if log is None and before is None:
+                waiting.append(index)
+            elif log is None:
+                result[index] = (f"{before} {stream}", orders[index][1])
+            else:
+                before = log
+                for early in waiting:  # before the first with one: that one's
+                    result[early] = (f"{log} {stream}", orders[early][1])
+                waiting = []
+    return result
+
+
+def same_stream(bare: str, held: str) -> bool:
+    """Whether ``held`` (an order's stream kept by the table) is the stream ``bare`` (one
+    with no log position) with a log position before it: then the two orders' offsets are
+    places in one stream, and compare as such."""
+    return held != bare and held.endswith(" " + bare) and held.startswith(_LOG_KINDS)
+
+
+def rebased(changes: pa.Table, keys: list[str], held: list[pa.Table]) -> pa.Table:
+    """``changes`` where a change and an order the table holds of its key (``held``: its
+    rows and tombstones, with their keys and ``_cdc_stream``) are of one stream, one with a
+    log position and one without (:func:`same_stream`): the change takes the held order's
+    stream, so that their places in that stream compare them."""
+    streams = changes.column(STREAM)
+    logged = _logged(streams)
+    if changes.num_rows == 0 or (logged.all() and not _any_bare_held(held)):
+        return changes
+    known = [h.select([*keys, STREAM]) for h in held if h.num_rows and STREAM in h.column_names]
+    if not known:
+        return changes
+    stored = pa.concat_tables([k.cast(known[0].schema) for k in known]).rename_columns(
+        [*keys, "__held"]
+    )
+    index = changes.select([*keys, STREAM]).append_column(
+        "__row", pa.array(np.arange(changes.num_rows), pa.int64())
+    )
+    typed = stored.cast(pa.schema([*(index.schema.field(k) for k in keys), stored.schema[-1]]))
+    pairs = index.join(typed, keys, join_type="inner", use_threads=False)
+    found = streams.to_pylist()
+    for row, stream, other in zip(
+        pairs.column("__row").to_pylist(),
+        pairs.column(STREAM).to_pylist(),
+        pairs.column("__held").to_pylist(),
+        strict=True,
+    ):
+        if stream is None or other is None:
+            continue
+        if same_stream(stream, other) or same_stream(other, stream):
+            found[row] = max(found[row], other) if found[row] != stream else other
+    if found == streams.to_pylist():
+        return changes
+    where = changes.schema.get_field_index(STREAM)
+    return changes.set_column(where, STREAM, pa.array(found, pa.string()))
+
+
+def _logged(streams: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Whether each stream has a log position before it."""
+    found = np.zeros(len(streams), dtype=bool)
+    for kind in _LOG_KINDS:
+        found |= np.asarray(pc.fill_null(pc.starts_with(streams, kind), False))
+    return found
+
+
+def _any_bare_held(held: list[pa.Table]) -> bool:
+    return any(
+        h.num_rows and STREAM in h.column_names and not _logged(h.column(STREAM)).all()
+        for h in held
+    )
+
+
+#: How the stream of an order with a log position starts (:func:`log_position`).
+_LOG_KINDS = ("lsn ", "binlog ", "ydb ")
+
+
+def numbered(position: bytes) -> tuple[str, int] | None:
+    """A record position's stream and number (``topic/partition/offset``, ``file:line``,
+    ``file: message N, byte B``), or ``None``."""
+    return _numbered(position)
 
 
 def _numbered(position: bytes) -> tuple[str, int] | None:

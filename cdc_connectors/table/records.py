@@ -34,7 +34,7 @@ from cdc_connectors.opencdc import Operation, Record, keys
 from cdc_connectors.opencdc.json_codec import json_default
 from cdc_connectors.table.evolve import numeric, takes
 from cdc_connectors.table.layout import AT, OFFSET, OP, STREAM, TIME, UNSET
-from cdc_connectors.table.order import AUTO, order_of
+from cdc_connectors.table.order import AUTO, in_streams, log_position, numbered, order_of
 
 __all__ = [
     "PLACEHOLDER",
@@ -125,6 +125,9 @@ class ChangeBatch:
         self.rows: list[dict[str, Any]] = []
         self.records: list[tuple[Record | bytes, bytes]] = []
         self.meta: list[tuple[str, str, int, int | None]] = []
+        #: Of each change in ``auto`` order: its log position, and its stream (in_streams).
+        self.logs: list[str | None] = []
+        self.streams: list[str | None] = []
         self.typed: dict[str, pa.DataType] = {}
         self.refused: list[Refusal] = []
         #: Records refused for lacking a key column (not holding a null: no such column).
@@ -152,6 +155,10 @@ class ChangeBatch:
         self.rows.append(row)
         self.records.append((origin, parts.position))
         self.meta.append((op, stream, offset, _time(parts.metadata)))
+        if self.order_by == AUTO:
+            self.logs.append(log_position(parts.metadata))
+            place = numbered(bytes(parts.position))
+            self.streams.append(None if place is None else place[0])
 
     def _row(self, parts: RecordParts) -> tuple[dict[str, Any], str]:
         op = parts.operation
@@ -216,6 +223,11 @@ class ChangeBatch:
             origin, position = self.records[index]
             self.refused.append(Refusal(origin, reason, position))
         ops, streams, offsets, ats = zip(*self.meta, strict=True) if self.meta else ((), (), (), ())
+        if self.order_by == AUTO and self.meta:
+            streams, offsets = zip(
+                *in_streams(list(zip(streams, offsets, strict=True)), self.logs, self.streams),
+                strict=True,
+            )
         columns[OP] = pa.array(ops, pa.string())
         columns[STREAM] = pa.array(streams, pa.string())
         columns[OFFSET] = pa.array(offsets, pa.int64())

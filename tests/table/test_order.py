@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow as pa
 import pytest
 
+from cdc_connectors.opencdc import Record
+from cdc_connectors.table.apply import apply_changes
 from cdc_connectors.table.layout import STREAM
 from cdc_connectors.table.order import ARRIVAL, arrived, log_position, order_of
+from cdc_connectors.table.records import ChangeBatch
+from cdc_connectors.table.store import TableSettings
+from tests.table.conftest import read_all
 
 PG = {"debezium.source.lsn": "24023192"}
 
@@ -85,3 +92,81 @@ def test_records_without_an_order_arrive_in_turn_after_earlier_writes() -> None:
     assert first[0] < later[0]
     # after every log position and record stream
     assert first[0] > "lsn 99999999999999999999" and first[0] > "zzz/0"
+
+
+# --- a Kafka tombstone taken as a delete, among changes with log positions ---------------
+
+
+def _binlog(op: str, offset: int, pos: int | None, topic: str, **after: object) -> Record:
+    """A record of MySQL's binlog at ``pos`` (none: a tombstone taken as a delete) read
+    at ``offset`` of ``topic``'s partition 0."""
+    metadata = {"debezium.source.file": "mysql-bin.000003", "debezium.source.pos": str(pos)}
+    return Record.new(
+        op,
+        position=f"{topic}/0/{offset}".encode(),
+        key={"id": 1},
+        after=({"id": 1, **after} if op != "delete" else None),
+        before=({"id": 1} if op == "delete" and pos is not None else None),
+        metadata=metadata if pos is not None else None,
+    )
+
+
+def _apply(store: Any, *records: Record) -> None:
+    changes = ChangeBatch(order_by="auto")
+    for one in records:
+        changes.add(one)
+    assert not changes.refused
+    apply_changes(store, changes.table(), TableSettings(["id"]))
+
+
+def _ids(store: Any) -> dict[int, Any]:
+    return {r["id"]: r.get("status") for r in read_all(store).to_pylist()}
+
+
+@pytest.mark.parametrize("topic", ["orders", "aaa"])  # after "binlog", and before it
+def test_a_key_created_again_after_a_tombstone_comes_back(make_store: Any, topic: str) -> None:
+    store = make_store()
+    _apply(
+        store,
+        _binlog("create", 1, 100, topic, status="a"),
+        _binlog("delete", 2, 200, topic),
+        _binlog("delete", 3, None, topic),  # the tombstone after the delete
+        _binlog("create", 4, 300, topic, status="b"),
+    )
+    assert _ids(store) == {1: "b"}
+
+
+@pytest.mark.parametrize("topic", ["orders", "aaa"])
+def test_a_tombstone_alone_in_its_batch_orders_by_its_place_in_the_stream(
+    make_store: Any, topic: str
+) -> None:
+    store = make_store()
+    _apply(store, _binlog("create", 1, 100, topic, status="a"), _binlog("delete", 2, 200, topic))
+    _apply(store, _binlog("delete", 3, None, topic))
+    _apply(store, _binlog("create", 4, 300, topic, status="b"))
+    assert _ids(store) == {1: "b"}
+    _apply(store, _binlog("delete", 3, None, topic))  # replayed: older than the create
+    assert _ids(store) == {1: "b"}
+    _apply(store, _binlog("delete", 5, None, topic))  # a later one deletes
+    assert _ids(store) == {}
+
+
+@pytest.mark.parametrize("topic", ["orders", "aaa"])
+def test_a_key_first_seen_in_a_tombstone_comes_back_when_created(
+    make_store: Any, topic: str
+) -> None:
+    store = make_store()
+    _apply(store, _binlog("delete", 3, None, topic))
+    _apply(store, _binlog("create", 4, 300, topic, status="b"))
+    assert _ids(store) == {1: "b"}
+
+
+def test_a_tombstone_first_in_its_batch_is_before_the_change_after_it(make_store: Any) -> None:
+    store = make_store()
+    _apply(store, _binlog("create", 1, 100, "orders", status="a"))
+    _apply(
+        store,
+        _binlog("delete", 3, None, "orders"),
+        _binlog("create", 4, 300, "orders", status="b"),
+    )
+    assert _ids(store) == {1: "b"}
