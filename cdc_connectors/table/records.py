@@ -346,8 +346,11 @@ def _column(
     if wanted is not None:
         if pa.types.is_decimal(wanted):  # a double read from JSON: the decimal it prints as
             values = [Decimal(repr(v)) if type(v) is float else v for v in values]
-        if pa.types.is_integer(wanted) and any(map(_fraction, values)):
-            # Arrow would cut 1.5 to 1: such values go one by one, to be refused
+        if (pa.types.is_integer(wanted) and any(map(_fraction, values))) or (
+            _binary(wanted) and any(isinstance(v, str) for v in values)
+        ):
+            # Arrow would cut 1.5 to 1, and take base64 text (bytes as JSON holds them) for
+            # its UTF-8: such values go one by one, to be refused or decoded
             return pa.array(
                 [_fitted(name, i, v, wanted, bad) for i, v in enumerate(values)], wanted
             )
@@ -442,6 +445,14 @@ def _fraction(value: Any) -> bool:
     return False
 
 
+def _binary(datatype: pa.DataType) -> bool:
+    return bool(
+        pa.types.is_binary(datatype)
+        or pa.types.is_large_binary(datatype)
+        or pa.types.is_fixed_size_binary(datatype)
+    )
+
+
 def _fitted(name: str, index: int, value: Any, wanted: pa.DataType, bad: dict[int, str]) -> Any:
     """``value`` as a scalar of ``wanted`` (ISO text as a time, text or numbers as a
     decimal, base64 text as bytes), or ``None`` with its row marked bad."""
@@ -450,13 +461,18 @@ def _fitted(name: str, index: int, value: Any, wanted: pa.DataType, bad: dict[in
     if pa.types.is_integer(wanted) and _fraction(value):
         bad.setdefault(index, f"column {name!r}: value {repr(value)[:60]} does not fit {wanted}")
         return None
+    if isinstance(value, str) and _binary(wanted):
+        try:
+            decoded = base64.b64decode(value, validate=True)
+            return pa.array([decoded], wanted)[0].as_py()
+        except (ValueError, pa.ArrowInvalid):
+            bad.setdefault(index, f"column {name!r}: value {value[:60]!r} is no base64 of {wanted}")
+            return None
     try:
         return pa.array([value], wanted)[0].as_py()
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
         pass
     try:
-        if isinstance(value, str) and pa.types.is_binary(wanted):
-            return base64.b64decode(value, validate=True)
         if isinstance(value, str | int | Decimal) and not isinstance(value, bool):
             source = pa.array([value if isinstance(value, str) else str(value)], pa.string())
             if pa.types.is_timestamp(wanted) and wanted.tz is None:

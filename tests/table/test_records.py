@@ -258,3 +258,17 @@ def test_a_value_of_another_kind_than_the_tables_column_is_never_made_one() -> N
         "column 'n': value '0x10' does not fit int64",
         "column 'n': value '007' does not fit int64",
     ]
+
+
+def test_bytes_held_as_base64_text_are_their_bytes_in_a_column_of_bytes() -> None:
+    """JSON holds bytes as base64 (Debezium's and OpenCDC's JSON alike): a registered bytes
+    column takes what the text encodes, never the text's own characters."""
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("version", pa.binary())])
+    batch = ChangeBatch(types=lambda r: schema)
+    batch.add(record("create", b"t/0/1", {"id": 1, "version": "AAAAAAAAB9A="}, {"id": 1}))
+    batch.add(record("create", b"t/0/2", {"id": 2, "version": b"\x00\x01"}, {"id": 2}))
+    batch.add(record("create", b"t/0/3", {"id": 3, "version": "not base64!"}, {"id": 3}))
+    table = batch.table()
+    assert table.column("version").to_pylist() == [b"\x00" * 6 + b"\x07\xd0", b"\x00\x01"]
+    (refused,) = batch.refused
+    assert "column 'version'" in refused.reason and "base64" in refused.reason
