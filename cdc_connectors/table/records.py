@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -32,6 +33,7 @@ import pyarrow.compute as pc
 
 from cdc_connectors.opencdc import Operation, Record, keys
 from cdc_connectors.opencdc.json_codec import json_default
+from cdc_connectors.schema.connect.writers import write_time_of_day
 from cdc_connectors.table.evolve import numeric, takes
 from cdc_connectors.table.layout import AT, OFFSET, OP, STREAM, TIME, UNSET
 from cdc_connectors.table.order import AUTO, in_streams, log_position, numbered, order_of
@@ -346,11 +348,15 @@ def _column(
     if wanted is not None:
         if pa.types.is_decimal(wanted):  # a double read from JSON: the decimal it prints as
             values = [Decimal(repr(v)) if type(v) is float else v for v in values]
-        if (pa.types.is_integer(wanted) and any(map(_fraction, values))) or (
-            _binary(wanted) and any(isinstance(v, str) for v in values)
+        if pa.types.is_nested(wanted) and _holds_bytes(wanted):
+            values = _bytes_decoded(name, values, wanted, bad)
+        if (
+            (pa.types.is_integer(wanted) and any(map(_fraction, values)))
+            or (_binary(wanted) and any(isinstance(v, str) for v in values))
+            or (pa.types.is_string(wanted) and any(map(_number, values)))
         ):
-            # Arrow would cut 1.5 to 1, and take base64 text (bytes as JSON holds them) for
-            # its UTF-8: such values go one by one, to be refused or decoded
+            # Arrow would cut 1.5 to 1, take base64 text (bytes as JSON holds them) for its
+            # UTF-8, and print a number as it likes: such values go one by one
             return pa.array(
                 [_fitted(name, i, v, wanted, bad) for i, v in enumerate(values)], wanted
             )
@@ -445,6 +451,60 @@ def _fraction(value: Any) -> bool:
     return False
 
 
+_TIME_OF_DAY = re.compile(r"\d\d:\d\d:\d\d(\.\d{1,6})?")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float | Decimal) and not isinstance(value, bool)
+
+
+def _holds_bytes(datatype: pa.DataType) -> bool:
+    """Whether a nested type has bytes anywhere in it."""
+    if _binary(datatype):
+        return True
+    if pa.types.is_struct(datatype):
+        return any(_holds_bytes(f.type) for f in datatype)
+    if pa.types.is_list(datatype) or pa.types.is_large_list(datatype):
+        return _holds_bytes(datatype.value_type)
+    if pa.types.is_map(datatype):
+        return _holds_bytes(datatype.item_type)
+    return False
+
+
+def _bytes_decoded(
+    name: str, values: list[Any], wanted: pa.DataType, bad: dict[int, str]
+) -> list[Any]:
+    """``values`` of a nested type with the base64 text at each of its bytes places decoded
+    (a struct's field, a list's items, a map's values); a row holding text that is no
+    base64 there is marked in ``bad``."""
+    found = []
+    for index, value in enumerate(values):
+        try:
+            found.append(_decoded(value, wanted))
+        except ValueError:
+            bad.setdefault(index, f"column {name!r}: a value holds text that is no base64 of bytes")
+            found.append(None)
+    return found
+
+
+def _decoded(value: Any, datatype: pa.DataType) -> Any:
+    if value is None:
+        return None
+    if _binary(datatype):
+        return base64.b64decode(value, validate=True) if isinstance(value, str) else value
+    if pa.types.is_struct(datatype) and isinstance(value, dict):
+        types = {f.name: f.type for f in datatype}
+        return {k: _decoded(v, types[k]) if k in types else v for k, v in value.items()}
+    if (pa.types.is_list(datatype) or pa.types.is_large_list(datatype)) and isinstance(value, list):
+        return [_decoded(v, datatype.value_type) for v in value]
+    if pa.types.is_map(datatype):
+        if isinstance(value, dict):
+            return {k: _decoded(v, datatype.item_type) for k, v in value.items()}
+        if isinstance(value, list):
+            return [(k, _decoded(v, datatype.item_type)) for k, v in value]
+    return value
+
+
 def _binary(datatype: pa.DataType) -> bool:
     return bool(
         pa.types.is_binary(datatype)
@@ -461,6 +521,21 @@ def _fitted(name: str, index: int, value: Any, wanted: pa.DataType, bad: dict[in
     if pa.types.is_integer(wanted) and _fraction(value):
         bad.setdefault(index, f"column {name!r}: value {repr(value)[:60]} does not fit {wanted}")
         return None
+    if _number(value) and pa.types.is_string(wanted):
+        # a decimal wider than a table's (the registered type's exact text): its digits
+        exact = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+        if exact.is_finite():
+            return format(exact, "f")
+    if isinstance(value, str) and pa.types.is_integer(wanted) and _TIME_OF_DAY.fullmatch(value):
+        # a time of day (Connect's Time, Debezium's MicroTime: a count past midnight, of
+        # milliseconds in 32 bits, of microseconds in 64), which records hold as ISO text
+        try:
+            micros = write_time_of_day(1_000_000)(value, {})
+        except ValueError:
+            micros = None
+        per = 1000 if wanted.bit_width == 32 else 1  # microseconds a count holds
+        if micros is not None and micros % per == 0:
+            return micros // per
     if isinstance(value, str) and _binary(wanted):
         try:
             decoded = base64.b64decode(value, validate=True)

@@ -272,3 +272,71 @@ def test_bytes_held_as_base64_text_are_their_bytes_in_a_column_of_bytes() -> Non
     assert table.column("version").to_pylist() == [b"\x00" * 6 + b"\x07\xd0", b"\x00\x01"]
     (refused,) = batch.refused
     assert "column 'version'" in refused.reason and "base64" in refused.reason
+
+
+def test_times_of_day_are_counts_past_midnight_in_a_registered_integer_column() -> None:
+    """Debezium's MicroTime (Avro ``time-micros``) and Connect's Time (``time-millis``) are
+    counts in a table, as ``expand`` types them; records hold them as ISO text."""
+    schema = pa.schema(
+        [pa.field("id", pa.int64()), pa.field("micros", pa.int64()), pa.field("ms", pa.int32())]
+    )
+    batch = ChangeBatch(types=lambda r: schema)
+    batch.add(
+        record(
+            "create",
+            b"t/0/1",
+            {"id": 1, "micros": "09:30:00.000001", "ms": "00:00:01.5"},
+            {"id": 1},
+        )
+    )
+    batch.add(record("create", b"t/0/2", {"id": 2, "micros": "23:59:59", "ms": None}, {"id": 2}))
+    batch.add(record("create", b"t/0/3", {"id": 3, "micros": 7, "ms": "00:00:00.0001"}, {"id": 3}))
+    batch.add(record("create", b"t/0/4", {"id": 4, "micros": "00:00:00.123456789"}, {"id": 4}))
+    table = batch.table()
+    assert table.column("micros").to_pylist() == [34_200_000_001, 86_399_000_000]
+    assert table.column("ms").to_pylist() == [1500, None]
+    assert sorted(r.reason.split(":")[0] for r in batch.refused) == [
+        "column 'micros'",
+        "column 'ms'",
+    ]
+
+
+def test_a_decimal_wider_than_a_table_keeps_its_digits_as_text() -> None:
+    """A decimal of more than 38 digits is registered as text: numbers there are their
+    exact digits, whatever JSON made of them."""
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("big", pa.string())])
+    batch = ChangeBatch(types=lambda r: schema)
+    batch.add(record("create", b"t/0/1", {"id": 1, "big": -1e-10}, {"id": 1}))
+    batch.add(record("create", b"t/0/2", {"id": 2, "big": Decimal("19.990")}, {"id": 2}))
+    batch.add(record("create", b"t/0/3", {"id": 3, "big": "1" * 40 + ".5"}, {"id": 3}))
+    batch.add(record("create", b"t/0/4", {"id": 4, "big": 12}, {"id": 4}))
+    table = batch.table()
+    assert table.column("big").to_pylist() == ["-0.0000000001", "19.990", "1" * 40 + ".5", "12"]
+    assert not batch.refused
+
+
+def test_bytes_in_a_struct_as_base64_text_are_their_bytes() -> None:
+    """Debezium's geometry is a struct of WKB bytes and an SRID: the bytes, not their text."""
+    point = pa.struct([pa.field("wkb", pa.binary()), pa.field("srid", pa.int32())])
+    schema = pa.schema(
+        [
+            pa.field("id", pa.int64()),
+            pa.field("spot", point),
+            pa.field("blobs", pa.list_(pa.binary())),
+        ]
+    )
+    batch = ChangeBatch(types=lambda r: schema)
+    batch.add(
+        record(
+            "create",
+            b"t/0/1",
+            {"id": 1, "spot": {"wkb": "AQE=", "srid": 4326}, "blobs": ["AA==", None]},
+            {"id": 1},
+        )
+    )
+    batch.add(record("create", b"t/0/2", {"id": 2, "spot": {"wkb": "%%", "srid": 0}}, {"id": 2}))
+    table = batch.table()
+    assert table.column("spot").to_pylist() == [{"wkb": b"\x01\x01", "srid": 4326}]
+    assert table.column("blobs").to_pylist() == [[b"\x00", None]]
+    (refused,) = batch.refused
+    assert "column 'spot'" in refused.reason
