@@ -3,8 +3,9 @@
 The rows are the Delta table at the path; the tombstones of deleted keys a Delta table of
 their own at ``<path>/_cdc_tombstones`` (Delta readers see only the files its log names, so
 they never see it). A replacement is one commit (:mod:`.delta_rewrite`): the data files
-holding the keys' current rows are written again without them and the new rows added, with
-the stream's transaction (``txn``: application id and version, Delta's own record of
+holding the keys' current rows are written again without them and the new rows added (a
+``MERGE`` where the table asks its writers for more: :mod:`.delta_merge`), with the
+stream's transaction (``txn``: application id and version, Delta's own record of
 idempotent writers). The settings of the table (keys, mode) are kept in its description.
 """
 
@@ -22,12 +23,13 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
 from cdc_connectors.errors import ConfigError
-from cdc_connectors.table.delta_rewrite import rewrite, row_groups
+from cdc_connectors.table.delta_merge import merge, needs_merge
+from cdc_connectors.table.delta_rewrite import ROW_GROUP, rewrite, row_groups
 from cdc_connectors.table.evolve import Evolution
 from cdc_connectors.table.keys import KeySet
 from cdc_connectors.table.layout import IS_CURRENT, plain_schema
 from cdc_connectors.table.plan import tombstone_schema
-from cdc_connectors.table.store import ConcurrentWrite, Part, TableSettings, Txn
+from cdc_connectors.table.store import BrokenConstraint, ConcurrentWrite, Part, TableSettings, Txn
 
 __all__ = ["DeltaStore"]
 
@@ -258,7 +260,19 @@ class DeltaStore:
             },
         )
         columns = [*names, IS_CURRENT] if history else names
+        from deltalake.exceptions import DeltaError
+
         try:
-            rewrite(table, schema, names, goes, columns, files, rows, commit)
+            if needs_merge(table):
+                merge(table, schema, keys.cast(typed), rows, every, commit, ROW_GROUP)
+            else:
+                rewrite(table, schema, names, goes, columns, files, rows, commit)
         except CommitFailedError as conflict:
             raise ConcurrentWrite(self.where, str(conflict)) from None
+        except DeltaError as error:
+            if "failed validation check" not in str(error):
+                raise
+            prefix = "delta.constraints."
+            configuration = table.metadata().configuration or {}
+            named = [k.removeprefix(prefix) for k in configuration if k.startswith(prefix)]
+            raise BrokenConstraint(self.where, named, str(error)) from None

@@ -6,7 +6,8 @@ goes is read batch by batch and written again without it, the new rows are writt
 of their own, and the commit carries the stream's ``txn``. A file none of whose rows goes
 stays as it is (its key columns alone are read to know). What is held is a row group or so
 of one file at a time, whatever the size of the table; files written by a transaction that
-never commits are in no version of the table (a ``VACUUM`` removes them).
+never commits are in no version of the table (``DeltaTable.vacuum(full=True)`` removes
+them; the default vacuum only those that versions removed).
 
 Each file written carries Delta's statistics (``numRecords``, ``nullCount``, and the bounds
 of the columns whose values Delta keeps exactly: integers and dates, and text of at most 32
@@ -51,6 +52,8 @@ class Statistics:
         self.nulls = {f.name: 0 for f in schema if not pa.types.is_nested(f.type)}
         self.low: dict[str, Any] = {}
         self.high: dict[str, Any] = {}
+        #: Columns left without bounds (a value no bound can be written of).
+        self.unbounded: set[str] = set()
 
     def add(self, batch: pa.RecordBatch) -> None:
         self.records += batch.num_rows
@@ -63,8 +66,16 @@ class Statistics:
                 or (pa.types.is_string(field.type) and field.name in self.text_bounds)
             ):
                 continue
-            bounds = pc.min_max(column).as_py()
-            low, high = bounds["min"], bounds["max"]
+            if field.name in self.unbounded:
+                continue
+            bounds = pc.min_max(column)
+            try:
+                low, high = bounds["min"].as_py(), bounds["max"].as_py()
+            except (OverflowError, ValueError):  # a date past what Python's dates hold
+                self.unbounded.add(field.name)
+                self.low.pop(field.name, None)
+                self.high.pop(field.name, None)
+                continue
             held_low, held_high = self.low.get(field.name), self.high.get(field.name)
             self.low[field.name] = low if held_low is None else min(low, held_low)
             self.high[field.name] = high if held_high is None else max(high, held_high)
@@ -161,7 +172,7 @@ def rewrite(
         kept = _File(fs, root, schema, keys)
         for batch in row_groups(fs, where, schema):
             kept.write(batch.filter(pa.array(~goes(batch))))
-        actions.append(RemoveAction(path, True, now, size, {}))
+        actions.append(RemoveAction(unquote(path), True, now, size, {}))  # (escaped again)
         added = kept.close(now)
         if added is not None:
             actions.append(added)

@@ -19,7 +19,10 @@ from cdc_connectors.errors import CdcError
 from cdc_connectors.table.evolve import Evolution
 from cdc_connectors.table.plan import Deletes, Mode
 
-__all__ = ["ConcurrentWrite", "InterleavedWrite", "Part", "TableSettings", "TableStore", "Txn"]
+__all__ = [
+    "BrokenConstraint",
+    "ConcurrentWrite",
+    "InterleavedWrite", "Part", "TableSettings", "TableStore", "Txn"]
 
 #: The two tables of a store: the rows, and the tombstones of deleted keys.
 Part = Literal["rows", "tombstones"]
@@ -33,6 +36,18 @@ class ConcurrentWrite(CdcError):
         super().__init__(
             f"{where}: another writer changed the table while this batch was applied; "
             f"nothing of the batch was written (run it again): {' '.join(detail.split())}"
+        )
+
+
+class BrokenConstraint(CdcError):
+    """A batch's rows break a ``CHECK`` constraint or an invariant of the table: nothing of
+    the batch was written."""
+
+    def __init__(self, where: str, constraints: list[str], detail: str):
+        named = ", ".join(constraints) or "its column invariants"
+        super().__init__(
+            f"{where}: the batch's rows break a constraint of the table ({named}); nothing of "
+            f"the batch was written: {' '.join(detail.split())[:300]}"
         )
 
 

@@ -14,7 +14,7 @@ import pytest
 from cdc_connectors.table.apply import apply_changes
 from cdc_connectors.table.delta import DeltaStore
 from cdc_connectors.table.delta_rewrite import ROW_GROUP, Statistics, row_groups
-from cdc_connectors.table.store import TableSettings
+from cdc_connectors.table.store import BrokenConstraint, TableSettings
 from tests.table.changes import batch
 from tests.table.conftest import read_all
 
@@ -146,3 +146,73 @@ def test_a_batch_writes_one_version_of_remove_and_add_actions(tmp_path: Path, mo
         r["id"]: r["status"] for r in read_all(store).to_pylist() if r.get("_cdc_is_current", True)
     }
     assert current == {0: "s0", 1: "s1", 2: "u", 3: "s3"}
+
+
+def test_a_date_past_what_bounds_hold_leaves_its_column_unbounded(tmp_path: Path) -> None:
+    schema = pa.schema([("id", pa.int64()), ("day", pa.date32())])
+    changes = batch([("create", 1, {"id": 1}), ("create", 2, {"id": 2})], schema)
+    changes = changes.set_column(1, "day", pa.array([2_932_897, None], pa.date32()))  # 10000-01-01
+    store = DeltaStore(str(tmp_path / "t"))
+    apply_changes(store, changes, KEYED)
+    apply_changes(store, batch([("update", 3, {"id": 2})], schema), KEYED)  # its file again
+    assert read_all(store).column("day").cast(pa.int32()).to_pylist() == [2_932_897, None]
+    assert all(a["min.id"] is not None for a in _files(tmp_path / "t").values())
+
+
+def test_a_file_whose_log_path_is_escaped_is_removed_when_rewritten(tmp_path: Path) -> None:
+    """Another engine's file name with a space: the log holds it escaped (``%20``)."""
+    from deltalake import DeltaTable
+
+    path = tmp_path / "t"
+    store = DeltaStore(str(path))
+    apply_changes(store, _created(range(3), 0), KEYED)
+    log = path / "_delta_log"
+    version = DeltaTable(str(path)).version()
+    lines = (log / f"{version:020d}.json").read_text().splitlines()
+    add = next(json.loads(line)["add"] for line in lines if '"add"' in line)
+    (path / add["path"]).rename(path / "part a.parquet")
+    renamed = [
+        {"remove": {"path": add["path"], "dataChange": False}},
+        {"add": {**add, "path": "part%20a.parquet", "dataChange": False}},
+    ]
+    (log / f"{version + 1:020d}.json").write_text("".join(json.dumps(a) + "\n" for a in renamed))
+    apply_changes(store, batch([("update", 10, {"id": 1, "status": "b"})]), KEYED)
+    assert sorted((r["id"], r["status"]) for r in read_all(store).to_pylist()) == [
+        (0, "s0"),
+        (1, "b"),
+        (2, "s2"),
+    ]
+
+
+def test_a_table_with_a_change_data_feed_gets_its_changes_there(tmp_path: Path) -> None:
+    """A feed needs ``cdc`` files, which delta-rs's MERGE writes: such tables go that way."""
+    from deltalake import DeltaTable
+
+    path = str(tmp_path / "t")
+    store = DeltaStore(path)
+    apply_changes(store, _created(range(4), 0), KEYED)
+    DeltaTable(path).alter.set_table_properties({"delta.enableChangeDataFeed": "true"})
+    version = DeltaTable(path).version()
+    changes = batch([("update", 10, {"id": 1, "status": "b"}), ("delete", 11, {"id": 2})])
+    apply_changes(store, changes, KEYED)
+    feed = pa.table(DeltaTable(path).load_cdf(starting_version=version + 1).read_all())
+    assert sorted(
+        zip(
+            feed["id"].to_pylist(),
+            feed["status"].to_pylist(),
+            feed["_change_type"].to_pylist(),
+            strict=True,
+        )
+    ) == [(1, "b", "update_postimage"), (1, "s1", "update_preimage"), (2, "s2", "delete")]
+
+
+def test_a_check_constraint_of_the_table_is_kept(tmp_path: Path) -> None:
+    from deltalake import DeltaTable
+
+    path = str(tmp_path / "t")
+    store = DeltaStore(path)
+    apply_changes(store, batch([("create", 1, {"id": 1, "amount": Decimal("1.00")})]), KEYED)
+    DeltaTable(path).alter.add_constraint({"amount_positive": "amount > 0"})
+    with pytest.raises(BrokenConstraint, match=r"amount_positive.*nothing of the batch"):
+        apply_changes(store, batch([("update", 2, {"id": 1, "amount": Decimal("-5.00")})]), KEYED)
+    assert read_all(store).column("amount").to_pylist() == [Decimal("1.00")]
