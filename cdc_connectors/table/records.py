@@ -6,7 +6,7 @@ key's fields; its key columns are ``keyColumns`` or the fields of its structured
 order of a change is :func:`~.order.order_of`'s (the database log's position, the
 record's, or its arrival). Columns an image does not carry are unset: the value
 Debezium writes for a column it did not read (``__debezium_unavailable_value``, a TOAST
-column), and in an update, a column other changes of the batch carry (YDB's updates mode).
+column; an array of it alone, a TOAST array), and in an update, a column other changes of the batch carry (YDB's updates mode).
 
 Column types are the registered schema's, when ``types`` names one for the record (a
 decimal stays ``decimal(p,s)``, ISO text becomes a timestamp or a date); else they are
@@ -102,6 +102,10 @@ def _time(metadata: Mapping[str, str]) -> int | None:
 
 
 def _unavailable(value: Any) -> bool:
+    """Debezium's placeholder for a value it did not read: itself, or the one item of an
+    array (a TOAST array column)."""
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
     return isinstance(value, str | bytes) and value in _PLACEHOLDERS
 
 
@@ -312,7 +316,7 @@ def _unset_values(values: list[Any], updates: np.ndarray) -> tuple[list[Any], np
         missing = np.fromiter((v is _MISSING for v in values), bool, len(values))
         values = [None if v is _MISSING else v for v in values]
         gone = missing & updates
-    if any(p in values for p in _PLACEHOLDERS):
+    if any(p in values or [p] in values for p in _PLACEHOLDERS):
         hit = np.fromiter((_unavailable(v) for v in values), bool, len(values))
         values = [None if h else v for v, h in zip(values, hit, strict=True)]
         gone = hit if gone is None else gone | hit

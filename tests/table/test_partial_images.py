@@ -58,3 +58,20 @@ def test_a_toast_column_debezium_did_not_read_keeps_its_value(make_store: Store)
     assert rows(make_store(), "id", "body", "title") == [
         {"id": 7, "body": "a long text", "title": "second"}
     ]
+
+
+def test_a_toast_array_column_debezium_did_not_read_keeps_its_value(make_store: Store) -> None:
+    """For an array column it did not read, Debezium writes an array of its placeholder."""
+    fmt = DebeziumJsonFormat()
+    source = {"connector": "postgresql", "db": "shop", "schema": "public", "table": "docs"}
+
+    def event(op: str, after: dict[str, Any]) -> str:
+        return json.dumps({"before": None, "after": after, "source": source, "op": op, "ts_ms": 1})
+
+    created = event("c", {"id": 7, "tags": ["a", None, "c"], "title": "first"})
+    updated = event("u", {"id": 7, "tags": [PLACEHOLDER], "title": "second"})
+    _apply(make_store(), fmt, [created], "docs.jsonl", ["id"])
+    _apply(make_store(), fmt, [updated], "docs2.jsonl", ["id"])
+    assert rows(make_store(), "id", "tags", "title") == [
+        {"id": 7, "tags": '["a",null,"c"]', "title": "second"}  # (arrays as JSON text)
+    ]
