@@ -132,22 +132,22 @@ def rebased(changes: pa.Table, keys: list[str], held: list[pa.Table]) -> pa.Tabl
     rows and tombstones, with their keys and ``_cdc_stream``) are of one stream, one with a
     log position and one without (:func:`same_stream`): the change takes the held order's
     stream, so that their places in that stream compare them."""
-    streams = changes.column(STREAM)
-    logged = _logged(streams)
-    if changes.num_rows == 0 or (logged.all() and not _any_bare_held(held)):
-        return changes
     known = [h.select([*keys, STREAM]) for h in held if h.num_rows and STREAM in h.column_names]
-    if not known:
+    if changes.num_rows == 0 or not known:
         return changes
-    stored = pa.concat_tables([k.cast(known[0].schema) for k in known]).rename_columns(
-        [*keys, "__held"]
-    )
+    stored = pa.concat_tables([k.cast(known[0].schema) for k in known])
+    logged, held_logged = _logged(changes.column(STREAM)), _logged(stored.column(STREAM))
+    if not (((~logged).any() and held_logged.any()) or (logged.any() and (~held_logged).any())):
+        return changes  # one kind of order throughout: nothing to compare across kinds
     index = changes.select([*keys, STREAM]).append_column(
         "__row", pa.array(np.arange(changes.num_rows), pa.int64())
     )
+    stored = stored.rename_columns([*keys, "__held"])
     typed = stored.cast(pa.schema([*(index.schema.field(k) for k in keys), stored.schema[-1]]))
     pairs = index.join(typed, keys, join_type="inner", use_threads=False)
-    found = streams.to_pylist()
+    mixed = _logged(pairs.column(STREAM)) != _logged(pairs.column("__held"))
+    pairs = pairs.filter(pa.array(mixed))
+    found = changes.column(STREAM).to_pylist()
     for row, stream, other in zip(
         pairs.column("__row").to_pylist(),
         pairs.column(STREAM).to_pylist(),
@@ -158,7 +158,7 @@ def rebased(changes: pa.Table, keys: list[str], held: list[pa.Table]) -> pa.Tabl
             continue
         if same_stream(stream, other) or same_stream(other, stream):
             found[row] = max(found[row], other) if found[row] != stream else other
-    if found == streams.to_pylist():
+    if not pairs.num_rows:
         return changes
     where = changes.schema.get_field_index(STREAM)
     return changes.set_column(where, STREAM, pa.array(found, pa.string()))
@@ -170,13 +170,6 @@ def _logged(streams: pa.ChunkedArray | pa.Array) -> np.ndarray:
     for kind in _LOG_KINDS:
         found |= np.asarray(pc.fill_null(pc.starts_with(streams, kind), False))
     return found
-
-
-def _any_bare_held(held: list[pa.Table]) -> bool:
-    return any(
-        h.num_rows and STREAM in h.column_names and not _logged(h.column(STREAM)).all()
-        for h in held
-    )
 
 
 #: How the stream of an order with a log position starts (:func:`log_position`).

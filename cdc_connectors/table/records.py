@@ -6,7 +6,8 @@ key's fields; its key columns are ``keyColumns`` or the fields of its structured
 order of a change is :func:`~.order.order_of`'s (the database log's position, the
 record's, or its arrival). Columns an image does not carry are unset: the value
 Debezium writes for a column it did not read (``__debezium_unavailable_value``, a TOAST
-column; an array of it alone, a TOAST array), and in an update, a column other changes of the batch carry (YDB's updates mode).
+column; an array of it alone, a TOAST array), and in an update, a column other changes of
+the batch carry (YDB's updates mode).
 
 Column types are the registered schema's, when ``types`` names one for the record (a
 decimal stays ``decimal(p,s)``, ISO text becomes a timestamp or a date); else they are

@@ -22,7 +22,12 @@ from cdc_connectors.table.plan import Deletes, Mode
 __all__ = [
     "BrokenConstraint",
     "ConcurrentWrite",
-    "InterleavedWrite", "Part", "TableSettings", "TableStore", "Txn"]
+    "InterleavedWrite",
+    "Part",
+    "TableSettings",
+    "TableStore",
+    "Txn",
+]
 
 #: The two tables of a store: the rows, and the tombstones of deleted keys.
 Part = Literal["rows", "tombstones"]
