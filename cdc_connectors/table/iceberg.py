@@ -4,17 +4,17 @@ The table is ``namespace.name`` in a catalog: by default pyiceberg's SQL catalog
 ``<path>/catalog.db`` with the warehouse at ``<path>``; ``catalog.*`` settings name any
 catalog pyiceberg supports (``catalog.type=rest``, ``catalog.uri=...``) instead. The
 tombstones of deleted keys are the table ``<name>_cdc_tombstones`` beside it. A replacement
-is one OVERWRITE snapshot: the data files holding the keys' current rows rewritten without
-them (copy-on-write), and the new rows; it carries ``cdc.app-id`` and ``cdc.version``. The
+is one OVERWRITE snapshot (:mod:`.iceberg_rewrite`): the data files holding the keys'
+current rows rewritten without them (copy-on-write), and the new rows; it carries
+``cdc.app-id`` and ``cdc.version``. The
 key columns are the table's identifier fields; its settings are kept in the property
 ``cdc-connectors``.
 """
 
 from __future__ import annotations
 
-import itertools
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -23,7 +23,8 @@ import pyarrow.compute as pc
 
 from cdc_connectors.errors import ConfigError
 from cdc_connectors.table.evolve import Evolution
-from cdc_connectors.table.keys import among
+from cdc_connectors.table.iceberg_rewrite import overwrite_once
+from cdc_connectors.table.keys import KeySet, among
 from cdc_connectors.table.layout import IS_CURRENT, plain, plain_schema
 from cdc_connectors.table.plan import tombstone_schema
 from cdc_connectors.table.store import ConcurrentWrite, Part, TableSettings, Txn
@@ -215,21 +216,24 @@ class IcebergStore:
             found.append(self._filter(every, False))
         properties = {_APP: txn.app_id, _VERSION: str(txn.version)} if txn else {}
 
-        def kept(old: pa.Table) -> pa.Table:
-            """The rows of a rewritten file that stay: not the keys' current rows (every
-            version, for ``every_version``'s keys)."""
-            index = old.append_column("__row", pa.array(np.arange(old.num_rows), pa.int64()))
-            targets = (
-                index.filter(pc.fill_null(index.column(IS_CURRENT), False))
-                if (current_only)
-                else index
-            )
-            gone = [among(targets, keys).column("__row")] if keys.num_rows else []
-            if every is not None:
-                gone.append(among(index, every).column("__row"))
-            doomed = np.concatenate([c.to_numpy() for c in gone]) if gone else np.array([])
-            stays = ~np.isin(np.arange(old.num_rows), doomed)
-            return old.filter(pa.array(stays)).select(schema.names).cast(schema)
+        plain_columns = plain_schema(schema)
+        names = keys.column_names
+        typed = pa.schema([plain_columns.field(n) for n in names])
+        # the current rows of the keys go (a key's only row, a new one coming or not)
+        current = keys.cast(typed)
+        if not current_only:
+            current = pa.concat_tables([current, plain(rows).select(names).cast(typed)])
+        current_set = KeySet(current)
+        every_keys = every if every is not None else keys.slice(0, 0)
+        every_set = KeySet(every_keys.select(names).cast(typed))
+
+        def goes(batch: pa.RecordBatch) -> np.ndarray:
+            found = current_set.holds(batch)
+            if current_only:
+                found &= np.asarray(pc.fill_null(batch.column(IS_CURRENT), False))
+            if len(every_set):
+                found |= every_set.holds(batch)
+            return found
 
         from pyiceberg.exceptions import (
             CommitFailedException,
@@ -239,8 +243,9 @@ class IcebergStore:
 
         conflicts = (CommitFailedException, CommitStateUnknownException, ValidationException)
         written = rows.select(schema.names).cast(schema)
+        reads = [*names, IS_CURRENT] if current_only else names
         try:
-            _overwrite_once(table, _any_of(found), kept, written, properties)
+            overwrite_once(table, _any_of(found), goes, reads, written, properties)
         except conflicts as conflict:
             raise ConcurrentWrite(self.where, str(conflict)) from None
 
@@ -254,49 +259,3 @@ def _any_of(filters: list[Any]) -> Any:
     for other in filters[1:]:
         found = Or(found, other)
     return found
-
-
-def _overwrite_once(
-    table: Any,
-    overwrite: Any,
-    kept: Callable[[pa.Table], pa.Table],
-    written: pa.Table,
-    properties: dict[str, str],
-) -> None:
-    """One OVERWRITE snapshot: each data file holding a row the filter may take is
-    rewritten with ``kept`` of its rows, and ``written`` is added. (pyiceberg's own
-    ``overwrite`` commits a delete snapshot and then an append: a reader of the first would
-    see the keys' rows gone.)"""
-    from pyiceberg.expressions import AlwaysTrue
-    from pyiceberg.io.pyarrow import ArrowScan, _dataframe_to_data_files
-
-    tasks = list(table.scan(row_filter=overwrite).plan_files())
-    if not tasks and written.num_rows == 0:
-        return
-    with table.transaction() as transaction:
-        metadata = transaction.table_metadata
-        counter = itertools.count(0)
-        with transaction.update_snapshot(snapshot_properties=properties).overwrite() as snapshot:
-
-            def add(rows: pa.Table) -> None:
-                for data_file in _dataframe_to_data_files(
-                    table_metadata=metadata,
-                    df=rows,
-                    io=table.io,
-                    write_uuid=snapshot.commit_uuid,
-                    counter=counter,
-                ):
-                    snapshot.append_data_file(data_file)
-
-            for task in tasks:
-                old = ArrowScan(metadata, table.io, metadata.schema(), AlwaysTrue()).to_table(
-                    [task]
-                )
-                stays = kept(plain(old))
-                if stays.num_rows == old.num_rows:
-                    continue  # no row of the file goes: it stays as it is
-                snapshot.delete_data_file(task.file)
-                if stays.num_rows:
-                    add(stays)
-            if written.num_rows:
-                add(written)

@@ -1,0 +1,149 @@
+"""One OVERWRITE snapshot of an Iceberg table, its data files rewritten a batch at a time.
+
+Each data file that may hold a row that goes (the scan's own pruning by the files' column
+statistics) is read first in its key columns alone; a file none of whose rows goes stays.
+The others are read a row group at a time, their columns found by Iceberg field id (a column
+added after the file was written is null; a widened one is cast), and their rows that stay
+written again in data files of at most :data:`CHUNK_BYTES` of Arrow data each, by pyiceberg's
+own writer (its field ids, statistics and file names). A file with delete files (another
+writer's merge-on-read), or whose columns cannot be matched so, is read by pyiceberg's reader
+whole instead, which applies them. The new rows are added; the snapshot carries the
+stream's transaction properties. (pyiceberg's own ``overwrite`` commits a delete snapshot and
+then an append: a reader of the first would see the keys' rows gone.)
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from cdc_connectors.table.layout import plain, plain_schema
+
+__all__ = ["CHUNK_BYTES", "overwrite_once"]
+
+#: Rows of a batch read (what is held of a file being read, besides the rows kept).
+BATCH_ROWS = 64 * 1024
+#: Arrow bytes of kept rows gathered before they are written as one data file.
+CHUNK_BYTES = 64 * 1024 * 1024
+_FIELD_ID = b"PARQUET:field_id"
+
+Goes = Callable[[pa.RecordBatch], np.ndarray]
+
+
+def overwrite_once(
+    table: Any,
+    overwrite: Any,
+    goes: Goes,
+    goes_reads: list[str],
+    written: pa.Table,
+    properties: dict[str, str],
+) -> None:
+    """One OVERWRITE snapshot of ``table``: each data file holding a row ``goes`` takes
+    (of those the filter ``overwrite`` may hold) rewritten without it, and ``written``
+    added. ``goes`` is given batches of the columns ``goes_reads`` first."""
+    from pyiceberg.io.pyarrow import _dataframe_to_data_files
+
+    tasks = list(table.scan(row_filter=overwrite).plan_files())
+    if not tasks and written.num_rows == 0:
+        return
+    with table.transaction() as transaction:
+        metadata = transaction.table_metadata
+        arrow = metadata.schema().as_arrow()
+        counter = itertools.count(0)
+        with transaction.update_snapshot(snapshot_properties=properties).overwrite() as snapshot:
+
+            def add(rows: pa.Table) -> None:
+                for data_file in _dataframe_to_data_files(
+                    table_metadata=metadata,
+                    df=rows.select(arrow.names).cast(arrow),
+                    io=table.io,
+                    write_uuid=snapshot.commit_uuid,
+                    counter=counter,
+                ):
+                    snapshot.append_data_file(data_file)
+
+            for task in tasks:
+                if not any(goes(b).any() for b in _rows(table, metadata, task, goes_reads)):
+                    continue  # no row of the file goes: it stays as it is
+                snapshot.delete_data_file(task.file)
+                held: list[pa.RecordBatch] = []
+                for batch in _rows(table, metadata, task):
+                    stays = batch.filter(pa.array(~goes(batch)))
+                    if stays.num_rows:
+                        held.append(stays)
+                    if sum(b.nbytes for b in held) >= CHUNK_BYTES:
+                        add(pa.Table.from_batches(held))
+                        held = []
+                if held:
+                    add(pa.Table.from_batches(held))
+            if written.num_rows:
+                add(written)
+
+
+def _rows(
+    table: Any, metadata: Any, task: Any, columns: list[str] | None = None
+) -> Iterator[pa.RecordBatch]:
+    """A data file's rows in the table's current columns (only ``columns``, if given),
+    plain types: a batch at a time, or whole through pyiceberg's reader."""
+    schema = metadata.schema()
+    wanted = plain_schema(schema.as_arrow())
+    if columns is not None:
+        wanted = pa.schema([wanted.field(n) for n in columns])
+    if not task.delete_files:
+        with table.io.new_input(task.file.file_path).open() as source:
+            data = pq.ParquetFile(source, pre_buffer=False)
+            names = _by_field_id(data.schema_arrow, schema, wanted)
+            if names is not None:
+                # batch by batch within a row group (pyiceberg writes groups of a million rows)
+                for read in data.iter_batches(BATCH_ROWS, columns=sorted(set(names.values()))):
+                    conformed = _conformed(pa.Table.from_batches([read]), wanted, names)
+                    if conformed is None:
+                        break  # a type no cast gives: read whole below
+                    yield conformed
+                else:
+                    return
+    from pyiceberg.expressions import AlwaysTrue
+    from pyiceberg.io.pyarrow import ArrowScan
+
+    projected = schema if columns is None else schema.select(*columns)
+    whole = plain(ArrowScan(metadata, table.io, projected, AlwaysTrue()).to_table([task]))
+    yield from whole.select(wanted.names).cast(wanted).to_batches()
+
+
+def _by_field_id(file: pa.Schema, schema: Any, wanted: pa.Schema) -> dict[str, str] | None:
+    """The file's column of each wanted column the file holds (by Iceberg field id), or
+    ``None`` when the file's columns carry no field ids."""
+    ids: dict[int, str] = {}
+    for field in file:
+        found = (field.metadata or {}).get(_FIELD_ID)
+        if found is None:
+            return None
+        ids[int(found)] = field.name
+    names = {}
+    for name in wanted.names:
+        field_id = schema.find_field(name).field_id
+        if field_id in ids:
+            names[name] = ids[field_id]
+    return names
+
+
+def _conformed(read: pa.Table, wanted: pa.Schema, names: dict[str, str]) -> pa.RecordBatch | None:
+    """``read`` as a batch of ``wanted`` (columns the file lacks null), or ``None`` where a
+    column does not cast."""
+    count = read.num_rows
+    columns = []
+    for field in wanted:
+        if field.name not in names:
+            columns.append(pa.nulls(count, field.type))
+            continue
+        column = plain(read.select([names[field.name]])).column(0)
+        try:
+            columns.append(column.cast(field.type).combine_chunks())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            return None
+    return pa.RecordBatch.from_arrays(columns, schema=wanted)
