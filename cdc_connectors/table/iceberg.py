@@ -22,9 +22,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc_connectors.errors import ConfigError
+from cdc_connectors.table.delta_rewrite import ROW_GROUP
 from cdc_connectors.table.evolve import Evolution
-from cdc_connectors.table.iceberg_rewrite import overwrite_once
-from cdc_connectors.table.keys import KeySet, among
+from cdc_connectors.table.iceberg_rewrite import overwrite_once, rows_where
+from cdc_connectors.table.keys import KeySet
 from cdc_connectors.table.layout import IS_CURRENT, plain, plain_schema
 from cdc_connectors.table.plan import tombstone_schema
 from cdc_connectors.table.store import ConcurrentWrite, Part, TableSettings, Txn
@@ -33,6 +34,7 @@ __all__ = ["IcebergStore"]
 
 _PROPERTY = "cdc-connectors"
 _APP, _VERSION = "cdc.app-id", "cdc.version"
+_ROW_GROUP = "write.parquet.row-group-limit"
 TOMBSTONES = "_cdc_tombstones"
 
 
@@ -117,7 +119,9 @@ class IcebergStore:
             table = self.catalog.create_table_if_not_exists(
                 self._name(part),  # type: ignore[arg-type]
                 schema=columns,
-                properties={_PROPERTY: settings.to_json()},
+                # row groups of 64k rows (pyiceberg's default is a million): a rewrite holds
+                # about a row group of the file it reads
+                properties={_PROPERTY: settings.to_json(), _ROW_GROUP: str(ROW_GROUP)},
             )
             if not table.schema().identifier_field_ids:
                 with table.update_schema() as update:
@@ -162,11 +166,19 @@ class IcebergStore:
             if columns is not None:
                 schema = pa.schema([schema.field(n) for n in columns])
             return schema.empty_table()
-        selected = tuple(columns) if columns is not None else ("*",)
-        scan = table.scan(row_filter=self._filter(keys, current_only), selected_fields=selected)
-        rows = plain(scan.to_arrow())
-        typed = keys.cast(pa.schema([rows.schema.field(n) for n in keys.column_names]))
-        return among(rows, typed)
+        schema = plain_schema(table.schema().as_arrow())
+        names = columns if columns is not None else schema.names
+        reads = [*names, IS_CURRENT] if current_only and IS_CURRENT not in names else names
+        wanted = KeySet(keys.cast(pa.schema([schema.field(n) for n in keys.column_names])))
+
+        def keep(batch: pa.RecordBatch) -> np.ndarray:
+            found = wanted.holds(batch)
+            if current_only:
+                found &= np.asarray(pc.fill_null(batch.column(IS_CURRENT), False))
+            return found
+
+        rows = rows_where(table, self._filter(keys, current_only), keep, reads)
+        return rows.select(names)
 
     def current(self, keys: pa.Table, columns: list[str] | None = None) -> pa.Table:
         schema = self.schema()

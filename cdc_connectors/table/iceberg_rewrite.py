@@ -24,13 +24,16 @@ import pyarrow.parquet as pq
 
 from cdc_connectors.table.layout import plain, plain_schema
 
-__all__ = ["CHUNK_BYTES", "overwrite_once"]
+__all__ = ["CHUNK_BYTES", "overwrite_once", "rows_where"]
 
 #: Rows of a batch read (what is held of a file being read, besides the rows kept).
 BATCH_ROWS = 64 * 1024
-#: Arrow bytes of kept rows gathered before they are written as one data file.
-CHUNK_BYTES = 64 * 1024 * 1024
+#: Arrow bytes of kept rows gathered before they are written as one data file (a file larger
+#: than that is rewritten as several).
+CHUNK_BYTES = 16 * 1024 * 1024
 _FIELD_ID = b"PARQUET:field_id"
+#: Bytes of a column read at once (else a column's whole chunk of a row group is read).
+_READ_BUFFER = 1024 * 1024
 
 Goes = Callable[[pa.RecordBatch], np.ndarray]
 
@@ -85,6 +88,21 @@ def overwrite_once(
                 add(written)
 
 
+def rows_where(table: Any, row_filter: Any, keep: Goes, columns: list[str]) -> pa.Table:
+    """The rows ``keep`` takes (given ``columns``, plain types) of the data files
+    ``row_filter`` may hold (pyiceberg's pruning by the files' statistics), read a batch at
+    a time: what is held is the rows kept."""
+    metadata = table.metadata
+    wanted = pa.schema([plain_schema(metadata.schema().as_arrow()).field(n) for n in columns])
+    kept = []
+    for task in table.scan(row_filter=row_filter).plan_files():
+        for batch in _rows(table, metadata, task, columns):
+            found = batch.filter(pa.array(keep(batch)))
+            if found.num_rows:
+                kept.append(found)
+    return pa.Table.from_batches(kept, wanted) if kept else wanted.empty_table()
+
+
 def _rows(
     table: Any, metadata: Any, task: Any, columns: list[str] | None = None
 ) -> Iterator[pa.RecordBatch]:
@@ -96,7 +114,7 @@ def _rows(
         wanted = pa.schema([wanted.field(n) for n in columns])
     if not task.delete_files:
         with table.io.new_input(task.file.file_path).open() as source:
-            data = pq.ParquetFile(source, pre_buffer=False)
+            data = pq.ParquetFile(source, pre_buffer=False, buffer_size=_READ_BUFFER)
             names = _by_field_id(data.schema_arrow, schema, wanted)
             if names is not None:
                 # batch by batch within a row group (pyiceberg writes groups of a million rows)
