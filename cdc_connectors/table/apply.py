@@ -85,10 +85,18 @@ def apply_changes(
             current = current.filter(pc.fill_null(current.column(IS_CURRENT), False))
     else:
         current = store.current(touched, None if keeps else [*keys, STREAM, OFFSET])
-    graves = held_graves = store.tombstones(touched)
+    graves = store.tombstones(touched)
     if settings.order == AUTO:  # a change and the key's order of one stream, one logged
-        known = versions if settings.mode == "history" else current
-        changes = rebased(changes, keys, [known, graves])
+        history = settings.mode == "history"
+        known = versions if history else current
+        changes, (known, graves) = rebased(changes, keys, [known, graves])
+        if history:
+            versions = current = known
+            if current.num_rows and IS_CURRENT in current.column_names:
+                current = current.filter(pc.fill_null(current.column(IS_CURRENT), False))
+        else:
+            current = known
+    held_graves = graves
     late = keys_of(changes, keys).slice(0, 0)
     if settings.mode == "history":
         late = late_keys(changes, keys, versions, graves)

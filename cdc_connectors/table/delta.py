@@ -80,6 +80,8 @@ class DeltaStore:
         self.where = path
         self.options = storage_options or None
         self._read_at: dict[str, Any] = {}  # the table as read, per part
+        #: the keys it holds of those read (and whether current), per part
+        self._held: dict[str, pa.Table] = {}
 
     # -- the two tables -------------------------------------------------------------------
 
@@ -174,6 +176,7 @@ class DeltaStore:
         self._read_at[part] = table  # its replacement commits on this version, or fails
         schema = plain_schema(pa.schema(table.schema().to_arrow()))
         if keys.num_rows == 0:
+            self._held[part] = keys
             return schema.empty_table()
         actions = pa.table(table.get_add_actions(flatten=True))
         needed = touched_files(actions, keys)
@@ -188,7 +191,10 @@ class DeltaStore:
                 found = batch.filter(pa.array(wanted.holds(batch)))
                 if found.num_rows:
                     kept.append(found)
-        return pa.Table.from_batches(kept, schema) if kept else schema.empty_table()
+        rows = pa.Table.from_batches(kept, schema) if kept else schema.empty_table()
+        flags = [IS_CURRENT] if IS_CURRENT in rows.column_names else []
+        self._held[part] = rows.select([*keys.column_names, *flags])
+        return rows
 
     def current(self, keys: pa.Table, columns: list[str] | None = None) -> pa.Table:
         rows = self._read("rows", keys, columns)
@@ -264,7 +270,8 @@ class DeltaStore:
 
         try:
             if needs_merge(table):
-                merge(table, schema, keys.cast(typed), rows, every, commit, ROW_GROUP)
+                held = self._held.pop(part, None)
+                merge(table, schema, keys.cast(typed), rows, every, commit, ROW_GROUP, held)
             else:
                 rewrite(table, schema, names, goes, columns, files, rows, commit)
         except CommitFailedError as conflict:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from cdc_connectors.table.keys import among
 from cdc_connectors.table.layout import IS_CURRENT
@@ -46,14 +47,23 @@ def merge(
     every: pa.Table,
     commit: Any,
     row_group: int,
+    held: pa.Table | None = None,
 ) -> None:
     """One ``MERGE`` of ``table``: the current rows of ``keys`` (every row of ``every``'s
-    keys) go, ``rows`` (of ``schema``) come."""
+    keys) go, ``rows`` (of ``schema``) come; ``held``: the keys the table holds of those
+    read (and whether current, in history), if known: a row to delete that matches nothing
+    makes an empty row in a change data feed, which the table's NOT NULL keys refuse."""
     from deltalake import WriterProperties
 
     names = keys.column_names
     single = IS_CURRENT not in schema.names  # at most one row of a key
     gone = among(keys, rows.select(names), anti=True) if single else keys
+    if held is not None:
+        current = held
+        if not single and IS_CURRENT in held.column_names:
+            current = held.filter(pc.fill_null(held.column(IS_CURRENT), False))
+        gone = among(gone, current.select(names))
+        every = among(every, held.select(names))
     source = pa.concat_tables(
         [
             _doomed(gone, schema, "delete"),

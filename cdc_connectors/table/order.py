@@ -35,7 +35,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdc_connectors.table.layout import STREAM
+from cdc_connectors.table.layout import OFFSET, STREAM
 
 __all__ = [
     "ARRIVAL",
@@ -127,41 +127,84 @@ def same_stream(bare: str, held: str) -> bool:
     return held != bare and held.endswith(" " + bare) and held.startswith(_LOG_KINDS)
 
 
-def rebased(changes: pa.Table, keys: list[str], held: list[pa.Table]) -> pa.Table:
-    """``changes`` where a change and an order the table holds of its key (``held``: its
-    rows and tombstones, with their keys and ``_cdc_stream``) are of one stream, one with a
-    log position and one without (:func:`same_stream`): the change takes the held order's
-    stream, so that their places in that stream compare them."""
-    known = [h.select([*keys, STREAM]) for h in held if h.num_rows and STREAM in h.column_names]
-    if changes.num_rows == 0 or not known:
-        return changes
-    stored = pa.concat_tables([k.cast(known[0].schema) for k in known])
+def rebased(
+    changes: pa.Table, keys: list[str], held: list[pa.Table]
+) -> tuple[pa.Table, list[pa.Table]]:
+    """``changes`` and ``held`` (what the table holds of their keys: rows, tombstones, with
+    the keys, ``_cdc_stream`` and ``_cdc_offset``) where a change and a held order of its key
+    are of one stream, one with a log position and one without (:func:`same_stream`): the
+    one without takes the log position of the other side's order just before it in that
+    stream (else just after it), as :func:`in_streams` does within a batch; each keeps its
+    own place. A change keeps a log position it has; a held order given one is compared
+    with it, and written with it where the batch writes it again."""
+    parts = [(n, h) for n, h in enumerate(held) if h.num_rows and STREAM in h.column_names]
+    if changes.num_rows == 0 or not parts:
+        return changes, held
+    stored = pa.concat_tables(
+        [
+            h.select([*keys, STREAM, OFFSET])
+            .cast(parts[0][1].select([*keys, STREAM, OFFSET]).schema)
+            .append_column("__part", pa.array(np.full(h.num_rows, n), pa.int64()))
+            .append_column("__at", pa.array(np.arange(h.num_rows), pa.int64()))
+            for n, h in parts
+        ]
+    )
     logged, held_logged = _logged(changes.column(STREAM)), _logged(stored.column(STREAM))
     if not (((~logged).any() and held_logged.any()) or (logged.any() and (~held_logged).any())):
-        return changes  # one kind of order throughout: nothing to compare across kinds
-    index = changes.select([*keys, STREAM]).append_column(
+        return changes, held  # one kind of order throughout: nothing to compare across kinds
+    index = changes.select([*keys, STREAM, OFFSET]).append_column(
         "__row", pa.array(np.arange(changes.num_rows), pa.int64())
     )
-    stored = stored.rename_columns([*keys, "__held"])
-    typed = stored.cast(pa.schema([*(index.schema.field(k) for k in keys), stored.schema[-1]]))
+    stored = stored.rename_columns([*keys, "__held", "__held_offset", "__part", "__at"])
+    key_fields = [index.schema.field(k) for k in keys]
+    typed = stored.cast(pa.schema(key_fields + list(stored.schema)[len(keys) :]))
     pairs = index.join(typed, keys, join_type="inner", use_threads=False)
-    mixed = _logged(pairs.column(STREAM)) != _logged(pairs.column("__held"))
-    pairs = pairs.filter(pa.array(mixed))
-    found = changes.column(STREAM).to_pylist()
-    for row, stream, other in zip(
-        pairs.column("__row").to_pylist(),
-        pairs.column(STREAM).to_pylist(),
-        pairs.column("__held").to_pylist(),
+    pairs = pairs.filter(pa.array(_logged(pairs.column(STREAM)) != _logged(pairs.column("__held"))))
+    if not pairs.num_rows:
+        return changes, held
+    # the neighbours of each bare order in its stream, from the other side
+    bare_changes: dict[int, list[tuple[int, str]]] = {}
+    bare_held: dict[tuple[int, int], list[tuple[int, str]]] = {}
+    held_offsets: dict[tuple[int, int], int] = {}
+    for row, stream, offset, other, other_offset, part, at in zip(
+        *(
+            pairs.column(c).to_pylist()
+            for c in ("__row", STREAM, OFFSET, "__held", "__held_offset", "__part", "__at")
+        ),
         strict=True,
     ):
-        if stream is None or other is None:
+        if None in (stream, other, offset, other_offset):
             continue
-        if same_stream(stream, other) or same_stream(other, stream):
-            found[row] = max(found[row], other) if found[row] != stream else other
-    if not pairs.num_rows:
-        return changes
-    where = changes.schema.get_field_index(STREAM)
-    return changes.set_column(where, STREAM, pa.array(found, pa.string()))
+        if same_stream(stream, other):  # the change is bare
+            bare_changes.setdefault(row, []).append((other_offset, other))
+        elif same_stream(other, stream):  # the held order is bare
+            bare_held.setdefault((part, at), []).append((offset, stream))
+            held_offsets[(part, at)] = other_offset
+    streams = changes.column(STREAM).to_pylist()
+    offsets = changes.column(OFFSET).to_pylist()
+    for row, found in bare_changes.items():
+        streams[row] = _neighbour(offsets[row], found)
+    if bare_changes:
+        where = changes.schema.get_field_index(STREAM)
+        changes = changes.set_column(where, STREAM, pa.array(streams, pa.string()))
+    held = list(held)
+    for n, table in parts:
+        mine = {at: found for (part, at), found in bare_held.items() if part == n}
+        if not mine:
+            continue
+        texts = table.column(STREAM).to_pylist()
+        for at, found in mine.items():
+            texts[at] = _neighbour(held_offsets[(n, at)], found)
+        where = table.schema.get_field_index(STREAM)
+        held[n] = table.set_column(where, table.schema.field(STREAM), pa.array(texts, pa.string()))
+    return changes, held
+
+
+def _neighbour(offset: int, others: list[tuple[int, str]]) -> str:
+    """The stream of the order of ``others`` (offset, stream) just before ``offset`` (at it,
+    for the same record read again), else just after it."""
+    before = [o for o in others if o[0] <= offset]
+    return max(before)[1] if before else min(others)[1]
 
 
 def _logged(streams: pa.ChunkedArray | pa.Array) -> np.ndarray:

@@ -292,6 +292,11 @@ def _held_value(value: Any, target: pa.DataType) -> Any:
         return _REFUSED
     if type(value) is float and pa.types.is_decimal(target):
         value = Decimal(repr(value))  # a double read from JSON: the decimal it prints as
+    if isinstance(value, str) and _binary(target):  # bytes as JSON holds them
+        try:
+            value = base64.b64decode(value, validate=True)
+        except ValueError:
+            return _REFUSED
     try:
         single = pa.array([value])
         numbers = numeric(single.type) and numeric(target)
@@ -359,6 +364,7 @@ def _column(
             (pa.types.is_integer(wanted) and any(map(_fraction, values)))
             or (_binary(wanted) and any(isinstance(v, str) for v in values))
             or (pa.types.is_string(wanted) and any(map(_number, values)))
+            or (_listy(wanted) and any(isinstance(v, str | bytes) for v in values))
         ):
             # Arrow would cut 1.5 to 1, take base64 text (bytes as JSON holds them) for its
             # UTF-8, and print a number as it likes: such values go one by one
@@ -510,6 +516,14 @@ def _decoded(value: Any, datatype: pa.DataType) -> Any:
     return value
 
 
+def _listy(datatype: pa.DataType) -> bool:
+    return bool(
+        pa.types.is_list(datatype)
+        or pa.types.is_large_list(datatype)
+        or pa.types.is_fixed_size_list(datatype)
+    )
+
+
 def _binary(datatype: pa.DataType) -> bool:
     return bool(
         pa.types.is_binary(datatype)
@@ -531,7 +545,11 @@ def _fitted(name: str, index: int, value: Any, wanted: pa.DataType, bad: dict[in
         exact = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
         if exact.is_finite():
             return format(exact, "f")
-    if isinstance(value, str) and pa.types.is_integer(wanted) and _TIME_OF_DAY.fullmatch(value):
+    if (
+        isinstance(value, str)
+        and wanted in (pa.int32(), pa.int64())
+        and _TIME_OF_DAY.fullmatch(value)
+    ):
         # a time of day (Connect's Time, Debezium's MicroTime: a count past midnight, of
         # milliseconds in 32 bits, of microseconds in 64), which records hold as ISO text
         try:
@@ -541,6 +559,9 @@ def _fitted(name: str, index: int, value: Any, wanted: pa.DataType, bad: dict[in
         per = 1000 if wanted.bit_width == 32 else 1  # microseconds a count holds
         if micros is not None and micros % per == 0:
             return micros // per
+    if isinstance(value, str | bytes) and _listy(wanted):
+        bad.setdefault(index, f"column {name!r}: value {value[:60]!r} is no array of {wanted}")
+        return None
     if isinstance(value, str) and _binary(wanted):
         try:
             decoded = base64.b64decode(value, validate=True)
@@ -550,7 +571,14 @@ def _fitted(name: str, index: int, value: Any, wanted: pa.DataType, bad: dict[in
             return None
     try:
         return pa.array([value], wanted)[0].as_py()
-    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+    except (
+        pa.ArrowInvalid,
+        pa.ArrowTypeError,
+        pa.ArrowNotImplementedError,
+        TypeError,
+        ValueError,
+        OverflowError,
+    ):
         pass
     try:
         if isinstance(value, str | int | Decimal) and not isinstance(value, bool):
@@ -564,7 +592,14 @@ def _fitted(name: str, index: int, value: Any, wanted: pa.DataType, bad: dict[in
             if pa.types.is_floating(wanted) and Decimal(repr(cast)) != Decimal(str(value)):
                 raise ValueError("a double changes it")
             return cast
-    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+    except (
+        pa.ArrowInvalid,
+        pa.ArrowTypeError,
+        pa.ArrowNotImplementedError,
+        TypeError,
+        ValueError,
+        OverflowError,
+    ):
         pass
     shown = repr(value)
     bad.setdefault(index, f"column {name!r}: value {shown[:60]} does not fit {wanted}")

@@ -216,3 +216,27 @@ def test_a_check_constraint_of_the_table_is_kept(tmp_path: Path) -> None:
     with pytest.raises(BrokenConstraint, match=r"amount_positive.*nothing of the batch"):
         apply_changes(store, batch([("update", 2, {"id": 1, "amount": Decimal("-5.00")})]), KEYED)
     assert read_all(store).column("amount").to_pylist() == [Decimal("1.00")]
+
+
+@pytest.mark.parametrize("mode", ["upsert", "history"])
+def test_a_change_data_feed_takes_deletes_of_keys_the_table_never_held(
+    tmp_path: Path, mode: str
+) -> None:
+    from deltalake import DeltaTable
+
+    settings = TableSettings(["id"], mode=mode)  # type: ignore[arg-type]
+    path = str(tmp_path / "t")
+    store = DeltaStore(path)
+    apply_changes(store, _created(range(2), 0), settings)
+    DeltaTable(path).alter.set_table_properties({"delta.enableChangeDataFeed": "true"})
+    changes = batch(
+        [
+            ("create", 10, {"id": 7, "status": "n"}),
+            ("create", 11, {"id": 9, "status": "m"}),
+            ("delete", 12, {"id": 9}),
+            ("delete", 13, {"id": 1}),
+        ]
+    )
+    apply_changes(store, changes, settings)
+    current = [r for r in read_all(store).to_pylist() if r.get("_cdc_is_current", True)]
+    assert sorted(r["id"] for r in current) == [0, 7]

@@ -170,3 +170,44 @@ def test_a_tombstone_first_in_its_batch_is_before_the_change_after_it(make_store
         _binlog("create", 4, 300, "orders", status="b"),
     )
     assert _ids(store) == {1: "b"}
+
+
+def test_a_key_first_seen_in_a_tombstone_gets_its_log_order_back(make_store: Any) -> None:
+    """A change with a log position keeps it after meeting a tombstone without one: an
+    older event produced again stays older, a newer one of another partition is newer."""
+    store = make_store()
+    _apply(store, _binlog("delete", 3, None, "orders"))
+    _apply(store, _binlog("create", 4, 300, "orders", status="b"))
+    _apply(store, _binlog("update", 5, 400, "orders", status="c"))
+    _apply(store, _binlog("update", 9, 350, "orders", status="old"))  # produced again
+    assert _ids(store) == {1: "c"}
+    newer = _binlog("update", 0, 500, "orders", status="d")
+    newer.position = b"orders/1/0"
+    _apply(store, newer)
+    assert _ids(store) == {1: "d"}
+
+
+def test_history_a_tombstone_delivered_again_changes_no_version(make_store: Any) -> None:
+    settings = TableSettings(["id"], mode="history")
+
+    def apply(*records: Record) -> None:
+        changes = ChangeBatch(order_by="auto")
+        for one in records:
+            changes.add(one)
+        apply_changes(store, changes.table(), settings)
+
+    def versions() -> list[tuple[Any, ...]]:
+        found = read_all(store).to_pylist()
+        return sorted((r["status"], r["_cdc_valid_from"], r["_cdc_valid_to"]) for r in found)
+
+    store = make_store()
+    apply(
+        _binlog("create", 1, 100, "orders", status="a"),
+        _binlog("delete", 2, 200, "orders"),
+        _binlog("delete", 3, None, "orders"),
+    )
+    apply(_binlog("create", 4, 300, "orders", status="b"))
+    apply(_binlog("update", 6, 400, "orders", status="c"))
+    before = versions()
+    apply(_binlog("delete", 3, None, "orders"))  # the tombstone at offset 3 again
+    assert versions() == before

@@ -340,3 +340,37 @@ def test_bytes_in_a_struct_as_base64_text_are_their_bytes() -> None:
     assert table.column("blobs").to_pylist() == [[b"\x00", None]]
     (refused,) = batch.refused
     assert "column 'spot'" in refused.reason
+
+
+def test_text_in_a_registered_struct_or_array_column_is_refused_not_split() -> None:
+    point = pa.struct([pa.field("x", pa.int64())])
+    schema = pa.schema(
+        [
+            pa.field("id", pa.int64()),
+            pa.field("spot", point),
+            pa.field("blobs", pa.list_(pa.binary())),
+            pa.field("tiny", pa.int16()),
+        ]
+    )
+    batch = ChangeBatch(types=lambda r: schema)
+    batch.add(record("create", b"t/0/1", {"id": 1, "spot": "AQE="}, {"id": 1}))
+    batch.add(record("create", b"t/0/2", {"id": 2, "blobs": "AQE="}, {"id": 2}))
+    batch.add(record("create", b"t/0/3", {"id": 3, "tiny": "09:30:00"}, {"id": 3}))
+    batch.add(record("create", b"t/0/4", {"id": 4, "blobs": ["AQE="]}, {"id": 4}))
+    table = batch.table()
+    assert table.column("id").to_pylist() == [4]
+    assert table.column("blobs").to_pylist() == [[b"\x01\x01"]]
+    assert sorted(r.reason.split(":")[0] for r in batch.refused) == [
+        "column 'blobs'",
+        "column 'spot'",
+        "column 'tiny'",
+    ]
+
+
+def test_a_key_only_delete_takes_base64_text_for_a_bytes_key_the_table_holds() -> None:
+    held = pa.schema([pa.field("id", pa.binary()), pa.field("_cdc_stream", pa.string())])
+    batch = ChangeBatch(["id"], held=held)
+    batch.add(Record.new("delete", position=b"t/0/1", key={"id": "AQE="}))
+    batch.add(Record.new("delete", position=b"t/0/2", key={"id": "%%"}))
+    assert batch.table().column("id").to_pylist() == [b"\x01\x01"]
+    assert len(batch.refused) == 1
