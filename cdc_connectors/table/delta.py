@@ -23,8 +23,9 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
 from cdc_connectors.errors import ConfigError
+from cdc_connectors.table.batches import ROW_GROUP
 from cdc_connectors.table.delta_merge import merge, needs_merge
-from cdc_connectors.table.delta_rewrite import ROW_GROUP, rewrite, row_groups
+from cdc_connectors.table.delta_rewrite import rewrite, row_groups
 from cdc_connectors.table.evolve import Evolution
 from cdc_connectors.table.keys import KeySet
 from cdc_connectors.table.layout import IS_CURRENT, plain_schema

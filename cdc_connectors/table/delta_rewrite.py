@@ -30,10 +30,10 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-__all__ = ["ROW_GROUP", "Statistics", "rewrite", "row_groups"]
+from cdc_connectors.table.batches import ROW_GROUP, conformed
 
-#: Rows of a row group written (and about what is held of a file being rewritten).
-ROW_GROUP = 64 * 1024
+__all__ = ["Statistics", "rewrite", "row_groups"]
+
 #: A column's dictionary stops at this size: a column of many values is written plain soon
 #: (the default, a megabyte, makes the writer take twice as long with larger files), one of
 #: few values keeps its dictionary.
@@ -199,16 +199,7 @@ def row_groups(
         held = [n for n in wanted.names if n in data.schema_arrow.names]
         for group in range(data.num_row_groups):
             table = data.read_row_group(group, columns=held)
-            yield _conformed(table, wanted)
-
-
-def _conformed(table: pa.Table, schema: pa.Schema) -> pa.RecordBatch:
-    """``table``'s rows as a batch of ``schema``: its columns cast, those it lacks null."""
-    count = table.num_rows
-    columns = [
-        table.column(f.name).cast(f.type).combine_chunks()
-        if f.name in table.column_names
-        else pa.nulls(count, f.type)
-        for f in schema
-    ]
-    return pa.RecordBatch.from_arrays(columns, schema=schema)
+            batch = conformed(table, wanted)
+            if batch is None:
+                raise pa.ArrowInvalid(f"{where}: a column of the file is not of the table's type")
+            yield batch

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc_connectors.errors import ConfigError
-from cdc_connectors.table.delta_rewrite import ROW_GROUP
+from cdc_connectors.table.batches import ROW_GROUP
 from cdc_connectors.table.evolve import Evolution
 from cdc_connectors.table.iceberg_rewrite import overwrite_once, rows_where
 from cdc_connectors.table.keys import KeySet

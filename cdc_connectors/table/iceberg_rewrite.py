@@ -22,12 +22,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from cdc_connectors.table.batches import ROW_GROUP
+from cdc_connectors.table.batches import conformed as to_table
 from cdc_connectors.table.layout import plain, plain_schema
 
 __all__ = ["CHUNK_BYTES", "overwrite_once", "rows_where"]
 
-#: Rows of a batch read (what is held of a file being read, besides the rows kept).
-BATCH_ROWS = 64 * 1024
 #: Arrow bytes of kept rows gathered before they are written as one data file (a file larger
 #: than that is rewritten as several).
 CHUNK_BYTES = 16 * 1024 * 1024
@@ -118,8 +118,8 @@ def _rows(
             names = _by_field_id(data.schema_arrow, schema, wanted)
             if names is not None:
                 # batch by batch within a row group (pyiceberg writes groups of a million rows)
-                for read in data.iter_batches(BATCH_ROWS, columns=sorted(set(names.values()))):
-                    conformed = _conformed(pa.Table.from_batches([read]), wanted, names)
+                for read in data.iter_batches(ROW_GROUP, columns=sorted(set(names.values()))):
+                    conformed = to_table(pa.Table.from_batches([read]), wanted, names)
                     if conformed is None:
                         break  # a type no cast gives: read whole below
                     yield conformed
@@ -148,20 +148,3 @@ def _by_field_id(file: pa.Schema, schema: Any, wanted: pa.Schema) -> dict[str, s
         if field_id in ids:
             names[name] = ids[field_id]
     return names
-
-
-def _conformed(read: pa.Table, wanted: pa.Schema, names: dict[str, str]) -> pa.RecordBatch | None:
-    """``read`` as a batch of ``wanted`` (columns the file lacks null), or ``None`` where a
-    column does not cast."""
-    count = read.num_rows
-    columns = []
-    for field in wanted:
-        if field.name not in names:
-            columns.append(pa.nulls(count, field.type))
-            continue
-        column = plain(read.select([names[field.name]])).column(0)
-        try:
-            columns.append(column.cast(field.type).combine_chunks())
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-            return None
-    return pa.RecordBatch.from_arrays(columns, schema=wanted)

@@ -12,8 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from cdc_connectors.table.apply import apply_changes
+from cdc_connectors.table.batches import ROW_GROUP
 from cdc_connectors.table.delta import DeltaStore
-from cdc_connectors.table.delta_rewrite import ROW_GROUP, Statistics, row_groups
+from cdc_connectors.table.delta_rewrite import Statistics, row_groups
 from cdc_connectors.table.store import BrokenConstraint, TableSettings
 from tests.table.changes import batch
 from tests.table.conftest import read_all
