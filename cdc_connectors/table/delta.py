@@ -27,7 +27,7 @@ from cdc_connectors.table.batches import ROW_GROUP
 from cdc_connectors.table.delta_merge import merge, needs_merge
 from cdc_connectors.table.delta_rewrite import rewrite, row_groups
 from cdc_connectors.table.evolve import Evolution
-from cdc_connectors.table.keys import KeySet
+from cdc_connectors.table.keys import Going, KeySet
 from cdc_connectors.table.layout import IS_CURRENT, plain_schema
 from cdc_connectors.table.plan import tombstone_schema
 from cdc_connectors.table.store import BrokenConstraint, ConcurrentWrite, Part, TableSettings, Txn
@@ -237,26 +237,11 @@ class DeltaStore:
         typed = pa.schema([schema.field(n) for n in names])
         rows = rows.select(schema.names).cast(schema)
         history = IS_CURRENT in schema.names  # else at most one row of a key
-        # the current rows of the keys go (a key's only row, a new one coming or not)
-        current = (
-            keys.cast(typed)
-            if history
-            else pa.concat_tables([keys.cast(typed), rows.select(names)])
-        )
         every = (every_version if every_version is not None else keys.slice(0, 0)).select(names)
         every = every.cast(typed)
-        current_set, every_set = KeySet(current), KeySet(every)
-
-        def goes(batch: pa.RecordBatch) -> np.ndarray:
-            found = current_set.holds(batch)
-            if history:
-                found &= np.asarray(pc.fill_null(batch.column(IS_CURRENT), False))
-            if len(every_set):
-                found |= every_set.holds(batch)
-            return found
-
+        goes = Going(keys.cast(typed), rows.select(names), every, history)
         actions = pa.table(table.get_add_actions(flatten=True))
-        files = actions.filter(pa.array(touched_files(actions, pa.concat_tables([current, every]))))
+        files = actions.filter(pa.array(touched_files(actions, goes.keys())))
         commit = CommitProperties(
             # planned against the version read: a commit of another writer since then fails
             # this one (never retried on top of it, which would apply a stale plan)
@@ -266,7 +251,6 @@ class DeltaStore:
                 "cdc-connectors": json.dumps({"keys": keys.num_rows, "rows": rows.num_rows})
             },
         )
-        columns = [*names, IS_CURRENT] if history else names
         from deltalake.exceptions import DeltaError
 
         try:
@@ -274,7 +258,7 @@ class DeltaStore:
                 held = self._held.pop(part, None)
                 merge(table, schema, keys.cast(typed), rows, every, commit, ROW_GROUP, held)
             else:
-                rewrite(table, schema, names, goes, columns, files, rows, commit)
+                rewrite(table, schema, names, goes, goes.columns, files, rows, commit)
         except CommitFailedError as conflict:
             raise ConcurrentWrite(self.where, str(conflict)) from None
         except DeltaError as error:

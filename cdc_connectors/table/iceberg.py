@@ -25,7 +25,7 @@ from cdc_connectors.errors import ConfigError
 from cdc_connectors.table.batches import ROW_GROUP
 from cdc_connectors.table.evolve import Evolution
 from cdc_connectors.table.iceberg_rewrite import overwrite_once, rows_where
-from cdc_connectors.table.keys import KeySet
+from cdc_connectors.table.keys import Going, KeySet
 from cdc_connectors.table.layout import IS_CURRENT, plain, plain_schema
 from cdc_connectors.table.plan import tombstone_schema
 from cdc_connectors.table.store import ConcurrentWrite, Part, TableSettings, Txn
@@ -231,21 +231,13 @@ class IcebergStore:
         plain_columns = plain_schema(schema)
         names = keys.column_names
         typed = pa.schema([plain_columns.field(n) for n in names])
-        # the current rows of the keys go (a key's only row, a new one coming or not)
-        current = keys.cast(typed)
-        if not current_only:
-            current = pa.concat_tables([current, plain(rows).select(names).cast(typed)])
-        current_set = KeySet(current)
         every_keys = every if every is not None else keys.slice(0, 0)
-        every_set = KeySet(every_keys.select(names).cast(typed))
-
-        def goes(batch: pa.RecordBatch) -> np.ndarray:
-            found = current_set.holds(batch)
-            if current_only:
-                found &= np.asarray(pc.fill_null(batch.column(IS_CURRENT), False))
-            if len(every_set):
-                found |= every_set.holds(batch)
-            return found
+        goes = Going(
+            keys.cast(typed),
+            plain(rows).select(names).cast(typed),
+            every_keys.select(names).cast(typed),
+            current_only,
+        )
 
         from pyiceberg.exceptions import (
             CommitFailedException,
@@ -255,9 +247,8 @@ class IcebergStore:
 
         conflicts = (CommitFailedException, CommitStateUnknownException, ValidationException)
         written = rows.select(schema.names).cast(schema)
-        reads = [*names, IS_CURRENT] if current_only else names
         try:
-            overwrite_once(table, _any_of(found), goes, reads, written, properties)
+            overwrite_once(table, _any_of(found), goes, goes.columns, written, properties)
         except conflicts as conflict:
             raise ConcurrentWrite(self.where, str(conflict)) from None
 

@@ -6,7 +6,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["KeySet", "among"]
+from cdc_connectors.table.layout import IS_CURRENT
+
+__all__ = ["Going", "KeySet", "among"]
 
 
 def among(rows: pa.Table, keys: pa.Table, *, anti: bool = False) -> pa.Table:
@@ -84,3 +86,30 @@ def _integers(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
         as_int = column.view(pa.int32() if column.type.bit_width == 32 else pa.int64())
     values: np.ndarray = pc.fill_null(as_int, 0).to_numpy(zero_copy_only=False)
     return values.astype(np.int64) if values.dtype != np.uint64 else values
+
+
+class Going:
+    """The rows of a table a replacement takes away: the current rows of ``keys`` (and of
+    ``coming``'s, the keys of the new rows, where a key has one row: no ``history``), and
+    every row of ``every``'s keys; all three typed as the table's key columns."""
+
+    def __init__(self, keys: pa.Table, coming: pa.Table, every: pa.Table, history: bool):
+        self.history = history
+        self.current = keys if history else pa.concat_tables([keys, coming.cast(keys.schema)])
+        self.every = every.cast(keys.schema)
+        self._current, self._every = KeySet(self.current), KeySet(self.every)
+        #: The columns :meth:`__call__` reads.
+        self.columns = [*keys.column_names, *([IS_CURRENT] if history else [])]
+
+    def keys(self) -> pa.Table:
+        """Every key whose rows may go (to find the files that may hold them)."""
+        return pa.concat_tables([self.current, self.every])
+
+    def __call__(self, batch: pa.RecordBatch) -> np.ndarray:
+        """Whether each row of ``batch`` (holding :attr:`columns`) goes."""
+        found = self._current.holds(batch)
+        if self.history:
+            found &= np.asarray(pc.fill_null(batch.column(IS_CURRENT), False))
+        if len(self._every):
+            found |= self._every.holds(batch)
+        return found

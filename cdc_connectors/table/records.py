@@ -532,6 +532,17 @@ def _binary(datatype: pa.DataType) -> bool:
     )
 
 
+#: What Arrow and Python raise for a value that is not of a type.
+_NOT_OF_TYPE = (
+    pa.ArrowInvalid,
+    pa.ArrowTypeError,
+    pa.ArrowNotImplementedError,
+    TypeError,
+    ValueError,
+    OverflowError,
+)
+
+
 def _fitted(name: str, index: int, value: Any, wanted: pa.DataType, bad: dict[int, str]) -> Any:
     """``value`` as a scalar of ``wanted`` (ISO text as a time, text or numbers as a
     decimal, base64 text as bytes), or ``None`` with its row marked bad."""
@@ -571,14 +582,7 @@ def _fitted(name: str, index: int, value: Any, wanted: pa.DataType, bad: dict[in
             return None
     try:
         return pa.array([value], wanted)[0].as_py()
-    except (
-        pa.ArrowInvalid,
-        pa.ArrowTypeError,
-        pa.ArrowNotImplementedError,
-        TypeError,
-        ValueError,
-        OverflowError,
-    ):
+    except _NOT_OF_TYPE:
         pass
     try:
         if isinstance(value, str | int | Decimal) and not isinstance(value, bool):
@@ -592,14 +596,7 @@ def _fitted(name: str, index: int, value: Any, wanted: pa.DataType, bad: dict[in
             if pa.types.is_floating(wanted) and Decimal(repr(cast)) != Decimal(str(value)):
                 raise ValueError("a double changes it")
             return cast
-    except (
-        pa.ArrowInvalid,
-        pa.ArrowTypeError,
-        pa.ArrowNotImplementedError,
-        TypeError,
-        ValueError,
-        OverflowError,
-    ):
+    except _NOT_OF_TYPE:
         pass
     shown = repr(value)
     bad.setdefault(index, f"column {name!r}: value {shown[:60]} does not fit {wanted}")
