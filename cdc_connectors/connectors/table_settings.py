@@ -11,6 +11,7 @@ import dataclasses
 import datetime as dt
 import os
 import re
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -113,6 +114,28 @@ def _check_places(options: Mapping[str, str], path: str, fmt: str) -> None:
         raise SettingError(
             f"{NAME} setting 'path': {path!r} is an Iceberg warehouse (format iceberg)"
         )
+
+
+def _writable(existing: str, path: str) -> bool:
+    """Whether a folder can be made at ``path`` (in ``existing``, its nearest folder that
+    exists) or a file in it, tried and undone: permissions alone do not say so for root, a
+    read-only mount or ``/proc``."""
+    try:
+        if existing == path:
+            handle, probe = tempfile.mkstemp(dir=path, prefix=".cdc-probe-")
+            os.close(handle)
+            os.unlink(probe)
+        else:
+            first = path
+            while os.path.dirname(first) != existing:
+                first = os.path.dirname(first)
+            os.mkdir(first)
+            os.rmdir(first)
+    except FileExistsError:
+        return True  # made meanwhile by another writer
+    except OSError:
+        return False
+    return True
 
 
 def _read_settings(
@@ -281,7 +304,7 @@ class Settings:
         existing = path
         while not os.path.exists(existing):
             existing = os.path.dirname(existing)
-        if not os.access(existing, os.W_OK | os.X_OK):
+        if not os.access(existing, os.W_OK | os.X_OK) or not _writable(existing, path):
             raise SettingError(f"{NAME} setting 'path': {existing!r} cannot be written")
         if self.format == "delta" and existing == path:
             others = sorted(

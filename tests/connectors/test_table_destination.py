@@ -568,3 +568,21 @@ def test_keys_no_record_can_have_are_a_setting_refused_before_anything_is_writte
     assert not (tmp_path / "t").exists()
     commit({"keyColumns": "id"}, {"id": 1}, {"other": 2})  # one without: a dead letter
     assert len(list((tmp_path / "t" / "_cdc_dead_letters").glob("*.jsonl"))) == 1
+
+
+def test_a_place_no_folder_can_be_made_in_is_one_line_even_for_root(tmp_path: Path) -> None:
+    """Permissions do not tell (root passes them, ``/proc`` refuses anyway): the check makes
+    the folder, or a file in it, and undoes it."""
+    from cdc_connectors.connectors.messages import SettingError
+    from cdc_connectors.connectors.table import TableDataSource
+
+    for fmt in ("delta", "iceberg"):
+        with pytest.raises(SettingError, match="'path': '/proc' cannot be written") as refused:
+            TableDataSource({"path": "/proc/cdc-table", "format": fmt}).settings.check_table()
+        assert "\n" not in str(refused.value)
+    writable = tmp_path / "new" / "table"
+    TableDataSource({"path": str(writable)}).settings.check_table()
+    assert not (tmp_path / "new").exists()  # tried and undone
+    (tmp_path / "held").mkdir()
+    TableDataSource({"path": str(tmp_path / "held")}).settings.check_table()
+    assert list((tmp_path / "held").iterdir()) == []
