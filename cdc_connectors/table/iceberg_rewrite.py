@@ -118,10 +118,14 @@ def _rows(
             names = _by_field_id(data.schema_arrow, schema, wanted)
             if names is not None:
                 # batch by batch within a row group (pyiceberg writes groups of a million rows)
+                given = False
                 for read in data.iter_batches(ROW_GROUP, columns=sorted(set(names.values()))):
                     conformed = to_table(pa.Table.from_batches([read]), wanted, names)
+                    if conformed is None and given:  # (a file's types are the same throughout)
+                        raise pa.ArrowInvalid(f"{task.file.file_path}: a column does not cast")
                     if conformed is None:
                         break  # a type no cast gives: read whole below
+                    given = True
                     yield conformed
                 else:
                     return
