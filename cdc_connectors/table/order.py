@@ -42,6 +42,7 @@ __all__ = [
     "AUTO",
     "POSITION",
     "arrived",
+    "auto_order",
     "in_streams",
     "log_position",
     "order_of",
@@ -58,27 +59,31 @@ _MESSAGE = re.compile(rb"^(.*): message (\d+), byte \d+$", re.S)
 _NUMBERED = re.compile(rb"^(.*)[/:](\d+)$", re.S)
 
 
+def auto_order(log: str | None, place: tuple[str, int] | None, arrival: int) -> tuple[str, int]:
+    """The ``auto`` order of a record of log position ``log`` and numbered position
+    ``place`` (:func:`numbered`), ``arrival``-th of its write."""
+    if log is None:
+        return place if place is not None else (ARRIVAL, arrival)
+    if place is None:
+        return log, 0
+    return f"{log} {place[0]}", place[1]
+
+
 def order_of(
     position: bytes, metadata: Mapping[str, str], order_by: str = AUTO, arrival: int = 0
 ) -> tuple[str, int]:
     """The ``(stream, offset)`` of a record (``arrival``: its place among the records of
     this write); ``ValueError`` when ``order_by`` finds none."""
     if order_by == AUTO:
-        numbered = _numbered(position)
-        log = log_position(metadata)
-        if log is None:
-            return numbered if numbered is not None else (ARRIVAL, arrival)
-        if numbered is None:
-            return log, 0
-        return f"{log} {numbered[0]}", numbered[1]
+        return auto_order(log_position(metadata), numbered(position), arrival)
     if order_by == POSITION:
-        numbered = _numbered(position)
-        if numbered is None:
+        place = numbered(position)
+        if place is None:
             raise ValueError(
                 f"position {position[:80]!r} has no order (topic/partition/offset, file:line); "
                 "set orderBy to a metadata key holding one, or auto"
             )
-        return numbered
+        return place
     value = metadata.get(order_by)
     if value is None or not value.strip().lstrip("-").isdigit():
         raise ValueError(f"metadata {order_by!r} (orderBy) is {value!r}, not an integer")
@@ -222,10 +227,6 @@ _LOG_KINDS = ("lsn ", "binlog ", "ydb ")
 def numbered(position: bytes) -> tuple[str, int] | None:
     """A record position's stream and number (``topic/partition/offset``, ``file:line``,
     ``file: message N, byte B``), or ``None``."""
-    return _numbered(position)
-
-
-def _numbered(position: bytes) -> tuple[str, int] | None:
     found = _MESSAGE.match(position) or _NUMBERED.match(position)
     if found is None:
         return None

@@ -37,7 +37,14 @@ from cdc_connectors.opencdc.json_codec import json_default
 from cdc_connectors.schema.connect.writers import write_time_of_day
 from cdc_connectors.table.evolve import numeric, takes
 from cdc_connectors.table.layout import AT, OFFSET, OP, STREAM, TIME, UNSET
-from cdc_connectors.table.order import AUTO, in_streams, log_position, numbered, order_of
+from cdc_connectors.table.order import (
+    AUTO,
+    auto_order,
+    in_streams,
+    log_position,
+    numbered,
+    order_of,
+)
 
 __all__ = [
     "PLACEHOLDER",
@@ -149,9 +156,14 @@ class ChangeBatch:
         for a refusal) as a change, or refuse it."""
         try:
             row, op = self._row(parts)
-            stream, offset = order_of(
-                bytes(parts.position), parts.metadata, self.order_by, len(self.rows)
-            )
+            log = place = None
+            if self.order_by == AUTO:  # (kept for in_streams, read once)
+                log, place = log_position(parts.metadata), numbered(bytes(parts.position))
+                stream, offset = auto_order(log, place, len(self.rows))
+            else:
+                stream, offset = order_of(
+                    bytes(parts.position), parts.metadata, self.order_by, len(self.rows)
+                )
             schema = self.types(parts.metadata) if self.types is not None else None
         except ValueError as exc:
             self.refused.append(Refusal(origin, str(exc), parts.position))
@@ -163,8 +175,7 @@ class ChangeBatch:
         self.records.append((origin, parts.position))
         self.meta.append((op, stream, offset, _time(parts.metadata)))
         if self.order_by == AUTO:
-            self.logs.append(log_position(parts.metadata))
-            place = numbered(bytes(parts.position))
+            self.logs.append(log)
             self.streams.append(None if place is None else place[0])
 
     def _row(self, parts: RecordParts) -> tuple[dict[str, Any], str]:
