@@ -71,11 +71,14 @@ class Format(ABC):
     --kv`` lines carry them as base64), ``delimited`` (a file holds
     length-delimited messages instead of lines), ``writable`` (False for formats
     that only read) and ``options`` (name -> help text). They are found through
-    the ``cdc_connectors.formats`` entry points.
+    the ``cdc_connectors.formats`` entry points. ``carries_schemas``: its messages hold
+    their own schema (a Debezium ``schema`` block), which, given a registry, is registered
+    and named in the records' metadata (where a table's column types come from).
     """
 
     name: ClassVar[str]
     writable: ClassVar[bool] = True
+    carries_schemas: ClassVar[bool] = False
     binary: ClassVar[bool] = False
     delimited: ClassVar[bool] = False
     options: ClassVar[Mapping[str, str]] = {}

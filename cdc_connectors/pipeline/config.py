@@ -47,6 +47,7 @@ from cdc_connectors.errors import ConfigError
 from cdc_connectors.pipeline.connectors import Plugin, check_settings, resolve, setting_named
 from cdc_connectors.pipeline.nodes import Keys, Node, compose
 from cdc_connectors.pipeline.outputs import MODES
+from cdc_connectors.pipeline.table_schemas import table_registry
 
 __all__ = [
     "Config",
@@ -111,6 +112,7 @@ class Pipeline:
     name: str = ""
     description: str = ""
     save_mode: str = "append"  # of the file outputs of a batch pipeline (pipeline.outputs)
+    schemas: str | None = None  # the store of a table pipeline's schemas (table_schemas)
 
 
 @dataclass(frozen=True)
@@ -298,6 +300,17 @@ def _pipeline(node: Node, registry: str | None, checkpoints: str) -> Pipeline | 
             f"(found {len(sources)} and {len(destinations)})"
         )
     source, destination = sources[0], destinations[0]
+    registry_of_table, own = table_registry(
+        pipeline_id,
+        source.plugin.name,
+        source.settings,
+        destination.plugin.name,
+        destination.settings,
+    )
+    if registry_of_table is not None:
+        destination.settings["registry"] = registry_of_table
+        if own:
+            source.settings["registry"] = registry_of_table
     if source.settings.get("typed", "false").strip().lower() not in ("false", "0", "no", "off"):
         raise connectors_node.error(
             "the source setting 'typed' is for reading DataFrames; a pipeline moves OpenCDC "
@@ -325,6 +338,7 @@ def _pipeline(node: Node, registry: str | None, checkpoints: str) -> Pipeline | 
         name=name,
         description=description,
         save_mode=save_mode,
+        schemas=registry_of_table if own else None,
     )
 
 

@@ -15,13 +15,16 @@ __all__ = ["check_registries", "registry_places"]
 
 def registry_places(config: Config) -> dict[str, str]:
     """Each registry URL of ``config`` and where the file gives it first: the top-level
-    ``schema-registry.url``, then a connector's own ``registry`` setting."""
+    ``schema-registry.url``, then a connector's own ``registry`` setting (not the store a
+    table pipeline keeps its schemas in, which the file does not name: the run opens it)."""
     places: dict[str, str] = {}
     if config.registry:
         places[config.registry] = config.registry_at
     for pipeline in config.pipelines:
         for connector in (pipeline.source, pipeline.destination, pipeline.dead_letters):
             for key, url in connector.settings.items():
+                if url == pipeline.schemas:
+                    continue
                 if key.lower() == "registry" and url.strip() and url not in places:
                     places[url] = connector.locate(key)
     return places

@@ -57,6 +57,7 @@ from cdc_connectors.pipeline.in_task import (
 )
 from cdc_connectors.pipeline.outputs import StagedOutput
 from cdc_connectors.pipeline.plan import Counts, Route, SourceFormat, Stage
+from cdc_connectors.pipeline.table_schemas import prepare
 
 __all__ = ["Stopper", "Timing", "refusal", "run"]
 
@@ -600,6 +601,8 @@ class _Job:
         )
         if not p.batch:
             line += f", checkpoint {p.checkpoint}"
+        if p.schemas is not None:
+            line += f", column types from the source's schemas (kept in {_store(p.schemas)})"
         return f"{line}; {ONE_PASS}" if self.in_task is not None else line
 
     def summary(self) -> str:
@@ -693,6 +696,13 @@ def _absolute(name: str, settings: dict[str, str]) -> dict[str, str]:
         key: os.path.abspath(value) if key.lower() == "path" and value else value
         for key, value in settings.items()
     }
+
+
+def _store(url: str) -> str:
+    """A SQLite registry URL's file, relative to here when it is below."""
+    path = url[len("sqlite:///") :]
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
 
 
 def _path(settings: dict[str, str]) -> str:
@@ -805,6 +815,13 @@ def run(
     if problem is not None:
         say(f"Error: {problem}")
         return EXIT_USAGE
+    for pipeline in config.pipelines:
+        if pipeline.schemas is not None:
+            try:
+                prepare(pipeline.schemas)
+            except ValueError as exc:
+                say(f"Error: {pipeline.destination.where}: {exc}")
+                return EXIT_USAGE
     runnable = []
     for pipeline in config.pipelines:
         full = occupied(pipeline)

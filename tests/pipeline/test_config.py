@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import textwrap
+from typing import Any
 
 import pytest
 
@@ -297,3 +298,45 @@ def test_a_glob_source_apart_from_the_outputs_is_accepted(
     monkeypatch.chdir(str(tmp_path))
     config = parse(_with("path: in/", "path: 'in/*.jsonl'").replace("./dlq}", "out/dead}"))
     assert config.pipelines[0].dead_letters.settings["path"] == "out/dead"
+
+
+def _table_file(source: str, *, registry: str = "", table_registry: str = "") -> str:
+    top = f"schema-registry: {{url: {registry}}}\n" if registry else ""
+    own = f", registry: {table_registry}" if table_registry else ""
+    return (
+        f'version: "2.2"\n{top}pipelines:\n  - id: mirror\n    connectors:\n'
+        f"      - {{id: in, type: source, plugin: files, settings: {{{source}}}}}\n"
+        f"      - {{id: out, type: destination, plugin: table, settings: {{path: t{own}}}}}\n"
+    )
+
+
+def test_a_table_pipeline_naming_no_registry_keeps_its_sources_schemas(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for fmt in ("debezium-json", "cdl-json", "arcion-json", "lindorm-json"):
+        (pipeline,) = parse(_table_file(f"path: in, format: {fmt}"), "p.yaml").pipelines
+        store = f"sqlite:///{tmp_path / '.cdc' / 'schemas' / 'mirror.db'}"
+        assert pipeline.schemas == store, fmt
+        assert pipeline.source.settings["registry"] == store
+        assert pipeline.destination.settings["registry"] == store
+
+
+def test_a_table_pipeline_keeps_no_schemas_of_its_own_where_a_registry_is_named(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    named = "sqlite:///r.db"
+    for text in (
+        _table_file("path: in, format: debezium-json", registry=named),
+        _table_file(f"path: in, format: debezium-json, registry: {named}"),
+        _table_file("path: in, format: debezium-json", table_registry=named),
+    ):
+        (pipeline,) = parse(text, "p.yaml").pipelines
+        assert pipeline.schemas is None
+        assert pipeline.destination.settings["registry"] == named  # the source's, if only it
+    for fmt in ("opencdc-json", "ydb-json"):  # records that name no schema of their own
+        (pipeline,) = parse(_table_file(f"path: in, format: {fmt}"), "p.yaml").pipelines
+        assert pipeline.schemas is None
+        assert "registry" not in pipeline.destination.settings
+        assert "registry" not in pipeline.source.settings

@@ -270,3 +270,73 @@ def test_fail_fast_stops_before_a_table_refuses_anything(tmp_path: Path, spark: 
     assert "no value for key column(s) ['id']" in done.stderr
     assert "nothing of batch 0 was written" in done.stderr
     assert not (tmp_path / "orders" / "_delta_log").exists() or mirrored(tmp_path / "orders") == {}
+
+
+def test_without_a_registry_the_table_is_typed_by_the_schema_blocks(
+    tmp_path: Path, spark: Any
+) -> None:
+    """A pipeline naming no registry keeps its source's schemas in a store of its own: a
+    decimal stays decimal(10,2), a timestamp and a date are typed, and a NOT NULL column
+    the source adds later (no registry would call that compatible) becomes a column."""
+    import pyarrow as pa
+    import yaml
+    from deltalake import DeltaTable, QueryBuilder
+
+    shop = Path(__file__).parents[2] / "examples" / "debezium" / "shop" / "orders.jsonl"
+    lines = shop.read_text().splitlines()
+    later = json.loads(lines[0])
+    for image in later["schema"]["fields"][:2]:
+        image["fields"].append({"type": "int32", "optional": False, "field": "priority"})
+    later["payload"]["after"].update(id=9, priority=3)
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "orders.jsonl").write_text("\n".join([*lines, json.dumps(later)]) + "\n")
+    config = table_pipeline(source, tmp_path / "orders", tmp_path / "dead", streaming=False)
+    document = yaml.safe_load(write_config(tmp_path / "p.yaml", config).read_text())
+    del document["schema-registry"]
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
+    for _ in range(2):  # run twice: the same table
+        done = run_here(spark, tmp_path / "p.yaml")
+        assert done.returncode == 1, done.stderr  # the shop's bad lines
+        assert "column types from the source's schemas (kept in .cdc/schemas/mirror.db)" in (
+            done.stderr
+        )
+        schema = DeltaTable(str(tmp_path / "orders")).schema().to_arrow()
+        types = {f.name: pa.field(f).type for f in schema}
+        assert types["amount"] == pa.decimal128(10, 2)
+        assert pa.types.is_timestamp(types["created_at"])
+        assert types["ship_date"] == pa.date32()
+        assert types["id"] == types["priority"] == pa.int32()
+        found = QueryBuilder().register("t", DeltaTable(str(tmp_path / "orders")))
+        rows = pa.table(found.execute("SELECT id, amount, priority FROM t").read_all())
+        assert sorted(rows.to_pylist(), key=lambda r: r["id"])[-1]["priority"] == 3
+    assert (tmp_path / ".cdc" / "schemas" / "mirror.db").is_file()
+
+
+def test_a_schema_store_that_cannot_be_made_is_one_line_before_anything_runs(
+    tmp_path: Path, spark: Any
+) -> None:
+    import yaml
+
+    write_changes(tmp_path / "in", 1, seed=8)
+    config = table_pipeline(
+        tmp_path / "in", tmp_path / "orders", tmp_path / "dead", streaming=False
+    )
+    document = yaml.safe_load(write_config(tmp_path / "p.yaml", config).read_text())
+    del document["schema-registry"]
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
+    for blocker in (tmp_path / ".cdc" / "schemas" / "mirror.db", tmp_path / ".cdc" / "schemas"):
+        blocker.parent.mkdir(parents=True, exist_ok=True)
+        if blocker.name == "mirror.db":
+            blocker.mkdir()
+        else:
+            import shutil
+
+            shutil.rmtree(blocker)
+            blocker.write_text("")
+        done = run_here(spark, tmp_path / "p.yaml")
+        assert done.returncode == 2, done.stderr
+        (line,) = done.stderr.splitlines()
+        assert line.startswith("Error: ") and "p.yaml:21: pipelines[0].connectors[1]" in line, line
+        assert ".cdc/schemas" in line
+        assert not (tmp_path / "orders").exists() and not (tmp_path / "dead").exists()

@@ -93,6 +93,7 @@ class DebeziumAvroFormat(DebeziumJsonFormat):
     """Debezium change events as Confluent-framed Avro (module docstring)."""
 
     name = "debezium-avro"
+    carries_schemas = False  # a schema id: the registry holds the schema
     binary = True
     options: ClassVar[Mapping[str, str]] = {
         **READING_OPTIONS,

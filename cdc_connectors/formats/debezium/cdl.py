@@ -103,6 +103,7 @@ class CdlJsonFormat(Format):
 
     name = "cdl-json"
     writable = False
+    carries_schemas = True
     options: ClassVar[Mapping[str, str]] = {
         "tombstones": "skip (default): count and drop a message without value; "
         "delete: a key-only delete record",

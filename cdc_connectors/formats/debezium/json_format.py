@@ -133,6 +133,7 @@ class DebeziumJsonFormat(EnvelopeWriter, KafkaKeys):
     ``schema`` blocks in :class:`~cdc_connectors.formats.debezium.row_schemas.RowSchemas`."""
 
     name = "debezium-json"
+    carries_schemas = True
     #: What the dialect writes (:class:`Envelope`); dialects set their own.
     envelope: ClassVar[Envelope] = Envelope()
     options: ClassVar[Mapping[str, str]] = {

@@ -34,6 +34,7 @@ class DebeziumJsonSchemaFormat(DebeziumJsonFormat):
     """Debezium change events as Confluent-framed JSON Schema (module docstring)."""
 
     name = "debezium-json-schema"
+    carries_schemas = False  # a schema id: the registry holds the schema
     binary = True
     writable = False
     options: ClassVar[Mapping[str, str]] = READING_OPTIONS
