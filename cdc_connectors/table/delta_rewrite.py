@@ -130,15 +130,16 @@ class _File:
         self._writer.write_batch(batch, row_group_size=ROW_GROUP)
         self.stats.add(batch)
 
-    def close(self, now: int) -> Any:
-        """The file's ``add`` action (``None`` for a file with no row: none is left)."""
+    def close(self, now: int, data_change: bool = True) -> Any:
+        """The file's ``add`` action (``None`` for a file with no row: none is left);
+        ``data_change`` false for rows moved, not changed (a fold)."""
         from deltalake.transaction import AddAction
 
         if self._writer is None:
             return None
         self._writer.close()
         size = self.fs.get_file_info(self.where).size
-        return AddAction(self.name, size, {}, now, True, self.stats.to_json())
+        return AddAction(self.name, size, {}, now, data_change, self.stats.to_json())
 
 
 def rewrite(
@@ -150,12 +151,14 @@ def rewrite(
     files: pa.Table,
     rows: pa.Table,
     commit: Any,
+    folded: pa.Table | None = None,
 ) -> None:
     """Commit, on the version of ``table`` (a :class:`deltalake.DeltaTable`) read, one
     transaction: each of ``files`` (add actions: ``path``, ``size_bytes``) holding a row
     ``goes`` takes (given batches of the columns ``goes_reads`` first, to know whether one
     does, then of every column) rewritten without it, and ``rows`` added; ``keys`` are the
-    table's key columns (their text bounds are kept). :class:`deltalake.exceptions.
+    table's key columns (their text bounds are kept); the files of ``folded`` (small files
+    no row of which goes, :mod:`.folding`) rewritten as one. :class:`deltalake.exceptions.
     CommitFailedError` when another writer committed since."""
     from deltalake._internal import RemoveAction
 
@@ -174,6 +177,17 @@ def rewrite(
             kept.write(batch.filter(pa.array(~goes(batch))))
         actions.append(RemoveAction(unquote(path), True, now, size, {}))  # (escaped again)
         added = kept.close(now)
+        if added is not None:
+            actions.append(added)
+    if folded is not None and folded.num_rows:
+        fold = _File(fs, root, schema, keys)
+        for path, size in zip(
+            folded.column("path").to_pylist(), folded.column("size_bytes").to_pylist(), strict=True
+        ):
+            for batch in row_groups(fs, f"{root}/{unquote(path)}", schema):
+                fold.write(batch)
+            actions.append(RemoveAction(unquote(path), False, now, size, {}))  # rows moved
+        added = fold.close(now, data_change=False)
         if added is not None:
             actions.append(added)
     if rows.num_rows:

@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from cdc_connectors.table import folding
 from cdc_connectors.table.batches import ROW_GROUP
 from cdc_connectors.table.batches import conformed as to_table
 from cdc_connectors.table.layout import plain, plain_schema
@@ -54,6 +55,7 @@ def overwrite_once(
     tasks = list(table.scan(row_filter=overwrite).plan_files())
     if not tasks and written.num_rows == 0:
         return
+    folded = _to_fold(table, tasks)
     with table.transaction() as transaction:
         metadata = transaction.table_metadata
         arrow = metadata.schema().as_arrow()
@@ -70,22 +72,45 @@ def overwrite_once(
                 ):
                     snapshot.append_data_file(data_file)
 
-            for task in tasks:
-                if not any(goes(b).any() for b in _rows(table, metadata, task, goes_reads)):
-                    continue  # no row of the file goes: it stays as it is
-                snapshot.delete_data_file(task.file)
+            def rewritten(files: list[Any], stays: Goes | None) -> None:
+                """The rows of ``files`` that ``stays`` takes (all, for ``None``) in new
+                files of up to :data:`CHUNK_BYTES` each."""
                 held: list[pa.RecordBatch] = []
-                for batch in _rows(table, metadata, task):
-                    stays = batch.filter(pa.array(~goes(batch)))
-                    if stays.num_rows:
-                        held.append(stays)
-                    if sum(b.nbytes for b in held) >= CHUNK_BYTES:
+                for task in files:
+                    snapshot.delete_data_file(task.file)
+                    for batch in _rows(table, metadata, task):
+                        kept = batch if stays is None else batch.filter(pa.array(stays(batch)))
+                        if kept.num_rows:
+                            held.append(kept)
+                        if sum(b.nbytes for b in held) >= CHUNK_BYTES:
+                            add(pa.Table.from_batches(held))
+                            held = []
+                    if stays is not None and held:  # (a file's kept rows apart)
                         add(pa.Table.from_batches(held))
                         held = []
                 if held:
                     add(pa.Table.from_batches(held))
+
+            for task in tasks:
+                if not any(goes(b).any() for b in _rows(table, metadata, task, goes_reads)):
+                    continue  # no row of the file goes: it stays as it is
+                rewritten([task], lambda batch: ~goes(batch))
+            rewritten(folded, None)  # small files, folded together
             if written.num_rows:
                 add(written)
+
+
+def _to_fold(table: Any, tasks: list[Any]) -> list[Any]:
+    """The small data files a batch folds (:mod:`.folding`), none of ``tasks``; all the
+    table's files are listed only once it holds enough of them for that."""
+    snapshot = table.current_snapshot()
+    total = int((snapshot.summary or {}).get("total-data-files", 0)) if snapshot else 0
+    if total - len(tasks) < folding.FOLD_AT:
+        return []
+    taken = {task.file.file_path for task in tasks}
+    others = [t for t in table.scan().plan_files() if t.file.file_path not in taken]
+    sizes = [t.file.file_size_in_bytes for t in others]
+    return [others[i] for i in folding.to_fold(sizes, np.zeros(len(others), dtype=bool))]
 
 
 def rows_where(table: Any, row_filter: Any, keep: Goes, columns: list[str]) -> pa.Table:

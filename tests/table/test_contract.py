@@ -706,3 +706,71 @@ def test_history_keeps_two_changes_at_one_log_position(make_store: Store) -> Non
         HISTORY,
     )
     assert [(v[1], v[4]) for v in _versions_of(store)] == [("new", False), ("paid", True)]
+
+
+def _data_files(store: Any) -> int:
+    from cdc_connectors.table.delta import DeltaStore
+
+    if isinstance(store, DeltaStore):
+        from deltalake import DeltaTable
+
+        return len(DeltaTable(store._uri("rows")).file_uris())
+    return len(list(store.table().scan().plan_files()))
+
+
+def test_small_files_fold_together_as_batches_go(
+    make_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stream's batches each add a small file: once the table holds FOLD_AT of them, a
+    batch folds FOLD_MOST into one in its own commit; every version holds the rows of the
+    database then, and no row is lost or doubled by a fold."""
+    from cdc_connectors.table import folding
+
+    monkeypatch.setattr(folding, "FOLD_AT", 4)
+    monkeypatch.setattr(folding, "FOLD_MOST", 4)
+    database: dict[int, str] = {}
+    counts = []
+    for number in range(14):
+        changes = [("create", 2 * number + 1, {"id": 100 + number, "status": f"s{number}"})]
+        if number % 3 == 2:  # and now and then an update of an older key, and a delete
+            changes.append(("update", 2 * number + 2, {"id": 100, "status": f"u{number}"}))
+        if number == 9:
+            changes.append(("delete", 2 * number + 2, {"id": 101}))
+        apply_changes(make_store(), batch(changes), KEYED, Txn("stream", number))
+        for change in changes:
+            if change[0] == "delete":
+                database.pop(change[2]["id"])
+            else:
+                database[change[2]["id"]] = change[2]["status"]
+        found = {r["id"]: r["status"] for r in rows(make_store(), "id", "status")}
+        assert found == database, number
+        counts.append(_data_files(make_store()))
+    assert max(counts) <= 4 + 2, counts  # without folding: a file a batch
+    assert counts[-1] < 14 // 2, counts
+    states = _every_state(make_store())
+    assert [len(set(s)) for s in states] == [len(s) for s in states]  # no row twice
+    assert states[-1] == sorted(database)
+
+
+def test_a_fold_moves_rows_and_says_so_to_delta_streaming_readers(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The remove and add actions of a fold carry dataChange false (as OPTIMIZE's do): a
+    Delta streaming reader reads the rows once; the batch's own new rows are a change."""
+    import json
+
+    from cdc_connectors.table import folding
+    from cdc_connectors.table.delta import DeltaStore
+
+    monkeypatch.setattr(folding, "FOLD_AT", 3)
+    store = DeltaStore(str(tmp_path / "orders"))
+    for number in range(4):
+        apply_changes(store, batch([("create", number + 1, {"id": number})]), KEYED)
+    log = sorted((tmp_path / "orders" / "_delta_log").glob("*.json"))[-1]  # the last batch's
+    actions = [json.loads(line) for line in log.read_text().splitlines()]
+    removes = [a["remove"] for a in actions if "remove" in a]
+    adds = [a["add"] for a in actions if "add" in a]
+    assert len(removes) == 3 and not any(r["dataChange"] for r in removes)
+    assert sorted(a["dataChange"] for a in adds) == [False, True]
+    moved = next(a for a in adds if not a["dataChange"])
+    assert json.loads(moved["stats"])["numRecords"] == 3

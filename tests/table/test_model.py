@@ -9,11 +9,13 @@ from decimal import Decimal
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cdc_connectors.table import folding
 from cdc_connectors.table.apply import apply_changes
 from cdc_connectors.table.store import TableSettings, Txn
 from tests.hypothesis_profiles import examples
@@ -124,7 +126,13 @@ def run(
     mode = "history" if deletes == "history" else "upsert"
     deletes = "hard" if deletes == "history" else deletes
     wanted = TableSettings(["id"], mode=mode, deletes=deletes)  # type: ignore[arg-type]
-    with tempfile.TemporaryDirectory() as tmp:
+    # small files folded as the batches go: never, or after each few batches
+    fold_at = data.draw(st.sampled_from([32, 2, 3]), label="fold_at")
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        mock.patch.object(folding, "FOLD_AT", fold_at),
+        mock.patch.object(folding, "FOLD_MOST", 2),
+    ):
         for number, streamed, kill in schedule:
             store = open_store(fmt, Path(tmp))
             if kill:
