@@ -116,6 +116,10 @@ def _check_places(options: Mapping[str, str], path: str, fmt: str) -> None:
         )
 
 
+#: What a Delta table's folder holds besides its data files: the log and our own folders.
+_OWN = ("_delta_log", "_cdc_tombstones", "_cdc_dead_letters", "_cdc_schemas")
+
+
 def _writable(existing: str, path: str) -> bool:
     """Whether a folder can be made at ``path`` (in ``existing``, its nearest folder that
     exists) or a file in it, tried and undone: permissions alone do not say so for root, a
@@ -308,10 +312,7 @@ class Settings:
             raise SettingError(f"{NAME} setting 'path': {existing!r} cannot be written")
         if self.format == "delta" and existing == path:
             others = sorted(
-                name
-                for name in os.listdir(path)
-                if name not in ("_delta_log", "_cdc_tombstones", "_cdc_dead_letters")
-                and not name.startswith(".")
+                name for name in os.listdir(path) if name not in _OWN and not name.startswith(".")
             )
             if others and not os.path.isdir(os.path.join(path, "_delta_log")):
                 raise SettingError(

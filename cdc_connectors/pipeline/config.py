@@ -47,7 +47,7 @@ from cdc_connectors.errors import ConfigError
 from cdc_connectors.pipeline.connectors import Plugin, check_settings, resolve, setting_named
 from cdc_connectors.pipeline.nodes import Keys, Node, compose
 from cdc_connectors.pipeline.outputs import MODES
-from cdc_connectors.pipeline.table_schemas import table_registry
+from cdc_connectors.pipeline.table_schemas import table_registries
 
 __all__ = [
     "Config",
@@ -112,7 +112,7 @@ class Pipeline:
     name: str = ""
     description: str = ""
     save_mode: str = "append"  # of the file outputs of a batch pipeline (pipeline.outputs)
-    schemas: str | None = None  # the store of a table pipeline's schemas (table_schemas)
+    schemas: str | None = None  # the store beside a pipeline's table (table_schemas)
 
 
 @dataclass(frozen=True)
@@ -300,17 +300,12 @@ def _pipeline(node: Node, registry: str | None, checkpoints: str) -> Pipeline | 
             f"(found {len(sources)} and {len(destinations)})"
         )
     source, destination = sources[0], destinations[0]
-    registry_of_table, own = table_registry(
-        pipeline_id,
-        source.plugin.name,
-        source.settings,
-        destination.plugin.name,
-        destination.settings,
+    given = table_registries(
+        source.plugin.name, source.settings, destination.plugin.name, destination.settings
     )
-    if registry_of_table is not None:
-        destination.settings["registry"] = registry_of_table
-        if own:
-            source.settings["registry"] = registry_of_table
+    for connector, url in ((source, given.source), (destination, given.destination)):
+        if url is not None:
+            _set_registry(connector.settings, url)
     if source.settings.get("typed", "false").strip().lower() not in ("false", "0", "no", "off"):
         raise connectors_node.error(
             "the source setting 'typed' is for reading DataFrames; a pipeline moves OpenCDC "
@@ -338,7 +333,7 @@ def _pipeline(node: Node, registry: str | None, checkpoints: str) -> Pipeline | 
         name=name,
         description=description,
         save_mode=save_mode,
-        schemas=registry_of_table if own else None,
+        schemas=given.store,
     )
 
 
@@ -508,6 +503,13 @@ def _plugin(node: Node) -> Plugin:
         known = ", ".join(plugins.available(plugins.CONNECTORS)) or "none installed"
         raise node.error(f"unknown connector plugin {name!r} (connectors: {known})")
     return plugin
+
+
+def _set_registry(settings: dict[str, str], url: str) -> None:
+    """``settings`` with their ``registry`` (in whatever case it is spelt) ``url``."""
+    for key in [k for k in settings if k.lower() == "registry"]:
+        del settings[key]
+    settings["registry"] = url
 
 
 def _settings(node: Node | None, registry: str | None) -> dict[str, str]:

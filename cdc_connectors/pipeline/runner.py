@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
+from urllib.parse import unquote
 
 import pyarrow as pa
 from pyspark.errors import StreamingQueryException
@@ -57,7 +58,7 @@ from cdc_connectors.pipeline.in_task import (
 )
 from cdc_connectors.pipeline.outputs import StagedOutput
 from cdc_connectors.pipeline.plan import Counts, Route, SourceFormat, Stage
-from cdc_connectors.pipeline.table_schemas import prepare
+from cdc_connectors.pipeline.table_schemas import check_store, make_store
 
 __all__ = ["Stopper", "Timing", "refusal", "run"]
 
@@ -700,7 +701,7 @@ def _absolute(name: str, settings: dict[str, str]) -> dict[str, str]:
 
 def _store(url: str) -> str:
     """A SQLite registry URL's file, relative to here when it is below."""
-    path = url[len("sqlite:///") :]
+    path = unquote(url[len("sqlite:///") :])
     relative = os.path.relpath(path)
     return path if relative.startswith("..") else relative
 
@@ -815,10 +816,11 @@ def run(
     if problem is not None:
         say(f"Error: {problem}")
         return EXIT_USAGE
-    for pipeline in config.pipelines:
-        if pipeline.schemas is not None:
+    stores = [p for p in config.pipelines if p.schemas is not None]
+    for step in (check_store, make_store):  # every store checked before any is made
+        for pipeline in stores:
             try:
-                prepare(pipeline.schemas)
+                step(pipeline.schemas)  # type: ignore[arg-type]
             except ValueError as exc:
                 say(f"Error: {pipeline.destination.where}: {exc}")
                 return EXIT_USAGE

@@ -23,7 +23,6 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
 from cdc_connectors.errors import ConfigError
-from cdc_connectors.table import folding
 from cdc_connectors.table.batches import ROW_GROUP
 from cdc_connectors.table.delta_merge import merge, needs_merge
 from cdc_connectors.table.delta_rewrite import rewrite, row_groups
@@ -242,10 +241,7 @@ class DeltaStore:
         every = every.cast(typed)
         goes = Going(keys.cast(typed), rows.select(names), every, history)
         actions = pa.table(table.get_add_actions(flatten=True))
-        touched = touched_files(actions, goes.keys())
-        files = actions.filter(pa.array(touched))
-        sizes = actions.column("size_bytes").to_numpy()
-        folded = actions.take(pa.array(folding.to_fold(sizes, touched)))
+        files = actions.filter(pa.array(touched_files(actions, goes.keys())))
         commit = CommitProperties(
             # planned against the version read: a commit of another writer since then fails
             # this one (never retried on top of it, which would apply a stale plan)
@@ -262,7 +258,7 @@ class DeltaStore:
                 held = self._held.pop(part, None)
                 merge(table, schema, keys.cast(typed), rows, every, commit, ROW_GROUP, held)
             else:
-                rewrite(table, schema, names, goes, goes.columns, files, rows, commit, folded)
+                rewrite(table, schema, names, goes, goes.columns, files, rows, commit, actions)
         except CommitFailedError as conflict:
             raise ConcurrentWrite(self.where, str(conflict)) from None
         except DeltaError as error:

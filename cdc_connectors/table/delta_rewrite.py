@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from cdc_connectors.table import folding
 from cdc_connectors.table.batches import ROW_GROUP, conformed
 
 __all__ = ["Statistics", "rewrite", "row_groups"]
@@ -151,21 +152,22 @@ def rewrite(
     files: pa.Table,
     rows: pa.Table,
     commit: Any,
-    folded: pa.Table | None = None,
+    every_file: pa.Table | None = None,
 ) -> None:
     """Commit, on the version of ``table`` (a :class:`deltalake.DeltaTable`) read, one
     transaction: each of ``files`` (add actions: ``path``, ``size_bytes``) holding a row
     ``goes`` takes (given batches of the columns ``goes_reads`` first, to know whether one
     does, then of every column) rewritten without it, and ``rows`` added; ``keys`` are the
-    table's key columns (their text bounds are kept); the files of ``folded`` (small files
-    no row of which goes, :mod:`.folding`) rewritten as one. :class:`deltalake.exceptions.
-    CommitFailedError` when another writer committed since."""
+    table's key columns (their text bounds are kept); small files of ``every_file`` (the
+    table's add actions) not rewritten so, folded into one (:mod:`.folding`).
+    :class:`deltalake.exceptions.CommitFailedError` when another writer committed since."""
     from deltalake._internal import RemoveAction
 
     fs, root = pafs.FileSystem.from_uri(table.table_uri)
     root = root.rstrip("/")
     now = int(time.time() * 1000)
     actions: list[Any] = []
+    replaced: set[str] = set()
     for path, size in zip(
         files.column("path").to_pylist(), files.column("size_bytes").to_pylist(), strict=True
     ):
@@ -176,9 +178,11 @@ def rewrite(
         for batch in row_groups(fs, where, schema):
             kept.write(batch.filter(pa.array(~goes(batch))))
         actions.append(RemoveAction(unquote(path), True, now, size, {}))  # (escaped again)
+        replaced.add(path)
         added = kept.close(now)
         if added is not None:
             actions.append(added)
+    folded = _to_fold(every_file, replaced)
     if folded is not None and folded.num_rows:
         fold = _File(fs, root, schema, keys)
         for path, size in zip(
@@ -198,6 +202,16 @@ def rewrite(
     table.create_write_transaction(
         actions, "append", table.schema(), partition_by=[], commit_properties=commit
     )
+
+
+def _to_fold(every_file: pa.Table | None, replaced: set[str]) -> pa.Table | None:
+    """The small files of ``every_file`` a batch folds, none it ``replaced``."""
+    if every_file is None or every_file.num_rows - len(replaced) < folding.FOLD_AT:
+        return None
+    paths = every_file.column("path").to_pylist()
+    taken = np.array([path in replaced for path in paths], dtype=bool)
+    sizes = every_file.column("size_bytes").to_numpy()
+    return every_file.take(pa.array(folding.to_fold(sizes, taken)))
 
 
 def row_groups(

@@ -55,7 +55,6 @@ def overwrite_once(
     tasks = list(table.scan(row_filter=overwrite).plan_files())
     if not tasks and written.num_rows == 0:
         return
-    folded = _to_fold(table, tasks)
     with table.transaction() as transaction:
         metadata = transaction.table_metadata
         arrow = metadata.schema().as_arrow()
@@ -72,45 +71,121 @@ def overwrite_once(
                 ):
                     snapshot.append_data_file(data_file)
 
-            def rewritten(files: list[Any], stays: Goes | None) -> None:
-                """The rows of ``files`` that ``stays`` takes (all, for ``None``) in new
-                files of up to :data:`CHUNK_BYTES` each."""
+            def rewritten(task: Any, stays: Goes) -> None:
+                """The file's rows ``stays`` takes in new files of up to
+                :data:`CHUNK_BYTES` each."""
+                snapshot.delete_data_file(task.file)
                 held: list[pa.RecordBatch] = []
-                for task in files:
-                    snapshot.delete_data_file(task.file)
-                    for batch in _rows(table, metadata, task):
-                        kept = batch if stays is None else batch.filter(pa.array(stays(batch)))
-                        if kept.num_rows:
-                            held.append(kept)
-                        if sum(b.nbytes for b in held) >= CHUNK_BYTES:
-                            add(pa.Table.from_batches(held))
-                            held = []
-                    if stays is not None and held:  # (a file's kept rows apart)
+                for batch in _rows(table, metadata, task):
+                    kept = batch.filter(pa.array(stays(batch)))
+                    if kept.num_rows:
+                        held.append(kept)
+                    if sum(b.nbytes for b in held) >= CHUNK_BYTES:
                         add(pa.Table.from_batches(held))
                         held = []
                 if held:
                     add(pa.Table.from_batches(held))
 
+            replaced = set()
             for task in tasks:
                 if not any(goes(b).any() for b in _rows(table, metadata, task, goes_reads)):
                     continue  # no row of the file goes: it stays as it is
-                rewritten([task], lambda batch: ~goes(batch))
-            rewritten(folded, None)  # small files, folded together
+                rewritten(task, lambda batch: ~goes(batch))
+                replaced.add(task.file.file_path)
+            folded = _to_fold(table, replaced)
+            if folded:  # small files, folded into one
+                fold = _StreamedFile(table, metadata, snapshot.commit_uuid, next(counter))
+                for task in folded:
+                    snapshot.delete_data_file(task.file)
+                    for batch in _rows(table, metadata, task):
+                        fold.write(batch)
+                snapshot.append_data_file(fold.close())
             if written.num_rows:
                 add(written)
 
 
-def _to_fold(table: Any, tasks: list[Any]) -> list[Any]:
-    """The small data files a batch folds (:mod:`.folding`), none of ``tasks``; all the
-    table's files are listed only once it holds enough of them for that."""
+def _to_fold(table: Any, replaced: set[str]) -> list[Any]:
+    """The small data files a batch folds (:mod:`.folding`), none it ``replaced``; the
+    table's files are listed only once it holds enough of them for that (and never for a
+    partitioned table, whose files one file cannot hold)."""
     snapshot = table.current_snapshot()
     total = int((snapshot.summary or {}).get("total-data-files", 0)) if snapshot else 0
-    if total - len(tasks) < folding.FOLD_AT:
+    if total - len(replaced) < folding.FOLD_AT or not table.spec().is_unpartitioned():
         return []
-    taken = {task.file.file_path for task in tasks}
-    others = [t for t in table.scan().plan_files() if t.file.file_path not in taken]
-    sizes = [t.file.file_size_in_bytes for t in others]
-    return [others[i] for i in folding.to_fold(sizes, np.zeros(len(others), dtype=bool))]
+    tasks = list(table.scan().plan_files())
+    sizes = [task.file.file_size_in_bytes for task in tasks]
+    taken = np.array([task.file.file_path in replaced for task in tasks], dtype=bool)
+    return [tasks[i] for i in folding.to_fold(sizes, taken)]
+
+
+class _StreamedFile:
+    """One data file written a batch at a time by pyiceberg's own file writer (its field
+    ids, name and statistics, as its ``write_file`` makes them), so that rows of any number
+    of files become one file without being held together."""
+
+    def __init__(self, table: Any, metadata: Any, write_uuid: Any, task_id: int):
+        from pyiceberg.io.fileformat import FileFormatFactory
+        from pyiceberg.io.pyarrow import pyarrow_to_schema
+        from pyiceberg.manifest import FileFormat
+        from pyiceberg.schema import sanitize_column_names
+        from pyiceberg.table import TableProperties
+        from pyiceberg.table.locations import load_location_provider
+
+        properties = metadata.properties
+        self.metadata = metadata
+        self.format = FileFormat(
+            properties.get(
+                TableProperties.WRITE_FILE_FORMAT, TableProperties.WRITE_FILE_FORMAT_DEFAULT
+            )
+        )
+        self.model = FileFormatFactory.get(self.format)
+        schema = metadata.schema()
+        self.file_schema = sanitize_column_names(schema)
+        self.arrow = schema.as_arrow()
+        self.batch_schema = pyarrow_to_schema(
+            self.arrow,
+            name_mapping=schema.name_mapping,
+            format_version=metadata.format_version,
+        )
+        provider = load_location_provider(metadata.location, properties)
+        self.path = provider.new_data_location(
+            f"00000-{task_id}-{write_uuid}.{self.model.file_extension()}"
+        )
+        self.output = table.io.new_output(self.path)
+        self.writer = self.model.create_writer(self.output, self.file_schema, properties)
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        from pyiceberg.io.pyarrow import _to_requested_schema
+
+        batch = pa.Table.from_batches([batch]).select(self.arrow.names).cast(self.arrow)
+        for part in batch.to_batches():
+            written = _to_requested_schema(
+                requested_schema=self.file_schema,
+                file_schema=self.batch_schema,
+                batch=part,
+                include_field_ids=True,
+                format_model=self.model,
+            )
+            self.writer.write(pa.Table.from_batches([written]))
+
+    def close(self) -> Any:
+        """The file's :class:`pyiceberg.manifest.DataFile`."""
+        from pyiceberg.manifest import DataFile, DataFileContent
+        from pyiceberg.typedef import Record
+
+        statistics = self.writer.close()
+        return DataFile.from_args(
+            content=DataFileContent.DATA,
+            file_path=self.path,
+            file_format=self.format,
+            partition=Record(),
+            file_size_in_bytes=len(self.output),
+            sort_order_id=None,
+            spec_id=self.metadata.default_spec_id,
+            equality_ids=None,
+            key_metadata=None,
+            **statistics.to_serialized_dict(),
+        )
 
 
 def rows_where(table: Any, row_filter: Any, keep: Goes, columns: list[str]) -> pa.Table:

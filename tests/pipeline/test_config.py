@@ -300,43 +300,75 @@ def test_a_glob_source_apart_from_the_outputs_is_accepted(
     assert config.pipelines[0].dead_letters.settings["path"] == "out/dead"
 
 
-def _table_file(source: str, *, registry: str = "", table_registry: str = "") -> str:
-    top = f"schema-registry: {{url: {registry}}}\n" if registry else ""
-    own = f", registry: {table_registry}" if table_registry else ""
+def _table_file(source: str, *, registry: str = "", table: str = "path: t", top: str = "") -> str:
+    head = f"schema-registry: {{url: {top}}}\n" if top else ""
+    own = f", registry: {registry}" if registry else ""
     return (
-        f'version: "2.2"\n{top}pipelines:\n  - id: mirror\n    connectors:\n'
+        f'version: "2.2"\n{head}pipelines:\n  - id: mirror\n    connectors:\n'
         f"      - {{id: in, type: source, plugin: files, settings: {{{source}}}}}\n"
-        f"      - {{id: out, type: destination, plugin: table, settings: {{path: t{own}}}}}\n"
+        f"      - {{id: out, type: destination, plugin: table, settings: {{{table}{own}}}}}\n"
     )
 
 
-def test_a_table_pipeline_naming_no_registry_keeps_its_sources_schemas(
+def test_a_table_pipeline_naming_no_registry_keeps_its_sources_schemas_beside_the_table(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from cdc_connectors.registry.embedded import store_place
+
     monkeypatch.chdir(tmp_path)
     for fmt in ("debezium-json", "cdl-json", "arcion-json", "lindorm-json"):
         (pipeline,) = parse(_table_file(f"path: in, format: {fmt}"), "p.yaml").pipelines
-        store = f"sqlite:///{tmp_path / '.cdc' / 'schemas' / 'mirror.db'}"
-        assert pipeline.schemas == store, fmt
+        store = pipeline.schemas
+        assert store is not None, fmt
+        assert store_place(store) == tmp_path / "t" / "_cdc_schemas" / "schemas.db"
         assert pipeline.source.settings["registry"] == store
         assert pipeline.destination.settings["registry"] == store
+    iceberg = _table_file("path: in, format: debezium-json", table="path: w, format: iceberg")
+    (pipeline,) = parse(iceberg, "p.yaml").pipelines
+    assert store_place(pipeline.schemas) == tmp_path / "w" / "_cdc_schemas" / "cdc.w.db"
+    odd = tmp_path / "job#1 %41?x=1"  # read back as the same place, not cut or decoded
+    odd.mkdir()
+    monkeypatch.chdir(odd)
+    (pipeline,) = parse(_table_file("path: in, format: debezium-json"), "p.yaml").pipelines
+    assert store_place(pipeline.schemas) == odd / "t" / "_cdc_schemas" / "schemas.db"
 
 
-def test_a_table_pipeline_keeps_no_schemas_of_its_own_where_a_registry_is_named(
+def test_a_registry_named_by_one_connector_of_a_table_pipeline_is_given_to_the_other(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
     named = "sqlite:///r.db"
     for text in (
-        _table_file("path: in, format: debezium-json", registry=named),
+        _table_file("path: in, format: debezium-json", top=named),
         _table_file(f"path: in, format: debezium-json, registry: {named}"),
-        _table_file("path: in, format: debezium-json", table_registry=named),
+        _table_file("path: in, format: debezium-json", registry=named),
     ):
         (pipeline,) = parse(text, "p.yaml").pipelines
         assert pipeline.schemas is None
-        assert pipeline.destination.settings["registry"] == named  # the source's, if only it
+        assert pipeline.source.settings["registry"] == named  # it registers the schemas
+        assert pipeline.destination.settings["registry"] == named  # it reads them
+
+
+def test_a_table_pipeline_keeps_no_schemas_where_there_are_none_or_the_table_has_its_types(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
     for fmt in ("opencdc-json", "ydb-json"):  # records that name no schema of their own
         (pipeline,) = parse(_table_file(f"path: in, format: {fmt}"), "p.yaml").pipelines
         assert pipeline.schemas is None
         assert "registry" not in pipeline.destination.settings
         assert "registry" not in pipeline.source.settings
+    empty = _table_file("path: in, format: debezium-json", registry='""')  # asked: values
+    (pipeline,) = parse(empty, "p.yaml").pipelines
+    assert pipeline.schemas is None and "registry" not in pipeline.source.settings
+    remote = _table_file("path: in, format: debezium-json", table="path: s3://b/t")
+    assert parse(remote, "p.yaml").pipelines[0].schemas is None
+    from cdc_connectors.table.apply import apply_changes
+    from cdc_connectors.table.delta import DeltaStore
+    from cdc_connectors.table.store import TableSettings
+    from tests.table.changes import batch
+
+    made = DeltaStore(str(tmp_path / "t"))  # a table typed by its values, made before
+    apply_changes(made, batch([("create", 1, {"id": 1})]), TableSettings(["id"]))
+    (pipeline,) = parse(_table_file("path: in, format: debezium-json"), "p.yaml").pipelines
+    assert pipeline.schemas is None and "registry" not in pipeline.destination.settings

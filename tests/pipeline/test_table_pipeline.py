@@ -298,8 +298,9 @@ def test_without_a_registry_the_table_is_typed_by_the_schema_blocks(
     for _ in range(2):  # run twice: the same table
         done = run_here(spark, tmp_path / "p.yaml")
         assert done.returncode == 1, done.stderr  # the shop's bad lines
-        assert "column types from the source's schemas (kept in .cdc/schemas/mirror.db)" in (
-            done.stderr
+        assert (
+            "column types from the source's schemas (kept in orders/_cdc_schemas/schemas.db)"
+            in (done.stderr)
         )
         schema = DeltaTable(str(tmp_path / "orders")).schema().to_arrow()
         types = {f.name: pa.field(f).type for f in schema}
@@ -310,7 +311,35 @@ def test_without_a_registry_the_table_is_typed_by_the_schema_blocks(
         found = QueryBuilder().register("t", DeltaTable(str(tmp_path / "orders")))
         rows = pa.table(found.execute("SELECT id, amount, priority FROM t").read_all())
         assert sorted(rows.to_pylist(), key=lambda r: r["id"])[-1]["priority"] == 3
-    assert (tmp_path / ".cdc" / "schemas" / "mirror.db").is_file()
+    assert (tmp_path / "orders" / "_cdc_schemas" / "schemas.db").is_file()
+
+
+def test_a_table_typed_by_its_values_before_stays_so_without_a_registry(
+    tmp_path: Path, spark: Any
+) -> None:
+    """A table a pipeline made without a registry before its schemas were kept (or with
+    ``registry: ""``, which asks for that) goes on being typed by its values: its columns
+    would not take the schemas' types."""
+    import pyarrow as pa
+    import yaml
+    from deltalake import DeltaTable
+
+    shop = Path(__file__).parents[2] / "examples" / "debezium" / "shop" / "orders.jsonl"
+    config = table_pipeline(shop, tmp_path / "orders", tmp_path / "dead", streaming=False)
+    document = yaml.safe_load(write_config(tmp_path / "p.yaml", config).read_text())
+    del document["schema-registry"]
+    destination = document["pipelines"][0]["connectors"][1]["settings"]
+    destination["registry"] = ""
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
+    assert run_here(spark, tmp_path / "p.yaml").returncode == 1  # the shop's bad lines
+    del destination["registry"]
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
+    done = run_here(spark, tmp_path / "p.yaml")
+    assert done.returncode == 1, done.stderr
+    assert "column types from" not in done.stderr and "Error" not in done.stderr
+    schema = DeltaTable(str(tmp_path / "orders")).schema().to_arrow()
+    assert pa.field(schema.field("amount")).type == pa.float64()
+    assert not (tmp_path / "orders" / "_cdc_schemas").exists()
 
 
 def test_a_schema_store_that_cannot_be_made_is_one_line_before_anything_runs(
@@ -325,9 +354,12 @@ def test_a_schema_store_that_cannot_be_made_is_one_line_before_anything_runs(
     document = yaml.safe_load(write_config(tmp_path / "p.yaml", config).read_text())
     del document["schema-registry"]
     (tmp_path / "p.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
-    for blocker in (tmp_path / ".cdc" / "schemas" / "mirror.db", tmp_path / ".cdc" / "schemas"):
+    for blocker in (
+        tmp_path / "orders" / "_cdc_schemas" / "schemas.db",
+        tmp_path / "orders" / "_cdc_schemas",
+    ):
         blocker.parent.mkdir(parents=True, exist_ok=True)
-        if blocker.name == "mirror.db":
+        if blocker.name == "schemas.db":
             blocker.mkdir()
         else:
             import shutil
@@ -338,5 +370,7 @@ def test_a_schema_store_that_cannot_be_made_is_one_line_before_anything_runs(
         assert done.returncode == 2, done.stderr
         (line,) = done.stderr.splitlines()
         assert line.startswith("Error: ") and "p.yaml:21: pipelines[0].connectors[1]" in line, line
-        assert ".cdc/schemas" in line
-        assert not (tmp_path / "orders").exists() and not (tmp_path / "dead").exists()
+        assert "_cdc_schemas" in line
+        assert (
+            not (tmp_path / "orders" / "_delta_log").exists() and not (tmp_path / "dead").exists()
+        )

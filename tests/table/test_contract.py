@@ -774,3 +774,29 @@ def test_a_fold_moves_rows_and_says_so_to_delta_streaming_readers(
     assert sorted(a["dataChange"] for a in adds) == [False, True]
     moved = next(a for a in adds if not a["dataChange"])
     assert json.loads(moved["stats"])["numRecords"] == 3
+
+
+def test_files_a_batch_may_touch_but_does_not_rewrite_fold_too(
+    make_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Long text keys (no statistics a file can be skipped by) and batches of more keys
+    than Iceberg's scan filters files by (200) make every file one a batch may touch: the
+    files it does not rewrite still fold, into one file."""
+    import uuid
+
+    from cdc_connectors.table import folding
+
+    monkeypatch.setattr(folding, "FOLD_AT", 3)
+    monkeypatch.setattr(folding, "FOLD_MOST", 3)
+    schema = pa.schema([pa.field("id", pa.string()), pa.field("status", pa.string())])
+    held: set[str] = set()
+    counts = []
+    for number in range(6):
+        keys = [str(uuid.UUID(int=number * 1000 + k)) for k in range(250)]
+        changes = [("create", number * 1000 + k, {"id": key}) for k, key in enumerate(keys)]
+        apply_changes(make_store(), batch(changes, schema), KEYED, Txn("stream", number))
+        held.update(keys)
+        counts.append(_data_files(make_store()))
+    assert counts == [1, 2, 3, 2, 3, 2], counts  # three small files: one
+    found = [r["id"] for r in rows(make_store(), "id")]
+    assert sorted(found) == sorted(held)
