@@ -289,7 +289,13 @@ class Settings:
     def table_settings(self, inferred: list[str] | None) -> TableSettings:
         """How the table is kept: the key columns given, else those the records name."""
         keys = list(self.key_columns) or list(inferred or [])
-        return TableSettings(keys, self.mode, self.deletes, self.order_by)  # type: ignore[arg-type]
+        return TableSettings(
+            keys,
+            self.mode,  # type: ignore[arg-type]
+            self.deletes,  # type: ignore[arg-type]
+            self.order_by,
+            typed=self.registry is not None,
+        )
 
     def store(self) -> TableStore:
         """The table these settings name."""

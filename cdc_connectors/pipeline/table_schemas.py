@@ -7,12 +7,14 @@ alone: a Debezium ``decimal(10,2)`` a double, a timestamp its ISO text. So:
 - when the source's messages carry their schema (a Debezium ``schema`` block) and neither
   connector names a registry, the schemas are kept in a SQLite store beside the table
   (``<path>/_cdc_schemas/``), at compatibility ``NONE`` (the table's own rules of schema
-  evolution judge a change of a source's schema, not a registry's). A table that exists
-  without such a store was typed by its values, and stays so (its columns would not take the
-  schemas' types); so does a table at a remote path, and one whose ``registry`` is set
-  empty;
+  evolution judge a change of a source's schema, not a registry's);
 - a registry named by one connector alone is given to the other: only the source registers
   the schemas its records name, and only the table reads them.
+
+Neither is done for a table that exists and was not typed so by its first writer (a table
+made before that was kept with it, :attr:`~cdc_connectors.table.store.TableSettings.typed`):
+its columns are of its values' types, and stay so. A table at a remote path gets no store,
+and a ``registry`` set empty asks for none of this.
 """
 
 from __future__ import annotations
@@ -56,18 +58,20 @@ def table_registries(
     """The registries a pipeline's connectors are to be given (module docstring)."""
     if destination_plugin != _TABLE:
         return Registries()
-    carries = source_plugin != _TABLE and _carries_schemas(source)
     given, wanted = _setting(source, "registry"), _setting(destination, "registry")
-    if wanted == "":
-        return Registries()  # the table's types from its values, as asked
+    if wanted == "" or given == "":
+        return Registries()  # no registry, as asked
+    table = _table(destination)
+    if table is not None and table[1] is not True:
+        return Registries()  # a table typed by its values, which its columns keep
+    carries = source_plugin != _TABLE and _carries_schemas(source)
     if wanted:
         return Registries(source=wanted if carries and not given else None)
     if given:
         return Registries(destination=given)
-    if not carries:
+    if not carries or table is None or table[0] is None:
         return Registries()
-    store = _store(destination)
-    return Registries(source=store, destination=store, store=store)
+    return Registries(source=table[0], destination=table[0], store=table[0])
 
 
 def _carries_schemas(settings: Mapping[str, str]) -> bool:
@@ -78,43 +82,42 @@ def _carries_schemas(settings: Mapping[str, str]) -> bool:
     return bool(fmt.carries_schemas)
 
 
-def _store(settings: Mapping[str, str]) -> str | None:
-    """The URL of the store beside the table ``settings`` name; ``None`` for a table at a
-    remote path, or one that exists without a store (typed by its values)."""
+def _table(settings: Mapping[str, str]) -> tuple[str | None, bool | None] | None:
+    """The URL of the store beside the table ``settings`` name (``None`` at a remote path),
+    and whether the table there is typed by registered schemas (``None``: it was made
+    before that was kept; ``True`` where there is no table yet); ``None`` for settings the
+    destination's own check refuses."""
     from cdc_connectors.connectors.table_settings import Settings
 
     try:
         table = Settings.parse(settings)
+        held = table.store().settings()
     except Exception:  # the destination's own check names it
         return None
+    typed = True if held is None else held.typed
     if "://" in table.path:
-        return None
+        return None, typed
     folder = os.path.join(os.path.abspath(table.path), FOLDER)
     name = "schemas" if table.format == "delta" else table.table
-    path = os.path.join(folder, f"{name}.db")
-    if not os.path.exists(path) and _exists(table):
-        return None
-    return "sqlite:///" + quote(path, safe="/")
-
-
-def _exists(table: object) -> bool:
-    """Whether the table is there already."""
-    try:
-        return table.store().schema() is not None  # type: ignore[attr-defined]
-    except Exception:  # not a table (yet), or one the destination's check refuses
-        return False
+    return "sqlite:///" + quote(os.path.join(folder, f"{name}.db"), safe="/"), typed
 
 
 def check_store(url: str) -> None:
-    """``ValueError`` in one line where the store of ``url`` cannot be made (nothing is made
-    here: every store of a run is checked before any is)."""
+    """``ValueError`` in one line where the store of ``url`` cannot be made or opened
+    (nothing is made here: every store of a run is checked before any is)."""
+    from cdc_connectors.registry import checked_registry
     from cdc_connectors.registry.embedded import store_place
 
     path = store_place(url)
-    above = path.parent if path is not None else None
-    while above is not None and not above.exists():
+    if path is None:
+        return
+    if path.exists():
+        checked_registry(url)  # (made already: opened, as it will be)
+        return
+    above = path.parent
+    while not above.exists():
         above = above.parent
-    if above is not None and not above.is_dir():
+    if not above.is_dir():
         raise ValueError(f"the schema store {path} cannot be made: {above} is a file")
 
 

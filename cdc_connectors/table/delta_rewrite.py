@@ -108,7 +108,10 @@ def _json_value(value: Any) -> Any:
 
 
 class _File:
-    """A data file being written: its rows, their statistics, and its ``add`` action."""
+    """A data file being written: its rows, their statistics, and its ``add`` action. Rows
+    are written in row groups of :data:`ROW_GROUP` rows however small the batches given
+    (the row groups of several files, or a filter's few rows of each), so that a file
+    rewritten or folded again and again does not gather row groups of a few rows each."""
 
     def __init__(self, fs: pafs.FileSystem, root: str, schema: pa.Schema, keys: list[str]):
         self.fs, self.schema = fs, schema
@@ -116,10 +119,26 @@ class _File:
         self.where = f"{root}/{self.name}"
         self.stats = Statistics(schema, keys)
         self._writer: pq.ParquetWriter | None = None
+        self._held: list[pa.RecordBatch] = []
+        self._rows = 0
 
     def write(self, batch: pa.RecordBatch) -> None:
         if batch.num_rows == 0:
             return
+        self.stats.add(batch)
+        self._held.append(batch)
+        self._rows += batch.num_rows
+        if self._rows >= ROW_GROUP:
+            self._flush()
+
+    def _flush(self, last: bool = False) -> None:
+        """Write the whole row groups held (and the rest, if ``last``)."""
+        held = pa.Table.from_batches(self._held, self.schema)
+        cut = held.num_rows if last else held.num_rows - held.num_rows % ROW_GROUP
+        if cut == 0:
+            return
+        rest = held.slice(cut)
+        self._held, self._rows = rest.to_batches(), rest.num_rows
         if self._writer is None:
             self._writer = pq.ParquetWriter(
                 self.where,
@@ -128,14 +147,14 @@ class _File:
                 compression="snappy",
                 dictionary_pagesize_limit=DICTIONARY_PAGE,
             )
-        self._writer.write_batch(batch, row_group_size=ROW_GROUP)
-        self.stats.add(batch)
+        self._writer.write_table(held.slice(0, cut), row_group_size=ROW_GROUP)
 
     def close(self, now: int, data_change: bool = True) -> Any:
         """The file's ``add`` action (``None`` for a file with no row: none is left);
         ``data_change`` false for rows moved, not changed (a fold)."""
         from deltalake.transaction import AddAction
 
+        self._flush(last=True)
         if self._writer is None:
             return None
         self._writer.close()

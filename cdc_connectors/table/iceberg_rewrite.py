@@ -251,4 +251,24 @@ def _by_field_id(file: pa.Schema, schema: Any, wanted: pa.Schema) -> dict[str, s
         field_id = schema.find_field(name).field_id
         if field_id in ids:
             names[name] = ids[field_id]
+            if not _alike_inside(file.field(ids[field_id]).type, wanted.field(name).type):
+                return None  # nested names the file spells otherwise: pyiceberg's reader
     return names
+
+
+def _alike_inside(found: pa.DataType, wanted: pa.DataType) -> bool:
+    """Whether the fields nested in ``found`` have ``wanted``'s names (a cast matches a
+    struct's fields by name: a name written sanitized, ``a_x2Db`` for ``a-b``, would be
+    read as null)."""
+    if pa.types.is_struct(found) and pa.types.is_struct(wanted):
+        if [f.name for f in found] != [f.name for f in wanted]:
+            return False
+        return all(_alike_inside(a.type, b.type) for a, b in zip(found, wanted, strict=True))
+    lists = (pa.types.is_list(t) or pa.types.is_large_list(t) for t in (found, wanted))
+    if all(lists):
+        return _alike_inside(found.value_type, wanted.value_type)
+    if pa.types.is_map(found) and pa.types.is_map(wanted):
+        return _alike_inside(found.key_type, wanted.key_type) and _alike_inside(
+            found.item_type, wanted.item_type
+        )
+    return True

@@ -80,26 +80,37 @@ class Txn:
 @dataclass(frozen=True)
 class TableSettings:
     """How a table is kept: its key columns, mode, deletes and the order of its changes
-    (:mod:`.order`); stored with the table so that every later writer keeps it alike."""
+    (:mod:`.order`); stored with the table so that every later writer keeps it alike.
+    ``typed``: whether its first writer typed its columns by registered schemas (``None``:
+    a table made before that was kept), which later writers are given registries by."""
 
     keys: list[str]
     mode: Mode = "upsert"
     deletes: Deletes = "hard"
     order: str = "auto"
+    typed: bool | None = None
 
     def to_json(self) -> str:
-        return json.dumps(
-            {"keys": self.keys, "mode": self.mode, "deletes": self.deletes, "order": self.order}
-        )
+        kept: dict[str, object] = {
+            "keys": self.keys,
+            "mode": self.mode,
+            "deletes": self.deletes,
+            "order": self.order,
+        }
+        if self.typed is not None:
+            kept["typed"] = self.typed
+        return json.dumps(kept)
 
     @classmethod
     def from_json(cls, text: str) -> TableSettings:
         data = json.loads(text)
+        typed = data.get("typed")
         return cls(
             list(data["keys"]),
             data.get("mode", "upsert"),
             data.get("deletes", "hard"),
             data.get("order", "position"),  # (tables made before the setting was kept)
+            typed if isinstance(typed, bool) else None,
         )
 
 

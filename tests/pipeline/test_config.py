@@ -370,5 +370,38 @@ def test_a_table_pipeline_keeps_no_schemas_where_there_are_none_or_the_table_has
 
     made = DeltaStore(str(tmp_path / "t"))  # a table typed by its values, made before
     apply_changes(made, batch([("create", 1, {"id": 1})]), TableSettings(["id"]))
+    assert made.settings().typed is None
     (pipeline,) = parse(_table_file("path: in, format: debezium-json"), "p.yaml").pipelines
     assert pipeline.schemas is None and "registry" not in pipeline.destination.settings
+    named = "sqlite:///r.db"  # a registry of one connector alone is not given the other
+    for text, alone in (
+        (_table_file(f"path: in, format: debezium-json, registry: {named}"), "source"),
+        (_table_file("path: in, format: debezium-json", registry=named), "destination"),
+    ):
+        (pipeline,) = parse(text, "p.yaml").pipelines
+        assert pipeline.source.settings.get("registry") == (named if alone == "source" else None)
+        assert pipeline.destination.settings.get("registry") == (
+            named if alone == "destination" else None
+        )
+    source_empty = _table_file('path: in, format: debezium-json, registry: ""')
+    assert parse(source_empty, "p.yaml").pipelines[0].schemas is None
+
+
+def test_a_table_made_with_a_registry_is_typed_and_later_writers_are_given_one(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cdc_connectors.connectors.table_settings import Settings
+    from cdc_connectors.table.apply import apply_changes
+    from tests.table.changes import batch
+
+    monkeypatch.chdir(tmp_path)
+    settings = Settings.parse({"path": "t", "registry": "sqlite:///r.db", "keyColumns": "id"})
+    made = settings.store()
+    apply_changes(made, batch([("create", 1, {"id": 1})]), settings.table_settings(None))
+    assert made.settings().typed is True
+    named = "sqlite:///r.db"
+    text = _table_file(f"path: in, format: debezium-json, registry: {named}")
+    (pipeline,) = parse(text, "p.yaml").pipelines
+    assert pipeline.destination.settings["registry"] == named
+    (pipeline,) = parse(_table_file("path: in, format: debezium-json"), "p.yaml").pipelines
+    assert pipeline.schemas is not None  # (its own store, beside it)

@@ -374,3 +374,23 @@ def test_a_schema_store_that_cannot_be_made_is_one_line_before_anything_runs(
         assert (
             not (tmp_path / "orders" / "_delta_log").exists() and not (tmp_path / "dead").exists()
         )
+
+
+def test_every_schema_store_is_checked_before_any_is_made(tmp_path: Path, spark: Any) -> None:
+    import yaml
+
+    write_changes(tmp_path / "in", 1, seed=9)
+    first = table_pipeline(tmp_path / "in", tmp_path / "one", tmp_path / "dead1", streaming=False)
+    second = table_pipeline(tmp_path / "in", tmp_path / "two", tmp_path / "dead2", streaming=False)
+    second["id"] = "mirror-two"
+    document = yaml.safe_load(write_config(tmp_path / "p.yaml", first, second).read_text())
+    del document["schema-registry"]
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
+    store = tmp_path / "two" / "_cdc_schemas" / "schemas.db"
+    store.parent.mkdir(parents=True)
+    store.write_text("not a database\n")
+    done = run_here(spark, tmp_path / "p.yaml")
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.splitlines()
+    assert "pipelines[1].connectors[1]" in line and "schemas.db" in line, line
+    assert not (tmp_path / "one").exists()  # the first pipeline's store was not made

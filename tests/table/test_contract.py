@@ -800,3 +800,55 @@ def test_files_a_batch_may_touch_but_does_not_rewrite_fold_too(
     assert counts == [1, 2, 3, 2, 3, 2], counts  # three small files: one
     found = [r["id"] for r in rows(make_store(), "id")]
     assert sorted(found) == sorted(held)
+
+
+def test_nested_names_a_format_spells_otherwise_keep_their_values_when_files_are_rewritten(
+    make_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Iceberg's writer spells a nested field ``a-b`` as ``a_x2Db`` in its files: a file
+    rewritten (an update beside the row) or folded keeps the field's values."""
+    from cdc_connectors.table import folding
+
+    monkeypatch.setattr(folding, "FOLD_AT", 3)
+    monkeypatch.setattr(folding, "FOLD_MOST", 3)
+    inner = pa.struct([pa.field("a-b", pa.string()), pa.field("ok", pa.string())])
+    schema = pa.schema(
+        [
+            pa.field("id", pa.int64()),
+            pa.field("s", inner),
+            pa.field("l", pa.list_(pa.struct([pa.field("c d", pa.int64())]))),
+        ]
+    )
+
+    def row(key: int) -> dict[str, Any]:
+        return {"id": key, "s": {"a-b": f"v{key}", "ok": f"k{key}"}, "l": [{"c d": key}]}
+
+    first = [("create", 1, row(0)), ("create", 2, row(1))]
+    apply_changes(make_store(), batch(first, schema), KEYED, Txn("s", 0))
+    for number in range(1, 5):  # an update beside row 1, then new rows till a fold
+        changes = [("create", 10 + number, row(10 + number))]
+        if number == 1:
+            changes.append(("update", 3, row(0)))
+        apply_changes(make_store(), batch(changes, schema), KEYED, Txn("s", number))
+    found = rows(make_store(), "id", "s", "l")
+    assert found == [row(r["id"]) for r in found]
+    assert [r["id"] for r in found] == [0, 1, 11, 12, 13, 14]
+
+
+def test_a_delta_file_folded_again_and_again_keeps_whole_row_groups(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pyarrow.parquet as pq
+    from deltalake import DeltaTable
+
+    from cdc_connectors.table import folding
+    from cdc_connectors.table.delta import DeltaStore
+
+    monkeypatch.setattr(folding, "FOLD_AT", 3)
+    monkeypatch.setattr(folding, "FOLD_MOST", 3)
+    store = DeltaStore(str(tmp_path / "orders"))
+    for number in range(30):
+        changes = [("create", 5 * number + k, {"id": 5 * number + k}) for k in range(5)]
+        apply_changes(store, batch(changes), KEYED, Txn("s", number))
+    groups = [pq.ParquetFile(f).metadata.num_row_groups for f in DeltaTable(store.path).file_uris()]
+    assert max(groups) == 1, groups  # not a row group a fold of a few rows
