@@ -286,15 +286,17 @@ class Settings:
             return self
         return dataclasses.replace(self, key_columns=tuple(held.keys))
 
-    def table_settings(self, inferred: list[str] | None) -> TableSettings:
-        """How the table is kept: the key columns given, else those the records name."""
+    def table_settings(self, inferred: list[str] | None, typed: bool = False) -> TableSettings:
+        """How the table is kept: the key columns given, else those the records name;
+        ``typed`` where the changes' columns are of registered schemas' types (a table
+        made of them keeps that it is)."""
         keys = list(self.key_columns) or list(inferred or [])
         return TableSettings(
             keys,
             self.mode,  # type: ignore[arg-type]
             self.deletes,  # type: ignore[arg-type]
             self.order_by,
-            typed=self.registry is not None,
+            typed=typed,
         )
 
     def store(self) -> TableStore:

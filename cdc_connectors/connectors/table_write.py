@@ -36,7 +36,7 @@ from cdc_connectors.formats.base import Message
 from cdc_connectors.opencdc import Record, keys
 from cdc_connectors.opencdc.json_codec import load_exact, record_from_json, record_to_json
 from cdc_connectors.spark.arrow import records_from_batch
-from cdc_connectors.table.apply import Applied, KeyColumnsError, apply_changes
+from cdc_connectors.table.apply import Applied, KeyColumnsError, apply_changes, row_schema
 from cdc_connectors.table.plan import needed
 from cdc_connectors.table.records import ChangeBatch, RecordParts, column_of
 from cdc_connectors.table.store import Txn
@@ -67,6 +67,7 @@ class TableCommitMessage(WriterCommitMessage):
     others: int = 0  # records of other collections, left out
     offered: int = 0  # records made changes of, or refused as such
     keyless: int = 0  # of those, refused for lacking a key column
+    typed: bool = False  # whether a change had columns typed by a registered schema
 
 
 def is_record_layout(schema: StructType) -> bool:
@@ -163,6 +164,7 @@ class TaskChanges:
         self.kept: list[pa.Table] = []
         self.key_columns: list[str] | None = list(settings.key_columns) or None
         self.count = self.others = self.offered = self.keyless = 0
+        self.typed = False
         #: The source messages the records came from (place, key, value), when given.
         self.originals: list[tuple[pa.Array, pa.Array | None, pa.Array]] = []
         self.held = _held_columns(settings)
@@ -198,6 +200,7 @@ class TaskChanges:
         batch, self._batch = self._batch, self._new()
         table = batch.table()
         self.keyless += batch.keyless
+        self.typed = self.typed or bool(batch.typed)
         sources = _by_place(self.originals) if batch.refused and self.originals else {}
         for refusal in batch.refused:
             where = printable_bytes(refusal.position)
@@ -235,6 +238,7 @@ class TaskChanges:
             self.others,
             self.offered,
             self.keyless,
+            self.typed,
         )
 
 
@@ -410,7 +414,11 @@ def commit_changes(
     if changes is not None:
         store = settings.store()
         try:
-            done = apply_changes(store, changes, settings.table_settings(key_columns), txn)
+            # typed by registered schemas (or, a first batch of keys alone, not by values)
+            values = set(row_schema(changes.schema).names) - set(key_columns)
+            typed = bool(settings.registry) and (any(m.typed for m in ours) or not values)
+            wanted = settings.table_settings(key_columns, typed=typed)
+            done = apply_changes(store, changes, wanted, txn)
         except KeyColumnsError as exc:
             raise SettingError(f"{NAME} setting 'keyColumns': {exc}") from None
     letters = [line for m in ours for line in m.letters]

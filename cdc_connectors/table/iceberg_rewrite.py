@@ -257,13 +257,12 @@ def _by_field_id(file: pa.Schema, schema: Any, wanted: pa.Schema) -> dict[str, s
 
 
 def _alike_inside(found: pa.DataType, wanted: pa.DataType) -> bool:
-    """Whether the fields nested in ``found`` have ``wanted``'s names (a cast matches a
+    """Whether every field nested in ``found`` has its name in ``wanted`` (a cast matches a
     struct's fields by name: a name written sanitized, ``a_x2Db`` for ``a-b``, would be
-    read as null)."""
+    read as null; a field ``wanted`` has and the file not, added since, is null)."""
     if pa.types.is_struct(found) and pa.types.is_struct(wanted):
-        if [f.name for f in found] != [f.name for f in wanted]:
-            return False
-        return all(_alike_inside(a.type, b.type) for a, b in zip(found, wanted, strict=True))
+        names = {f.name: f.type for f in wanted}
+        return all(f.name in names and _alike_inside(f.type, names[f.name]) for f in found)
     lists = (pa.types.is_list(t) or pa.types.is_large_list(t) for t in (found, wanted))
     if all(lists):
         return _alike_inside(found.value_type, wanted.value_type)

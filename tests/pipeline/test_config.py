@@ -397,7 +397,8 @@ def test_a_table_made_with_a_registry_is_typed_and_later_writers_are_given_one(
     monkeypatch.chdir(tmp_path)
     settings = Settings.parse({"path": "t", "registry": "sqlite:///r.db", "keyColumns": "id"})
     made = settings.store()
-    apply_changes(made, batch([("create", 1, {"id": 1})]), settings.table_settings(None))
+    typed = settings.table_settings(None, typed=True)  # (as a batch of registered types)
+    apply_changes(made, batch([("create", 1, {"id": 1})]), typed)
     assert made.settings().typed is True
     named = "sqlite:///r.db"
     text = _table_file(f"path: in, format: debezium-json, registry: {named}")

@@ -187,6 +187,10 @@ def test_a_batch_pipeline_mirrors_the_database(tmp_path: Path, spark: Any) -> No
     assert "1 to the dead-letter output" in done.stderr
     assert "121 records in, 120 out, 1 to the dead-letter output" in done.stderr
     assert mirrored(tmp_path / "orders") == database
+    from cdc_connectors.table.delta import DeltaStore
+
+    held = DeltaStore(str(tmp_path / "orders")).settings()  # a registry, yet no schemas:
+    assert held is not None and held.typed is False  # typed by the values
     letters = [
         json.loads(line) for f in dead.rglob("*.jsonl") for line in f.read_text().splitlines()
     ]
@@ -312,6 +316,10 @@ def test_without_a_registry_the_table_is_typed_by_the_schema_blocks(
         rows = pa.table(found.execute("SELECT id, amount, priority FROM t").read_all())
         assert sorted(rows.to_pylist(), key=lambda r: r["id"])[-1]["priority"] == 3
     assert (tmp_path / "orders" / "_cdc_schemas" / "schemas.db").is_file()
+    from cdc_connectors.table.delta import DeltaStore
+
+    held = DeltaStore(str(tmp_path / "orders")).settings()
+    assert held is not None and held.typed is True
 
 
 def test_a_table_typed_by_its_values_before_stays_so_without_a_registry(

@@ -852,3 +852,39 @@ def test_a_delta_file_folded_again_and_again_keeps_whole_row_groups(
         apply_changes(store, batch(changes), KEYED, Txn("s", number))
     groups = [pq.ParquetFile(f).metadata.num_row_groups for f in DeltaTable(store.path).file_uris()]
     assert max(groups) == 1, groups  # not a row group a fold of a few rows
+
+
+def test_iceberg_files_older_than_a_nested_field_are_still_read_a_batch_at_a_time(
+    tmp_path: Any,
+) -> None:
+    """A nested field another engine added since a file was written is null in it: the file
+    is still read by field id, a batch at a time, not whole by pyiceberg's reader."""
+    from unittest import mock
+
+    from pyiceberg.io.pyarrow import ArrowScan
+    from pyiceberg.types import LongType
+
+    from cdc_connectors.table.iceberg import IcebergStore
+
+    schema = pa.schema(
+        [pa.field("id", pa.int64()), pa.field("s", pa.struct([pa.field("a", pa.string())]))]
+    )
+    store = IcebergStore(str(tmp_path / "warehouse"), "shop.orders")
+    first = [("create", 1, {"id": 0, "s": {"a": "x"}}), ("create", 2, {"id": 1, "s": {"a": "y"}})]
+    apply_changes(store, batch(first, schema), KEYED)
+    with store.table().update_schema() as update:
+        update.add_column(("s", "b"), LongType())
+    wider = pa.schema(
+        [schema.field("id"), pa.field("s", pa.struct([("a", pa.string()), ("b", pa.int64())]))]
+    )
+    whole = mock.patch.object(ArrowScan, "to_table", side_effect=AssertionError("read whole"))
+    with whole:
+        apply_changes(
+            IcebergStore(str(tmp_path / "warehouse"), "shop.orders"),
+            batch([("update", 3, {"id": 0, "s": {"a": "w", "b": 9}})], wider),
+            KEYED,
+        )
+    assert rows(store, "id", "s") == [
+        {"id": 0, "s": {"a": "w", "b": 9}},
+        {"id": 1, "s": {"a": "y", "b": None}},
+    ]
