@@ -129,6 +129,7 @@ def _exact_numbers(text: bytes, obj: Any) -> Any:
 #: per-message way looks at (:data:`_NUMBER_SHAPE`), a sign counted.
 _RUN_SHAPE = bytes(35 if chr(b) in "0123456789.-+" else 32 for b in range(256))
 _LONG_RUN_OF_17 = b"#" * 17
+_LONG_RUN_OF_16 = b"#" * 16
 _EXPONENT_START = (b"e", b"E")
 
 
@@ -139,25 +140,27 @@ def long_fractions_alike(text: bytes) -> bool:
     documents at once (Arrow's), which leave the others to it; a double holds every number
     of fewer digits."""
     shape = text.translate(_RUN_SHAPE)
-    at = shape.find(_LONG_RUN_OF_17)
+    at = shape.find(_LONG_RUN_OF_16)
     while at != -1:
         end = shape.find(b" ", at)
         end = len(shape) if end == -1 else end
-        if text[end : end + 1] in _EXPONENT_START:
+        if text[end : end + 1] in _EXPONENT_START:  # sixteen digits and an exponent
             stop = end + 1
             while stop < len(text) and text[stop : stop + 1] in b"+-0123456789":
                 stop += 1
             end = stop
-        elif b"." not in text[at:end]:
-            at = shape.find(_LONG_RUN_OF_17, end)
-            continue  # an integer (Arrow reads one exactly, or refuses it)
+        elif end - at < len(_LONG_RUN_OF_17) or b"." not in text[at:end]:
+            # fewer digits than a double may change, or an integer (Arrow reads one
+            # exactly, or refuses it)
+            at = shape.find(_LONG_RUN_OF_16, end)
+            continue
         token = text[at:end].decode("ascii")
         try:
             if repr(float(token)) != token and _inexact(_in_range(token)):
                 return False
         except (CodecError, ValueError):
             return False
-        at = shape.find(_LONG_RUN_OF_17, end)
+        at = shape.find(_LONG_RUN_OF_16, end)
     return True
 
 

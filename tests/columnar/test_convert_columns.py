@@ -127,6 +127,33 @@ def test_columns_give_the_output_and_dead_letters_of_the_per_message_way(
         assert ours == _convert(PerMessageDebezium({}), data, kv_in, kv_out, fail_fast, to), to
 
 
+@pytest.mark.parametrize(
+    "number",
+    [b"9514242627359937e-2", b"-9514242627359937e-2", b"9514242627359937E-2", b"0.1"],
+)
+def test_sixteen_digits_with_an_exponent_a_double_changes_go_the_per_message_way(
+    number: bytes,
+) -> None:
+    """``9514242627359937e-2`` is 95142426273599.37, which a double reads as ...38: a number
+    of sixteen digits with an exponent and no point is looked at as one with a point is."""
+    source = (
+        b'{"version":"2.5.0","connector":"postgresql","ts_ms":0,"db":"shop","schema":"public",'
+        b'"table":"u","txId":null,"sequence":null,"xmin":null}'
+    )
+    event = (
+        b'{"before":null,"after":{"code":0,"label":null,"tags":['
+        + number
+        + b',-1000000000000000e-3]},"source":'
+        + source
+        + b',"op":"c","ts_ms":0,"transaction":{"id":"7:1","total_order":1,'
+        b'"data_collection_order":1}}'
+    )
+    data = _stream([(None, event)], False)
+    for to in TO:
+        ours = _convert(DebeziumJsonFormat({}), data, False, False, False, to)
+        assert ours == _convert(PerMessageDebezium({}), data, False, False, False, to), to
+
+
 def _from_columns(data: bytes, kv: bool, to: type[Format]) -> Any:
     """``_convert`` of Debezium JSON ``data`` to ``to`` (keys and values out), each message
     written from columns: decoding one the per-message way fails the test."""
