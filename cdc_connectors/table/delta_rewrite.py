@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 from cdc_connectors.table import folding
 from cdc_connectors.table.batches import ROW_GROUP, conformed
 
-__all__ = ["Statistics", "rewrite", "row_groups"]
+__all__ = ["FileWriter", "Statistics", "rewrite", "row_groups"]
 
 #: A column's dictionary stops at this size: a column of many values is written plain soon
 #: (the default, a megabyte, makes the writer take twice as long with larger files), one of
@@ -107,7 +107,7 @@ def _json_value(value: Any) -> Any:
     return value.isoformat() if hasattr(value, "isoformat") else value
 
 
-class _File:
+class FileWriter:
     """A data file being written: its rows, their statistics, and its ``add`` action. Rows
     are written in row groups of :data:`ROW_GROUP` rows however small the batches given
     (the row groups of several files, or a filter's few rows of each), so that a file
@@ -193,7 +193,7 @@ def rewrite(
         where = f"{root}/{unquote(path)}"
         if not any(goes(b).any() for b in row_groups(fs, where, schema, goes_reads)):
             continue  # no row of the file goes: it stays as it is
-        kept = _File(fs, root, schema, keys)
+        kept = FileWriter(fs, root, schema, keys)
         for batch in row_groups(fs, where, schema):
             kept.write(batch.filter(pa.array(~goes(batch))))
         actions.append(RemoveAction(unquote(path), True, now, size, {}))  # (escaped again)
@@ -203,7 +203,7 @@ def rewrite(
             actions.append(added)
     folded = _to_fold(every_file, replaced)
     if folded is not None and folded.num_rows:
-        fold = _File(fs, root, schema, keys)
+        fold = FileWriter(fs, root, schema, keys)
         for path, size in zip(
             folded.column("path").to_pylist(), folded.column("size_bytes").to_pylist(), strict=True
         ):
@@ -214,7 +214,7 @@ def rewrite(
         if added is not None:
             actions.append(added)
     if rows.num_rows:
-        new = _File(fs, root, schema, keys)
+        new = FileWriter(fs, root, schema, keys)
         for batch in rows.cast(schema).to_batches(max_chunksize=ROW_GROUP):
             new.write(batch)
         actions.append(new.close(now))

@@ -241,3 +241,36 @@ def test_a_change_data_feed_takes_deletes_of_keys_the_table_never_held(
     apply_changes(store, changes, settings)
     current = [r for r in read_all(store).to_pylist() if r.get("_cdc_is_current", True)]
     assert sorted(r["id"] for r in current) == [0, 7]
+
+
+@pytest.mark.parametrize(
+    "sizes", [[ROW_GROUP - 1, 2], [ROW_GROUP, 0, ROW_GROUP], [3, ROW_GROUP * 2 + 5], [0]]
+)
+def test_a_file_is_written_in_whole_row_groups_whatever_the_batches_given(
+    tmp_path: Path, sizes: list[int]
+) -> None:
+    import pyarrow.fs as pafs
+
+    from cdc_connectors.table.delta_rewrite import FileWriter
+
+    schema = pa.schema([pa.field("id", pa.int64())])
+    written = FileWriter(pafs.LocalFileSystem(), str(tmp_path), schema, ["id"])
+    first = 0
+    for size in sizes:
+        ids = pa.array(range(first, first + size), pa.int64())
+        written.write(pa.RecordBatch.from_arrays([ids], schema=schema))
+        first += size
+    added = written.close(0)
+    if first == 0:
+        assert added is None and not list(tmp_path.iterdir())
+        return
+    data = pq.ParquetFile(tmp_path / added.path)
+    groups = [data.metadata.row_group(g).num_rows for g in range(data.num_row_groups)]
+    assert groups[:-1] == [ROW_GROUP] * (len(groups) - 1) and 0 < groups[-1] <= ROW_GROUP
+    assert data.read().column("id").to_pylist() == list(range(first))
+    stats = json.loads(added.stats)
+    assert (stats["numRecords"], stats["minValues"]["id"], stats["maxValues"]["id"]) == (
+        first,
+        0,
+        first - 1,
+    )
