@@ -51,6 +51,9 @@ _NOTHING = pa.scalar(b"", pa.binary())
 # What orjson escapes in a string: quotes, backslashes and control characters.
 _ESCAPED = np.zeros(256, dtype=bool)
 _ESCAPED[:0x20] = _ESCAPED[ord('"')] = _ESCAPED[ord("\\")] = True
+# Of those, what orjson writes otherwise than with a backslash before it.
+_CONTROL = np.zeros(256, dtype=bool)
+_CONTROL[:0x20] = True
 
 
 def joined(*parts: pa.Array | bytes) -> pa.Array:
@@ -71,10 +74,19 @@ def quoted(texts: pa.Array) -> pa.Array:
         texts = texts.cast(pa.string())
     out = pc.binary_join_element_wise(_QUOTE, texts.cast(pa.binary()), _QUOTE, _NOTHING)
     escaped = wire.rows_holding(texts, _ESCAPED)
-    if escaped.any():  # rare: those strings are written one by one
-        rows = np.flatnonzero(escaped)
+    if not escaped.any():
+        return out
+    control = wire.rows_holding(texts, _CONTROL)
+    plain = escaped & ~control
+    if plain.any():  # quotes and backslashes alone (JSON text in text): a kernel each
+        some = texts.filter(pa.array(plain))
+        some = pc.replace_substring(pc.replace_substring(some, "\\", "\\\\"), '"', '\\"')
+        fixed = pc.binary_join_element_wise(_QUOTE, some.cast(pa.binary()), _QUOTE, _NOTHING)
+        out = pc.replace_with_mask(out, pa.array(plain), fixed)
+    if control.any():  # rare: those strings are written one by one
+        rows = np.flatnonzero(control)
         fixed = pa.array([orjson.dumps(t) for t in texts.take(pa.array(rows)).to_pylist()])
-        out = pc.replace_with_mask(out, pa.array(escaped), fixed)
+        out = pc.replace_with_mask(out, pa.array(control), fixed)
     return out
 
 
