@@ -26,7 +26,6 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
-from urllib.parse import unquote
 
 import pyarrow as pa
 from pyspark.errors import StreamingQueryException
@@ -701,7 +700,9 @@ def _absolute(name: str, settings: dict[str, str]) -> dict[str, str]:
 
 def _store(url: str) -> str:
     """A SQLite registry URL's file, relative to here when it is below."""
-    path = unquote(url[len("sqlite:///") :])
+    from cdc_connectors.registry.embedded import store_place
+
+    path = str(store_place(url))
     relative = os.path.relpath(path)
     return path if relative.startswith("..") else relative
 
