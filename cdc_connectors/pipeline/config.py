@@ -44,6 +44,7 @@ import yaml
 
 from cdc_connectors import plugins
 from cdc_connectors.errors import ConfigError
+from cdc_connectors.options import Options
 from cdc_connectors.pipeline.connectors import Plugin, check_settings, resolve, setting_named
 from cdc_connectors.pipeline.nodes import Keys, Node, compose
 from cdc_connectors.pipeline.outputs import MODES
@@ -75,7 +76,7 @@ class Connector:
     id: str
     type: str  # "source" or "destination"
     plugin: Plugin
-    settings: dict[str, str]
+    settings: Options
     where: str  # "file:line: pipelines[0].connectors[1]" for errors found later
     locate: Callable[[str | None], str]  # a setting -> "file:line: ...settings.<setting>"
     save_mode: str | None = None  # a destination's ``mode`` setting, as given
@@ -90,7 +91,7 @@ class DeadLetterQueue:
     """Where dead letters go, and when they stop the pipeline."""
 
     plugin: Plugin
-    settings: dict[str, str]
+    settings: Options
     fail_fast: bool
     max_error_ratio: float | None
     where: str
@@ -305,7 +306,7 @@ def _pipeline(node: Node, registry: str | None, checkpoints: str) -> Pipeline | 
     )
     for connector, url in ((source, given.source), (destination, given.destination)):
         if url is not None:
-            _set_registry(connector.settings, url)
+            connector.settings["registry"] = url
     if source.settings.get("typed", "false").strip().lower() not in ("false", "0", "no", "off"):
         raise connectors_node.error(
             "the source setting 'typed' is for reading DataFrames; a pipeline moves OpenCDC "
@@ -368,8 +369,8 @@ def _check_paths(
     output forever, a second batch run would read the first one's, and records and dead
     letters would mix. A glob source overlaps what it matches now or could match later."""
 
-    def where(settings: dict[str, str]) -> str | None:
-        path = next((v for k, v in settings.items() if k.lower() == "path"), None)
+    def where(settings: Options) -> str | None:
+        path = settings.get("path")
         return _absolute(path) if path else None
 
     read = where(source.settings) if source.plugin.name == "files" else None
@@ -443,11 +444,10 @@ def _connector(node: Node, registry: str | None) -> Connector:
     where = f"{node.file}:{node.line}: {node.path}"
     reporter = _Reporter(node, settings_node)
     save_mode = None
-    mode_key = next((key for key in settings if key.lower() == "mode"), None)
-    if mode_key is not None and plugin.name != "table":  # a table's mode is its own setting
+    if "mode" in settings and plugin.name != "table":  # a table's mode is its own setting
         if kind != "destination":
             raise reporter("mode", "a save mode is a destination's setting")
-        save_mode = settings.pop(mode_key).strip().lower()
+        save_mode = settings.pop("mode").strip().lower()
     check_settings(plugin, kind, settings, reporter)
     return Connector(connector_id, kind, plugin, settings, where, reporter.locate, save_mode)
 
@@ -458,10 +458,9 @@ def _dead_letters(
     if node is None:
         plugin = resolve("files")
         assert plugin is not None
-        settings = {
-            "path": os.path.join(DEFAULT_DEAD_LETTERS, pipeline_id),
-            "format": DEFAULT_DLQ_FORMAT,
-        }
+        settings = Options(
+            {"path": os.path.join(DEFAULT_DEAD_LETTERS, pipeline_id), "format": DEFAULT_DLQ_FORMAT}
+        )
         if registry:
             settings["registry"] = registry
         where = f"{pipeline.file}:{pipeline.line}: {pipeline.path}"
@@ -505,24 +504,15 @@ def _plugin(node: Node) -> Plugin:
     return plugin
 
 
-def _set_registry(settings: dict[str, str], url: str) -> None:
-    """``settings`` with their ``registry`` (in whatever case it is spelt) ``url``."""
-    for key in [k for k in settings if k.lower() == "registry"]:
-        del settings[key]
-    settings["registry"] = url
-
-
-def _settings(node: Node | None, registry: str | None) -> dict[str, str]:
-    settings: dict[str, str] = {}
-    seen: dict[str, str] = {}
+def _settings(node: Node | None, registry: str | None) -> Options:
+    settings = Options()
     if node is not None:
         for key, value in node.mapping().items():
             # Connectors read setting names in any case (as Spark options are): two
             # spellings of one name would silently override each other.
-            twin = seen.get(key.lower())
+            twin = settings.spelling(key)
             if twin is not None:
                 raise value.error(f"the same setting as {twin!r} (setting names ignore case)")
-            seen[key.lower()] = key
             settings[key] = value.setting()
             if key.lower() == "registry":
                 _shared_registry(settings[key].strip(), value)

@@ -21,6 +21,7 @@ from cdc_connectors import plugins
 from cdc_connectors.connectors.messages import SettingError, open_format
 from cdc_connectors.errors import ConfigError
 from cdc_connectors.opencdc import Record
+from cdc_connectors.options import Options
 
 __all__ = ["Plugin", "check_settings", "resolve"]
 
@@ -75,30 +76,33 @@ class Plugin:
     def message_columns(self) -> tuple[str, ...]:
         return MESSAGE_COLUMNS.get(self.name, ("key", "value"))
 
-    def routing(self, settings: Mapping[str, str]) -> tuple[Route | None, dict[str, str]]:
+    def routing(self, settings: Mapping[str, str]) -> tuple[Route | None, Options]:
         """A destination's topic template, rendered per record by the pipeline (its rows
         reach the writer as messages, without metadata), and the writer's settings then."""
-        topic = settings.get("topic")
+        rest = Options(settings)
+        topic = rest.get("topic")
         if self.name != "kafka" or topic is None:
-            return None, dict(settings)
+            return None, rest
         writing = importlib.import_module("cdc_connectors.connectors.kafka_write")
         template = writing.TopicTemplate(topic.strip())
         if template.fixed:
-            return None, dict(settings)
-        return TopicRoute(template), {k: v for k, v in settings.items() if k != "topic"}
+            return None, rest
+        del rest["topic"]
+        return TopicRoute(template), rest
 
     @property
     def default_format(self) -> str:
         return DEFAULT_FORMATS.get(self.name, "opencdc-json")
 
-    def format_settings(self, settings: Mapping[str, str]) -> dict[str, str]:
+    def format_settings(self, settings: Mapping[str, str]) -> Options:
         """The settings that name the format a destination's records are encoded in: its
         own, or the fixed format of a connector that takes one (a table)."""
+        given = Options(settings)
         fixed = FIXED_FORMATS.get(self.name)
         if fixed is None:
-            return dict(settings)
-        registry = settings.get("registry")
-        return {"format": fixed, **({"registry": registry} if registry else {})}
+            return given
+        registry = given.get("registry")
+        return Options({"format": fixed, **({"registry": registry} if registry else {})})
 
 
 class TopicRoute:
@@ -157,6 +161,7 @@ def setting_named(message: str) -> str | None:
 def check_settings(plugin: Plugin, role: str, settings: Mapping[str, str], report: Report) -> None:
     """Check ``settings`` for a connector of ``role`` (source/destination) on the driver;
     a complaint becomes ``report(setting, problem)``, raised."""
+    settings = Options(settings)
     try:
         source = plugin.source_class(dict(settings))
         if plugin.name == "kafka":
@@ -186,7 +191,7 @@ def missing_input(plugin: Plugin, settings: Mapping[str, str]) -> str | None:
     before any pipeline of a file runs (a glob may match nothing yet)."""
     if plugin.name != "files":
         return None
-    path = next((v for k, v in settings.items() if k.lower() == "path"), "")
+    path = Options(settings).get("path", "")
     if path and not glob.has_magic(path) and not os.path.exists(path):
         return f"cdc-files setting 'path': {path!r} does not exist"
     return None

@@ -23,7 +23,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -41,7 +41,7 @@ from cdc_connectors.connectors.table import TableDataSource, TableWriter, table_
 from cdc_connectors.connectors.table_write import COMMITS, letter_reason, task_commits
 from cdc_connectors.errors import ConfigError, FailFastError
 from cdc_connectors.formats.base import Format
-from cdc_connectors.options import TRUE
+from cdc_connectors.options import TRUE, Options
 from cdc_connectors.pipeline import outputs
 from cdc_connectors.pipeline.config import Config, Connector, DeadLetterQueue, Pipeline
 from cdc_connectors.pipeline.connectors import missing_input
@@ -186,8 +186,8 @@ class _Prepared:
 
     fmt: Format  # the destination's
     route: Route | None
-    writer_settings: dict[str, str]
-    source_settings: dict[str, str]
+    writer_settings: Options
+    source_settings: Options
     fused: SourceFormat | None
     in_task: InTask | None
 
@@ -210,15 +210,15 @@ class _Prepared:
         return cls(fmt, route, writer_settings, source_settings, fused, plan)
 
 
-def _table_dead_letters(pipeline: Pipeline, settings: dict[str, str]) -> dict[str, str]:
+def _table_dead_letters(pipeline: Pipeline, settings: Options) -> Options:
     """A table destination's refused records go to the pipeline's dead-letter files (unless
     its ``deadLetters`` says otherwise), where the pipeline counts them."""
     dlq = pipeline.dead_letters
     if pipeline.destination.plugin.spark_name != _TABLE or dlq.plugin.spark_name != _FILES:
         return settings
-    if any(k.lower() == "deadletters" for k in settings):
+    if "deadLetters" in settings:
         return settings
-    return {**settings, "deadLetters": os.path.abspath(_path(dlq.settings))}
+    return Options({**settings, "deadLetters": os.path.abspath(dlq.settings["path"])})
 
 
 def light_driver(config: Config) -> bool:
@@ -489,17 +489,14 @@ class _Job:
                 "batchId": str(batch_id),
                 "checkpointLocation": os.path.abspath(self.pipeline.checkpoint),
             }
-        path = _path(settings)
+        path = settings["path"]
         try:
             output = outputs.stage(path, self.pipeline.save_mode)
         except OSError as exc:
             refused = f"{name} setting 'path': cannot write to {path!r}: {exc.strerror or exc}"
             raise SettingRefused(f"{place_of(refused)}: {refused}") from None
         staged.append(output)
-        return {
-            **{k: v for k, v in settings.items() if k.lower() != "path"},
-            "path": output.staging,
-        }
+        return Options({**settings, "path": output.staging})
 
     def _write(
         self,
@@ -642,31 +639,34 @@ def _commit(writer: FilesWriter | TableWriter, messages: list[Any]) -> None:
         raise
 
 
-def _fused_source(source: Connector) -> tuple[dict[str, str], SourceFormat | None]:
+def _fused_source(source: Connector) -> tuple[Options, SourceFormat | None]:
     """The settings the source is read with, and the format a fused stage decodes with.
 
     A Kafka source with a format (not ``raw``, not ``typed``) is read as raw messages and
     decoded in the stage (:func:`~cdc_connectors.pipeline.plan.converter`); any other
     source is read as configured.
     """
-    settings = dict(source.settings)
-    lowered = {key.lower(): key for key in settings}
-    name = settings.get(lowered.get("format", "format"), "raw").strip() or "raw"
-    typed = settings.get(lowered.get("typed", "typed"), "false").strip().lower() in TRUE
+    settings = Options(source.settings)
+    name = settings.get("format", "raw").strip() or "raw"
+    typed = settings.get("typed", "false").strip().lower() in TRUE
     if source.plugin.spark_name != _KAFKA or name == "raw" or typed:
         return settings, None
-    fail_fast = settings.get(lowered.get("failfast", "failFast"), "false").strip().lower()
+    fail_fast = settings.get("failFast", "false").strip().lower()
     fmt = open_format(
-        {k: v for k, v in settings.items() if k.lower() == "format" or k.startswith("format.")},
+        Options(
+            {k: v for k, v in settings.items() if k.lower() == "format" or k.startswith("format.")}
+        ),
         default=name,
         registry=settings.get("registry"),
         connector=_KAFKA,
     )
-    raw = {
-        k: v
-        for k, v in settings.items()
-        if k.lower() not in _FORMAT_SETTINGS and not k.startswith("format.")
-    }
+    raw = Options(
+        {
+            k: v
+            for k, v in settings.items()
+            if k.lower() not in _FORMAT_SETTINGS and not k.startswith("format.")
+        }
+    )
     return raw, SourceFormat(fmt, _KAFKA, fail_fast in TRUE)
 
 
@@ -687,15 +687,13 @@ def _warm_up(spark: SparkSession) -> None:
         spark.range(cores, numPartitions=cores).mapInArrow(_ready, "id long").count()
 
 
-def _absolute(name: str, settings: dict[str, str]) -> dict[str, str]:
+def _absolute(name: str, settings: Mapping[str, str]) -> Options:
     """``settings`` with a files connector's relative ``path`` made absolute here, on the
     driver: executors on other machines resolve paths in their own working directory."""
-    if name != _FILES:
-        return settings
-    return {
-        key: os.path.abspath(value) if key.lower() == "path" and value else value
-        for key, value in settings.items()
-    }
+    absolute = Options(settings)
+    if name == _FILES and absolute.get("path"):
+        absolute["path"] = os.path.abspath(absolute["path"])
+    return absolute
 
 
 def _store(url: str) -> str:
@@ -707,17 +705,13 @@ def _store(url: str) -> str:
     return path if relative.startswith("..") else relative
 
 
-def _path(settings: dict[str, str]) -> str:
-    return next(v for k, v in settings.items() if k.lower() == "path")
-
-
 def _file_outputs(pipeline: Pipeline) -> list[tuple[str, str]]:
     """The file outputs of a batch pipeline: (what, path), the destination first."""
     found = []
     if pipeline.destination.plugin.spark_name == _FILES:
-        found.append(("destination", _path(pipeline.destination.settings)))
+        found.append(("destination", pipeline.destination.settings["path"]))
     if pipeline.dead_letters.plugin.spark_name == _FILES:
-        found.append(("dead-letter", _path(pipeline.dead_letters.settings)))
+        found.append(("dead-letter", pipeline.dead_letters.settings["path"]))
     return found
 
 

@@ -26,6 +26,7 @@ from urllib.parse import quote
 
 from cdc_connectors import plugins
 from cdc_connectors.formats.base import Format
+from cdc_connectors.options import Options
 
 __all__ = ["FOLDER", "Registries", "check_store", "make_store", "table_registries"]
 
@@ -46,7 +47,8 @@ class Registries:
 
 def _setting(settings: Mapping[str, str], name: str) -> str | None:
     """The value of a setting (any case), stripped; ``None`` where it is not given."""
-    return next((v.strip() for k, v in settings.items() if k.lower() == name), None)
+    value = Options(settings).get(name)
+    return None if value is None else value.strip()
 
 
 def table_registries(

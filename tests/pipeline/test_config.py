@@ -406,3 +406,24 @@ def test_a_table_made_with_a_registry_is_typed_and_later_writers_are_given_one(
     assert pipeline.destination.settings["registry"] == named
     (pipeline,) = parse(_table_file("path: in, format: debezium-json"), "p.yaml").pipelines
     assert pipeline.schemas is not None  # (its own store, beside it)
+
+
+def test_settings_are_read_in_any_case_as_spark_reads_them() -> None:
+    kafka_source = _with(
+        "plugin: builtin:file\n        settings:\n          path: in/\n",
+        "plugin: kafka\n        settings:\n          servers: 127.0.0.1:9092\n"
+        "          topics: orders\n          endingoffsets: latest\n",
+    )
+    assert parse(kafka_source).pipelines[0].batch  # as endingOffsets does
+    assert "typed" in _error(_with("path: in/", "path: in/\n          Typed: 'true'"))
+    own = parse(_with("path: in/", "path: in/\n          Registry: sqlite:///own.db"))
+    assert dict(own.pipelines[0].source.settings)["Registry"] == "sqlite:///own.db"
+    assert "registry" not in dict(own.pipelines[0].source.settings)  # one setting, not two
+
+
+def test_a_dead_letter_format_in_any_case_is_the_one_written() -> None:
+    config = parse(
+        _with("settings: {path: ./dlq}", "settings: {path: ./dlq, Format: opencdc-proto}")
+    )
+    assert dict(config.pipelines[0].dead_letters.settings)["Format"] == "opencdc-proto"
+    assert "format" not in dict(config.pipelines[0].dead_letters.settings)
