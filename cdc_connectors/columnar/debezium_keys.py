@@ -51,6 +51,7 @@ from cdc_connectors.opencdc.proto_codec import record_to_proto_bytes
 from cdc_connectors.schema import framing
 from cdc_connectors.schema.connect import ConnectSchema, parse_connect_schema
 from cdc_connectors.spark.debezium_typed import TypedKeyReader, two_documents
+from cdc_connectors.spark.json_blocks import read_lines, too_deep
 
 __all__ = ["KeyColumns", "Keys", "merged", "raw_fields", "typed_fields"]
 
@@ -265,11 +266,13 @@ class KeyColumns:
         ``{"payload": ...}`` wrapper), written from columns; ``None`` when Arrow reads them
         otherwise (then they go one by one)."""
         count = len(keys)
+        if too_deep(keys).any():
+            return None
         joined = pc.binary_join(
             pa.ListArray.from_arrays(pa.array([0, count], pa.int32()), keys), b"\n"
         )
         try:
-            table = pajson.read_json(
+            table = read_lines(
                 pa.py_buffer(joined[0].as_buffer().to_pybytes()), read_options=_READ_OPTIONS
             )
             if table.num_rows != count or not table.num_columns:

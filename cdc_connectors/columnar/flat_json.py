@@ -27,7 +27,7 @@ from cdc_connectors.columnar.confluent_frames import non_finite
 from cdc_connectors.json_values import ESCAPE
 from cdc_connectors.opencdc import json_codec
 from cdc_connectors.spark.arrow_names import member, names_are_text
-from cdc_connectors.spark.json_blocks import one_block
+from cdc_connectors.spark.json_blocks import read_lines, too_deep
 from cdc_connectors.spark.schema import OPENCDC_ARROW_SCHEMA
 
 __all__ = [
@@ -93,6 +93,8 @@ class JsonBatchReader:
         """The batch as Arrow reads it, one row a message, or ``None`` when Arrow cannot
         read it so."""
         count = len(texts)
+        if too_deep(texts).any():
+            return None
         joined = pc.binary_join(
             pa.ListArray.from_arrays(pa.array([0, count], pa.int32()), texts), b"\n"
         )
@@ -129,7 +131,7 @@ def _read(text: pa.Buffer, hint: frozenset[tuple[str, ...]]) -> pa.Table | None:
     schema = _schema_of(hint) if hint else None
     options = pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer")
     try:
-        return pajson.read_json(text, read_options=one_block(text), parse_options=options)
+        return read_lines(text, options)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
 

@@ -27,7 +27,7 @@ import pyarrow.json as pajson
 from cdc_connectors.json_values import ESCAPE
 from cdc_connectors.spark.arrow_masks import mask
 from cdc_connectors.spark.arrow_names import member, names_are_text
-from cdc_connectors.spark.json_blocks import one_block
+from cdc_connectors.spark.json_blocks import read_lines, too_deep
 
 __all__ = ["Inferred", "infer_envelope"]
 
@@ -278,20 +278,21 @@ def _read(values: pa.Array) -> pa.Table | None:
     read of all, or, where the others do not fit them, inferred from all; ``None`` when
     Arrow cannot read them."""
     count = len(values)
+    if too_deep(values).any():
+        return None
     text = _joined(values)
     if count > _SAMPLE:
         picks = np.unique(np.linspace(0, count - 1, _SAMPLE).astype(np.int64))
         sample = _joined(values.take(pa.array(picks)))
         try:
-            inferred = pajson.read_json(sample, read_options=one_block(sample))
+            inferred = read_lines(sample)
             types = _read_types(inferred.schema)
             options = pajson.ParseOptions(explicit_schema=types, unexpected_field_behavior="infer")
-            table = pajson.read_json(text, read_options=one_block(text), parse_options=options)
-            return _lists_whole(table, text)
+            return _lists_whole(read_lines(text, options), text)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             pass  # a field of another type elsewhere (or null throughout the sample)
     try:
-        return _lists_whole(pajson.read_json(text, read_options=one_block(text)), text)
+        return _lists_whole(read_lines(text), text)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
 
@@ -304,7 +305,7 @@ def _lists_whole(table: pa.Table, text: pa.Buffer) -> pa.Table:
     if not any(_holds_lists(field.type) for field in table.schema):
         return table
     options = pajson.ParseOptions(explicit_schema=_read_types(table.schema))
-    return pajson.read_json(text, read_options=one_block(text), parse_options=options)
+    return read_lines(text, options)
 
 
 def _holds_lists(type_: pa.DataType) -> bool:

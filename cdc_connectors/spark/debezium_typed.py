@@ -97,7 +97,7 @@ from cdc_connectors.spark.envelope_columns import (
     mask,
     metadata_map,
 )
-from cdc_connectors.spark.json_blocks import one_block
+from cdc_connectors.spark.json_blocks import read_lines, too_deep
 from cdc_connectors.spark.schema import OPENCDC_ARROW_SCHEMA, OPENCDC_SCHEMA
 
 __all__ = [
@@ -932,6 +932,8 @@ def _read_rests(rest: pa.Array, json_schema: pa.Schema) -> pa.Table:
     document a line; documents written over several lines (a pretty printer's) are read
     again with newlines allowed inside them, which is slower."""
     count = len(rest)
+    if too_deep(rest).any():
+        raise pa.ArrowInvalid("a message nested deeper than Arrow's reader reads safely")
     # "\n{" before each: the first line is blank (the reader skips it), and the text is
     # the joined column's own buffer, not copied.
     lines = pa.concat_arrays([pa.array([b""], pa.binary()), rest.cast(pa.binary())])
@@ -941,7 +943,7 @@ def _read_rests(rest: pa.Array, json_schema: pa.Schema) -> pa.Table:
     text = joined[0].as_buffer()
     options = pajson.ParseOptions(explicit_schema=json_schema, unexpected_field_behavior="infer")
     try:
-        table = pajson.read_json(text, read_options=one_block(text), parse_options=options)
+        table = read_lines(text, options)
         if table.num_rows == count:
             return _named_as_text(table)
     except pa.ArrowInvalid:
@@ -953,9 +955,7 @@ def _read_rests(rest: pa.Array, json_schema: pa.Schema) -> pa.Table:
     options = pajson.ParseOptions(
         explicit_schema=json_schema, unexpected_field_behavior="infer", newlines_in_values=True
     )
-    return _named_as_text(
-        pajson.read_json(text, read_options=one_block(text), parse_options=options)
-    )
+    return _named_as_text(read_lines(text, options))
 
 
 def _named_as_text(table: pa.Table) -> pa.Table:
