@@ -349,7 +349,7 @@ def convert(
                 progress=progress,
             )
         except StreamError as exc:
-            if streams.output is None:
+            if streams.output is None or places.errors_to_stdout:
                 settle_stdout()
                 if exc.closed_pipe:
                     # The reader has what it wanted (``| head``): end as a Unix tool killed

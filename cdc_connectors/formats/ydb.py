@@ -184,6 +184,8 @@ class YdbJsonFormat(Format):
             step, tx_id = _timestamp(obj["ts"], "ts")
             metadata["ydb.step"], metadata["ydb.txId"] = str(step), str(tx_id)
             created_at = step * _NS_PER_MS
+            if created_at >= 2**63:
+                raise CodecError(f"ts[0]: step {step} is beyond the nanoseconds 64 bits hold")
 
         images = old is not None or new is not None or self.mode in IMAGE_MODES
         before, after = old, new

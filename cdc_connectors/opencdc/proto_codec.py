@@ -62,7 +62,8 @@ def _from_value(value: struct_pb2.Value) -> Any:
         return [_from_value(v) for v in value.list_value.values]
     if kind == "number_value":
         number = value.number_value
-        if math.isfinite(number) and number.is_integer() and -_EXACT <= number <= _EXACT:
+        integral = math.isfinite(number) and number.is_integer() and -_EXACT <= number <= _EXACT
+        if integral and not (number == 0 and math.copysign(1.0, number) < 0):  # -0.0 stays
             return int(number)
         return number
     if kind == "string_value":

@@ -245,10 +245,16 @@ def store_place(url: str) -> Path | None:
         return None
     if parsed.scheme != "sqlite":
         raise errors.RegistryURLError(f"not an embedded registry URL: {redact_url(url)!r}")
-    if parsed.netloc:
+    if parsed.netloc or not url[: len("sqlite://")].lower() == "sqlite://":
         raise errors.RegistryURLError(
-            f"registry URL {redact_url(url)!r} has a host: use sqlite:///relative/path.db "
-            "or sqlite:////absolute/path.db"
+            f"registry URL {redact_url(url)!r} "
+            f"{'has a host' if parsed.netloc else 'has no // after its scheme'}: use "
+            "sqlite:///relative/path.db or sqlite:////absolute/path.db"
+        )
+    if "#" in url:
+        raise errors.RegistryURLError(
+            f"registry URL {redact_url(url)!r}: '#' would end the file's name there; "
+            "write it as %23"
         )
     # As SQLAlchemy reads it: sqlite:///rel.db is relative, sqlite:////abs.db absolute.
     path = Path(unquote(parsed.path)[1:])

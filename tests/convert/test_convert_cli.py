@@ -385,13 +385,18 @@ def test_kv_lines_read_without_kv_say_so(fmt: str):
     assert result.stdout == b""
 
 
-def test_a_reader_that_goes_away_ends_the_run_quietly_as_unix_tools_do(tmp_path):
+@pytest.mark.parametrize("to_stdout", ["records", "dead letters"])
+def test_a_reader_that_goes_away_ends_the_run_quietly_as_unix_tools_do(tmp_path, to_stdout):
     import subprocess
     import sys
 
     line = b'{"operation":"create","payload":{"after":{"a":1}}}\n'
+    if to_stdout == "dead letters":
+        line = b'{"operation":"create","payload":{"after":{"a":1\n'
     source = tmp_path / "many.jsonl"
     source.write_bytes(line * 50_000)
+    output = tmp_path / "out.jsonl"
+    where = ["--errors", "-", "-o", str(output)] if to_stdout == "dead letters" else []
     with subprocess.Popen(
         [
             sys.executable,
@@ -403,13 +408,15 @@ def test_a_reader_that_goes_away_ends_the_run_quietly_as_unix_tools_do(tmp_path)
             "--to",
             "opencdc-json",
             str(source),
+            *where,
         ],
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=subprocess.DEVNULL if to_stdout == "dead letters" else subprocess.PIPE,
     ) as run:
-        assert run.stdout is not None and run.stderr is not None
+        assert run.stdout is not None
         assert run.stdout.readline().startswith(b'{"position"')
         run.stdout.close()  # as `| head -1` does
-        stderr = run.stderr.read()
+        stderr = b"" if run.stderr is None else run.stderr.read()
         assert run.wait(60) == 141
     assert stderr == b""
+    assert list(tmp_path.iterdir()) == [source]  # no output, no partial file

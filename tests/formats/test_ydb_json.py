@@ -293,6 +293,8 @@ BAD_INPUT = [
     (b'{"key":[1],"update":{},"ts":["1",2]}', "ts[0] must be an unsigned 64-bit integer"),
     (b'{"key":[1],"update":{},"ts":[1,true]}', "ts[1] must be an unsigned 64-bit integer"),
     (b'{"key":[1],"update":{},"ts":[-1,2]}', "ts[0] must be an unsigned 64-bit integer, not -1"),
+    # a step whose nanoseconds (opencdc.createdAt) do not fit in 64 bits
+    (b'{"key":[1],"update":{},"ts":[9223372036855,2]}', "beyond the nanoseconds 64 bits hold"),
     # numbers a double would change: refused, never rounded
     (b'{"key":[18446744073709551616],"erase":{}}', "does not fit in 64 bits"),
     (b'{"key":[1],"update":{"n":-9223372036854775809}}', "does not fit in 64 bits"),

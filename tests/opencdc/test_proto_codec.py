@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import math
 from decimal import Decimal
 
 import pytest
@@ -45,6 +46,13 @@ def test_struct_numbers_are_doubles_integral_ones_come_back_as_int():
     back = record_from_proto_bytes(record_to_proto_bytes(record)).payload.after
     assert back == {"i": 7, "f": 1.5, "nested": {"l": [1, 2.25, None, True]}}
     assert type(back["i"]) is int
+
+
+def test_negative_zero_comes_back_as_itself():
+    record = Record.new("create", after={"z": -0.0, "l": [-0.0, 0.0]})
+    back = record_from_proto_bytes(record_to_proto_bytes(record)).payload.after
+    assert [math.copysign(1.0, v) for v in (back["z"], *back["l"])] == [-1.0, -1.0, 1.0]
+    assert type(back["z"]) is float and type(back["l"][1]) is int
 
 
 def test_garbage_protobuf_is_a_codec_error():

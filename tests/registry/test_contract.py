@@ -387,6 +387,15 @@ def test_sqlite_urls_read_as_sqlalchemy_does(tmp_path, monkeypatch):
     assert (tmp_path / "abs" / "registry.db").is_file()
     with pytest.raises(ValueError, match="has a host"):
         open_registry("sqlite://host/registry.db")
+    # the parts a URL parser would read otherwise: a store's name cut or another file named
+    with pytest.raises(ValueError, match="has no // after its scheme"):
+        open_registry("sqlite:registry.db")
+    with pytest.raises(ValueError, match="'#' would end the file's name there"):
+        open_registry("sqlite:///my#store.db")
+    escaped = open_registry("SQLITE:///my%23store.db")
+    escaped.close()
+    assert (tmp_path / "my#store.db").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".cdc", "abs", "my#store.db"]
 
 
 def test_bad_http_settings_name_the_setting_and_hide_the_password():
