@@ -167,7 +167,7 @@ class SchemaKeys:
         cls = message_class(writer.text, writer.references, (0,))
         if not readable(cls.DESCRIPTOR):
             return None
-        decoder = ProtobufBatchDecoder(cls)
+        decoder = ProtobufBatchDecoder(cls, exact=True)  # nanoseconds: the per-message way
         row_type = doubles_for_floats(decoder.arrow_type)
         assert isinstance(row_type, pa.StructType)
         connect = parse_connect_schema(connect_block(row_type, "key"))

@@ -47,10 +47,9 @@ from cdc_connectors.columnar.avro_rows import codes
 from cdc_connectors.formats.protobuf import ProtobufFormat
 from cdc_connectors.opencdc import CodecError
 from cdc_connectors.registry.store import Resolved
-from cdc_connectors.schema import framing
+from cdc_connectors.schema import float32, framing
 from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.schema.protobuf import (
-    FLOAT_MAX,
     MAX_SECONDS,
     MIN_SECONDS,
     TIMESTAMP,
@@ -485,7 +484,7 @@ def _float_values(single: bool) -> _Values:
                 np.zeros(len(doubles), dtype=bool),
             )
         with np.errstate(over="ignore", invalid="ignore"):
-            bad = wire.valid(column) & np.isfinite(doubles) & (np.abs(doubles) > FLOAT_MAX)
+            bad = wire.valid(column) & ~float32.holds_each(doubles)
             floats = doubles.astype("<f4")
         return _fixed(floats), floats.view(np.uint32) != 0, bad
 

@@ -41,10 +41,9 @@ import datetime as dt
 import io
 import math
 import re
-import struct
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any, NamedTuple, Protocol
 from uuid import UUID
@@ -57,7 +56,7 @@ from fastavro.read import SchemaResolutionError
 from fastavro.schema import SchemaParseException
 
 from cdc_connectors.opencdc import CodecError
-from cdc_connectors.schema import avro_resolution
+from cdc_connectors.schema import avro_resolution, float32, instants
 from cdc_connectors.schema.errors import SchemaError
 
 __all__ = [
@@ -91,9 +90,17 @@ _TEMPORAL = {
     "time-millis": dt.time.fromisoformat,
     "time-micros": dt.time.fromisoformat,
 }
+#: Logical types written as a count of a unit: how a value's nanoseconds are found, and
+#: how many units make a second.
+_COUNTED: dict[str, tuple[Callable[[Any], int], int]] = {
+    "timestamp-millis": (instants.epoch_nanos, 1_000),
+    "timestamp-micros": (instants.epoch_nanos, 1_000_000),
+    "timestamp-nanos": (instants.epoch_nanos, 1_000_000_000),
+    "time-millis": (instants.day_nanos, 1_000),
+    "time-micros": (instants.day_nanos, 1_000_000),
+}
 _RANGES = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
 _EXACT_DOUBLE = 2**53
-_MAX_FLOAT32 = 3.4028234663852886e38
 _NAMED = ("record", "error", "enum", "fixed")
 _ADDRESS = re.compile(r" at 0x[0-9a-f]+")
 
@@ -792,6 +799,21 @@ _NOT_LOGICAL = object()
 
 def _logical(logical: str, schema: Any, value: Any, where: str) -> Any:
     parse = _TEMPORAL.get(logical)
+    counted = _COUNTED.get(logical)
+    if counted is not None and isinstance(value, str | dt.datetime | dt.time):
+        # The count itself, every digit of the text kept: fastavro would cut a datetime's
+        # microseconds to milliseconds, and Python's text to microseconds.
+        nanos_of, per_second = counted
+        try:
+            return instants.count(nanos_of(value), per_second, value)
+        except ValueError as exc:
+            if "finer than" in str(exc):
+                raise CodecError(f"{_at(where)}: {exc}") from None
+            if isinstance(value, str):
+                raise CodecError(
+                    f"{_at(where)}: {value!r:.60} is not an ISO 8601 {logical}"
+                ) from None
+            raise CodecError(f"{_at(where)}: {exc}") from None
     if parse is not None and isinstance(value, dt.date | dt.time):
         return value  # native values: fastavro converts them itself
     if logical == "uuid" and isinstance(value, UUID):
@@ -894,22 +916,9 @@ def _double(value: Any, where: str) -> Any:
 
 def _float(value: Any, where: str) -> Any:
     number = _double(value, where)
-    if number is None or not math.isfinite(number):
+    if number is None or float32.holds(number):
         return number
-    if abs(number) <= _MAX_FLOAT32:
-        single = struct.unpack("<f", struct.pack("<f", number))[0]
-        # A 32-bit float holds the value when it is that float, or that float's shortest text.
-        if single == number or _shortest32(single) == number:
-            return number
     raise CodecError(f"{_at(where)}: {value} would change as an Avro float (32 bits)")
-
-
-def _shortest32(single: float) -> float:
-    for digits in range(1, 10):
-        candidate = float(f"{single:.{digits}g}")
-        if struct.unpack("<f", struct.pack("<f", candidate))[0] == single:
-            return candidate
-    return single
 
 
 def _union(members: list[Any], value: Any, where: str, branches: Branches | None) -> Any:

@@ -55,6 +55,7 @@ from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescript
 from google.protobuf.message import DecodeError, Message
 from google.protobuf.message_factory import GetMessageClass
 
+from cdc_connectors.schema import float32, instants
 from cdc_connectors.schema.errors import SchemaError
 
 FileSet: TypeAlias = descriptor_pb2.FileDescriptorSet
@@ -425,7 +426,7 @@ def to_dict(message: Message) -> dict[str, Any]:
     int64 and uint64 are ints, bytes bytes, enums their value names (the number when
     the schema has no name for it), repeated fields lists, maps dicts, a set proto2
     extension under its full name in brackets (``[shop.v1.note]``), Timestamps aware
-    UTC datetimes (microseconds: the nanoseconds beyond them are dropped), wrappers
+    UTC datetimes (or their ISO 8601 text, where they have nanoseconds), wrappers
     their value, Struct/Value/ListValue plain JSON values. Unset message fields and
     unset fields with presence (proto3 ``optional``, proto2 ``optional``) are None;
     of a oneof only the member that is set appears. Unset proto3 scalars are their
@@ -560,10 +561,16 @@ def _element_reader(fd: FieldDescriptor) -> _Reader | None:
     return _reader(fd.message_type)
 
 
-def _read_timestamp(value: Any) -> datetime.datetime:
+def _read_timestamp(value: Any) -> datetime.datetime | str:
+    """A Timestamp as an aware UTC ``datetime``, or as its ISO 8601 text where it has
+    nanoseconds a ``datetime`` does not hold (``...T00:00:00.123456789+00:00``)."""
     if not MIN_SECONDS <= value.seconds <= MAX_SECONDS or not 0 <= value.nanos < 10**9:
         raise _PathError(f"Timestamp {value.seconds}s {value.nanos}ns is outside 0001..9999")
     moment: datetime.datetime = value.ToDatetime(tzinfo=_UTC)
+    if value.nanos % 1_000:
+        return (
+            moment.replace(microsecond=0).isoformat().replace("+00:00", f".{value.nanos:09d}+00:00")
+        )
     return moment
 
 
@@ -713,12 +720,15 @@ def _scalar_writer(field_type: int) -> _Writer:
             raise _PathError(f"expected {what}, got {_kind(value)}")
         if isinstance(value, bytearray | memoryview):
             return bytes(value)
+        given = value
         if isinstance(value, int) and field_type in (_FD.TYPE_DOUBLE, _FD.TYPE_FLOAT):
             if float(value) != value:
                 raise _PathError(f"{value} has no exact {_FD_NAMES[field_type]} value")
             value = float(value)
-        if field_type == _FD.TYPE_FLOAT and math.isfinite(value) and abs(value) > FLOAT_MAX:
-            raise _PathError(f"{value} is beyond the range of a float")
+        if field_type == _FD.TYPE_FLOAT and not float32.holds(value):
+            if math.isfinite(value) and abs(value) > FLOAT_MAX:
+                raise _PathError(f"{given} is beyond the range of a float")
+            raise _PathError(f"{given} would change as a float (32 bits)")
         return value
 
     return write_scalar
@@ -755,11 +765,18 @@ def _timestamp_writer(cls: type[Message]) -> _Writer:
         if isinstance(value, cls):
             return value
         if isinstance(value, str):
-            # Structured data carries timestamps as ISO 8601 text (JSON has no time type).
+            # Structured data carries timestamps as ISO 8601 text (JSON has no time type),
+            # to the nanosecond a Timestamp holds.
             try:
-                value = datetime.datetime.fromisoformat(value)
-            except ValueError:
+                nanos = instants.epoch_nanos(value)
+            except ValueError as exc:
+                if "finer than" in str(exc):
+                    raise _PathError(str(exc)) from None
                 raise _PathError(f"{value!r:.60} is not an ISO 8601 timestamp") from None
+            stamp = cls()
+            stamp.FromNanoseconds(nanos)
+            _read_timestamp(stamp)  # in the range of a Timestamp
+            return stamp
         if not isinstance(value, datetime.datetime):
             raise _PathError(f"expected a datetime or ISO 8601 text, got {_kind(value)}")
         stamp = cls()

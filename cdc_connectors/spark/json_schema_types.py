@@ -50,6 +50,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from cdc_connectors.schema import float32
+
 __all__ = ["Shape", "shape_of"]
 
 _INTEGERS: dict[str, DataType] = {"int8": ByteType(), "int16": ShortType(), "int32": IntegerType()}
@@ -193,7 +195,7 @@ def _number(schema: dict[str, Any]) -> Shape:
         number = float(value)
         if isinstance(value, Decimal) or (isinstance(value, int) and int(number) != value):
             raise ValueError(f"at {place}: {value} has more digits than a double holds")
-        if single and not _fits_float32(number):
+        if single and not float32.holds(number):
             raise ValueError(f"at {place}: {value} is not a float (32 bits) exactly")
         return number
 
@@ -215,17 +217,6 @@ _SCALARS: dict[Any, Callable[[dict[str, Any]], Shape]] = {
     "number": _number,
     "boolean": _boolean,
 }
-
-
-def _fits_float32(number: float) -> bool:
-    """Whether a float (32 bits) reads back as ``number`` (as a Java ``float`` printed to
-    JSON, ``0.1``, does; ``16777217`` and ``3.4e39`` do not)."""
-    import numpy as np
-
-    with np.errstate(over="ignore"):
-        single = np.float32(number)
-    exact = float(single) == number  # the float itself, or the text a float prints as
-    return bool(np.isfinite(single)) and (exact or float(str(single)) == number)
 
 
 _FRACTION = re.compile(r"\.(\d+)")

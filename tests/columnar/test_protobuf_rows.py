@@ -302,6 +302,10 @@ def test_from_dict_refuses_a_double_beyond_a_float_and_writes_a_decimal_as_its_t
     cls = message_class(_HEAD + "message M { float f = 1; string s = 2; }\n")
     with pytest.raises(SchemaError, match="beyond the range of a float"):
         from_dict({"f": 1e39}, cls)
+    for changed in (16777217, 0.123456789, 0.10000000000000002):
+        with pytest.raises(SchemaError, match=f"{changed} would change as a float"):
+            from_dict({"f": changed}, cls)
+    assert [from_dict({"f": held}, cls).f for held in (16777216, 0.5)] == [16777216.0, 0.5]
     assert from_dict({"f": float("inf")}, cls).f == float("inf")
     assert from_dict({"s": decimal.Decimal("-0.50")}, cls).s == "-0.50"
     assert from_dict({"s": decimal.Decimal("1E+2")}, cls).s == "100"

@@ -300,3 +300,37 @@ def test_decimals_are_written_in_the_fewest_bytes_as_java_and_the_columns_write_
     assert ours == AvroBatchEncoder(schema).encode(columns)[0]
     assert ours[0] == b"\x02\x80" and ours[4] == b"\x04\x80\x00"
     assert [fastavro.schemaless_reader(io.BytesIO(b), parsed)["d"] for b in ours] == values
+
+
+def test_times_keep_every_digit_their_unit_holds_and_refuse_finer_ones():
+    schema = fastavro.parse_schema(
+        {
+            "type": "record",
+            "name": "T",
+            "fields": [
+                {"name": "ms", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+                {"name": "us", "type": {"type": "long", "logicalType": "timestamp-micros"}},
+                {"name": "ns", "type": {"type": "long", "logicalType": "timestamp-nanos"}},
+                {"name": "tod", "type": {"type": "int", "logicalType": "time-millis"}},
+            ],
+        }
+    )
+    row = {
+        "ms": "2024-01-01T00:00:00.123Z",
+        "us": "2024-01-01T00:00:00.123456+00:00",
+        "ns": "2024-01-01T00:00:00.123456789Z",
+        "tod": "01:02:03.5",
+    }
+    body = avro_values.encode(schema, row)
+    raw = fastavro.schemaless_reader(io.BytesIO(body), schema, None)
+    assert raw["ns"] == 1_704_067_200_123_456_789  # a count: fastavro has no nanos type
+    assert raw["us"].microsecond == 123456 and raw["ms"].microsecond == 123000
+    finer = {
+        "ms": "2024-01-01T00:00:00.1234Z",
+        "us": "2024-01-01T00:00:00.1234567Z",
+        "ns": "2024-01-01T00:00:00.1234567891Z",
+        "tod": "01:02:03.5001",
+    }
+    for field, value in finer.items():
+        with pytest.raises(CodecError, match=f"{field}: .* has a fraction of a second finer"):
+            avro_values.encode(schema, dict(row, **{field: value}))

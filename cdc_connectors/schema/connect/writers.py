@@ -9,7 +9,8 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from cdc_connectors.schema.connect.readers import EPOCH, EPOCH_DAY
+from cdc_connectors.schema import instants
+from cdc_connectors.schema.connect.readers import EPOCH_DAY
 
 __all__ = [
     "Write",
@@ -71,24 +72,24 @@ def _as_instant(value: Any) -> dt.datetime:
 
 
 def write_since_epoch(per_second: int) -> Write:
+    """A count of units since the epoch; a value the unit does not hold exactly (a
+    microsecond for milliseconds) is refused, not cut."""
+
     def write(value: Any, params: Mapping[str, str]) -> int:
         if isinstance(value, int) and not isinstance(value, bool):
             return value
-        micros = (_as_instant(value) - EPOCH) // dt.timedelta(microseconds=1)
-        return micros * per_second // 1_000_000
+        return instants.count(instants.epoch_nanos(value), per_second, value)
 
     return write
 
 
 def write_time_of_day(per_second: int) -> Write:
+    """A count of units past midnight; a finer value is refused, not cut."""
+
     def write(value: Any, params: Mapping[str, str]) -> int:
         if isinstance(value, int) and not isinstance(value, bool):
             return value
-        moment = dt.time.fromisoformat(value) if isinstance(value, str) else value
-        if not isinstance(moment, dt.time):
-            raise ValueError(f"expected an ISO 8601 time, got {value!r:.60}")
-        micros = ((moment.hour * 60 + moment.minute) * 60 + moment.second) * 1_000_000
-        return (micros + moment.microsecond) * per_second // 1_000_000
+        return instants.count(instants.day_nanos(value), per_second, value)
 
     return write
 

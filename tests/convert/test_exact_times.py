@@ -1,0 +1,62 @@
+"""Times through Confluent Protobuf rows and Debezium's time types: the nanoseconds a type
+holds are kept on both ways, by the columns as by the per-message way, and a value finer
+than its type is a dead letter, never cut."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from tests.cli_runner import run_cli
+
+ROW = (
+    'syntax = "proto3";\npackage x;\nimport "google/protobuf/timestamp.proto";\n'
+    "message Row { int64 id = 1; google.protobuf.Timestamp ts = 2; }\n"
+)
+STAMPS = [
+    "2024-01-01T00:00:00.123456789Z",
+    "2024-01-01T00:00:00.5Z",
+    "1970-01-01T00:00:00.000000001+01:00",
+]
+
+
+def _record(n: int, stamp: str) -> bytes:
+    return orjson.dumps(
+        {
+            "position": "cA==",
+            "operation": "create",
+            "metadata": {"opencdc.collection": "pp"},
+            "key": None,
+            "payload": {"before": None, "after": {"id": n, "ts": stamp}},
+        }
+    )
+
+
+def test_protobuf_timestamps_keep_their_nanoseconds_through_the_columns(tmp_path: Path) -> None:
+    (tmp_path / "row.proto").write_text(ROW)
+    source = tmp_path / "in.jsonl"
+    lines = [_record(n, STAMPS[n % 3]) for n in range(12)]
+    source.write_bytes(b"\n".join([*lines, _record(99, "2024-01-01T00:00:00.1234567891Z")]) + b"\n")
+    registry = f"sqlite:///{tmp_path}/r.db"
+    written = run_cli(
+        *("convert", "--from", "opencdc-json", "--to", "protobuf", "--registry", registry),
+        *("--opt", f"value.schema={tmp_path / 'row.proto'}", str(source)),
+        *("-o", str(tmp_path / "rows.kv")),
+    )
+    assert written.returncode == 1 and b"finer than nanoseconds" in written.stderr
+    read = run_cli(
+        *("convert", "--from", "protobuf", "--to", "opencdc-json", "--registry", registry),
+        *("--opt", "topic=pp", str(tmp_path / "rows.kv")),
+    )
+    assert read.returncode == 0, read.stderr
+    stamps = [orjson.loads(line)["payload"]["after"]["ts"] for line in read.stdout.splitlines()]
+    assert stamps == [
+        [
+            "2024-01-01T00:00:00.123456789+00:00",
+            "2024-01-01T00:00:00.500000+00:00",
+            "1969-12-31T23:00:00.000000001+00:00",
+        ][n % 3]
+        for n in range(12)
+    ]
+    assert b"8 the per-message way" in read.stderr  # the rows with nanoseconds alone
