@@ -185,12 +185,10 @@ class Settings:
         lowered = {
             str(k).lower(): str(v) for k, v in options.items() if str(k).lower() not in _SPARK_OWN
         }
-        for key in lowered:
-            if key not in _KNOWN and not key.startswith("format."):
-                known = ", ".join(sorted(_KNOWN.values()))
-                raise SettingError(
-                    f"{NAME} has no setting {key!r} (settings: {known}, format.<option>)"
-                )
+        for key in map(str, options):
+            lower = key.lower()
+            if lower not in _KNOWN and lower not in _SPARK_OWN and not lower.startswith("format."):
+                raise SettingError.unknown(NAME, key, _KNOWN, "format.<option>")
         path = lowered.get("path", "")
         if not path:
             raise SettingError(f"{NAME} setting 'path' is required (a directory, file or glob)")

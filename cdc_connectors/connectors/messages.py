@@ -28,6 +28,7 @@ dead-letter output, as Conduit writes them (pipelines split them off with
 
 from __future__ import annotations
 
+import difflib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -73,6 +74,17 @@ FORMAT_PREFIX = "format."
 
 class SettingError(ConfigError):
     """A connector setting is missing, unknown or has a bad value; the message names it."""
+
+    @classmethod
+    def unknown(
+        cls, connector: str, given: str, known: Mapping[str, str], more: str
+    ) -> SettingError:
+        """``given`` (as spelt) is none of ``known`` (each setting by its lowered name):
+        the closest one suggested, every one listed, then ``more`` (the prefixed kinds)."""
+        close = difflib.get_close_matches(given.lower(), list(known), n=1)
+        hint = f"; did you mean {known[close[0]]!r}?" if close else ""
+        listed = ", ".join(sorted(known.values()))
+        return cls(f"{connector} has no setting {given!r}{hint} (settings: {listed}, {more})")
 
 
 class FailFastError(ConnectorError, errors.FailFastError):

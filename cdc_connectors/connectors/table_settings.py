@@ -194,12 +194,10 @@ class Settings:
         lowered = {
             str(k).lower(): str(v) for k, v in options.items() if str(k).lower() not in _SPARK_OWN
         }
-        for key in lowered:
-            if key not in _KNOWN and not key.startswith(_CATALOG):
-                known = ", ".join(sorted(_KNOWN.values()))
-                raise SettingError(
-                    f"{NAME} has no setting {key!r} (settings: {known}, catalog.<property>)"
-                )
+        for key in map(str, options):
+            lower = key.lower()
+            if lower not in _KNOWN and lower not in _SPARK_OWN and not lower.startswith(_CATALOG):
+                raise SettingError.unknown(NAME, key, _KNOWN, "catalog.<property>")
         path = lowered.get("path", "").strip()
         if not path:
             raise SettingError(

@@ -427,3 +427,8 @@ def test_a_dead_letter_format_in_any_case_is_the_one_written() -> None:
     )
     assert dict(config.pipelines[0].dead_letters.settings)["Format"] == "opencdc-proto"
     assert "format" not in dict(config.pipelines[0].dead_letters.settings)
+
+
+def test_a_misspelt_files_setting_is_named_as_written_with_the_closest_one() -> None:
+    said = _error(_with("path: in/", "path: in/\n          maxFilesPerTriger: '1'"))
+    assert "has no setting 'maxFilesPerTriger'; did you mean 'maxFilesPerTrigger'?" in said
