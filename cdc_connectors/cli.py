@@ -22,8 +22,8 @@ import signal
 import sys
 import textwrap
 import threading
-from collections.abc import Callable
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from types import FrameType
 from typing import IO, TYPE_CHECKING, Any, NoReturn, TypeGuard
@@ -227,6 +227,20 @@ def _stop_if_signalled() -> None:
     """A stop signal put off by an import ends the run now (before its output is kept)."""
     if _put_off.signum is not None:
         _stopped(_put_off.signum)
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """Stop signals that come meanwhile are delivered when the block ends (in the main
+    thread; elsewhere Python handles none)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, set(_STOPPED_BY))
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def _stop_on_signals(stack: ExitStack) -> None:
@@ -439,9 +453,10 @@ def _open_streams(stack: ExitStack, places: _Places) -> _Streams:
             else sys.stdin.buffer
         )
         where, action = places.outputs[0], "cannot be written there"
-        output = Output(places.output_path) if places.output_path else None
-        if output is not None:
-            stack.callback(output.discard)  # a no-op once committed
+        with _signals_held():  # a stop between the file made and its cleanup kept: later
+            output = Output(places.output_path) if places.output_path else None
+            if output is not None:
+                stack.callback(output.discard)  # a no-op once committed
         raw_errors: IO[bytes] | None = sys.stdout.buffer if places.errors_to_stdout else None
         if places.errors is not None and places.errors_path is not None:
             where = places.errors

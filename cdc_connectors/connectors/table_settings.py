@@ -274,7 +274,7 @@ class Settings:
     def keyed(self) -> Settings:
         """These settings with the key columns the table keeps, when none are given (a
         table made with ``keyColumns`` is written alike by a writer that names none)."""
-        if self.key_columns:
+        if self.key_columns or self.fresh_warehouse():
             return self
         try:
             held = self.store().settings()
@@ -304,6 +304,13 @@ class Settings:
 
             return DeltaStore(os.path.abspath(self.path))
         return self.iceberg()
+
+    def fresh_warehouse(self) -> bool:
+        """Whether the table is an Iceberg one of the default catalog whose file does not
+        exist yet (at a local path)."""
+        if self.format != "iceberg" or self.catalog or "://" in self.path:
+            return False
+        return not os.path.exists(os.path.join(self.path, "catalog.db"))
 
     def _check_place(self) -> None:
         """A local ``path``: one this process can write (where it does not exist yet, its
@@ -338,6 +345,8 @@ class Settings:
         catalog, its name, a path that holds something else or cannot be written), or was
         made with other keys, mode or deletes than these (or by another writer)."""
         self._check_place()
+        if self.fresh_warehouse():
+            return  # nothing to open: opening the catalog would make its file now
         store = self.store()
         if self.format == "iceberg":
             try:

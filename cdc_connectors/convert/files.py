@@ -244,13 +244,18 @@ class Output:
                 exc.errno,
                 f"no temporary file can be made in {printable(directory)}: {exc.strerror or exc}",
             ) from None
-        self.stream = os.fdopen(fd, "wb")
-        if existing is not None:
-            os.chmod(self.temp, stat.S_IMODE(existing.st_mode))
-        else:
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(self.temp, 0o666 & ~umask)
+        try:  # a signal from here on, before the caller holds this output, leaves nothing
+            self.stream = os.fdopen(fd, "wb")
+            if existing is not None:
+                os.chmod(self.temp, stat.S_IMODE(existing.st_mode))
+            else:
+                umask = os.umask(0)
+                os.umask(umask)
+                os.chmod(self.temp, 0o666 & ~umask)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(self.temp)
+            raise
 
     def commit(self) -> None:
         """Flush and put the output in place; :class:`StreamError` if that fails."""

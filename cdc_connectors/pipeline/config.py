@@ -369,27 +369,31 @@ def _check_paths(
     output forever, a second batch run would read the first one's, and records and dead
     letters would mix. A glob source overlaps what it matches now or could match later."""
 
-    def where(settings: Options) -> str | None:
-        path = settings.get("path")
-        return _absolute(path) if path else None
+    def where(settings: Options, name: str = "path") -> str | None:
+        path = settings.get(name)
+        return _absolute(path) if path and "://" not in path else None  # a local path
 
     read = where(source.settings) if source.plugin.name == "files" else None
     matched = []  # what a glob source matches now, links resolved
     if read is not None and glob.has_magic(read):
         matched = [os.path.realpath(match) for match in glob.glob(read)]
-    outputs = [
+    given = [
         (name, where(c.settings))
         for name, c in (("destination", destination), ("dead-letter-queue", dead_letters))
-        if c.plugin.name == "files"
+        if c.plugin.name in ("files", "table")
     ]
+    if destination.plugin.name == "table":
+        given.append(("table's deadLetters", where(destination.settings, "deadLetters")))
+    outputs = [(name, path) for name, path in given if path is not None]
     for name, path in outputs:
-        if path is None or read is None:
+        if read is None:
             continue
         if _overlap(read, path) or any(_overlap(match, path) for match in matched):
             raise node.error(f"the {name} path overlaps the source path: it would read its output")
-    paths = [p for _, p in outputs if p is not None]
-    if len(paths) == 2 and _overlap(paths[0], paths[1]):
-        raise node.error("the destination and dead-letter-queue paths overlap: keep them apart")
+    for at, (name, path) in enumerate(outputs):
+        for other, other_path in outputs[at + 1 :]:
+            if _overlap(path, other_path):
+                raise node.error(f"the {name} and {other} paths overlap: keep them apart")
 
 
 def _absolute(path: str) -> str:

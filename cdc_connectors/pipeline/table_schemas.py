@@ -93,7 +93,7 @@ def _table(settings: Mapping[str, str]) -> tuple[str | None, bool | None] | None
 
     try:
         table = Settings.parse(settings)
-        held = table.store().settings()
+        held = None if table.fresh_warehouse() else table.store().settings()
     except Exception:  # the destination's own check names it
         return None
     typed = True if held is None else held.typed

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import textwrap
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -240,6 +241,32 @@ def test_outputs_overlapping_the_input_or_each_other_are_refused() -> None:
         "plugin: files\n        settings: {path: ./dlq/records}",
     )
     assert "destination and dead-letter-queue paths overlap" in _error(text)
+
+
+@pytest.mark.parametrize(
+    ("table", "said"),
+    [
+        ("{path: in/mirror}", "the destination path overlaps the source path"),
+        ("{path: in/../in/mirror, format: iceberg}", "the destination path overlaps the source"),
+        ("{path: mirror, deadLetters: in/dead}", "table's deadLetters path overlaps the source"),
+        ("{path: ./dlq/mirror}", "the destination and dead-letter-queue paths overlap"),
+        ("{path: mirror, deadLetters: mirror/dead}", "destination and table's deadLetters paths"),
+    ],
+)
+def test_a_table_overlapping_the_input_or_the_dead_letters_is_refused(
+    table: str, said: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    text = GOOD.replace(
+        'plugin: kafka\n        settings: {servers: "127.0.0.1:9092", topic: orders-opencdc, '
+        "format: opencdc-proto}",
+        f"plugin: table\n        settings: {table}",
+    )
+    assert said in _error(text)
+    elsewhere = text.replace("in/mirror", "mirror").replace("in/dead", "dead")
+    elsewhere = elsewhere.replace("./dlq/mirror", "mirror").replace("mirror/dead", "dead")
+    assert parse(elsewhere).pipelines[0].destination.plugin.name == "table"
+    assert list(tmp_path.iterdir()) == []  # checked, nothing made: no folder, no catalog
 
 
 def test_a_setting_spelled_twice_in_other_case_is_refused() -> None:
