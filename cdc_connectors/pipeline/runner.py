@@ -42,7 +42,7 @@ from cdc_connectors.connectors.table_write import COMMITS, letter_reason, task_c
 from cdc_connectors.errors import ConfigError, FailFastError
 from cdc_connectors.formats.base import Format
 from cdc_connectors.options import TRUE, Options
-from cdc_connectors.pipeline import outputs
+from cdc_connectors.pipeline import checkpoints, outputs
 from cdc_connectors.pipeline.config import Config, Connector, DeadLetterQueue, Pipeline
 from cdc_connectors.pipeline.connectors import missing_input
 from cdc_connectors.pipeline.driver_write import write_on_driver
@@ -719,6 +719,14 @@ def refused(pipeline: Pipeline) -> str | None:
     """Why ``pipeline`` must not write to its file outputs at all, as one line with its place
     in the file: an output that is a file, or that belongs to another streaming query (a
     batch pipeline's, or a streaming one's whose query is not that output's owner)."""
+    if not pipeline.batch:
+        other = checkpoints.mismatch(pipeline.checkpoint, pipeline.source.plugin.name)
+        if other is not None:
+            return (
+                f"{pipeline.source.where}: the checkpoint {pipeline.checkpoint} holds the "
+                f"offsets of a {other} source, not of this {pipeline.source.plugin.name} one: "
+                "give the pipeline another checkpoint (spark.checkpoint, or its id)"
+            )
     checkpoint = owner_of(pipeline.checkpoint)
     for what, path in _file_outputs(pipeline):
         where = pipeline.destination.where if what == "destination" else pipeline.dead_letters.where
@@ -884,6 +892,7 @@ def _run_streams(config: Config, jobs: list[_Job], available_now: bool, stopper:
                 .option("checkpointLocation", job.pipeline.checkpoint)
                 .queryName(job.pipeline.id)
             )
+            checkpoints.mark(job.pipeline.checkpoint, job.pipeline.source.plugin.name)
             if available_now:
                 writer = writer.trigger(availableNow=True)
             elif config.trigger:

@@ -459,3 +459,20 @@ def test_a_dead_letter_format_in_any_case_is_the_one_written() -> None:
 def test_a_misspelt_files_setting_is_named_as_written_with_the_closest_one() -> None:
     said = _error(_with("path: in/", "path: in/\n          maxFilesPerTriger: '1'"))
     assert "has no setting 'maxFilesPerTriger'; did you mean 'maxFilesPerTrigger'?" in said
+
+
+def test_a_checkpoint_of_another_source_is_refused_before_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cdc_connectors.pipeline.checkpoints import mark
+    from cdc_connectors.pipeline.runner import refused
+
+    monkeypatch.chdir(tmp_path)
+    (pipeline,) = parse(_with("max-error-ratio: 0.25\n", "")).pipelines  # streams files
+    assert refused(pipeline) is None  # a new checkpoint
+    mark(pipeline.checkpoint, "files")
+    assert refused(pipeline) is None
+    mark(pipeline.checkpoint, "kafka")
+    said = refused(pipeline)
+    assert said is not None and "holds the offsets of a kafka source, not of this files" in said
+    assert said.startswith("pipeline.yaml:")

@@ -195,6 +195,7 @@ def test_available_now_twice_from_one_checkpoint_reads_each_file_once(
     assert second.returncode == 1, second.stderr
     assert "stream: batch" in second.stderr
     _assert_partition(work.stream_input, work.root / "stream-out", work.root / "stream-dead")
+    assert (work.root / "checkpoints" / "stream" / "cdc-source").read_text() == "files\n"
 
 
 @pytest.fixture(scope="module")
