@@ -14,6 +14,7 @@ task's changes; the driver, the batch's changes after each task kept the last of
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import pickle
 import sys
@@ -428,14 +429,41 @@ def commit_changes(
 
 
 def _write_letters(directory: str, letters: list[bytes], txn: Txn | None) -> None:
-    """The dead letters as one file, appearing whole (written aside, then renamed)."""
+    """The dead letters as one file, appearing whole (written aside, then renamed). Out of a
+    stream, a replayed batch writes its file again under its name; else a letter whose
+    place a file there holds already is not written again (a batch run again)."""
     os.makedirs(directory, exist_ok=True)
+    if txn is None:
+        held = _held_places(directory)
+        letters = [line for line in letters if _place(line) not in held]
+        if not letters:
+            return
     name = f"part-{uuid.uuid4().hex}.jsonl" if txn is None else f"batch-{txn.version:012d}.jsonl"
     target = os.path.join(directory, name)
     hidden = os.path.join(directory, f".{name}.{uuid.uuid4().hex}")
     with open(hidden, "wb") as out:
         out.write(b"".join(line + b"\n" for line in letters))
     os.replace(hidden, target)
+
+
+def _held_places(directory: str) -> set[str]:
+    """The places of the dead letters (OpenCDC JSON lines) of the files in ``directory``."""
+    held: set[str] = set()
+    for name in os.listdir(directory):
+        if name.startswith((".", "_")) or not name.endswith(".jsonl"):
+            continue
+        with contextlib.suppress(OSError), open(os.path.join(directory, name), "rb") as lines:
+            held.update(_place(line) for line in lines if line.strip())
+    return held
+
+
+def _place(line: bytes) -> str:
+    """A dead letter's place (its ``position``), or the line itself where it has none."""
+    try:
+        found = orjson.loads(line).get("position")
+    except (orjson.JSONDecodeError, AttributeError):
+        found = None
+    return found if isinstance(found, str) else line.decode("utf-8", "replace")
 
 
 def say(line: str) -> None:

@@ -393,7 +393,25 @@ class _Job:
             dlq.plugin.spark_name, self.dlq_settings, batch_id, staged, dlq.place_of
         )
         size = None if stage.sizes is None else (letters, stage.sizes.letters)
-        self._write_rows(stage.letters(), size, dlq, settings)
+        self._write_rows(self._not_held(stage.letters()), size, dlq, settings)
+
+    def _not_held(self, letters: DataFrame) -> DataFrame:
+        """``letters`` but those whose place the dead-letter files hold already, for a
+        batch pipeline into a table: run again over the same input, it applies nothing
+        again (the table knows what it holds) and writes no dead letter twice."""
+        dlq = self.pipeline.dead_letters
+        if not self.pipeline.batch or self.pipeline.destination.plugin.spark_name != _TABLE:
+            return letters
+        if dlq.plugin.spark_name != _FILES or outputs.is_empty(self.dlq_settings["path"]):
+            return letters
+        held = (
+            self.spark.read.format(_FILES)
+            .options(**self.dlq_settings)
+            .load()
+            .select("position")
+            .distinct()
+        )
+        return letters.join(held, "position", "left_anti")
 
     def _write_messages(
         self,

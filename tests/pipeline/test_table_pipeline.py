@@ -199,9 +199,19 @@ def test_a_batch_pipeline_mirrors_the_database(tmp_path: Path, spark: Any) -> No
     # the letter holds the source's bytes (the Debezium line), at its place
     assert base64.b64decode(letter["payload"]["after"]) == json.dumps(keyless).encode()
     assert base64.b64decode(letter["position"]).endswith(b"changes-zzz.jsonl:1")
+    (tmp_path / "in" / "changes-zzz.jsonl").write_text(json.dumps(keyless) + "\n{broken\n")
     again = run_here(spark, tmp_path / "p.yaml")  # run twice: the same table
     assert again.returncode == 1, again.stderr
     assert mirrored(tmp_path / "orders") == database
+    # and no dead letter twice: the new line's alone is added
+    letters = [
+        json.loads(line) for f in dead.rglob("*.jsonl") for line in f.read_text().splitlines()
+    ]
+    places = sorted(base64.b64decode(letter["position"]).decode() for letter in letters)
+    assert [place.rsplit("/", 1)[1] for place in places] == [
+        "changes-zzz.jsonl:1",
+        "changes-zzz.jsonl:2",
+    ]
 
 
 @pytest.mark.slow
