@@ -112,6 +112,7 @@ from cdc_connectors.connectors.messages import (
     decode_messages,
     decode_typed,
     open_format,
+    registry_setting,
     typed_dead_letters,
     typed_schema,
 )
@@ -217,7 +218,7 @@ class Settings:
                     (k, v) for k, v in lowered.items() if k == "format" or k.startswith("format.")
                 )
             ),
-            registry=lowered.get("registry") or None,
+            registry=registry_setting(NAME, lowered.get("registry")),
             kv=_flag(lowered, "kv"),
             fail_fast=_flag(lowered, "failfast"),
             typed=typed,

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from cdc_connectors.connectors.messages import SettingError
+from cdc_connectors.connectors.messages import SettingError, registry_setting
 from cdc_connectors.options import parse_bool
 
 CONNECTOR = "cdc-kafka"
@@ -277,7 +277,7 @@ def source_settings(options: Mapping[str, str]) -> SourceSettings:
         topic_pattern=pattern,
         format=name,
         format_settings={"format": name, **fmt},
-        registry=ours.get("registry") or None,
+        registry=registry_setting(CONNECTOR, ours.get("registry")),
         fail_fast=fail_fast,
         typed=typed,
         starting=parse_offsets("startingOffsets", starting) if starting is not None else None,
@@ -308,7 +308,7 @@ def destination_settings(options: Mapping[str, str]) -> DestinationSettings:
         servers=servers,
         topic=topic.strip() if topic is not None else None,
         format_settings={"format": name, **fmt},
-        registry=ours.get("registry") or None,
+        registry=registry_setting(CONNECTOR, ours.get("registry")),
         delivery_timeout_ms=_required_positive(
             ours, "deliveryTimeoutMs", DEFAULT_DELIVERY_TIMEOUT_MS
         ),

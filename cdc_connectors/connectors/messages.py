@@ -87,6 +87,21 @@ class SettingError(ConfigError):
         return cls(f"{connector} has no setting {given!r}{hint} (settings: {listed}, {more})")
 
 
+def registry_setting(connector: str, url: str | None) -> str | None:
+    """A connector's ``registry`` setting (``None`` for none), checked without opening it:
+    :class:`SettingError` naming the setting for a URL that cannot name a registry (an
+    empty password, an unknown scheme, a store's URL with a host), before any task runs."""
+    if not url:
+        return None
+    from cdc_connectors.registry import check_url
+
+    try:
+        check_url(url)
+    except ValueError as exc:
+        raise SettingError(f"{connector} setting 'registry': {exc}") from None
+    return url
+
+
 class FailFastError(ConnectorError, errors.FailFastError):
     """A bad message when the user chose fail-fast: names its place and the reason (one
     line out of a Spark task, as every :class:`ConnectorError`)."""

@@ -121,6 +121,11 @@ class TableDataSource(DataSource):
                     raise SettingError(f"{NAME} setting 'path': no Delta table at {s.path!r}")
                 table = DeltaTable(os.path.abspath(s.path))
                 try:
+                    if s.version_as_of is not None and s.version_as_of > table.version():
+                        raise SettingError(
+                            f"{NAME} setting 'versionAsOf': the table's latest version is "
+                            f"{table.version()}, not {s.version_as_of}"
+                        )
                     if s.version_as_of is not None:
                         table.load_as_version(s.version_as_of)
                     elif s.timestamp_as_of is not None:
@@ -142,6 +147,8 @@ class TableDataSource(DataSource):
                     ) from None
                 schema = pa.schema(table.schema().to_arrow())
                 return _spark_types(schema), table.file_uris(), None
+            if s.fresh_warehouse():  # (opening the catalog would make its file)
+                raise SettingError(f"{NAME} setting 'path': no Iceberg warehouse at {s.path!r}")
             iceberg = s.iceberg().table()
             if iceberg is None:
                 raise SettingError(f"{NAME} setting 'table': no Iceberg table {s.table!r}")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from cdc_connectors.connectors.messages import SettingError
+from cdc_connectors.connectors.messages import SettingError, registry_setting
 from cdc_connectors.errors import ConfigError
 from cdc_connectors.table.store import TableSettings, TableStore
 
@@ -157,6 +157,9 @@ def _read_settings(
             f"{NAME} setting 'snapshotId' is for format iceberg (Delta: versionAsOf)"
         )
     timestamp = options.get("timestampasof")
+    if timestamp is not None and (version is not None or snapshot is not None):
+        other = "versionAsOf" if version is not None else "snapshotId"
+        raise SettingError(f"{NAME} settings 'timestampAsOf' and {other!r}: give one of them")
     if timestamp is not None:
         try:
             dt.datetime.fromisoformat(timestamp)
@@ -222,15 +225,18 @@ class Settings:
         table = lowered.get("table", "").strip()
         if fmt == "iceberg" and not table:
             table = "cdc." + (os.path.basename(os.path.normpath(path)) or "changes")
-        if table and fmt == "iceberg" and "." not in table:
-            raise SettingError(f"{NAME} setting 'table' must be namespace.name, not {table!r}")
+        parts = table.split(".")
+        if table and fmt == "iceberg" and (len(parts) < 2 or not all(p.strip() for p in parts)):
+            raise SettingError(
+                f"{NAME} setting 'table' must be namespace.name (no part empty), not {table!r}"
+            )
         if table and fmt == "delta":
             raise SettingError(f"{NAME} setting 'table' is for format iceberg (Delta: 'path')")
         app = lowered.get("txnappid")
         version = _integer(lowered, "txnVersion")
         if (app is None) != (version is None):
             raise SettingError(f"{NAME} settings 'txnAppId' and 'txnVersion' go together")
-        registry = lowered.get("registry") or None
+        registry = registry_setting(NAME, lowered.get("registry"))
         version_as_of, timestamp_as_of, snapshot_id = _read_settings(lowered, fmt)
         mode = _choice(lowered, "mode", ("upsert", "history"), "upsert")
         deletes = _choice(lowered, "deletes", ("hard", "soft"), "hard")

@@ -174,7 +174,7 @@ def _parse(text: str, file: str) -> Config:
     pipelines: list[Pipeline] = []
     seen: set[str] = set()
     for item in pipelines_node.items():
-        pipeline = _pipeline(item, registry, checkpoints)
+        pipeline = _pipeline(item, registry, checkpoints, registry_at)
         if pipeline is None:
             continue
         if pipeline.id in seen:
@@ -251,7 +251,9 @@ def _spark(node: Node | None) -> tuple[str, dict[str, str], str, str | None]:
     return master, conf, checkpoints, trigger
 
 
-def _pipeline(node: Node, registry: str | None, checkpoints: str) -> Pipeline | None:
+def _pipeline(
+    node: Node, registry: str | None, checkpoints: str, registry_at: str = ""
+) -> Pipeline | None:
     keys = Keys(node)
     id_node = keys.need("id")
     pipeline_id = id_node.text().strip()
@@ -287,7 +289,7 @@ def _pipeline(node: Node, registry: str | None, checkpoints: str) -> Pipeline | 
             "dead-letter-queue",
         ]
     )
-    connectors = [_connector(item, registry) for item in connectors_node.items()]
+    connectors = [_connector(item, registry, registry_at) for item in connectors_node.items()]
     ids: set[str] = set()
     for connector, item in zip(connectors, connectors_node.items(), strict=True):
         if connector.id in ids:
@@ -321,7 +323,7 @@ def _pipeline(node: Node, registry: str | None, checkpoints: str) -> Pipeline | 
     )
     if status == "stopped":
         return None
-    dead_letters = _dead_letters(dlq_node, node, pipeline_id, registry)
+    dead_letters = _dead_letters(dlq_node, node, pipeline_id, registry, registry_at)
     _check_paths(connectors_node, source, destination, dead_letters)
     save_mode = _save_mode(destination, batch)
     return Pipeline(
@@ -428,7 +430,7 @@ def _fixed(pattern: str) -> str:
     return pattern
 
 
-def _connector(node: Node, registry: str | None) -> Connector:
+def _connector(node: Node, registry: str | None, registry_at: str = "") -> Connector:
     keys = Keys(node)
     id_node = keys.need("id")
     connector_id = id_node.text().strip()
@@ -446,7 +448,7 @@ def _connector(node: Node, registry: str | None) -> Connector:
     plugin = _plugin(plugin_node)
     settings = _settings(settings_node, registry)
     where = f"{node.file}:{node.line}: {node.path}"
-    reporter = _Reporter(node, settings_node)
+    reporter = _Reporter(node, settings_node, registry_at)
     save_mode = None
     if "mode" in settings and plugin.name != "table":  # a table's mode is its own setting
         if kind != "destination":
@@ -457,7 +459,11 @@ def _connector(node: Node, registry: str | None) -> Connector:
 
 
 def _dead_letters(
-    node: Node | None, pipeline: Node, pipeline_id: str, registry: str | None
+    node: Node | None,
+    pipeline: Node,
+    pipeline_id: str,
+    registry: str | None,
+    registry_at: str = "",
 ) -> DeadLetterQueue:
     if node is None:
         plugin = resolve("files")
@@ -482,7 +488,7 @@ def _dead_letters(
     plugin = _plugin(plugin_node)
     settings = _settings(settings_node, registry)
     settings.setdefault("format", DEFAULT_DLQ_FORMAT)
-    reporter = _Reporter(node, settings_node)
+    reporter = _Reporter(node, settings_node, registry_at)
     check_settings(plugin, "destination", settings, reporter)
     ratio = None
     if ratio_node is not None:
@@ -528,9 +534,12 @@ def _settings(node: Node | None, registry: str | None) -> Options:
 class _Reporter:
     """Turns a connector's complaint about a setting into a ConfigError at its line."""
 
-    def __init__(self, owner: Node, settings_node: Node | None):
+    def __init__(self, owner: Node, settings_node: Node | None, registry_at: str = ""):
+        """``registry_at``: where the file's ``schema-registry.url`` is, which a connector
+        without a ``registry`` setting of its own takes."""
         self.owner = owner
         self.settings_node = settings_node
+        self.registry_at = registry_at
         self.lines = {
             key.lower(): child
             for key, child in (settings_node.mapping().items() if settings_node else [])
@@ -543,6 +552,8 @@ class _Reporter:
         child = self.lines.get(setting.lower())
         if child is not None:
             return f"{child.file}:{child.line}: {child.path}"
+        if setting.lower() == "registry" and self.registry_at:
+            return self.registry_at  # the file's, given to this connector
         base = self.settings_node or self.owner
         path = self.settings_node.path if self.settings_node else self.owner.child_path("settings")
         return f"{base.file}:{base.line}: {path}.{setting}"

@@ -26,13 +26,8 @@ _FRACTION = re.compile(r"[.,](\d+)")
 def epoch_nanos(value: Any) -> int:
     """Nanoseconds since 1970-01-01 UTC of ISO 8601 date-time text or a ``datetime``;
     ValueError for anything else, or text with digits finer than nanoseconds."""
-    if isinstance(value, str):
-        moment = dt.datetime.fromisoformat(value)
-        beyond = _beyond_micros(value)
-    elif isinstance(value, dt.datetime):
-        moment, beyond = value, 0
-    else:
-        raise ValueError(f"expected an ISO 8601 date-time, got {value!r:.60}")
+    moment: dt.datetime
+    moment, beyond = _read(value, dt.datetime, "date-time")
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.UTC)
     return (moment - _EPOCH) // dt.timedelta(microseconds=1) * 1_000 + beyond
@@ -41,15 +36,20 @@ def epoch_nanos(value: Any) -> int:
 def day_nanos(value: Any) -> int:
     """Nanoseconds past midnight of ISO 8601 time text or a ``time``; ValueError for
     anything else, or text with digits finer than nanoseconds."""
-    if isinstance(value, str):
-        moment = dt.time.fromisoformat(value)
-        beyond = _beyond_micros(value)
-    elif isinstance(value, dt.time):
-        moment, beyond = value, 0
-    else:
-        raise ValueError(f"expected an ISO 8601 time, got {value!r:.60}")
+    moment: dt.time
+    moment, beyond = _read(value, dt.time, "time")
     seconds = (moment.hour * 60 + moment.minute) * 60 + moment.second
     return (seconds * 1_000_000 + moment.microsecond) * 1_000 + beyond
+
+
+def _read(value: Any, kind: Any, what: str) -> tuple[Any, int]:
+    """``value`` as a ``kind`` (``datetime`` or ``time``, read from its text by Python) and
+    the nanoseconds past its microseconds that Python drops."""
+    if isinstance(value, str):
+        return kind.fromisoformat(value), _beyond_micros(value)
+    if isinstance(value, kind):
+        return value, 0
+    raise ValueError(f"expected an ISO 8601 {what}, got {value!r:.60}")
 
 
 def count(nanos: int, per_second: int, value: Any) -> int:

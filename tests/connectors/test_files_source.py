@@ -203,6 +203,7 @@ def test_fail_fast_stops_at_the_first_bad_line_naming_it(spark, tmp_path):  # ty
         ({"format": "no-such-format"}, "'format'"),
         ({"format.nonsense": "1"}, "'format.*'"),
         ({"compression": "gzip"}, "'compression' does not apply to reading"),
+        ({"registry": "http://user:@127.0.0.1:9/"}, "setting 'registry': registry URL"),
     ],
 )
 def test_a_bad_setting_is_an_error_naming_it(spark, tmp_path, options, named):  # type: ignore[no-untyped-def]

@@ -430,7 +430,7 @@ def test_tables_that_do_not_open_are_one_line_naming_the_setting(tmp_path: Path)
             "'catalog.uri': the URI's password is empty",
         ),
         ({**iceberg, "catalog.token": " "}, "'catalog.token' is empty"),
-        ({**iceberg, "table": "a.b.c.."}, "'table': the table .* does not open: Namespace"),
+        ({**iceberg, "table": "a.b.c.."}, "'table' must be namespace.name \\(no part empty\\)"),
     ]
     for options, said in cases:
         with pytest.raises(SettingError, match=said) as refused:
@@ -464,8 +464,12 @@ def test_a_table_kept_otherwise_is_refused_before_anything_runs(
     ]:
         with pytest.raises(SettingError, match=said):
             TableDataSource({"path": target, **options}).settings.check_table()
-    with pytest.raises(Exception, match="'versionAsOf'"):
+    with pytest.raises(Exception, match="'versionAsOf': the table's latest version is 1, not 99"):
         session.read.format("cdc-table").option("versionAsOf", "99").load(target).collect()
+    warehouse = tmp_path / "no-warehouse"
+    with pytest.raises(Exception, match="no Iceberg warehouse at"):
+        session.read.format("cdc-table").option("format", "iceberg").load(str(warehouse))
+    assert not warehouse.exists()  # no catalog made by looking
 
 
 def test_read_settings_of_the_other_format_or_out_of_range_are_refused() -> None:
@@ -477,6 +481,10 @@ def test_read_settings_of_the_other_format_or_out_of_range_are_refused() -> None
         ({"versionAsOf": "-1"}, "'versionAsOf' is a Delta version"),
         ({"snapshotId": "5"}, "'snapshotId' is for format iceberg"),
         ({"timestampAsOf": "yesterday"}, "'timestampAsOf' must be an ISO 8601 time"),
+        ({"versionAsOf": "0", "timestampAsOf": "2999-01-01"}, "give one of them"),
+        ({"format": "iceberg", "table": "a.b.c."}, "'table' must be namespace.name"),
+        ({"format": "iceberg", "table": "ns..t"}, "'table' must be namespace.name"),
+        ({"registry": "http://user:@127.0.0.1:9/"}, "'registry': .* an empty password"),
     ]:
         with pytest.raises(SettingError, match=said):
             TableDataSource({"path": "nowhere", **options})
