@@ -166,8 +166,20 @@ def _insert(events: list[tuple[str, Any]], change: dict[str, Any], grave: Any) -
             return False
         if _order(item) < order:
             place = index + 1
+    if change[OP] == "delete" and place < len(events) and not _current_at(events, place):
+        # nothing to close there, and the key came back after (its tombstone is no
+        # matter): its own replay, or a delete of a key gone already
+        return False
     events.insert(place, ("change", change))
     return True
+
+
+def _current_at(events: list[tuple[str, Any]], place: int) -> bool:
+    """Whether a version of the key is current just before ``place`` among its events."""
+    if place == 0:
+        return False
+    kind, item = events[place - 1]
+    return kind == "version" or (kind == "change" and item[OP] != "delete")
 
 
 def _replay(

@@ -695,6 +695,31 @@ def test_a_row_another_writer_brings_back_between_a_batchs_commits_is_removed(
     assert apply_changes(make_store(), stale, KEYED).stale == 1
 
 
+def test_history_a_batch_that_deletes_and_creates_again_replayed_changes_nothing(
+    make_store: Store,
+) -> None:
+    changes = batch(
+        [
+            ("create", 120, {"id": 2, "status": "b1"}),
+            ("delete", 130, {"id": 2}),
+            ("create", 140, {"id": 2, "status": "b2"}),
+        ]
+    )
+    first = apply_changes(make_store(), changes, HISTORY)
+    versions = _versions_of(make_store())
+    assert first.applied == 3 and [v[1:] for v in versions] == [
+        ("b1", 120, 130, False),
+        ("b2", 140, None, True),
+    ]
+    for _ in range(2):
+        again = apply_changes(make_store(), changes, HISTORY)
+        assert (again.applied, again.stale) == (0, 3)
+        assert _versions_of(make_store()) == versions
+    # a delete where the key is gone already, before it came back, closes nothing either
+    gone = apply_changes(make_store(), batch([("delete", 135, {"id": 2})]), HISTORY)
+    assert (gone.applied, _versions_of(make_store())) == (0, versions)
+
+
 def test_history_keeps_two_changes_at_one_log_position(make_store: Store) -> None:
     store = make_store()
     apply_changes(
