@@ -527,6 +527,8 @@ def _reason(exc: BaseException) -> str:
     text = _ADDRESS.sub("", str(exc)) or type(exc).__name__
     if isinstance(exc, EOFError):
         text = f"truncated ({text})"
+    elif isinstance(exc, IndexError):  # fastavro reading past the body's end, or a branch
+        text = "its bytes end inside a value, or name a union branch or enum symbol it lacks"
     return text if len(text) <= 300 else text[:300] + "..."
 
 

@@ -334,3 +334,12 @@ def test_times_keep_every_digit_their_unit_holds_and_refuse_finer_ones():
     for field, value in finer.items():
         with pytest.raises(CodecError, match=f"{field}: .* has a fraction of a second finer"):
             avro_values.encode(schema, dict(row, **{field: value}))
+
+
+def test_a_body_naming_a_branch_its_union_lacks_is_refused_in_words():
+    schema = fastavro.parse_schema(
+        {"type": "record", "name": "U", "fields": [{"name": "u", "type": ["null", "string"]}]}
+    )
+    with pytest.raises(CodecError, match="name a union branch or enum symbol it lacks") as bad:
+        avro_values.decode(b"\x08", schema)  # branch 4 of two
+    assert "index out of range" not in str(bad.value)
