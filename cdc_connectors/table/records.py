@@ -187,7 +187,13 @@ class ChangeBatch:
             key = _json_object(bytes(key))
         image = parts.before if op == "delete" else parts.after
         if isinstance(image, bytes | bytearray | memoryview):
-            image = _json_object(bytes(image))
+            raw, image = image, _json_object(bytes(image))
+            if image is None and raw:
+                which = "before" if op == "delete" else "after"
+                raise ValueError(
+                    f"payload.{which} is raw data that is no JSON object (schema-encoded "
+                    "bytes, Avro or Protobuf, say: decode them to structured data first)"
+                )
         row = dict(image) if isinstance(image, dict) else {}
         if isinstance(key, dict):
             for name, value in key.items():

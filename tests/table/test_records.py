@@ -374,3 +374,12 @@ def test_a_key_only_delete_takes_base64_text_for_a_bytes_key_the_table_holds() -
     batch.add(Record.new("delete", position=b"t/0/2", key={"id": "%%"}))
     assert batch.table().column("id").to_pylist() == [b"\x01\x01"]
     assert len(batch.refused) == 1
+
+
+def test_a_payload_of_schema_encoded_bytes_is_refused_saying_so() -> None:
+    batch = ChangeBatch()
+    batch.add(record("create", b"t/0/1", b"\x00\x00\x00\x00\x01\x02", {"id": 1}))  # Avro
+    batch.add(record("create", b"t/0/2", b'{"id": 2}', {"id": 2}))  # JSON text: a row
+    (refused,) = batch.refused
+    assert "payload.after is raw data that is no JSON object" in refused.reason
+    assert batch.table().column("id").to_pylist() == [2]
