@@ -190,8 +190,8 @@ def looked_at_closer(texts: pa.Array) -> np.ndarray:
     are no UTF-8, that spell a name with an escape (which the patterns of names do not
     see), or that hold the start of another document after their own (``}{``: Arrow
     reads the joined batch as documents, not lines, and would give them other messages'
-    rows)."""
-    found: np.ndarray = ~_utf8(texts)
+    rows), or that may nest deeper than Arrow's reader reads safely (:func:`too_deep`)."""
+    found: np.ndarray = ~_utf8(texts) | too_deep(texts)
     found |= wire.mask(pc.match_substring_regex(texts, json_codec.CLOSER_LOOK))
     for pattern in (ESCAPE, SECOND_DOCUMENT):  # (apart, each is found by its literal)
         found |= wire.mask(pc.match_substring_regex(texts, pattern))

@@ -430,12 +430,13 @@ def commit_changes(
 
 def _write_letters(directory: str, letters: list[bytes], txn: Txn | None) -> None:
     """The dead letters as one file, appearing whole (written aside, then renamed). Out of a
-    stream, a replayed batch writes its file again under its name; else a letter whose
-    place a file there holds already is not written again (a batch run again)."""
+    stream, a replayed batch writes its file again under its name; else a letter a file
+    there holds already (the same message at the same place: a batch run again) is not
+    written again."""
     os.makedirs(directory, exist_ok=True)
     if txn is None:
-        held = _held_places(directory)
-        letters = [line for line in letters if _place(line) not in held]
+        held = _held_letters(directory)
+        letters = [line for line in letters if _identity(line) not in held]
         if not letters:
             return
     name = f"part-{uuid.uuid4().hex}.jsonl" if txn is None else f"batch-{txn.version:012d}.jsonl"
@@ -446,24 +447,29 @@ def _write_letters(directory: str, letters: list[bytes], txn: Txn | None) -> Non
     os.replace(hidden, target)
 
 
-def _held_places(directory: str) -> set[str]:
-    """The places of the dead letters (OpenCDC JSON lines) of the files in ``directory``."""
-    held: set[str] = set()
+def _held_letters(directory: str) -> set[bytes]:
+    """What the dead letters (OpenCDC JSON lines) of the files in ``directory`` are
+    (:func:`_identity`)."""
+    held: set[bytes] = set()
     for name in os.listdir(directory):
         if name.startswith((".", "_")) or not name.endswith(".jsonl"):
             continue
         with contextlib.suppress(OSError), open(os.path.join(directory, name), "rb") as lines:
-            held.update(_place(line) for line in lines if line.strip())
+            held.update(_identity(line) for line in lines if line.strip())
     return held
 
 
-def _place(line: bytes) -> str:
-    """A dead letter's place (its ``position``), or the line itself where it has none."""
+def _identity(line: bytes) -> bytes:
+    """A dead letter without its metadata (its reason and time change from run to run):
+    the message at its place, as it came (the line itself where it is no object)."""
     try:
-        found = orjson.loads(line).get("position")
-    except (orjson.JSONDecodeError, AttributeError):
-        found = None
-    return found if isinstance(found, str) else line.decode("utf-8", "replace")
+        letter = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return line.strip()
+    if not isinstance(letter, dict):
+        return line.strip()
+    letter.pop("metadata", None)
+    return orjson.dumps(letter, option=orjson.OPT_SORT_KEYS)
 
 
 def say(line: str) -> None:

@@ -394,8 +394,19 @@ def _check_paths(
             raise node.error(f"the {name} path overlaps the source path: it would read its output")
     for at, (name, path) in enumerate(outputs):
         for other, other_path in outputs[at + 1 :]:
-            if _overlap(path, other_path):
+            if _overlap(path, other_path) and not _shared_on_purpose(name, path, other, other_path):
                 raise node.error(f"the {name} and {other} paths overlap: keep them apart")
+
+
+def _shared_on_purpose(name: str, path: str, other: str, other_path: str) -> bool:
+    """Whether two outputs are one by design: a table's ``deadLetters`` that are the
+    pipeline's dead-letter files (where the run puts them anyway), or its own folder for
+    them inside the table (the connector's default)."""
+    if other != "table's deadLetters":
+        return False
+    if name == "dead-letter-queue":
+        return path == other_path
+    return name == "destination" and other_path == os.path.join(path, "_cdc_dead_letters")
 
 
 def _absolute(path: str) -> str:

@@ -25,10 +25,11 @@ from cdc_connectors.opencdc.json_codec import MAX_DEPTH
 
 __all__ = ["SAFE_LEVELS", "one_block", "read_lines", "too_deep", "type_depth"]
 
-#: Levels Arrow's reader reads without fear for its stack (it overflows past ten
-#: thousand): a message longer than this many bytes holding more ``{`` and ``[`` is not
-#: given to it.
-SAFE_LEVELS = 2048
+#: Levels Arrow's reader reads without fear for its stack (12,000 read here, 20,000 end
+#: the process): a message longer than this many bytes holding more ``{`` and ``[`` is
+#: not given to it (a shorter one cannot nest deeper).
+SAFE_LEVELS = 4096
+_OPEN_OBJECT, _OPEN_ARRAY = ord("{"), ord("[")
 
 _SMALLEST = 1 << 20
 #: The largest block Arrow takes (a 32-bit size): a longer text is read in blocks.
@@ -50,9 +51,17 @@ def too_deep(values: pa.Array) -> np.ndarray:
     if not len(values):
         return found
     long = np.flatnonzero(np.asarray(pc.binary_length(values).fill_null(0)) > SAFE_LEVELS)
-    if len(long):
-        opening = pc.count_substring_regex(values.take(pa.array(long)), "[\\[{]")
-        found[long] = np.asarray(opening.fill_null(0)) > SAFE_LEVELS
+    if len(long):  # their brackets counted over their bytes at once (a regex is 6x slower)
+        taken = values.take(pa.array(long))
+        if not pa.types.is_binary(taken.type):
+            taken = taken.cast(pa.binary())
+        offsets = np.frombuffer(taken.buffers()[1], dtype=np.int32)[taken.offset :]
+        offsets = offsets[: len(taken) + 1].astype(np.int64)
+        data = np.frombuffer(taken.buffers()[2], dtype=np.uint8)
+        where = np.flatnonzero((data == _OPEN_OBJECT) | (data == _OPEN_ARRAY))
+        rows = np.searchsorted(offsets, where, side="right") - 1
+        counts = np.bincount(rows[rows < len(taken)], minlength=len(taken))
+        found[long] = counts > SAFE_LEVELS
     return found
 
 

@@ -188,7 +188,7 @@ class ChangeBatch:
         image = parts.before if op == "delete" else parts.after
         if isinstance(image, bytes | bytearray | memoryview):
             raw, image = image, _json_object(bytes(image))
-            if image is None and raw:
+            if image is None and raw and op != "delete":  # a delete needs its key alone
                 which = "before" if op == "delete" else "after"
                 raise ValueError(
                     f"payload.{which} is raw data that is no JSON object (schema-encoded "

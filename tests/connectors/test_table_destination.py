@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import shutil
 from decimal import Decimal
 from pathlib import Path
@@ -595,3 +596,38 @@ def test_a_place_no_folder_can_be_made_in_is_one_line_even_for_root(tmp_path: Pa
     (tmp_path / "held").mkdir()
     TableDataSource({"path": str(tmp_path / "held")}).settings.check_table()
     assert list((tmp_path / "held").iterdir()) == []
+
+
+def test_a_batch_write_keeps_every_dead_letter_but_the_same_one_again(tmp_path: Path) -> None:
+    from cdc_connectors.connectors.table_settings import Settings
+    from cdc_connectors.connectors.table_write import TableCommitMessage, commit_changes
+
+    settings = Settings.parse({"path": str(tmp_path / "t"), "keyColumns": "id"})
+
+    def letter(payload: str, reason: str) -> bytes:
+        return (
+            b'{"position":"","operation":"create","metadata":{"conduit.dlq.nack.error":"'
+            + reason.encode()
+            + b'"},"key":null,"payload":{"before":null,"after":"'
+            + payload.encode()
+            + b'"}}'
+        )
+
+    # two runs of the same two messages at one place, the second with a third message there
+    first, second = (
+        ["eyJ4IjoxfQ==", "eyJ4IjoyfQ=="],
+        ["eyJ4IjoxfQ==", "eyJ4IjoyfQ==", "eyJ4IjozfQ=="],
+    )
+    for reason, payloads in (("first", first), ("second", second)):
+        letters = [letter(payload, reason) for payload in payloads]
+        commit_changes(settings, [TableCommitMessage(b"", ["id"], letters, 2)], None)
+    found = sorted(
+        (line["payload"]["after"], line["metadata"]["conduit.dlq.nack.error"])
+        for f in (tmp_path / "t" / "_cdc_dead_letters").iterdir()
+        for line in map(json.loads, f.read_text().splitlines())
+    )
+    assert found == [
+        ("eyJ4IjoxfQ==", "first"),
+        ("eyJ4IjoyfQ==", "first"),
+        ("eyJ4IjozfQ==", "second"),
+    ]

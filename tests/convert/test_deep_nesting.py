@@ -78,3 +78,17 @@ def test_reading_refuses_tables_deeper_than_a_record() -> None:
     assert type_depth(read_lines(b'{"x":{"y":[{"z":1}]}}\n').schema) == 4
     values = pa.array([b"{}", b"[" * (SAFE_LEVELS + 1), b'{"a":1}' * SAFE_LEVELS, None])
     assert too_deep(values).tolist() == [False, True, False, False]
+
+
+def test_a_text_full_of_brackets_leaves_the_columns_alone_not_its_batch(tmp_path: Path) -> None:
+    from cdc_connectors.columnar.opencdc_json_columns import RecordColumnsReader
+
+    brackets = b'{"id":99,"doc":"' + b"[" * (SAFE_LEVELS + 1) + b'"}'
+    lines = [_record(b'{"id":%d}' % n, n) for n in range(10)] + [_record(brackets, 99)]
+    read = RecordColumnsReader().read(pa.array(lines), pa.array([b""] * len(lines)))
+    assert read is not None and read.rows.tolist() == list(range(10))  # the others: columns
+    done, target, letters = _converted(
+        tmp_path, lines, "--from", "opencdc-json", "--to", "opencdc-proto"
+    )
+    assert done.returncode == 0, done.stderr
+    assert target.stat().st_size > 11 * 30 and not letters

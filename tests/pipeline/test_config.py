@@ -267,6 +267,10 @@ def test_a_table_overlapping_the_input_or_the_dead_letters_is_refused(
     elsewhere = elsewhere.replace("./dlq/mirror", "mirror").replace("mirror/dead", "dead")
     assert parse(elsewhere).pipelines[0].destination.plugin.name == "table"
     assert list(tmp_path.iterdir()) == []  # checked, nothing made: no folder, no catalog
+    # one by design: the pipeline's dead-letter files, or the table's own folder for them
+    for letters in ("./dlq", "mirror/_cdc_dead_letters"):
+        shared = text.replace(table, f"{{path: mirror, deadLetters: {letters}}}")
+        assert parse(shared).pipelines[0].destination.settings["deadLetters"] == letters
 
 
 def test_a_setting_spelled_twice_in_other_case_is_refused() -> None:

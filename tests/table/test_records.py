@@ -383,3 +383,9 @@ def test_a_payload_of_schema_encoded_bytes_is_refused_saying_so() -> None:
     (refused,) = batch.refused
     assert "payload.after is raw data that is no JSON object" in refused.reason
     assert batch.table().column("id").to_pylist() == [2]
+
+
+def test_a_delete_needs_its_key_alone_whatever_its_before() -> None:
+    batch = ChangeBatch()
+    batch.add(Record.new("delete", position=b"t/0/1", key={"id": 1}, before=b"\x00\x01\x02"))
+    assert not batch.refused and batch.table().column("id").to_pylist() == [1]
