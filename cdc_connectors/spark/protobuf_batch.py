@@ -147,10 +147,15 @@ def _retarget(messages: Any) -> bool:
     return changed
 
 
-def _timestamps(column: pa.Array, type_: pa.DataType, exact: bool = False) -> pa.Array | None:
+def _timestamps(
+    column: pa.Array, type_: pa.DataType, exact: bool = False
+) -> tuple[pa.Array | None, np.ndarray]:
     """``column`` as ptars built it (Timestamps as raw ``{seconds, nanos}`` structs) in
-    the Arrow type ``type_``; ``None`` when a Timestamp lies outside years 1..9999 or its
-    nanos outside 0..999,999,999 (the slow way says which row)."""
+    the Arrow type ``type_`` (``None`` when a Timestamp lies outside years 1..9999 or its
+    nanos outside 0..999,999,999: the slow way says which row), and, with ``exact``, which
+    of its values hold a Timestamp with nanoseconds past its microseconds (the column
+    holds microseconds)."""
+    finer = np.zeros(len(column), dtype=bool)
     if pa.types.is_timestamp(type_) and pa.types.is_struct(column.type):
         seconds = column.field("seconds").cast(pa.int64())
         nanos = column.field("nanos").cast(pa.int64())
@@ -159,29 +164,35 @@ def _timestamps(column: pa.Array, type_: pa.DataType, exact: bool = False) -> pa
             pc.or_(pc.less(seconds, MIN_SECONDS), pc.greater(seconds, MAX_SECONDS)),
             pc.or_(pc.less(nanos, 0), pc.greater_equal(nanos, 1_000_000_000)),
         )
-        if exact:  # nanoseconds the column would cut
-            bad = pc.or_(bad, pc.not_equal(pc.remainder(nanos, 1000), 0))
         if pc.any(pc.and_(valid, bad)).as_py():
-            return None
+            return None, finer
+        if exact:
+            cut = pc.and_(valid, pc.not_equal(pc.remainder(nanos, 1000), 0))
+            finer = np.asarray(pc.fill_null(cut, False).to_numpy(zero_copy_only=False), bool)
         micros = pc.add(pc.multiply(seconds, 1_000_000), pc.divide(nanos, 1000))
         micros = pc.if_else(valid, micros, pa.scalar(None, pa.int64()))
-        return micros.cast(type_)
+        return micros.cast(type_), finer
     if pa.types.is_struct(type_) and pa.types.is_struct(column.type):
         children = []
         for field in type_:
-            child = _timestamps(column.field(field.name), field.type, exact)
+            child, child_finer = _timestamps(column.field(field.name), field.type, exact)
             if child is None:
-                return None
+                return None, finer
             children.append(child)
+            finer |= child_finer
         nulls = None if column.null_count == 0 else pc.is_null(column)
-        return pa.StructArray.from_arrays(children, fields=list(type_), mask=nulls)
+        return pa.StructArray.from_arrays(children, fields=list(type_), mask=nulls), finer
     if pa.types.is_list(type_) and pa.types.is_list(column.type):
-        items = _timestamps(column.values, type_.value_type, exact)
+        items, items_finer = _timestamps(column.values, type_.value_type, exact)
         if items is None:
-            return None
+            return None, finer
+        if items_finer.any():  # each item's row
+            bounds = np.asarray(column.offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
+            rows = np.searchsorted(bounds, np.flatnonzero(items_finer), side="right") - 1
+            finer[rows[(rows >= 0) & (rows < len(column))]] = True
         nulls = None if column.null_count == 0 else pc.is_null(column)
-        return pa.ListArray.from_arrays(column.offsets, items, type=type_, mask=nulls)
-    return column if column.type == type_ else column.cast(type_)
+        return pa.ListArray.from_arrays(column.offsets, items, type=type_, mask=nulls), finer
+    return (column if column.type == type_ else column.cast(type_)), finer
 
 
 class ProtobufBatchDecoder:
@@ -200,36 +211,44 @@ class ProtobufBatchDecoder:
 
     def _decode_fast(
         self, messages: Sequence[bytes | None], offsets: Sequence[int]
-    ) -> pa.StructArray | None:
-        """The whole batch through ptars, or ``None`` when some row needs the slow way."""
+    ) -> tuple[pa.StructArray, np.ndarray] | None:
+        """The whole batch through ptars and, with ``exact``, the rows holding a Timestamp
+        with nanoseconds its column cuts; ``None`` when some row needs the slow way."""
         if self._fast is None or not messages:
             return None
+        finer = np.zeros(len(messages), dtype=bool)
         try:
             bodies = [m if o == 0 else m[o:] for m, o in zip(messages, offsets, strict=True)]  # type: ignore[index]
             batch = self._fast.list_to_record_batch(bodies)
             fields = list(self.arrow_type)
-            columns = [
-                _timestamps(column, field.type, self.exact)
-                for column, field in zip(batch.columns, fields, strict=True)
-            ]
+            columns = []
+            for column, field in zip(batch.columns, fields, strict=True):
+                built, column_finer = _timestamps(column, field.type, self.exact)
+                columns.append(built)
+                finer |= column_finer
         except (ValueError, TypeError, pa.ArrowException):
             return None  # a body that does not parse, a None, a type that does not cast
         if any(column is None for column in columns):
             return None  # a Timestamp Python does not hold: the slow way says which
         array = pa.StructArray.from_arrays(columns, fields=fields)
-        return array if _timestamps_in_range(array) else None
+        return (array, finer) if _timestamps_in_range(array) else None
 
     def decode(
         self, messages: Sequence[bytes | None], offsets: Sequence[int]
     ) -> tuple[pa.StructArray, list[str | None]]:
-        """Parse ``messages[i][offsets[i]:]``; the array and, per row, why it is null."""
+        """Parse ``messages[i][offsets[i]:]``; the array and, per row, why it is null (or,
+        with ``exact``, why its value is not the message's: nanoseconds it cuts)."""
         if len(messages) != len(offsets):
             raise ValueError(f"{len(messages)} messages but {len(offsets)} offsets")
         # A batch allocates objects per message and field, none of them in cycles; the cyclic
         # collector would otherwise scan the growing lists over and over (a third of the time).
         fast = self._decode_fast(messages, offsets)
         if fast is not None:
-            return fast, [None] * len(messages)
+            array, finer = fast
+            problems: list[str | None] = [None] * len(messages)
+            for row in np.flatnonzero(finer).tolist():
+                problems[row] = "a Timestamp with nanoseconds past its microseconds"
+            return array, problems
         collecting = gc.isenabled()
         gc.disable()
         try:

@@ -60,3 +60,21 @@ def test_protobuf_timestamps_keep_their_nanoseconds_through_the_columns(tmp_path
         for n in range(12)
     ]
     assert b"8 the per-message way" in read.stderr  # the rows with nanoseconds alone
+
+
+def test_the_columns_name_the_rows_whose_nanoseconds_they_would_cut() -> None:
+    from cdc_connectors.schema.protobuf import from_dict, message_class
+    from cdc_connectors.spark.protobuf_batch import ProtobufBatchDecoder
+
+    cls = message_class(
+        ROW.replace(
+            "google.protobuf.Timestamp ts = 2;", "repeated google.protobuf.Timestamp ts = 2;"
+        )
+    )
+    stamps = [["2024-01-01T00:00:00.5Z"], [], ["2024-01-01T00:00:00Z", STAMPS[0]]]
+    bodies = [from_dict({"id": n, "ts": s}, cls).SerializeToString() for n, s in enumerate(stamps)]
+    exact = ProtobufBatchDecoder(cls, exact=True)
+    _, problems = exact.decode(bodies, [0] * 3)
+    assert [p is not None for p in problems] == [False, False, True]
+    _, cut = ProtobufBatchDecoder(cls).decode(bodies, [0] * 3)  # Spark's typed columns
+    assert cut == [None] * 3
