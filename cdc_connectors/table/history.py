@@ -166,7 +166,7 @@ def _insert(events: list[tuple[str, Any]], change: dict[str, Any], grave: Any) -
             return False
         if _order(item) < order:
             place = index + 1
-    if change[OP] == "delete" and place < len(events) and not _current_at(events, place):
+    if change[OP] == "delete" and place < len(events) and not _open_at(events, place, change[AT]):
         # nothing to close there, and the key came back after (its tombstone is no
         # matter): its own replay, or a delete of a key gone already
         return False
@@ -174,12 +174,16 @@ def _insert(events: list[tuple[str, Any]], change: dict[str, Any], grave: Any) -
     return True
 
 
-def _current_at(events: list[tuple[str, Any]], place: int) -> bool:
-    """Whether a version of the key is current just before ``place`` among its events."""
+def _open_at(events: list[tuple[str, Any]], place: int, at: Any) -> bool:
+    """Whether a version of the key just before ``place`` among its events is one a
+    delete at ``at`` would close: not one closed at that very time already (by a delete
+    and a create again in one transaction, whose times are one)."""
     if place == 0:
         return False
     kind, item = events[place - 1]
-    return kind == "version" or (kind == "change" and item[OP] != "delete")
+    if kind == "version":
+        return item[VALID_TO] is None or item[VALID_TO] != at
+    return kind == "change" and item[OP] != "delete"
 
 
 def _replay(

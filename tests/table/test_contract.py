@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
@@ -13,8 +14,9 @@ import pytest
 from cdc_connectors.errors import CodecError, ConfigError
 from cdc_connectors.table.apply import apply_changes
 from cdc_connectors.table.evolve import SchemaChangeError
+from cdc_connectors.table.layout import AT, TIME
 from cdc_connectors.table.store import ConcurrentWrite, InterleavedWrite, TableSettings, Txn
-from tests.table.changes import ORDERS, batch
+from tests.table.changes import EPOCH, ORDERS, batch
 from tests.table.conftest import read_all, rows
 
 KEYED = TableSettings(["id"])
@@ -718,6 +720,26 @@ def test_history_a_batch_that_deletes_and_creates_again_replayed_changes_nothing
     # a delete where the key is gone already, before it came back, closes nothing either
     gone = apply_changes(make_store(), batch([("delete", 135, {"id": 2})]), HISTORY)
     assert (gone.applied, _versions_of(make_store())) == (0, versions)
+
+
+def test_history_a_delete_and_create_again_at_one_time_replayed_changes_nothing(
+    make_store: Store,
+) -> None:
+    """A key's update in one transaction (a primary key changed): its delete and its
+    create again have one time, so no gap tells the delete in the versions."""
+    changes = batch(
+        [
+            ("create", 120, {"id": 2, "status": "b1"}),
+            ("delete", 130, {"id": 2}),
+            ("create", 140, {"id": 2, "status": "b2"}),
+        ]
+    )
+    times = pa.array([EPOCH + dt.timedelta(seconds=s) for s in (120, 130, 130)], TIME)
+    changes = changes.set_column(changes.schema.get_field_index(AT), AT, times)
+    assert apply_changes(make_store(), changes, HISTORY).applied == 3
+    versions = _versions_of(make_store())
+    again = apply_changes(make_store(), changes, HISTORY)
+    assert (again.applied, again.stale, _versions_of(make_store())) == (0, 3, versions)
 
 
 def test_history_keeps_two_changes_at_one_log_position(make_store: Store) -> None:
