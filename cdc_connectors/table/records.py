@@ -189,9 +189,8 @@ class ChangeBatch:
         if isinstance(image, bytes | bytearray | memoryview):
             raw, image = image, _json_object(bytes(image))
             if image is None and raw and op != "delete":  # a delete needs its key alone
-                which = "before" if op == "delete" else "after"
                 raise ValueError(
-                    f"payload.{which} is raw data that is no JSON object (schema-encoded "
+                    "payload.after is raw data that is no JSON object (schema-encoded "
                     "bytes, Avro or Protobuf, say: decode them to structured data first)"
                 )
         row = dict(image) if isinstance(image, dict) else {}
