@@ -13,9 +13,10 @@ value subject. Its body is the fields Avro writes one after the other:
   here);
 - ``source`` and ``transaction``: each field of the metadata (``debezium.source.*``,
   ``debezium.transaction.*``) after its branch: a 64-bit integer as a zig-zag varint, any
-  other text as its length and bytes; ``table`` (the collection) and ``ts_ms``
-  (``opencdc.createdAt``) where the per-message way adds them;
-- ``op`` (one letter) and ``ts_ms`` (``opencdc.readAt`` in milliseconds).
+  other text as its length and bytes; ``table`` (the collection) and ``ts_ms``, ``ts_us``,
+  ``ts_ns`` (``opencdc.createdAt``) where the per-message way adds them;
+- ``op`` (one letter) and ``ts_ms``, ``ts_us``, ``ts_ns`` (``opencdc.readAt`` in milli-,
+  micro- and nanoseconds).
 
 Rows are grouped by the schema their envelope gets (the row schema, the collection, the
 metadata names and which of their values are 64-bit integers), in the order each first
@@ -46,6 +47,7 @@ from cdc_connectors.columnar.debezium_avro_rows import (
 )
 from cdc_connectors.formats.base import Format
 from cdc_connectors.formats.debezium.avro_format import DebeziumAvroFormat
+from cdc_connectors.formats.debezium.envelope import TIME_FIELDS
 from cdc_connectors.opencdc import CodecError
 from cdc_connectors.opencdc import keys as metadata_keys
 from cdc_connectors.opencdc.metadata import Metadata
@@ -61,7 +63,7 @@ _NAME = "[A-Za-z_][A-Za-z0-9_]*"
 _LONG_TEXT = "^-?(0|[1-9][0-9]{0,18})$"
 _MIN_LONG, _MAX_LONG = -(2**63), 2**63 - 1
 _PLACE_NAMES = ("db", "schema", "table", "collection")
-_TIME_NAMES = ("ts_ms", "ts_us", "ts_ns")
+_NANOS_PER = {"ts_ms": 10**6, "ts_us": 10**3, "ts_ns": 1}
 _NULL, _SET = b"\x00", b"\x02"  # a union's branch: null first, the value second
 
 
@@ -71,7 +73,7 @@ class _Shapes:
 
     #: Each row's metadata names (``source`` and ``transaction``), each marked long or text.
     names: pa.Array
-    #: Whether ``table`` (the collection) and ``ts_ms`` (``createdAt``) are added.
+    #: Whether ``table`` (the collection) and the times (``createdAt``) are added.
     adds_table: np.ndarray
     adds_time: np.ndarray
     #: The rows the per-message way must write.
@@ -194,7 +196,7 @@ class DebeziumToDebeziumAvro(DebeziumToAvroRows):
             return np.bincount(parents[hits], minlength=count) > 0
 
         named_collection = wire.valid(collections) & (wire.lengths(collections) > 0)
-        adds_time = ~having(_TIME_NAMES) & wire.valid(created)
+        adds_time = ~having(TIME_FIELDS) & wire.valid(created)
         refused |= adds_time & ~_longs_or_null(created)
         return _Shapes(names, ~having(_PLACE_NAMES) & named_collection, adds_time, refused)
 
@@ -230,7 +232,9 @@ class _Parts:
             fields["source"]["type"], metadata, taken, f"{prefix}.source.", first
         )
         pieces = pieces + wire.Pieces.of(_LETTERS.take(self.operations.take(taken)))
-        pieces = pieces + _optional_long(self.read_at.take(taken), 10**6)
+        read_at = self.read_at.take(taken)
+        for name in TIME_FIELDS:
+            pieces = pieces + _optional_long(read_at, _NANOS_PER[name])
         if "transaction" in fields:
             block = fields["transaction"]["type"][1]
             pieces = pieces + wire.segments([wire.constant(_SET, count)])
@@ -257,9 +261,9 @@ class _Parts:
                 values = pc.map_lookup(metadata, pa.scalar(prefix + name, pa.string()), "first")
             elif name == "table":
                 values = self.collections.take(taken)
-            else:  # ts_ms: the creation time in milliseconds
+            else:  # ts_ms, ts_us or ts_ns: the creation time
                 created = pc.cast(self.created.take(taken), pa.int64())
-                values = pa.array(np.floor_divide(created.to_numpy(), 10**6))
+                values = pa.array(np.floor_divide(created.to_numpy(), _NANOS_PER[name]))
             pieces = pieces + wire.segments([wire.constant(_SET, count)])
             if long:
                 pieces = pieces + wire.segments([_long(pc.cast(values, pa.int64()).to_numpy())])

@@ -11,7 +11,8 @@ blocks (``schemas.enable`` off):
   strings always as strings); without any, the whole metadata as strings (Conduit's way);
 - ``op``: the operation's letter;
 - ``transaction``: ``<prefix>.transaction.*`` metadata as ``source``'s, else ``null``;
-- ``ts_ms``: ``opencdc.readAt`` in milliseconds, else ``null``;
+- ``ts_ms``, ``ts_us``, ``ts_ns``: ``opencdc.readAt`` in milli-, micro- and nanoseconds
+  (rounded down), else ``null``;
 - any other ``<prefix>.<name>``: a member ``<name>`` after those, unless one has the name.
 
 Rows of one batch may differ in which metadata they hold (an optional ``source`` field
@@ -33,7 +34,11 @@ from cdc_connectors.columnar import wire
 from cdc_connectors.columnar.json_text import image_texts, joined, quoted, struct_text
 from cdc_connectors.columnar.maps import entry_columns
 from cdc_connectors.columnar.proto_records import NotColumnar
-from cdc_connectors.formats.debezium.envelope import CONNECTOR_TEXT_MEMBERS, TEXT_MEMBERS
+from cdc_connectors.formats.debezium.envelope import (
+    CONNECTOR_TEXT_MEMBERS,
+    TEXT_MEMBERS,
+    TIME_FIELDS,
+)
 from cdc_connectors.opencdc import keys
 from cdc_connectors.schema.connect import ConnectSchema
 
@@ -49,9 +54,8 @@ _INTEGER = "^(0|-?[1-9][0-9]{0,18})$"
 _NINETEEN_DIGITS = "^-?[1-9][0-9]{18}$"
 _LARGEST, _SMALLEST = str(2**63 - 1), str(-(2**63))
 _READ_AT = "^-?[0-9]{1,19}$"
-_NANOS_PER_MILLI = 1_000_000
 # Members of the envelope before any other: a metadata name may not take their place.
-_OWN_MEMBERS = frozenset(("before", "after", "source", "op", "transaction", "ts_ms"))
+_OWN_MEMBERS = frozenset(("before", "after", "source", "op", "transaction", *TIME_FIELDS))
 
 
 class DebeziumRecordWriter:
@@ -155,8 +159,12 @@ class DebeziumRecordWriter:
             parts.append(_object(transaction, bad, texts=_texts(TEXT_MEMBERS["transaction"])))
         else:
             parts.append(b"null")
-        parts.append(b',"ts_ms":')
-        parts.append(b"null" if read_at is None else _millis(read_at, bad))
+        if read_at is None:
+            parts.append(b',"ts_ms":null,"ts_us":null,"ts_ns":null')
+        else:
+            nanos = _nanos(read_at, bad)
+            for name, per in (("ts_ms", 1_000_000), ("ts_us", 1_000), ("ts_ns", 1)):
+                parts += [f',"{name}":'.encode(), _digits(np.floor_divide(nanos, per))]
         for member, values in more:
             parts += [b"," + orjson.dumps(member) + b":", _values(values, bad)]
         parts.append(b"}")
@@ -263,18 +271,24 @@ def _values(texts: pa.Array, bad: np.ndarray) -> pa.Array:
     return out
 
 
-def _millis(texts: pa.Array, bad: np.ndarray) -> pa.Array:
-    """``opencdc.readAt`` (nanoseconds as text) as whole milliseconds, rounded down."""
+def _nanos(texts: pa.Array, bad: np.ndarray) -> np.ndarray:
+    """``opencdc.readAt`` (nanoseconds as text) as numbers; ``bad`` marks the rows whose
+    text is no plain 64-bit integer."""
     plain = wire.mask(pc.match_substring_regex(texts, _READ_AT))
     digits = pc.if_else(pa.array(plain), texts, "0")
     try:
-        nanos = digits.cast(pa.int64()).to_numpy()
+        nanos: np.ndarray = digits.cast(pa.int64()).to_numpy()
     except pa.ArrowInvalid:  # beyond 64 bits: the per-message way says so
         wide = [int(text) for text in digits.to_pylist()]
         plain &= np.array([-(2**63) <= n < 2**63 for n in wide], dtype=bool)
         nanos = np.array([n if -(2**63) <= n < 2**63 else 0 for n in wide], dtype=np.int64)
     bad |= ~plain
-    return pa.array(np.floor_divide(nanos, _NANOS_PER_MILLI)).cast(pa.string()).cast(pa.binary())
+    return nanos
+
+
+def _digits(numbers: np.ndarray) -> pa.Array:
+    """Each number as its decimal text (binary)."""
+    return pa.array(numbers).cast(pa.string()).cast(pa.binary())
 
 
 def _full(parts: list[pa.Array | bytes], count: int) -> list[pa.Array | bytes]:

@@ -48,7 +48,7 @@ from cdc_connectors.options import Options
 from cdc_connectors.pipeline.connectors import Plugin, check_settings, resolve, setting_named
 from cdc_connectors.pipeline.nodes import Keys, Node, compose
 from cdc_connectors.pipeline.outputs import MODES
-from cdc_connectors.pipeline.table_schemas import table_registries
+from cdc_connectors.pipeline.table_schemas import Registries, table_registries
 
 __all__ = [
     "Config",
@@ -289,6 +289,38 @@ def _pipeline(
             "dead-letter-queue",
         ]
     )
+    source, destination, given = _ends(connectors_node, registry, registry_at)
+    streams = source.plugin.streams()
+    if mode == "streaming" and not streams:
+        assert mode_node is not None
+        raise mode_node.error(f"the source plugin {source.plugin.name!r} cannot stream")
+    batch = (
+        mode == "batch" if mode is not None else ("endingOffsets" in source.settings or not streams)
+    )
+    if status == "stopped":
+        return None
+    dead_letters = _dead_letters(dlq_node, node, pipeline_id, registry, registry_at)
+    _check_paths(connectors_node, source, destination, dead_letters)
+    save_mode = _save_mode(destination, batch)
+    return Pipeline(
+        id=pipeline_id,
+        source=source,
+        destination=destination,
+        dead_letters=dead_letters,
+        batch=batch,
+        checkpoint=os.path.join(checkpoints, pipeline_id),
+        name=name,
+        description=description,
+        save_mode=save_mode,
+        schemas=given.store,
+    )
+
+
+def _ends(
+    connectors_node: Node, registry: str | None, registry_at: str
+) -> tuple[Connector, Connector, Registries]:
+    """A pipeline's source and destination connectors, with the registries its table
+    connectors are given."""
     connectors = [_connector(item, registry, registry_at) for item in connectors_node.items()]
     ids: set[str] = set()
     for connector, item in zip(connectors, connectors_node.items(), strict=True):
@@ -314,30 +346,7 @@ def _pipeline(
             "the source setting 'typed' is for reading DataFrames; a pipeline moves OpenCDC "
             "records (use typed_view on its output)"
         )
-    streams = source.plugin.streams()
-    if mode == "streaming" and not streams:
-        assert mode_node is not None
-        raise mode_node.error(f"the source plugin {source.plugin.name!r} cannot stream")
-    batch = (
-        mode == "batch" if mode is not None else ("endingOffsets" in source.settings or not streams)
-    )
-    if status == "stopped":
-        return None
-    dead_letters = _dead_letters(dlq_node, node, pipeline_id, registry, registry_at)
-    _check_paths(connectors_node, source, destination, dead_letters)
-    save_mode = _save_mode(destination, batch)
-    return Pipeline(
-        id=pipeline_id,
-        source=source,
-        destination=destination,
-        dead_letters=dead_letters,
-        batch=batch,
-        checkpoint=os.path.join(checkpoints, pipeline_id),
-        name=name,
-        description=description,
-        save_mode=save_mode,
-        schemas=given.store,
-    )
+    return source, destination, given
 
 
 def _save_mode(destination: Connector, batch: bool) -> str:

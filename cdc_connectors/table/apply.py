@@ -75,27 +75,7 @@ def apply_changes(
     _check_keys(changes, keys, store.where)
     changes = _cast(changes, schema)
     touched = changes.select(keys).group_by(keys, use_threads=False).aggregate([])
-    # the order of the keys' rows is all a batch needs of them, but to keep values: a
-    # column left unset, a soft delete, a version closed
-    keeps = settings.mode == "history" or settings.deletes == "soft" or _any_unset(changes, schema)
-    if settings.mode == "history":  # every version, read once: the commit's base
-        versions = store.versions(touched)
-        current = versions
-        if current.num_rows and IS_CURRENT in current.column_names:
-            current = current.filter(pc.fill_null(current.column(IS_CURRENT), False))
-    else:
-        current = store.current(touched, None if keeps else [*keys, STREAM, OFFSET])
-    graves = store.tombstones(touched)
-    if settings.order == AUTO:  # a change and the key's order of one stream, one logged
-        history = settings.mode == "history"
-        known = versions if history else current
-        changes, (known, graves) = rebased(changes, keys, [known, graves])
-        if history:
-            versions = current = known
-            if current.num_rows and IS_CURRENT in current.column_names:
-                current = current.filter(pc.fill_null(current.column(IS_CURRENT), False))
-        else:
-            current = known
+    changes, versions, current, graves = _held_of(store, changes, touched, settings, schema)
     held_graves = graves
     late = keys_of(changes, keys).slice(0, 0)
     if settings.mode == "history":
@@ -139,6 +119,39 @@ def apply_changes(
             if deletes.num_rows:
                 apply_changes(store, deletes, settings, None, repairing=True)
     return Applied(0, stale, replayed=True) if held else Applied(applied, stale)
+
+
+def _held_of(
+    store: TableStore,
+    changes: pa.Table,
+    touched: pa.Table,
+    settings: TableSettings,
+    schema: pa.Schema,
+) -> tuple[pa.Table, pa.Table, pa.Table, pa.Table]:
+    """What ``store`` holds of the ``touched`` keys: every version (history mode; else the
+    current rows again), the current rows and the tombstones; with ``changes`` rebased on
+    them where the table keeps its own order."""
+    keys = settings.keys
+    history = settings.mode == "history"
+    # the order of the keys' rows is all a batch needs of them, but to keep values: a
+    # column left unset, a soft delete, a version closed
+    keeps = history or settings.deletes == "soft" or _any_unset(changes, schema)
+    if history:  # every version, read once: the commit's base
+        versions = store.versions(touched)
+    else:
+        versions = store.current(touched, None if keeps else [*keys, STREAM, OFFSET])
+    graves = store.tombstones(touched)
+    if settings.order == AUTO:  # a change and the key's order of one stream, one logged
+        changes, (versions, graves) = rebased(changes, keys, [versions, graves])
+    current = _current_only(versions) if history else versions
+    return changes, versions, current, graves
+
+
+def _current_only(versions: pa.Table) -> pa.Table:
+    """The versions that are current (all of them in a table without versions)."""
+    if versions.num_rows and IS_CURRENT in versions.column_names:
+        return versions.filter(pc.fill_null(versions.column(IS_CURRENT), False))
+    return versions
 
 
 def _differ(held: pa.Table, wanted: pa.Table, columns: list[str]) -> bool:

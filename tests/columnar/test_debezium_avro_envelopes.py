@@ -354,7 +354,8 @@ def test_a_table_and_a_creation_time_are_added_as_the_per_message_way_adds_them(
 ) -> None:
     """YDB's Debezium JSON names its collection by option and its time by ``step``: its
     ``source`` has no place and no time of its own, so the envelope gets ``table`` (the
-    collection) and ``ts_ms`` (the creation time), from columns as one by one."""
+    collection) and ``ts_ms``, ``ts_us``, ``ts_ns`` (the creation time), from columns as one
+    by one."""
     row = {
         "type": "struct",
         "optional": True,
@@ -416,12 +417,13 @@ def test_a_table_and_a_creation_time_are_added_as_the_per_message_way_adds_them(
     )
     assert columns[1:] == per_message[1:]
     assert columns[3].startswith("read 6 messages, wrote 6 records"), columns[3]
-    assert added == ["table", "ts_ms"]
+    assert added == ["table", "ts_ms", "ts_us", "ts_ns"]
     read = AvroDeserializer(EmbeddedRegistry(ours))
     first = orjson.loads(columns[0].splitlines()[0])["value"]
     event = read(base64.b64decode(first), SerializationContext("t", MessageField.VALUE))
     assert event["source"]["table"] == "orders"
     assert event["source"]["ts_ms"] == 1_670_792_400_890
+    assert event["source"]["ts_ns"] == 1_670_792_400_890_000_000
 
 
 class PerMessageYdb(YdbDebeziumJsonFormat):

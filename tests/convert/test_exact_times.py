@@ -78,3 +78,87 @@ def test_the_columns_name_the_rows_whose_nanoseconds_they_would_cut() -> None:
     assert [p is not None for p in problems] == [False, False, True]
     _, cut = ProtobufBatchDecoder(cls).decode(bodies, [0] * 3)  # Spark's typed columns
     assert cut == [None] * 3
+
+
+CREATED, READ = 1_700_000_000_123_456_789, 1_700_000_000_223_456_789
+
+
+def _change(n: int) -> bytes:
+    return orjson.dumps(
+        {
+            "position": "cA==",
+            "operation": "update",
+            "metadata": {
+                "opencdc.collection": "orders",
+                "opencdc.createdAt": str(CREATED + n),
+                "opencdc.readAt": str(READ + n),
+            },
+            "key": {"id": n},
+            "payload": {"before": None, "after": {"id": n, "v": "a"}},
+        }
+    )
+
+
+def test_record_times_keep_every_digit_through_debezium_json_and_avro(tmp_path: Path) -> None:
+    """``opencdc.createdAt`` and ``readAt`` (nanoseconds) written as Debezium JSON or Avro
+    and read back are the same numbers: the envelope (and a ``source`` made of the
+    metadata) carries ``ts_us`` and ``ts_ns`` beside ``ts_ms``, as Debezium 2.6 does, and
+    the reader takes the finest. Before, both came back cut to milliseconds."""
+    registry = f"sqlite:///{tmp_path}/r.db"
+    for count in (1, 40):  # one message, and a batch of them
+        source = tmp_path / f"in{count}.jsonl"
+        source.write_bytes(b"".join(_change(n) + b"\n" for n in range(count)))
+        for fmt in ("debezium-json", "debezium-avro"):
+            written = tmp_path / f"{fmt}{count}.out"
+            done = run_cli(
+                *("convert", "--from", "opencdc-json", "--to", fmt, "--registry", registry),
+                *(str(source), "-o", str(written)),
+            )
+            assert done.returncode == 0, done.stderr
+            read = run_cli(
+                *("convert", "--from", fmt, "--to", "opencdc-json", "--registry", registry),
+                str(written),
+            )
+            assert read.returncode == 0, read.stderr
+            times = [
+                (int(m["opencdc.createdAt"]), int(m["opencdc.readAt"]))
+                for m in (orjson.loads(line)["metadata"] for line in read.stdout.splitlines())
+            ]
+            assert times == [(CREATED + n, READ + n) for n in range(count)], fmt
+
+
+def test_debezium_events_written_again_keep_their_finest_times(tmp_path: Path) -> None:
+    """Debezium JSON with ``ts_ns`` written again as Debezium JSON: the columns (a batch)
+    and the per-message way (one message) write the same envelope times, every digit."""
+    events = [
+        orjson.dumps(
+            {
+                "before": None,
+                "after": {"id": n},
+                "source": {"db": "shop", "table": "orders", "ts_ms": 1_700_000_000_123},
+                "op": "u",
+                "ts_ms": (READ + n) // 10**6,
+                "ts_us": (READ + n) // 10**3,
+                "ts_ns": READ + n,
+            }
+        )
+        for n in range(30)
+    ]
+    outputs = []
+    for lines in (events, events[:1]):
+        source = tmp_path / f"dbz{len(lines)}.jsonl"
+        source.write_bytes(b"".join(line + b"\n" for line in lines))
+        done = run_cli(
+            *("convert", "--from", "debezium-json", "--to", "debezium-json", str(source))
+        )
+        assert done.returncode == 0, done.stderr
+        outputs.append(done.stdout.splitlines())
+        written = [orjson.loads(line) for line in done.stdout.splitlines()]
+        assert [(e["ts_ms"], e["ts_us"], e["ts_ns"]) for e in written] == [
+            ((READ + n) // 10**6, (READ + n) // 10**3, READ + n) for n in range(len(lines))
+        ]
+    assert b"0 the per-message way" in run_cli(
+        *("convert", "--from", "debezium-json", "--to", "debezium-json"),
+        str(tmp_path / "dbz30.jsonl"),
+    ).stderr
+    assert outputs[0][0] == outputs[1][0]

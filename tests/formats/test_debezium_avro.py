@@ -283,8 +283,8 @@ def test_confluent_deserializer_reads_what_we_write(url: str) -> None:
         after={"id": 3, "name": "b", "amount": Decimal("2.25")},
         metadata={"debezium.source.db": "shop", "debezium.source.table": "users"},
         collection="shop.users",
-        created_at=1_700_000_000_123_000_000,
-        read_at=1_700_000_000_456_000_000,
+        created_at=1_700_000_000_123_456_789,
+        read_at=1_700_000_000_456_789_012,
     )
     message = DebeziumAvroFormat({"topic": "users"}, registry=url).encode(record)
     registry = open_registry(url)
@@ -294,16 +294,25 @@ def test_confluent_deserializer_reads_what_we_write(url: str) -> None:
     assert value == {
         "before": {"id": 3, "name": "a", "amount": Decimal("1.5000000000")},
         "after": {"id": 3, "name": "b", "amount": Decimal("2.2500000000")},
-        "source": {"db": "shop", "table": "users", "ts_ms": 1_700_000_000_123},
+        "source": {
+            "db": "shop",
+            "table": "users",
+            "ts_ms": 1_700_000_000_123,
+            "ts_us": 1_700_000_000_123_456,
+            "ts_ns": 1_700_000_000_123_456_789,
+        },
         "op": "u",
         "ts_ms": 1_700_000_000_456,
+        "ts_us": 1_700_000_000_456_789,
+        "ts_ns": 1_700_000_000_456_789_012,
     }
     assert AvroDeserializer(registry)(
         message.key, SerializationContext("users", MessageField.KEY)
     ) == {"id": 3}
     envelope = orjson.loads(registry.get_latest_version("users-value").schema.schema_str or "")
     assert envelope["name"] == "shop.users.Envelope"
-    assert [f["name"] for f in envelope["fields"]] == ["before", "after", "source", "op", "ts_ms"]
+    names = [f["name"] for f in envelope["fields"]]
+    assert names == ["before", "after", "source", "op", "ts_ms", "ts_us", "ts_ns"]
     assert envelope["fields"][0]["type"][0] == "null"
     assert envelope["fields"][1]["type"] == ["null", "shop.users.Value"]
     assert registry.get_versions("users-key") == [1]

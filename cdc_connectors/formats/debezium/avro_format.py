@@ -1,8 +1,8 @@
 """Debezium change events as Avro: ``debezium-avro``, what Confluent's AvroConverter writes.
 
 The Kafka key (the row's primary key record) and value (the envelope record
-``{before, after, source, op, ts_ms, transaction}``) are Avro in Confluent's wire format
-(magic byte, schema id, body; or the id in a ``__key_schema_id`` / ``__value_schema_id``
+``{before, after, source, op, ts_ms, ts_us, ts_ns, transaction}``) are Avro in Confluent's
+wire format (magic byte, schema id, body; or the id in a ``__key_schema_id`` / ``__value_schema_id``
 header). Reading needs the registry (``--registry``): each message's writer schema is
 fetched by id, the body decoded to structured data and mapped exactly as
 ``debezium-json`` maps its JSON (:class:`DebeziumJsonFormat`, same options and table):
@@ -13,7 +13,7 @@ fetched by id, the body decoded to structured data and mapped exactly as
 | ``before`` / ``after`` | ``payload.before`` / ``payload.after`` (Avro values as structured data) |
 | key record | ``key``; a key that is not Confluent-framed stays raw bytes |
 | ``source.*``, ``transaction.*`` | ``debezium.source.*``, ``debezium.transaction.*`` |
-| ``source.ts_ms`` / ``ts_ms`` | ``opencdc.createdAt`` / ``opencdc.readAt`` (ns) |
+| ``source.ts_ms`` / ``ts_ms`` (``ts_us``, ``ts_ns``: finer) | ``opencdc.createdAt`` / ``readAt`` |
 | ``source`` ``db``.``schema``.``table`` | ``opencdc.collection`` |
 | ``after``'s record type | ``opencdc.payload.schema.*``: ``<collection>.payload`` |
 | key's record type | ``opencdc.key.schema.*``: ``<collection>.key`` |
@@ -31,14 +31,15 @@ when ``opencdc.payload.schema.*`` names it, else one inferred by Conduit's rules
 | ``before`` / ``after`` | ``["null", Row]`` | ``payload.before`` / ``payload.after`` |
 | ``source`` | record of ``["null","string"]`` (1) | ``debezium.source.*`` (2) |
 | ``op`` | ``string`` | operation: ``c``, ``u``, ``d``, ``r`` |
-| ``ts_ms`` | ``["null","long"]`` | ``opencdc.readAt`` (ms) |
+| ``ts_ms``, ``ts_us``, ``ts_ns`` | ``["null","long"]`` | ``opencdc.readAt`` (ms, µs, ns) |
 | ``transaction`` (when set) | ``["null", record]`` (1) | ``debezium.transaction.*`` |
 
 (1) A field whose metadata text is a 64-bit integer is ``["null","long"]``, as Debezium
 types ``ts_ms``, ``lsn``, ``txId``, ``total_order``; read back, both give the same
 metadata text. (2) Without ``db``/``schema``/``table`` or ``ts_*`` fields,
-``table`` is the collection and ``ts_ms`` is ``opencdc.createdAt``, so reading it back
-gives the same collection and ``createdAt`` (ms).
+``table`` is the collection and ``ts_ms``, ``ts_us``, ``ts_ns`` are ``opencdc.createdAt``,
+so reading it back gives the same collection and ``createdAt`` (every digit: Debezium 2.6
+and later write the three times, and the reader takes the finest).
 
 Named as Debezium names them: ``<collection>.Envelope``, ``.Source``, ``.Value`` (an
 inferred row), ``.Key`` (an inferred key); a collection's parts that are no Avro name
@@ -59,6 +60,8 @@ import orjson
 
 from cdc_connectors.formats.avro import named_avro_record
 from cdc_connectors.formats.base import FormatOptionError, Message
+from cdc_connectors.formats.debezium.encode import envelope_times
+from cdc_connectors.formats.debezium.envelope import TIME_FIELDS
 from cdc_connectors.formats.debezium.json_format import READING_OPTIONS, DebeziumJsonFormat
 from cdc_connectors.opencdc import CodecError, Operation, Record
 from cdc_connectors.opencdc.metadata import Metadata
@@ -83,7 +86,6 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _INVALID = re.compile(r"[^A-Za-z0-9_]")
 _INTEGER = re.compile(r"-?(0|[1-9][0-9]{0,18})")
 _MIN_LONG, _MAX_LONG = -(2**63), 2**63 - 1
-_TIME_FIELDS = frozenset(("ts_ms", "ts_us", "ts_ns"))
 _NULL_LONG: list[Any] = ["null", "long"]
 _NULL_STRING: list[Any] = ["null", "string"]
 _MAX_CACHED = 1024
@@ -235,7 +237,7 @@ class DebeziumAvroFormat(DebeziumJsonFormat):
             "after": after,
             "source": source,
             "op": letter,
-            "ts_ms": None if record.metadata.read_at is None else record.metadata.read_at // 10**6,
+            **envelope_times(record.metadata.read_at),
         }
         if transaction is not None:
             value["transaction"] = transaction
@@ -265,7 +267,7 @@ class DebeziumAvroFormat(DebeziumJsonFormat):
             {"name": "after", "type": ["null", _full_name(row)], "default": None},
             {"name": "source", "type": _record_schema(_qualified(space, "Source"), source[0])},
             {"name": "op", "type": "string"},
-            {"name": "ts_ms", "type": _NULL_LONG, "default": None},
+            *({"name": name, "type": _NULL_LONG, "default": None} for name in TIME_FIELDS),
         ]
         if transaction[0]:
             block = _record_schema(_qualified(space, "Transaction"), transaction[0])
@@ -319,9 +321,10 @@ class DebeziumAvroFormat(DebeziumJsonFormat):
         if collection and not names & {"db", "schema", "table", "collection"}:
             fields.append({"name": "table", "type": _NULL_STRING, "default": None})
             values["table"] = collection
-        if not names & _TIME_FIELDS and metadata.created_at is not None:
-            fields.append({"name": "ts_ms", "type": _NULL_LONG, "default": None})
-            values["ts_ms"] = metadata.created_at // 10**6
+        if not names & set(TIME_FIELDS) and metadata.created_at is not None:
+            for name, value in envelope_times(metadata.created_at).items():
+                fields.append({"name": name, "type": _NULL_LONG, "default": None})
+                values[name] = value
         return fields, values
 
     def _encode_key(self, record: Record, space: str | None) -> bytes | None:

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from cdc_connectors.formats.debezium.envelope import ENVELOPE_FIELDS
+from cdc_connectors.formats.debezium.envelope import ENVELOPE_FIELDS, TIME_FIELDS
 from cdc_connectors.opencdc import CodecError
 from cdc_connectors.schema.connect import AVRO_LOGICAL_CONNECT, SEMANTIC_TYPES
 
@@ -31,7 +31,7 @@ def envelope_block(
     source = payload.get("source") or {}
     fields.append({**infer_struct([source], "source", optional=True), "field": "source"})
     fields.append({"type": "string", "optional": False, "field": "op"})
-    fields.append({"type": "int64", "optional": True, "field": "ts_ms"})
+    fields += [{"type": "int64", "optional": True, "field": name} for name in TIME_FIELDS]
     transaction = {
         "type": "struct",
         "optional": True,

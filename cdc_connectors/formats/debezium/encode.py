@@ -22,6 +22,7 @@ from cdc_connectors.formats.debezium.envelope import (
     CONNECTOR_TEXT_MEMBERS,
     LETTERS,
     TEXT_MEMBERS,
+    TIME_FIELDS,
 )
 from cdc_connectors.formats.debezium.reading import INTEGER, load_json
 from cdc_connectors.formats.debezium.row_schemas import RowSchemas
@@ -34,15 +35,25 @@ from cdc_connectors.schema.connect import ConnectSchema, connect_value, parse_co
 from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.schema.subjects import Part
 
-__all__ = ["EnvelopeWriter"]
+__all__ = ["EnvelopeWriter", "envelope_times"]
 
 _RAW_DATA_KEY = "opencdc.rawData"  # Conduit's name for raw data that is no JSON object
+_NANOS_PER = (1_000_000, 1_000, 1)  # of each of TIME_FIELDS
+
+
+def envelope_times(nanos: int | None) -> dict[str, int | None]:
+    """The envelope's ``ts_ms``, ``ts_us`` and ``ts_ns`` of an instant in nanoseconds (each
+    rounded down; all ``None`` without one), as Debezium 2.6 and later write them: the
+    coarser one for the readers that know no other, the finest so that no digit is lost."""
+    if nanos is None:
+        return dict.fromkeys(TIME_FIELDS)
+    return {name: nanos // per for name, per in zip(TIME_FIELDS, _NANOS_PER, strict=True)}
 
 
 class EnvelopeWriter(RowSchemas):
     """The writing side of :class:`~cdc_connectors.formats.debezium.DebeziumJsonFormat`:
     ``op`` from the operation, ``before``/``after``, ``source`` and ``transaction`` from
-    ``<prefix>.*`` metadata, ``ts_ms`` from ``opencdc.readAt``."""
+    ``<prefix>.*`` metadata, ``ts_ms``, ``ts_us`` and ``ts_ns`` from ``opencdc.readAt``."""
 
     schemas_enable: bool
     # (subject, version) of a registered Avro schema -> its Connect block, for writing
@@ -74,8 +85,7 @@ class EnvelopeWriter(RowSchemas):
             metadata, f"{self.prefix}.transaction.", TEXT_MEMBERS["transaction"]
         )
         payload["transaction"] = transaction or None
-        read_at = metadata.read_at
-        payload["ts_ms"] = read_at // 1_000_000 if read_at is not None else None
+        payload.update(envelope_times(metadata.read_at))
         own = (
             f"{self.prefix}.source.",
             f"{self.prefix}.transaction.",

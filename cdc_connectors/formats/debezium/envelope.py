@@ -16,6 +16,7 @@ __all__ = [
     "NO_OPERATION",
     "OPERATIONS",
     "TEXT_MEMBERS",
+    "TIME_FIELDS",
     "UNAVAILABLE_VALUE",
     "Envelope",
 ]
@@ -34,10 +35,10 @@ OPERATIONS = {
 LETTERS = {operation: letter for letter, operation in OPERATIONS.items()}
 #: ``op`` letters that change no row: letter -> (the option that skips them, what it is).
 NO_OPERATION = {"t": ("truncate", "truncate"), "m": ("message", "logical decoding message")}
+#: The envelope's times of one instant, coarsest first (Debezium 2.6 added the finer two).
+TIME_FIELDS = ("ts_ms", "ts_us", "ts_ns")
 #: Envelope fields with a place of their own; any other payload field goes to metadata.
-ENVELOPE_FIELDS = frozenset(
-    ("before", "after", "source", "op", "transaction", "ts_ms", "ts_us", "ts_ns")
-)
+ENVELOPE_FIELDS = frozenset(("before", "after", "source", "op", "transaction", *TIME_FIELDS))
 #: Members of ``source`` and ``transaction`` Debezium's connectors declare as strings,
 #: whatever their text looks like (an Oracle SCN of digits; ``sequence`` and Vitess'
 #: ``vgtid`` hold JSON text), by block; metadata keeps only their text.
