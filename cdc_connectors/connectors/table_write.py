@@ -38,6 +38,7 @@ from cdc_connectors.opencdc import Record, keys
 from cdc_connectors.opencdc.json_codec import load_exact, record_from_json, record_to_json
 from cdc_connectors.spark.arrow import records_from_batch
 from cdc_connectors.table.apply import Applied, KeyColumnsError, apply_changes, row_schema
+from cdc_connectors.table.evolve import BatchTypes
 from cdc_connectors.table.plan import needed
 from cdc_connectors.table.records import ChangeBatch, RecordParts, column_of
 from cdc_connectors.table.store import Txn
@@ -69,6 +70,8 @@ class TableCommitMessage(WriterCommitMessage):
     offered: int = 0  # records made changes of, or refused as such
     keyless: int = 0  # of those, refused for lacking a key column
     typed: bool = False  # whether a change had columns typed by a registered schema
+    #: The columns' registered types the task's records gave (and any conflict of two).
+    registered: BatchTypes = field(default_factory=BatchTypes)
 
 
 def is_record_layout(schema: StructType) -> bool:
@@ -166,6 +169,7 @@ class TaskChanges:
         self.key_columns: list[str] | None = list(settings.key_columns) or None
         self.count = self.others = self.offered = self.keyless = 0
         self.typed = False
+        self.registered = BatchTypes()
         #: The source messages the records came from (place, key, value), when given.
         self.originals: list[tuple[pa.Array, pa.Array | None, pa.Array]] = []
         self.held = _held_columns(settings)
@@ -202,6 +206,7 @@ class TaskChanges:
         table = batch.table()
         self.keyless += batch.keyless
         self.typed = self.typed or bool(batch.typed)
+        self.registered.update(batch.typed)
         sources = _by_place(self.originals) if batch.refused and self.originals else {}
         for refusal in batch.refused:
             where = printable_bytes(refusal.position)
@@ -240,6 +245,7 @@ class TaskChanges:
             self.offered,
             self.keyless,
             self.typed,
+            self.registered,
         )
 
 
@@ -356,9 +362,22 @@ def _retyped(tables: list[pa.Table], name: str) -> list[pa.Table]:
     return found
 
 
-def _joined(messages: Sequence[TableCommitMessage]) -> tuple[pa.Table | None, list[str]]:
-    """The tasks' changes as one table (columns a task lacks are nulls) and the keys."""
-    tables = [pa.ipc.open_stream(m.changes).read_all() for m in messages if m.changes]
+def _joined(
+    messages: Sequence[TableCommitMessage], where: str
+) -> tuple[pa.Table | None, list[str]]:
+    """The tasks' changes as one table (columns a task lacks are nulls; a column typed by
+    registered schemas, of the type they give together) and the keys;
+    :class:`~cdc_connectors.table.evolve.SchemaChangeError` for two schemas of the batch
+    that type a column apart (at ``where``, the table)."""
+    registered = BatchTypes()
+    for message in messages:
+        registered.update(message.registered)
+    registered.check(where)
+    tables = [
+        _registered_types(pa.ipc.open_stream(m.changes).read_all(), registered)
+        for m in messages
+        if m.changes
+    ]
     named = {tuple(m.key_columns) for m in messages if m.key_columns}
     if len(named) > 1:
         raise ConfigError(
@@ -369,6 +388,16 @@ def _joined(messages: Sequence[TableCommitMessage]) -> tuple[pa.Table | None, li
         )
     key_columns = next((m.key_columns for m in messages if m.key_columns), [])
     return (concat_changes(tables) if tables else None), key_columns
+
+
+def _registered_types(table: pa.Table, registered: BatchTypes) -> pa.Table:
+    """``table`` with each column registered schemas type of the type they give together
+    (a safe widening of its own: every value kept)."""
+    for index, column in enumerate(table.schema):
+        wanted = registered.get(column.name)
+        if wanted is not None and column.type != wanted and not pa.types.is_null(column.type):
+            table = table.set_column(index, column.name, table.column(index).cast(wanted))
+    return table
 
 
 @dataclass(frozen=True)
@@ -403,7 +432,7 @@ def commit_changes(
     """Apply the tasks' changes to the table in one transaction; then write their dead
     letters."""
     ours = [m for m in messages if isinstance(m, TableCommitMessage)]
-    changes, key_columns = _joined(ours)
+    changes, key_columns = _joined(ours, settings.store().where)
     done = Applied(0, 0)
     offered, keyless = sum(m.offered for m in ours), sum(m.keyless for m in ours)
     named_nothing = changes is None and settings.key_columns and keyless == offered > 0

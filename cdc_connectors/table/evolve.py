@@ -16,7 +16,15 @@ import pyarrow.types as pt
 
 from cdc_connectors.errors import CdcError
 
-__all__ = ["Evolution", "SchemaChangeError", "evolution", "numeric", "takes", "widens"]
+__all__ = [
+    "BatchTypes",
+    "Evolution",
+    "SchemaChangeError",
+    "evolution",
+    "numeric",
+    "takes",
+    "widens",
+]
 
 
 class SchemaChangeError(CdcError, ValueError):
@@ -76,6 +84,61 @@ def takes(old: pa.DataType, new: pa.DataType) -> bool:
     """Whether a column of type ``old`` takes values of type ``new`` (as they are, cast up,
     or widened): whether :func:`evolution` lets them by."""
     return bool(pt.is_null(new) or _same(old, new) or widens(new, old) or widens(old, new))
+
+
+def _combined(old: pa.DataType, new: pa.DataType) -> pa.DataType | None:
+    """The type a column of values of ``old`` and of ``new`` takes: the one the other
+    widens to; ``None`` when neither does."""
+    if pt.is_null(new) or _same(old, new) or widens(new, old):
+        return old
+    if pt.is_null(old) or widens(old, new):
+        return new
+    return None
+
+
+class BatchTypes:
+    """The columns' types the registered schemas of a batch's records give, gathered record
+    by record and batch by batch: two schemas of one batch may differ as the table may
+    (a new column, a safe widening: the wider type is the column's); any other difference
+    is noted, and the batch refused (:meth:`check`)."""
+
+    def __init__(self) -> None:
+        self.types: dict[str, pa.DataType] = {}
+        self.conflicts: dict[str, tuple[pa.DataType, pa.DataType]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.types)
+
+    def get(self, name: str) -> pa.DataType | None:
+        return self.types.get(name)
+
+    def add(self, name: str, datatype: pa.DataType) -> None:
+        held = self.types.get(name)
+        if held is None:
+            self.types[name] = datatype
+            return
+        wider = _combined(held, datatype)
+        if wider is None:
+            self.conflicts.setdefault(name, (held, datatype))
+        else:
+            self.types[name] = wider
+
+    def update(self, other: BatchTypes) -> None:
+        """Take ``other``'s types and conflicts as this one's."""
+        for name, datatype in other.types.items():
+            self.add(name, datatype)
+        for name, pair in other.conflicts.items():
+            self.conflicts.setdefault(name, pair)
+
+    def check(self, where: str) -> None:
+        """:class:`SchemaChangeError` naming a column two of the schemas type apart."""
+        for name, (first, second) in self.conflicts.items():
+            raise SchemaChangeError(
+                f"{where}: column {name!r} is {first} in one record's registered schema and "
+                f"{second} in another's of the same batch; only new columns and safe "
+                "widening (int -> long, float -> double, decimal precision up) are applied: "
+                "nothing of this batch was written"
+            )
 
 
 def evolution(table: pa.Schema, rows: pa.Schema, where: str) -> Evolution:

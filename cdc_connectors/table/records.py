@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 from cdc_connectors.opencdc import Operation, Record, keys
 from cdc_connectors.opencdc.json_codec import json_default
 from cdc_connectors.schema.connect.writers import write_time_of_day
-from cdc_connectors.table.evolve import numeric, takes
+from cdc_connectors.table.evolve import BatchTypes, numeric, takes
 from cdc_connectors.table.layout import AT, OFFSET, OP, STREAM, TIME, UNSET
 from cdc_connectors.table.order import (
     AUTO,
@@ -142,7 +142,8 @@ class ChangeBatch:
         #: Of each change in ``auto`` order: its log position, and its stream (in_streams).
         self.logs: list[str | None] = []
         self.streams: list[str | None] = []
-        self.typed: dict[str, pa.DataType] = {}
+        #: The columns' registered types (and any two schemas of the batch type apart).
+        self.typed = BatchTypes()
         self.refused: list[Refusal] = []
         #: Records refused for lacking a key column (not holding a null: no such column).
         self.keyless = 0
@@ -170,7 +171,7 @@ class ChangeBatch:
             return
         if schema is not None:
             for field in schema:
-                self.typed[field.name] = field.type
+                self.typed.add(field.name, field.type)
         self.rows.append(row)
         self.records.append((origin, parts.position))
         self.meta.append((op, stream, offset, _time(parts.metadata)))
@@ -229,7 +230,7 @@ class ChangeBatch:
         names: dict[str, Any] = {}
         for row in self.rows:
             names.update(row)  # (only the names count)
-        for name in self.typed:
+        for name in self.typed.types:
             names.setdefault(name, None)
         count = len(self.rows)
         updates = np.fromiter((m[0] == "update" for m in self.meta), bool, count)

@@ -631,3 +631,92 @@ def test_a_batch_write_keeps_every_dead_letter_but_the_same_one_again(tmp_path: 
         ("eyJ4IjoyfQ==", "first"),
         ("eyJ4IjozfQ==", "second"),
     ]
+
+
+def _typed_records(tmp_path: Path, kinds: list[str]) -> tuple[str, list[bytes]]:
+    """A registry with one version of subject ``m.payload`` per kind of column ``v`` (an
+    Avro type), and a record naming each version in turn."""
+    import orjson
+    from confluent_kafka.schema_registry import Schema
+
+    from cdc_connectors.registry import open_registry
+
+    url = f"sqlite:///{tmp_path}/r.db"
+    registry = open_registry(url)
+    registry.set_compatibility("m.payload", "NONE")  # (as a database's ALTER may need)
+    for kind in kinds:
+        schema = {
+            "type": "record",
+            "name": "Row",
+            "fields": [{"name": "id", "type": "int"}, {"name": "v", "type": ["null", kind]}],
+        }
+        registry.register_schema("m.payload", Schema(json.dumps(schema), "AVRO"))
+    values = {"string": "ann", "int": 5, "long": 2**40}
+    records = [
+        orjson.dumps(
+            {
+                "position": base64.b64encode(f"m/0/{n}".encode()).decode(),
+                "operation": "create",
+                "metadata": {
+                    "opencdc.payload.schema.subject": "m.payload",
+                    "opencdc.payload.schema.version": str(n + 1),
+                },
+                "key": {"id": n},
+                "payload": {"before": None, "after": {"id": n, "v": values[kind]}},
+            }
+        )
+        for n, kind in enumerate(kinds)
+    ]
+    return url, records
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["one task", "two tasks"])
+def test_two_schemas_of_one_batch_that_type_a_column_apart_refuse_the_batch(
+    tmp_path: Path, split: bool
+) -> None:
+    """A batch that spans a change of a column's registered type other than a widening
+    (string to int here, as across an ALTER) is refused whole, naming the column, whether
+    one task or two saw the two schemas; before, the last schema typed the column and the
+    other records were dead letters, or their values were silently converted."""
+    from cdc_connectors.connectors.table_settings import Settings
+    from cdc_connectors.connectors.table_write import TaskChanges, commit_changes
+    from cdc_connectors.table.evolve import SchemaChangeError
+
+    for kinds in (["string", "int"], ["int", "string"]):
+        folder = tmp_path / "-".join(kinds)
+        folder.mkdir()
+        url, records = _typed_records(folder, kinds)
+        settings = Settings.parse({"path": str(folder / "t"), "registry": url})
+        parts = [records[:1], records[1:]] if split else [records]
+        messages = []
+        for part in parts:
+            task = TaskChanges(settings, records_layout=False)
+            task.add(pa.RecordBatch.from_pydict({"value": pa.array(part, pa.binary())}))
+            messages.append(task.close())
+        with pytest.raises(SchemaChangeError, match=r"column 'v' is .* of the same batch"):
+            commit_changes(settings, messages, None)
+        assert settings.store().schema() is None  # no table made, no row written
+        assert not (folder / "t" / "_cdc_dead_letters").exists()
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["one task", "two tasks"])
+def test_two_schemas_of_one_batch_that_widen_a_column_give_it_the_wider_type(
+    tmp_path: Path, split: bool
+) -> None:
+    from deltalake import DeltaTable
+
+    from cdc_connectors.connectors.table_settings import Settings
+    from cdc_connectors.connectors.table_write import TaskChanges, commit_changes
+
+    url, records = _typed_records(tmp_path, ["int", "long"])
+    settings = Settings.parse({"path": str(tmp_path / "t"), "registry": url})
+    parts = [records[:1], records[1:]] if split else [records]
+    messages = []
+    for part in parts:
+        task = TaskChanges(settings, records_layout=False)
+        task.add(pa.RecordBatch.from_pydict({"value": pa.array(part, pa.binary())}))
+        messages.append(task.close())
+    commit_changes(settings, messages, None)
+    table = DeltaTable(str(tmp_path / "t")).to_pyarrow_table()
+    assert table.schema.field("v").type == pa.int64()
+    assert sorted(zip(table["id"].to_pylist(), table["v"].to_pylist())) == [(0, 5), (1, 2**40)]
