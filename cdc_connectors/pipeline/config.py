@@ -173,6 +173,7 @@ def _parse(text: str, file: str) -> Config:
     top.done(["version", "schema-registry", "spark", "pipelines"])
     pipelines: list[Pipeline] = []
     seen: set[str] = set()
+    written: list[tuple[str, str]] = []  # (pipeline, destination path) of those before
     for item in pipelines_node.items():
         pipeline = _pipeline(item, registry, checkpoints, registry_at)
         if pipeline is None:
@@ -181,6 +182,15 @@ def _parse(text: str, file: str) -> Config:
             raise item.error(f"pipeline id {pipeline.id!r} is used twice")
         seen.add(pipeline.id)
         pipelines.append(pipeline)
+        path = _destination_path(pipeline.destination)
+        for other, other_path in written:
+            if path is not None and _overlap(path, other_path):
+                raise item.error(
+                    f"its destination path overlaps that of pipeline {other!r}: two pipelines "
+                    "writing one place race and mix their records; keep them apart"
+                )
+        if path is not None:
+            written.append((pipeline.id, path))
     if not pipelines:
         raise pipelines_node.error("no pipeline to run (none, or all stopped)")
     return Config(file, master, conf, trigger, registry, pipelines, registry_at)
@@ -405,6 +415,14 @@ def _check_paths(
         for other, other_path in outputs[at + 1 :]:
             if _overlap(path, other_path) and not _shared_on_purpose(name, path, other, other_path):
                 raise node.error(f"the {name} and {other} paths overlap: keep them apart")
+
+
+def _destination_path(destination: Connector) -> str | None:
+    """The local path a ``files`` or ``table`` destination writes (absolute), if it has one."""
+    path = destination.settings.get("path")
+    if destination.plugin.name not in ("files", "table") or not path or "://" in path:
+        return None
+    return _absolute(path)
 
 
 def _shared_on_purpose(name: str, path: str, other: str, other_path: str) -> bool:

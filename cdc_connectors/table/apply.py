@@ -17,10 +17,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc_connectors.errors import CodecError, ConfigError
-from cdc_connectors.table.evolve import SchemaChangeError, evolution, numeric, widens
+from cdc_connectors.table.evolve import Evolution, SchemaChangeError, evolution, numeric, widens
 from cdc_connectors.table.history import late_keys, rebuild
 from cdc_connectors.table.keys import among
-from cdc_connectors.table.layout import CHANGE_COLUMNS, IS_CURRENT, OFFSET, OP, STREAM, UNSET
+from cdc_connectors.table.layout import (
+    CHANGE_COLUMNS,
+    INHERITED,
+    INHERITED_TYPE,
+    IS_CURRENT,
+    OFFSET,
+    OP,
+    STREAM,
+    UNSET,
+)
 from cdc_connectors.table.order import AUTO, arrived, rebased
 from cdc_connectors.table.plan import bookkeeping_fields, plan
 from cdc_connectors.table.store import InterleavedWrite, TableSettings, TableStore, Txn
@@ -67,6 +76,8 @@ def apply_changes(
     assert schema is not None
     changes = arrived(_numbers_fitted(changes, schema), time.time_ns())
     change = evolution(schema, row_schema(changes.schema), store.where)
+    if settings.mode == "upsert" and INHERITED not in schema.names:  # made by an earlier release
+        change = Evolution([*change.added, pa.field(INHERITED, INHERITED_TYPE)], change.widened)
     if change:
         store.evolve(change)
         schema = store.schema()
@@ -139,12 +150,22 @@ def _held_of(
     if history:  # every version, read once: the commit's base
         versions = store.versions(touched)
     else:
-        versions = store.current(touched, None if keeps else [*keys, STREAM, OFFSET])
+        versions = store.current(touched, None if keeps else [*keys, STREAM, OFFSET, INHERITED])
+        if not keeps and _inherits(versions):  # a late change may give such a row values
+            versions = store.current(touched, None)
     graves = store.tombstones(touched)
     if settings.order == AUTO:  # a change and the key's order of one stream, one logged
         changes, (versions, graves) = rebased(changes, keys, [versions, graves])
     current = _current_only(versions) if history else versions
     return changes, versions, current, graves
+
+
+def _inherits(rows: pa.Table) -> bool:
+    """Whether a row holds a column from before its own change (``_cdc_inherited``)."""
+    if INHERITED not in rows.column_names or not rows.num_rows:
+        return False
+    lengths = pc.fill_null(pc.list_value_length(rows.column(INHERITED)), 0)
+    return bool(pc.any(pc.greater(lengths, 0)).as_py())
 
 
 def _current_only(versions: pa.Table) -> pa.Table:

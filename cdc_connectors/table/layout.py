@@ -15,8 +15,12 @@ _cdc_unset    list<string>  columns the image does not carry (a TOAST placeholde
 A table keeps ``_cdc_stream`` and ``_cdc_offset`` of the change each row is from: a change
 whose ``(stream, offset)`` is not past the row's (or a deleted key's tombstone) is older and
 changes nothing. With ``deletes: soft`` a deleted row stays, ``_cdc_deleted`` true and
-``_cdc_deleted_at`` its time. In ``history`` mode every version of a row stays, with
-``_cdc_valid_from``, ``_cdc_valid_to`` (null while current) and ``_cdc_is_current``.
+``_cdc_deleted_at`` its time. In ``upsert`` mode ``_cdc_inherited`` names the columns a row
+holds from before its own change (which left them unset) with the order of the change their
+value came from (null: none did, the table held no row to keep them from), so that a change
+older than the row that arrives late still gives them its value. In ``history`` mode every
+version of a row stays, with ``_cdc_valid_from``, ``_cdc_valid_to`` (null while current) and
+``_cdc_is_current``.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ __all__ = [
     "CHANGE_COLUMNS",
     "DELETED",
     "DELETED_AT",
+    "INHERITED",
+    "INHERITED_TYPE",
     "IS_CURRENT",
     "OFFSET",
     "OP",
@@ -45,6 +51,17 @@ __all__ = [
 OP, STREAM, OFFSET, AT, UNSET = "_cdc_op", "_cdc_stream", "_cdc_offset", "_cdc_at", "_cdc_unset"
 DELETED, DELETED_AT = "_cdc_deleted", "_cdc_deleted_at"
 VALID_FROM, VALID_TO, IS_CURRENT = "_cdc_valid_from", "_cdc_valid_to", "_cdc_is_current"
+INHERITED = "_cdc_inherited"
+#: Of each column a row keeps from before its change, the order of the change it came from.
+INHERITED_TYPE = pa.list_(
+    pa.struct(
+        [
+            pa.field("column", pa.string()),
+            pa.field("stream", pa.string()),
+            pa.field("offset", pa.int64()),
+        ]
+    )
+)
 #: The order of a change, compared as a pair.
 ORDER = (STREAM, OFFSET)
 #: The columns of a change that are not the row's.

@@ -9,7 +9,12 @@ by which (:class:`Plan`). A writer replaces them in one transaction.
   equals); a change not past what the table holds of its key (its row, or its tombstone)
   is stale and changes nothing, so a replayed or late older change never undoes a newer one.
 - A create, update or snapshot writes the row; columns it leaves unset (``_cdc_unset``) keep
-  the value the key had (an earlier change of the batch, else the table's row).
+  the value the key had (an earlier change of the batch, else the table's row), and the
+  row notes where each of its columns came from (``_cdc_inherited``: the order of the
+  change that gave it, none where the table held no row). A change older than the row that
+  arrives late (a stream read out of order) changes nothing of it but the columns it sets
+  whose value came from an older change than it or from none, or that the table did not
+  hold when the row was written: those take its value (a delete's: none).
 - A delete removes the row and leaves a tombstone with its order (``deletes: hard``), or
   keeps the row flagged deleted (``deletes: soft``).
 - In ``history`` mode each change is a version of the row: the key's current row is closed
@@ -24,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -34,6 +39,8 @@ from cdc_connectors.table.layout import (
     AT,
     DELETED,
     DELETED_AT,
+    INHERITED,
+    INHERITED_TYPE,
     IS_CURRENT,
     OFFSET,
     OP,
@@ -81,8 +88,10 @@ def bookkeeping_fields(mode: Mode, deletes: Deletes) -> list[pa.Field]:
             pa.field(VALID_TO, TIME),
             pa.field(IS_CURRENT, pa.bool_()),
         ]
-    elif deletes == "soft":
-        fields += [pa.field(DELETED, pa.bool_()), pa.field(DELETED_AT, TIME)]
+    else:
+        if deletes == "soft":
+            fields += [pa.field(DELETED, pa.bool_()), pa.field(DELETED_AT, TIME)]
+        fields.append(pa.field(INHERITED, INHERITED_TYPE))
     return fields
 
 
@@ -113,6 +122,7 @@ def plan(
     of them are ``tombstones``."""
     state = _State(list(keys), rows, tombstones, schema, mode, deletes)
     state.count(changes)
+    state.fill(changes)
     if changes.num_rows:
         for generation in _generations(changes, list(keys), mode, deletes):
             state.apply(generation)
@@ -285,6 +295,67 @@ class _State:
         newer = self._newer(changes)[0]
         self.stale, self.applied = int((~newer).sum()), int(newer.sum())
 
+    def fill(self, changes: pa.Table) -> None:
+        """Late changes (older than their key's row) give a row written by a partial change
+        the columns whose value came from an older change than theirs, or from none, or
+        that the table did not hold then (module docstring); each that gives one counts as
+        applied."""
+        if INHERITED not in self.rows.column_names or not self.rows.num_rows:
+            return
+        noting = pc.fill_null(pc.list_value_length(self.rows.column(INHERITED)), 0)
+        if not pc.any(pc.greater(noting, 0)).as_py():
+            return  # (no row written by a partial change: the common case, at no cost)
+        at_row = _lookup(changes, self.rows, self.keys)
+        row = _take(self.rows.select([STREAM, OFFSET]), at_row)
+        order = changes.column(STREAM), changes.column(OFFSET)
+        late = (at_row >= 0) & ~_later(*order, row.column(STREAM), row.column(OFFSET))
+        late &= ~_same(*order, row.column(STREAM), row.column(OFFSET))
+        entries = self.rows.column(INHERITED).to_pylist()
+        late &= np.array([r >= 0 and bool(entries[r]) for r in at_row], dtype=bool)
+        if not late.any():
+            return
+        names = [f.name for f in self.schema if not f.name.startswith("_cdc_")]
+        picked = np.flatnonzero(late)
+        given = changes.take(pa.array(picked)).to_pylist()
+        values: dict[str, dict[int, object]] = {}
+        filled = np.zeros(len(picked), dtype=bool)
+        for n in sorted(range(len(picked)), key=lambda k: (given[k][STREAM], given[k][OFFSET])):
+            change, r = given[n], int(at_row[picked[n]])
+            at = (change[STREAM], change[OFFSET])
+            deleting = change[OP] == "delete"
+            unset = set(change[UNSET] or ())
+            noted = {entry["column"]: entry for entry in entries[r]}
+            for name in names:
+                if not deleting and (name in unset or name not in change):
+                    continue
+                entry = noted.get(name)
+                came = None if entry is None or entry["offset"] is None else entry
+                if came is not None and at <= (came["stream"], came["offset"]):
+                    continue  # its value came from a change as new as this one or newer
+                if entry is None:  # a column the table did not hold when the row was written
+                    entry = noted[name] = {"column": name}
+                    entries[r].append(entry)
+                values.setdefault(name, {})[r] = None if deleting else change[name]
+                entry["stream"], entry["offset"] = at
+                filled[n] = True
+        if not filled.any():
+            return
+        for name, by_row in values.items():
+            column = self.rows.column(name).to_pylist()
+            for r, value in by_row.items():
+                column[r] = value
+            index = self.rows.schema.get_field_index(name)
+            field = self.rows.schema.field(index)
+            self.rows = self.rows.set_column(index, field, pa.array(column, field.type))
+        index = self.rows.schema.get_field_index(INHERITED)
+        field = self.rows.schema.field(index)
+        self.rows = self.rows.set_column(
+            index, field, pa.array(entries, INHERITED_TYPE).cast(field.type)
+        )
+        self.touched.append(changes.take(pa.array(picked[filled])).select(self.keys))
+        self.stale -= int(filled.sum())
+        self.applied += int(filled.sum())
+
     def _newer(self, changes: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Whether each change is past what the state holds of its key; the index of the
         key's row and tombstone (-1: none)."""
@@ -298,7 +369,8 @@ class _State:
         changes, at_row = changes.filter(pa.array(newer)), at_row[newer]
         row = _take(self.rows, at_row)
         deleting = np.asarray(pc.equal(changes.column(OP), "delete"), dtype=bool)
-        written = self._written(changes, row, at_row >= 0, deleting)
+        grave = _take(self.tombstones.select([STREAM, OFFSET]), at_tomb[newer])
+        written = self._written(changes, row, at_row >= 0, deleting, grave)
         if self.mode == "history" and (at_row >= 0).any():
             self.closed.append(self._closed(row, at_row >= 0, changes.column(AT)))
         self.touched.append(changes.select(self.keys))
@@ -314,9 +386,15 @@ class _State:
         self.tombstones = pa.concat_tables([self.tombstones.filter(pa.array(~drop)), graves])
 
     def _written(
-        self, changes: pa.Table, row: pa.Table, had: np.ndarray, deleting: np.ndarray
+        self,
+        changes: pa.Table,
+        row: pa.Table,
+        had: np.ndarray,
+        deleting: np.ndarray,
+        grave: pa.Table,
     ) -> pa.Table:
-        """The current rows the changes leave (none for a hard or history delete)."""
+        """The current rows the changes leave (none for a hard or history delete); ``row``
+        and ``grave``: the key's row and tombstone before them."""
         alive = had.copy()
         if DELETED in row.column_names:  # a soft-deleted row gives no values
             alive &= ~np.asarray(pc.fill_null(row.column(DELETED), False), dtype=bool)
@@ -355,10 +433,76 @@ class _State:
                 columns[name] = changes.column(AT)
             elif name == IS_CURRENT:
                 columns[name] = pa.array(np.ones(changes.num_rows, dtype=bool))
+            elif name == INHERITED:
+                columns[name] = self._inherited(changes, row, alive, deleting & had, grave)
             else:
                 columns[name] = pa.nulls(changes.num_rows, field.type)
         written = pa.table(columns, schema=self.schema)
         return written if soft else written.filter(pa.array(~deleting))
+
+    def _inherited(
+        self,
+        changes: pa.Table,
+        row: pa.Table,
+        alive: np.ndarray,
+        kept: np.ndarray,
+        grave: pa.Table,
+    ) -> pa.Array:
+        """Of each row a partial change writes, each column of the table with the order of
+        the change its value came from: the change's own for those it sets; for those it
+        leaves unset, the key's row's (what that row noted, if it was partial too: none
+        where it noted nothing), without a row alive its delete's (a tombstone, a soft
+        delete) or none. Rows of changes that set every column note nothing; a row a soft
+        delete ``kept`` notes what it noted; so does an update of a key without a row alive.
+        A column a row does not note was not the table's when it was written."""
+        count = changes.num_rows
+        names = [f.name for f in self.schema if not f.name.startswith("_cdc_")]
+        updates = np.asarray(pc.equal(changes.column(OP), "update"), dtype=bool)
+        absent = [n for n in names if n not in changes.column_names]
+        unset_counts = pc.fill_null(pc.list_value_length(changes.column(UNSET)), 0)
+        # (an update of a key the table holds no row of carries what changed, as far as
+        # the table can tell: YDB's updates mode)
+        chosen = kept | (np.asarray(unset_counts) > 0) | (updates & (bool(absent) | ~alive))
+        kind = self.schema.field(INHERITED).type  # (its list's item named as the table's)
+        if not chosen.any():
+            return pa.nulls(count, kind)
+        wanted = np.flatnonzero(chosen)
+        taken = pa.array(wanted)
+
+        def listed(table: pa.Table, name: str) -> dict[int, Any]:
+            values = table.column(name).take(taken).to_pylist()
+            return dict(zip(wanted.tolist(), values, strict=True))
+
+        unset_lists = listed(changes, UNSET)
+        noted = listed(row, INHERITED) if INHERITED in row.column_names else None
+        streams, offsets = listed(row, STREAM), listed(row, OFFSET)
+        grave_streams, grave_offsets = listed(grave, STREAM), listed(grave, OFFSET)
+        own_streams, own_offsets = listed(changes, STREAM), listed(changes, OFFSET)
+        found: list[list[dict[str, object]] | None] = [None] * count
+        for n in wanted.tolist():
+            before = noted[n] if noted is not None else None
+            if kept[n]:
+                found[n] = before
+                continue
+            unset = set(unset_lists[n] or ()) | (set(absent) if updates[n] else set())
+            partial_before = {e["column"]: e for e in before} if alive[n] and before else None
+            if alive[n] or offsets[n] is not None:  # the row's change (a soft delete's)
+                origin = (streams[n], offsets[n])
+            else:
+                origin = (grave_streams[n], grave_offsets[n])
+            own = (own_streams[n], own_offsets[n])
+            entries = []
+            for name in names:
+                if name not in unset:
+                    stream, offset = own
+                elif partial_before is not None:
+                    entry = partial_before.get(name, {})
+                    stream, offset = entry.get("stream"), entry.get("offset")
+                else:
+                    stream, offset = origin
+                entries.append({"column": name, "stream": stream, "offset": offset})
+            found[n] = entries
+        return pa.array(found, INHERITED_TYPE).cast(kind)
 
     def _closed(self, row: pa.Table, had: np.ndarray, at: pa.ChunkedArray) -> pa.Table:
         """History: the current rows the changes close, valid until the change."""

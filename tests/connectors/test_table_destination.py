@@ -719,4 +719,5 @@ def test_two_schemas_of_one_batch_that_widen_a_column_give_it_the_wider_type(
     commit_changes(settings, messages, None)
     table = DeltaTable(str(tmp_path / "t")).to_pyarrow_table()
     assert table.schema.field("v").type == pa.int64()
-    assert sorted(zip(table["id"].to_pylist(), table["v"].to_pylist())) == [(0, 5), (1, 2**40)]
+    found = zip(table["id"].to_pylist(), table["v"].to_pylist(), strict=True)
+    assert sorted(found) == [(0, 5), (1, 2**40)]

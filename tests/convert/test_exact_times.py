@@ -157,8 +157,11 @@ def test_debezium_events_written_again_keep_their_finest_times(tmp_path: Path) -
         assert [(e["ts_ms"], e["ts_us"], e["ts_ns"]) for e in written] == [
             ((READ + n) // 10**6, (READ + n) // 10**3, READ + n) for n in range(len(lines))
         ]
-    assert b"0 the per-message way" in run_cli(
-        *("convert", "--from", "debezium-json", "--to", "debezium-json"),
-        str(tmp_path / "dbz30.jsonl"),
-    ).stderr
+    assert (
+        b"0 the per-message way"
+        in run_cli(
+            *("convert", "--from", "debezium-json", "--to", "debezium-json"),
+            str(tmp_path / "dbz30.jsonl"),
+        ).stderr
+    )
     assert outputs[0][0] == outputs[1][0]

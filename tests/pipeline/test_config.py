@@ -480,3 +480,33 @@ def test_a_checkpoint_of_another_source_is_refused_before_the_run(
     said = refused(pipeline)
     assert said is not None and "holds the offsets of a kafka source, not of this files" in said
     assert said.startswith("pipeline.yaml:")
+
+
+def test_two_pipelines_writing_one_place_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two pipelines of a file into the same table (or one inside the other's folder) raced
+    each other at run time (an Iceberg catalog made twice failed with SQLite's words); the
+    file is refused naming the second pipeline's line and the first one."""
+    monkeypatch.chdir(tmp_path)
+
+    def pipeline(name: str, source: str, path: str) -> str:
+        return f"""
+          - id: {name}
+            connectors:
+              - {{id: in, type: source, plugin: files, settings: {{path: {source}}}}}
+              - {{id: out, type: destination, plugin: table, settings: {{path: {path}}}}}
+        """
+
+    def text(first: str, second: str) -> str:
+        return (
+            'version: "2.2"\npipelines:'
+            + pipeline("a", "in1", first)
+            + pipeline("b", "in2", second)
+        )
+
+    message = _error(text("mirror", "./mirror"))
+    assert message.startswith("pipeline.yaml:8: pipelines[1]:"), message
+    assert "overlaps that of pipeline 'a'" in message
+    assert "overlaps that of pipeline 'a'" in _error(text("mirror", "mirror/inner"))
+    parse(textwrap.dedent(text("mirror", "mirror2")), "pipeline.yaml")  # apart: fine

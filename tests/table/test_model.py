@@ -224,3 +224,16 @@ def test_partial_images_replays_and_kills_end_in_the_sources_state(
     fmt: str, history: list[Change], cuts: list[int], data: st.DataObject
 ) -> None:
     run(fmt, "hard", history, cuts, data, late=False)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@settings(max_examples=examples(15), deadline=None)
+@given(
+    history=histories(partial=True), cuts=st.lists(st.integers(0, 30), max_size=5), data=st.data()
+)
+def test_partial_images_out_of_order_end_in_the_sources_state(
+    fmt: str, history: list[Change], cuts: list[int], data: st.DataObject
+) -> None:
+    """Batches holding updates that leave a column unset, delivered out of order too: the
+    unset column ends with the value the source's last change of it gave."""
+    run(fmt, "hard", history, cuts, data, late=True)

@@ -75,3 +75,61 @@ def test_a_toast_array_column_debezium_did_not_read_keeps_its_value(make_store: 
     assert rows(make_store(), "id", "tags", "title") == [
         {"id": 7, "tags": '["a",null,"c"]', "title": "second"}  # (arrays as JSON text)
     ]
+
+
+def test_ydb_updates_read_in_reverse_end_with_every_column_s_latest_value(
+    make_store: Store,
+) -> None:
+    """Files of one key's updates read newest first (a stream read out of order): each
+    older update gives the row the columns the newer ones did not carry (and no newer one
+    gave), so the row ends as in the database, not with the unread columns null."""
+    fmt = YdbJsonFormat(options={"key.columns": "id", "mode": "UPDATES"})
+    lines = [
+        '{"key":[1],"update":{"a":1,"b":"x"},"ts":[1000,1]}',
+        '{"key":[1],"update":{"b":"y"},"ts":[2000,3]}',
+        '{"key":[1],"update":{"a":3},"ts":[3000,5]}',
+    ]
+    for number in (3, 2, 1):
+        _apply(make_store(), fmt, [lines[number - 1]], f"f{number}.jsonl")
+    assert rows(make_store(), "id", "a", "b") == [{"id": 1, "a": 3, "b": "y"}]
+
+
+def test_a_toast_placeholder_applied_first_takes_the_value_of_the_late_change_that_set_it(
+    make_store: Store,
+) -> None:
+    """The update with the placeholder arrives before the create and the update that set
+    the column: the column ends with the newest of those values; an even older change
+    arriving after it changes nothing."""
+    fmt = DebeziumJsonFormat()
+    source = {"connector": "postgresql", "db": "shop", "schema": "public", "table": "docs"}
+
+    def event(op: str, lsn: int, after: dict[str, Any]) -> str:
+        change = {**source, "lsn": lsn}
+        return json.dumps({"before": None, "after": after, "source": change, "op": op, "ts_ms": 1})
+
+    created = event("c", 10, {"id": 7, "body": "first text", "title": "a"})
+    edited = event("u", 20, {"id": 7, "body": "second text", "title": "b"})
+    touched = event("u", 30, {"id": 7, "body": PLACEHOLDER, "title": "c"})
+    for line in (touched, edited, created):
+        _apply(make_store(), fmt, [line], "docs.jsonl", ["id"])
+    assert rows(make_store(), "id", "body", "title") == [
+        {"id": 7, "body": "second text", "title": "c"}
+    ]
+
+
+def test_a_late_delete_older_than_the_row_keeps_older_values_out(make_store: Store) -> None:
+    """A row made by a partial update after a delete (its create never arrived): a change
+    from before the delete, arriving late, gives it nothing."""
+    from tests.table.changes import batch
+
+    keyed = TableSettings(["id"])
+    apply_changes(
+        make_store(), batch([("update", 30, {"id": 1, "status": "c"}, ["amount"])]), keyed
+    )
+    apply_changes(make_store(), batch([("delete", 20, {"id": 1})]), keyed)
+    apply_changes(
+        make_store(), batch([("create", 10, {"id": 1, "status": "a", "amount": 5})]), keyed
+    )
+    assert rows(make_store(), "id", "status", "amount") == [
+        {"id": 1, "status": "c", "amount": None}
+    ]
