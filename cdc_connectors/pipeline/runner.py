@@ -70,6 +70,7 @@ _OUR_ERRORS = re.compile(
     r"|(?:[\w.]+\.)?(?:SettingError|FailFastError|ConnectorError|FilesWriteError)): "
 )
 _TRACEBACK = "Traceback (most recent call last):"
+_PY4J_ERROR = "py4j.protocol.Py4JJavaError"
 # An exception's line: a class ending in Error or Exception, or any class of ours.
 _ERROR_LINE = re.compile(
     r"^((?:[\w.]+\.)?(?=\w*(?:Error|Exception): )|cdc_connectors\.[\w.]+\.)(\w+): (.+)$",
@@ -116,6 +117,8 @@ def one_line(exc: BaseException) -> str:
             if candidate and not candidate[0].isspace():
                 line = candidate.strip()
                 break
+        if line.startswith(_PY4J_ERROR):  # Python code calling the JVM: the JVM's reason
+            line = _reason_after(text.rsplit(line, 1)[1]) or line
     if not line:
         found = _ERROR_LINE.findall(text)
         if found:
@@ -127,6 +130,13 @@ def one_line(exc: BaseException) -> str:
         line = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
     line = _OUR_ERRORS.sub("", line)  # their messages name the connector already
     return line if len(line) <= 400 else line[:397] + "..."
+
+
+def _reason_after(text: str) -> str:
+    """The reason a JVM error's ``text`` gives: an error of ours in it, else its innermost
+    Java cause; ``""`` when it has neither."""
+    ours = [m for module, _, m in _ERROR_LINE.findall(text) if module.startswith("cdc_connectors.")]
+    return ours[-1] if ours else _java_cause(text)
 
 
 def _java_cause(text: str) -> str:

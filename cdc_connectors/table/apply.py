@@ -76,7 +76,7 @@ def apply_changes(
     assert schema is not None
     changes = arrived(_numbers_fitted(changes, schema), time.time_ns())
     change = evolution(schema, row_schema(changes.schema), store.where)
-    if settings.mode == "upsert" and INHERITED not in schema.names:  # made by an earlier release
+    if INHERITED not in schema.names:  # a table made by an earlier release
         change = Evolution([*change.added, pa.field(INHERITED, INHERITED_TYPE)], change.widened)
     if change:
         store.evolve(change)

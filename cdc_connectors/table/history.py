@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 
 from cdc_connectors.table.layout import (
     AT,
+    INHERITED,
     IS_CURRENT,
     OFFSET,
     OP,
@@ -202,6 +203,11 @@ def _replay(
         if kind == "version":
             version = dict(item)
             start = version[VALID_FROM]
+            given = _set_by_its_change(version)
+            if given is not None and current is not None:
+                for name in own:  # what its change left unset: the version before it's
+                    if name not in given:
+                        version[name] = current.get(name)
         else:
             version = _version_of(item, own, lacking, current)
             start = item[AT]
@@ -214,18 +220,40 @@ def _replay(
     return out
 
 
+def _set_by_its_change(version: dict[str, Any]) -> set[str] | None:
+    """The columns a version's own change set, for one written by a partial change (its
+    ``_cdc_inherited`` notes each column of the table then, those of its change with its
+    order); ``None`` for one whose change set them all."""
+    entries = version.get(INHERITED)
+    if not entries:
+        return None
+    own = _order(version)
+    return {e["column"] for e in entries if (e["stream"], e["offset"]) == own}
+
+
 def _version_of(
     change: dict[str, Any], own: list[str], lacking: list[str], before: dict[str, Any] | None
 ) -> dict[str, Any]:
-    """A change's row: columns it leaves unset keep the version before it's values."""
+    """A change's row: columns it leaves unset keep the version before it's values (and a
+    partial change notes which it set, so that a version put before it later gives it
+    them: :func:`_set_by_its_change`)."""
     unset = set(change.get(UNSET) or [])
     if change[OP] == "update":
         unset.update(lacking)
-    version = {}
+    version: dict[str, Any] = {}
     for name in own:
         if name in unset:
             version[name] = before.get(name) if before is not None else None
         else:
             version[name] = change.get(name)
     version[STREAM], version[OFFSET] = change[STREAM], change[OFFSET]
+    if unset or (change[OP] == "update" and before is None):
+        version[INHERITED] = [
+            {
+                "column": name,
+                "stream": None if name in unset else change[STREAM],
+                "offset": None if name in unset else change[OFFSET],
+            }
+            for name in own
+        ]
     return version

@@ -88,10 +88,9 @@ def bookkeeping_fields(mode: Mode, deletes: Deletes) -> list[pa.Field]:
             pa.field(VALID_TO, TIME),
             pa.field(IS_CURRENT, pa.bool_()),
         ]
-    else:
-        if deletes == "soft":
-            fields += [pa.field(DELETED, pa.bool_()), pa.field(DELETED_AT, TIME)]
-        fields.append(pa.field(INHERITED, INHERITED_TYPE))
+    elif deletes == "soft":
+        fields += [pa.field(DELETED, pa.bool_()), pa.field(DELETED_AT, TIME)]
+    fields.append(pa.field(INHERITED, INHERITED_TYPE))
     return fields
 
 
@@ -301,6 +300,8 @@ class _State:
         that the table did not hold then (module docstring); each that gives one counts as
         applied."""
         if INHERITED not in self.rows.column_names or not self.rows.num_rows:
+            return
+        if self.mode == "history":  # (late changes become past versions: .history)
             return
         noting = pc.fill_null(pc.list_value_length(self.rows.column(INHERITED)), 0)
         if not pc.any(pc.greater(noting, 0)).as_py():

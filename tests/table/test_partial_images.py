@@ -133,3 +133,31 @@ def test_a_late_delete_older_than_the_row_keeps_older_values_out(make_store: Sto
     assert rows(make_store(), "id", "status", "amount") == [
         {"id": 1, "status": "c", "amount": None}
     ]
+
+
+def test_history_versions_of_a_partial_change_take_the_late_change_s_values(
+    make_store: Store,
+) -> None:
+    """History mode: an update leaving ``amount`` unset arrives first (its version holds
+    none), then the create and an update before it: the rebuilt versions each hold the
+    amount the row had then, the first version's carried through."""
+    from tests.table.changes import batch
+
+    history = TableSettings(["id"], mode="history")
+    first = batch([("update", 3, {"id": 1, "status": "c"}, ["amount"])])
+    apply_changes(make_store(), first, history)
+    apply_changes(
+        make_store(),
+        batch(
+            [
+                ("create", 1, {"id": 1, "status": "a", "amount": 5}),
+                ("update", 2, {"id": 1, "status": "b"}, ["amount"]),
+            ]
+        ),
+        history,
+    )
+    found = sorted(
+        (r["_cdc_offset"], r["status"], r["amount"], r["_cdc_is_current"])
+        for r in rows(make_store())
+    )
+    assert found == [(1, "a", 5, False), (2, "b", 5, False), (3, "c", 5, True)]
