@@ -70,13 +70,16 @@ def apply_changes(
     held = txn is not None and _holds(store, "rows", txn)
     if held and txn is not None and _holds(store, "tombstones", txn):
         return Applied(0, 0, replayed=True)
-    _check_names(row_schema(changes.schema), store.schema() or pa.schema([]), store)
-    settings = _settings(store, changes.schema, settings)
+    held_schema = store.schema()
+    _check_names(row_schema(changes.schema), held_schema or pa.schema([]), store)
+    noting = held_schema is None and _partial(changes, row_schema(changes.schema), made=True)
+    settings = _settings(store, changes.schema, settings, noting)
     schema = store.schema()
     assert schema is not None
     changes = arrived(_numbers_fitted(changes, schema), time.time_ns())
     change = evolution(schema, row_schema(changes.schema), store.where)
-    if INHERITED not in schema.names:  # a table made by an earlier release
+    if INHERITED not in schema.names and _partial(changes, schema, made=False):
+        # (kept from the first partial change on: a table of full images never pays for it)
         change = Evolution([*change.added, pa.field(INHERITED, INHERITED_TYPE)], change.widened)
     if change:
         store.evolve(change)
@@ -150,7 +153,8 @@ def _held_of(
     if history:  # every version, read once: the commit's base
         versions = store.versions(touched)
     else:
-        versions = store.current(touched, None if keeps else [*keys, STREAM, OFFSET, INHERITED])
+        noted = [INHERITED] if INHERITED in schema.names else []
+        versions = store.current(touched, None if keeps else [*keys, STREAM, OFFSET, *noted])
         if not keeps and _inherits(versions):  # a late change may give such a row values
             versions = store.current(touched, None)
     graves = store.tombstones(touched)
@@ -196,8 +200,11 @@ def _holds(store: TableStore, part: str, txn: Txn) -> bool:
     return version is not None and version >= txn.version
 
 
-def _settings(store: TableStore, changes: pa.Schema, wanted: TableSettings) -> TableSettings:
-    """The table's settings; a new table is created with ``wanted``'s."""
+def _settings(
+    store: TableStore, changes: pa.Schema, wanted: TableSettings, noting: bool = False
+) -> TableSettings:
+    """The table's settings; a new table is created with ``wanted``'s (and, ``noting``,
+    with ``_cdc_inherited``)."""
     held = store.settings()
     if held is None:
         rows = row_schema(changes)
@@ -221,7 +228,10 @@ def _settings(store: TableStore, changes: pa.Schema, wanted: TableSettings) -> T
             for f in rows
             if not pa.types.is_null(f.type)
         ]
-        store.create(pa.schema([*fields, *bookkeeping_fields(wanted.mode, wanted.deletes)]), wanted)
+        kept = bookkeeping_fields(wanted.mode, wanted.deletes)
+        if noting:
+            kept.append(pa.field(INHERITED, INHERITED_TYPE))
+        store.create(pa.schema([*fields, *kept]), wanted)
         held = store.settings()
         assert held is not None
     if held.keys != wanted.keys and wanted.keys:
@@ -285,6 +295,15 @@ def _cast_values(column: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArra
     if pa.types.is_integer(column.type) and pa.types.is_decimal(target):
         column = pc.cast(column, pa.decimal128(38, target.scale))
     return pc.cast(column, target)
+
+
+def _partial(changes: pa.Table, schema: pa.Schema, made: bool) -> bool:
+    """Whether a change may leave a row with columns from before it: one leaves a column
+    unset, or (the table ``made`` for these changes) one is an update, whose key's row the
+    table does not hold (YDB's updates mode carries the changed columns alone)."""
+    if _any_unset(changes, schema):
+        return True
+    return made and bool(pc.any(pc.equal(changes.column(OP), "update")).as_py())
 
 
 def _any_unset(changes: pa.Table, schema: pa.Schema) -> bool:

@@ -80,7 +80,9 @@ class Plan:
 
 
 def bookkeeping_fields(mode: Mode, deletes: Deletes) -> list[pa.Field]:
-    """The columns a table of ``mode`` and ``deletes`` keeps after the row's own."""
+    """The columns a table of ``mode`` and ``deletes`` keeps after the row's own (and
+    ``_cdc_inherited``, added with the first change that leaves a row columns from before
+    it: :func:`~cdc_connectors.table.apply.apply_changes`)."""
     fields = [pa.field(STREAM, pa.string()), pa.field(OFFSET, pa.int64())]
     if mode == "history":
         fields += [
@@ -90,7 +92,6 @@ def bookkeeping_fields(mode: Mode, deletes: Deletes) -> list[pa.Field]:
         ]
     elif deletes == "soft":
         fields += [pa.field(DELETED, pa.bool_()), pa.field(DELETED_AT, TIME)]
-    fields.append(pa.field(INHERITED, INHERITED_TYPE))
     return fields
 
 

@@ -9,7 +9,6 @@ import pyarrow.parquet as pq
 
 from cdc_connectors.table.apply import apply_changes
 from cdc_connectors.table.iceberg import IcebergStore
-from cdc_connectors.table.layout import INHERITED_TYPE
 from cdc_connectors.table.store import TableSettings
 from tests.table.changes import batch
 from tests.table.conftest import read_all
@@ -67,7 +66,6 @@ def test_a_file_without_field_ids_is_read_by_its_names(tmp_path: Path) -> None:
             "amount": pa.nulls(2, pa.decimal128(10, 2)),
             "_cdc_stream": ["other", "other"],
             "_cdc_offset": pa.array([1, 2], pa.int64()),
-            "_cdc_inherited": pa.nulls(2, INHERITED_TYPE),
         }
     ).cast(pa.schema([f.remove_metadata() for f in schema]))  # (no field ids)
     path = tmp_path / "added.parquet"
