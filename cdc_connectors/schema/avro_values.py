@@ -96,6 +96,9 @@ _COUNTED: dict[str, tuple[Callable[[Any], int], int]] = {
     "timestamp-millis": (instants.epoch_nanos, 1_000),
     "timestamp-micros": (instants.epoch_nanos, 1_000_000),
     "timestamp-nanos": (instants.epoch_nanos, 1_000_000_000),
+    "local-timestamp-millis": (instants.local_epoch_nanos, 1_000),
+    "local-timestamp-micros": (instants.local_epoch_nanos, 1_000_000),
+    "local-timestamp-nanos": (instants.local_epoch_nanos, 1_000_000_000),
     "time-millis": (instants.day_nanos, 1_000),
     "time-micros": (instants.day_nanos, 1_000_000),
 }
@@ -809,7 +812,7 @@ def _logical(logical: str, schema: Any, value: Any, where: str) -> Any:
         try:
             return instants.count(nanos_of(value), per_second, value)
         except ValueError as exc:
-            if "finer than" in str(exc):
+            if "finer than" in str(exc) or "offset from UTC" in str(exc):
                 raise CodecError(f"{_at(where)}: {exc}") from None
             if isinstance(value, str):
                 raise CodecError(

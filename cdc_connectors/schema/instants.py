@@ -13,7 +13,7 @@ import datetime as dt
 import re
 from typing import Any
 
-__all__ = ["UNIT_NAMES", "count", "day_nanos", "epoch_nanos"]
+__all__ = ["UNIT_NAMES", "count", "day_nanos", "epoch_nanos", "local_epoch_nanos"]
 
 _NANOS = 1_000_000_000
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -33,13 +33,35 @@ def epoch_nanos(value: Any) -> int:
     return (moment - _EPOCH) // dt.timedelta(microseconds=1) * 1_000 + beyond
 
 
+def local_epoch_nanos(value: Any) -> int:
+    """Nanoseconds since 1970-01-01 of a wall-clock ISO 8601 date-time or ``datetime``
+    (a local timestamp: no zone); ValueError for one with an offset from UTC (which a
+    local timestamp cannot keep), anything else, or digits finer than nanoseconds."""
+    moment: dt.datetime
+    moment, beyond = _read(value, dt.datetime, "date-time")
+    _without_offset(moment, value, "a local timestamp")
+    return epoch_nanos(moment.replace(tzinfo=None)) + beyond
+
+
 def day_nanos(value: Any) -> int:
     """Nanoseconds past midnight of ISO 8601 time text or a ``time``; ValueError for
-    anything else, or text with digits finer than nanoseconds."""
+    anything else, an offset from UTC (a time of day keeps none), or text with digits
+    finer than nanoseconds."""
     moment: dt.time
     moment, beyond = _read(value, dt.time, "time")
+    _without_offset(moment, value, "a time of day")
     seconds = (moment.hour * 60 + moment.minute) * 60 + moment.second
     return (seconds * 1_000_000 + moment.microsecond) * 1_000 + beyond
+
+
+def _without_offset(moment: dt.datetime | dt.time, value: Any, what: str) -> None:
+    """ValueError for a ``moment`` with an offset from UTC other than none or zero."""
+    offset = moment.utcoffset()
+    if offset:
+        raise ValueError(
+            f"{value!s:.60} has an offset from UTC, which {what} does not keep: write it "
+            "without one"
+        )
 
 
 def _read(value: Any, kind: Any, what: str) -> tuple[Any, int]:

@@ -72,13 +72,13 @@ def apply_changes(
         return Applied(0, 0, replayed=True)
     held_schema = store.schema()
     _check_names(row_schema(changes.schema), held_schema or pa.schema([]), store)
-    noting = held_schema is None and _partial(changes, row_schema(changes.schema), made=True)
+    noting = held_schema is None and _partial(changes, row_schema(changes.schema))
     settings = _settings(store, changes.schema, settings, noting)
     schema = store.schema()
     assert schema is not None
     changes = arrived(_numbers_fitted(changes, schema), time.time_ns())
     change = evolution(schema, row_schema(changes.schema), store.where)
-    if INHERITED not in schema.names and _partial(changes, schema, made=False):
+    if INHERITED not in schema.names and _partial(changes, schema):
         # (kept from the first partial change on: a table of full images never pays for it)
         change = Evolution([*change.added, pa.field(INHERITED, INHERITED_TYPE)], change.widened)
     if change:
@@ -297,13 +297,10 @@ def _cast_values(column: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArra
     return pc.cast(column, target)
 
 
-def _partial(changes: pa.Table, schema: pa.Schema, made: bool) -> bool:
+def _partial(changes: pa.Table, schema: pa.Schema) -> bool:
     """Whether a change may leave a row with columns from before it: one leaves a column
-    unset, or (the table ``made`` for these changes) one is an update, whose key's row the
-    table does not hold (YDB's updates mode carries the changed columns alone)."""
-    if _any_unset(changes, schema):
-        return True
-    return made and bool(pc.any(pc.equal(changes.column(OP), "update")).as_py())
+    unset (a placeholder, an update without it, an image of the changed columns alone)."""
+    return _any_unset(changes, schema)
 
 
 def _any_unset(changes: pa.Table, schema: pa.Schema) -> bool:

@@ -247,7 +247,7 @@ def _version_of(
         else:
             version[name] = change.get(name)
     version[STREAM], version[OFFSET] = change[STREAM], change[OFFSET]
-    if unset or (change[OP] == "update" and before is None):
+    if unset:
         version[INHERITED] = [
             {
                 "column": name,

@@ -9,7 +9,8 @@ _cdc_stream   string     the part of the source the change came from (topic/part
 _cdc_offset   int64      its place in that stream: the source's own order
 _cdc_at       timestamp  when the change happened at the source (UTC, microseconds)
 _cdc_unset    list<string>  columns the image does not carry (a TOAST placeholder, a YDB
-                         update of some columns): the table keeps their values
+                         update of some columns): the table keeps their values; ``*``: any
+                         other column as well (an image of the changed columns alone)
 ```
 
 A table keeps ``_cdc_stream`` and ``_cdc_offset`` of the change each row is from: a change
@@ -41,6 +42,7 @@ __all__ = [
     "STREAM",
     "TIME",
     "UNSET",
+    "UNSET_OTHERS",
     "VALID_FROM",
     "VALID_TO",
     "plain",
@@ -51,6 +53,8 @@ __all__ = [
 OP, STREAM, OFFSET, AT, UNSET = "_cdc_op", "_cdc_stream", "_cdc_offset", "_cdc_at", "_cdc_unset"
 DELETED, DELETED_AT = "_cdc_deleted", "_cdc_deleted_at"
 VALID_FROM, VALID_TO, IS_CURRENT = "_cdc_valid_from", "_cdc_valid_to", "_cdc_is_current"
+#: In ``_cdc_unset``: every column the image does not hold, the table's later ones too.
+UNSET_OTHERS = "*"
 INHERITED = "_cdc_inherited"
 #: Of each column a row keeps from before its change, the order of the change it came from.
 INHERITED_TYPE = pa.list_(

@@ -455,16 +455,14 @@ class _State:
         leaves unset, the key's row's (what that row noted, if it was partial too: none
         where it noted nothing), without a row alive its delete's (a tombstone, a soft
         delete) or none. Rows of changes that set every column note nothing; a row a soft
-        delete ``kept`` notes what it noted; so does an update of a key without a row alive.
-        A column a row does not note was not the table's when it was written."""
+        delete ``kept`` notes what it noted. A column a row does not note was not the table's
+        when it was written."""
         count = changes.num_rows
         names = [f.name for f in self.schema if not f.name.startswith("_cdc_")]
         updates = np.asarray(pc.equal(changes.column(OP), "update"), dtype=bool)
         absent = [n for n in names if n not in changes.column_names]
         unset_counts = pc.fill_null(pc.list_value_length(changes.column(UNSET)), 0)
-        # (an update of a key the table holds no row of carries what changed, as far as
-        # the table can tell: YDB's updates mode)
-        chosen = kept | (np.asarray(unset_counts) > 0) | (updates & (bool(absent) | ~alive))
+        chosen = kept | (np.asarray(unset_counts) > 0) | (updates & bool(absent))
         kind = self.schema.field(INHERITED).type  # (its list's item named as the table's)
         if not chosen.any():
             return pa.nulls(count, kind)

@@ -36,7 +36,7 @@ from cdc_connectors.opencdc import Operation, Record, keys
 from cdc_connectors.opencdc.json_codec import json_default
 from cdc_connectors.schema.connect.writers import write_time_of_day
 from cdc_connectors.table.evolve import BatchTypes, numeric, takes
-from cdc_connectors.table.layout import AT, OFFSET, OP, STREAM, TIME, UNSET
+from cdc_connectors.table.layout import AT, OFFSET, OP, STREAM, TIME, UNSET, UNSET_OTHERS
 from cdc_connectors.table.order import (
     AUTO,
     auto_order,
@@ -55,6 +55,8 @@ __all__ = [
     "column_of",
 ]
 
+#: Metadata of a record whose after image carries only the columns that changed (YDB).
+_PARTIAL = "ydb.partial"
 #: What Debezium writes for a column whose value it did not read (a TOAST column).
 PLACEHOLDER = "__debezium_unavailable_value"
 _PLACEHOLDERS = (PLACEHOLDER, base64.b64encode(PLACEHOLDER.encode()).decode(), PLACEHOLDER.encode())
@@ -139,6 +141,8 @@ class ChangeBatch:
         self.rows: list[dict[str, Any]] = []
         self.records: list[tuple[Record | bytes, bytes]] = []
         self.meta: list[tuple[str, str, int, int | None]] = []
+        #: Changes whose image carries only the columns it has (YDB's updates mode).
+        self.partial: set[int] = set()
         #: Of each change in ``auto`` order: its log position, and its stream (in_streams).
         self.logs: list[str | None] = []
         self.streams: list[str | None] = []
@@ -175,6 +179,8 @@ class ChangeBatch:
         self.rows.append(row)
         self.records.append((origin, parts.position))
         self.meta.append((op, stream, offset, _time(parts.metadata)))
+        if parts.metadata.get(_PARTIAL) == "true":
+            self.partial.add(len(self.rows) - 1)
         if self.order_by == AUTO:
             self.logs.append(log)
             self.streams.append(None if place is None else place[0])
@@ -256,7 +262,10 @@ class ChangeBatch:
         columns[STREAM] = pa.array(streams, pa.string())
         columns[OFFSET] = pa.array(offsets, pa.int64())
         columns[AT] = pc.cast(pa.array(ats, pa.int64()), TIME)
-        columns[UNSET] = pa.array(_unset_lists(unset, count), pa.list_(pa.string()))
+        lists = _unset_lists(unset, count)
+        for index in self.partial:  # any other column too, one the table may not hold yet
+            lists[index] = [*(lists[index] or ()), UNSET_OTHERS]
+        columns[UNSET] = pa.array(lists, pa.list_(pa.string()))
         table = pa.table(columns) if columns else pa.table({})
         return table.take(pa.array(keep, pa.int64())) if bad else table
 

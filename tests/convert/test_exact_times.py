@@ -165,3 +165,104 @@ def test_debezium_events_written_again_keep_their_finest_times(tmp_path: Path) -
         ).stderr
     )
     assert outputs[0][0] == outputs[1][0]
+
+
+LOCAL = {
+    "type": "record",
+    "name": "Row",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "lt", "type": {"type": "long", "logicalType": "local-timestamp-millis"}},
+        {"name": "lu", "type": {"type": "long", "logicalType": "local-timestamp-micros"}},
+        {"name": "tm", "type": {"type": "int", "logicalType": "time-millis"}},
+    ],
+}
+
+
+def _row(n: int, lt: str, lu: str, tm: str) -> bytes:
+    after = {"id": n, "lt": lt, "lu": lu, "tm": tm}
+    return orjson.dumps(
+        {
+            "position": "cA==",
+            "operation": "create",
+            "metadata": {},
+            "key": {"id": n},
+            "payload": {"before": None, "after": after},
+        }
+    )
+
+
+def test_local_timestamps_and_times_refuse_what_they_would_cut_or_drop(tmp_path: Path) -> None:
+    """Avro's local timestamps took ``.123999`` as ``.123`` and dropped an offset, and its
+    times of day dropped an offset, silently: now each is a dead letter saying why; what
+    they hold (a zero offset too) comes back exactly."""
+    import json
+
+    (tmp_path / "row.avsc").write_text(json.dumps(LOCAL))
+    good = _row(1, "2024-01-02T03:04:05.123", "2024-01-02T03:04:05.123456Z", "23:00:00Z")
+    bad = [
+        _row(2, "2024-01-02T03:04:05.123999", "2024-01-02T03:04:05", "01:00:00"),
+        _row(3, "2024-01-02T03:04:05", "2024-01-02T03:04:05.123456+05:00", "01:00:00"),
+        _row(4, "2024-01-02T03:04:05", "2024-01-02T03:04:05", "23:00:00-05:00"),
+    ]
+    source = tmp_path / "in.jsonl"
+    source.write_bytes(b"\n".join([good, *bad]) + b"\n")
+    registry = f"sqlite:///{tmp_path}/r.db"
+    written = run_cli(
+        *("convert", "--from", "opencdc-json", "--to", "avro", "--registry", registry),
+        *("--opt", "topic=t", "--opt", f"value.schema={tmp_path / 'row.avsc'}"),
+        *(str(source), "-o", str(tmp_path / "rows.kv"), "--errors", str(tmp_path / "dlq")),
+    )
+    assert written.returncode == 1, written.stderr
+    reasons = [
+        orjson.loads(line)["metadata"]["conduit.dlq.nack.error"]
+        for line in (tmp_path / "dlq").read_bytes().splitlines()
+    ]
+    assert len(reasons) == 3
+    assert "finer than milliseconds" in reasons[0]
+    assert "offset from UTC" in reasons[1] and "offset from UTC" in reasons[2]
+    read = run_cli(
+        *("convert", "--from", "avro", "--to", "opencdc-json", "--registry", registry),
+        *("--opt", "topic=t", str(tmp_path / "rows.kv")),
+    )
+    assert read.returncode == 0, read.stderr
+    after = orjson.loads(read.stdout.splitlines()[0])["payload"]["after"]
+    assert (after["lt"], after["lu"], after["tm"]) == (
+        "2024-01-02T03:04:05.123000",
+        "2024-01-02T03:04:05.123456",
+        "23:00:00",
+    )
+
+
+def test_connect_floats_refuse_numbers_they_would_change() -> None:
+    """Debezium JSON with schema blocks: a number a ``float32`` or ``float64`` field would
+    not read back as (``16777217`` and ``1e-46`` in 32 bits, 21 digits in a double) is an
+    error naming the field, as the Avro and Protobuf writers refuse them; what they hold is
+    written as it is."""
+    from decimal import Decimal
+
+    import pytest
+
+    from cdc_connectors.formats.debezium.encode import connect_json
+    from cdc_connectors.opencdc import CodecError
+    from cdc_connectors.schema.connect import parse_connect_schema
+
+    schema = parse_connect_schema(
+        {
+            "type": "struct",
+            "fields": [
+                {"field": "f", "type": "float32", "optional": True},
+                {"field": "d", "type": "float64", "optional": True},
+            ],
+        }
+    )
+    assert connect_json(schema, {"f": 0.1, "d": Decimal("0.5")}) == {"f": 0.1, "d": 0.5}
+    assert connect_json(schema, {"f": 16777216, "d": 1e308}) == {"f": 16777216, "d": 1e308}
+    for value, said in (
+        ({"f": 16777217}, "f: 16777217 would change as a float32"),
+        ({"f": 1e-46}, "f: 1e-46 would change as a float32"),
+        ({"f": 0.123456789}, "would change as a float32"),
+        ({"d": Decimal("0.30000000000000000001")}, "d: 0.30000000000000000001 would change"),
+    ):
+        with pytest.raises(CodecError, match=said):
+            connect_json(schema, value)

@@ -5,6 +5,7 @@ value, each value read back once against its block."""
 from __future__ import annotations
 
 import base64
+import math
 from abc import abstractmethod
 from collections.abc import Mapping
 from decimal import Decimal
@@ -30,12 +31,12 @@ from cdc_connectors.opencdc import CodecError, Record, structured
 from cdc_connectors.opencdc.data import Data
 from cdc_connectors.opencdc.json_codec import MAX_DEPTH, json_default
 from cdc_connectors.opencdc.jsonkinds import json_kind
-from cdc_connectors.schema import avro_values, framing
+from cdc_connectors.schema import avro_values, float32, framing
 from cdc_connectors.schema.connect import ConnectSchema, connect_value, parse_connect_schema
 from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.schema.subjects import Part
 
-__all__ = ["EnvelopeWriter", "envelope_times"]
+__all__ = ["EnvelopeWriter", "connect_json", "envelope_times"]
 
 _RAW_DATA_KEY = "opencdc.rawData"  # Conduit's name for raw data that is no JSON object
 _NANOS_PER = (1_000_000, 1_000, 1)  # of each of TIME_FIELDS
@@ -99,7 +100,7 @@ class EnvelopeWriter(RowSchemas):
         collection = metadata.collection
         envelope = envelope_block(self._row_blocks(record, before, after), payload, collection)
         parsed = _parse_for_writing(envelope, "value schema")
-        value = {"schema": envelope, "payload": _written(parsed, payload, "")}
+        value = {"schema": envelope, "payload": connect_json(parsed, payload)}
         key_block = None
         if isinstance(key, dict):
             key_block = self._row_block(record, "key", [key])
@@ -208,7 +209,7 @@ def key_bytes(key: Any, block: dict[str, Any] | None) -> bytes | None:
     if block is None:
         return _dumps(key)
     parsed = _parse_for_writing(block, "key schema")
-    return _dumps({"schema": block, "payload": _written(parsed, key, "key")})
+    return _dumps({"schema": block, "payload": connect_json(parsed, key, "key")})
 
 
 def _from_metadata(
@@ -244,7 +245,7 @@ def _parse_for_writing(block: Mapping[str, Any], what: str) -> ConnectSchema:
         raise CodecError(f"{what}: {exc}") from None
 
 
-def _written(schema: ConnectSchema, value: Any, path: str) -> Any:
+def connect_json(schema: ConnectSchema, value: Any, path: str = "") -> Any:
     """``value`` as Connect JSON for ``schema``, read back once: nothing is written that a
     reader of the schema would refuse."""
     written = _connect_json(schema, value, path)
@@ -287,6 +288,23 @@ def _connect_json(schema: ConnectSchema, value: Any, path: str) -> Any:
         return {k: _connect_json(values, v, f"{where}.{k}") for k, v in value.items()}
     if schema.type == "bytes" and isinstance(value, bytes):
         return base64.b64encode(value).decode("ascii")
-    if schema.type in ("float32", "float64") and isinstance(value, Decimal):
-        return float(value)
+    if schema.type in ("float32", "float64") and isinstance(value, int | float | Decimal):
+        return _float_of(value, schema.type, where)
     return value
+
+
+def _float_of(value: int | float | Decimal, kind: str, where: str) -> Any:
+    """A number for a ``float32`` or ``float64`` field, as the JSON number written; a
+    CodecError where the field would not read back as it (more digits than a double keeps,
+    an integer past 2^53, a number a 32-bit float does not hold: ``16777217``, ``1e-46``)."""
+    if isinstance(value, bool):
+        return value  # (the read-back check refuses it, as any non-number)
+    if isinstance(value, Decimal):
+        number = float(value) if value.is_finite() else math.nan
+        if not (math.isfinite(number) and Decimal(repr(number)) == value):
+            raise CodecError(f"{where}: {value} would change as a {kind} (it reads as {number!r})")
+    else:
+        number = value
+    if kind == "float32" and not float32.holds(number):
+        raise CodecError(f"{where}: {value} would change as a float32 (32 bits)")
+    return float(number) if isinstance(value, Decimal) else value
