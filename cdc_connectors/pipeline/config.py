@@ -418,10 +418,15 @@ def _check_paths(
 
 
 def _destination_path(destination: Connector) -> str | None:
-    """The local path a ``files`` or ``table`` destination writes (absolute), if it has one."""
-    path = destination.settings.get("path")
+    """The local path a ``files`` or ``table`` destination writes (absolute), if it has one;
+    an Iceberg table's is its warehouse and its name (tables of one warehouse are apart)."""
+    settings = destination.settings
+    path = settings.get("path")
     if destination.plugin.name not in ("files", "table") or not path or "://" in path:
         return None
+    if destination.plugin.name == "table" and settings.get("format", "").strip() == "iceberg":
+        name = settings.get("table")
+        return os.path.join(_absolute(path), name) if name else _absolute(path)
     return _absolute(path)
 
 

@@ -32,7 +32,7 @@ from cdc_connectors.table.layout import (
     VALID_FROM,
     VALID_TO,
 )
-from cdc_connectors.table.plan import past_held, tombstone_schema
+from cdc_connectors.table.plan import notes_mark, past_held, tombstone_schema
 
 __all__ = ["Rebuilt", "late_keys", "latest", "rebuild"]
 
@@ -203,11 +203,11 @@ def _replay(
         if kind == "version":
             version = dict(item)
             start = version[VALID_FROM]
-            given = _set_by_its_change(version)
-            if given is not None and current is not None:
+            given = _set_by_its_change(version, own)
+            if given is not None:
                 for name in own:  # what its change left unset: the version before it's
-                    if name not in given:
-                        version[name] = current.get(name)
+                    if name not in given:  # (none after a delete)
+                        version[name] = current.get(name) if current is not None else None
         else:
             version = _version_of(item, own, lacking, current)
             start = item[AT]
@@ -220,15 +220,16 @@ def _replay(
     return out
 
 
-def _set_by_its_change(version: dict[str, Any]) -> set[str] | None:
+def _set_by_its_change(version: dict[str, Any], own: list[str]) -> set[str] | None:
     """The columns a version's own change set, for one written by a partial change (its
-    ``_cdc_inherited`` notes each column of the table then, those of its change with its
-    order); ``None`` for one whose change set them all."""
+    ``_cdc_inherited`` notes those it kept, and how many columns the table had: those
+    past them it did not set either); ``None`` for one whose change set them all."""
     entries = version.get(INHERITED)
     if not entries:
         return None
-    own = _order(version)
-    return {e["column"] for e in entries if (e["stream"], e["offset"]) == own}
+    kept = {e["column"] for e in entries}
+    then = next((e["offset"] for e in entries if e["column"] == ""), len(own))
+    return {name for name in own[:then] if name not in kept}
 
 
 def _version_of(
@@ -248,12 +249,7 @@ def _version_of(
             version[name] = change.get(name)
     version[STREAM], version[OFFSET] = change[STREAM], change[OFFSET]
     if unset:
-        version[INHERITED] = [
-            {
-                "column": name,
-                "stream": None if name in unset else change[STREAM],
-                "offset": None if name in unset else change[OFFSET],
-            }
-            for name in own
+        version[INHERITED] = [notes_mark(len(own))] + [
+            {"column": name, "stream": None, "offset": None} for name in own if name in unset
         ]
     return version

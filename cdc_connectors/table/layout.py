@@ -16,12 +16,13 @@ _cdc_unset    list<string>  columns the image does not carry (a TOAST placeholde
 A table keeps ``_cdc_stream`` and ``_cdc_offset`` of the change each row is from: a change
 whose ``(stream, offset)`` is not past the row's (or a deleted key's tombstone) is older and
 changes nothing. With ``deletes: soft`` a deleted row stays, ``_cdc_deleted`` true and
-``_cdc_deleted_at`` its time. A row a partial change wrote (one leaving columns unset, or
-an update of a key without a row) notes in ``_cdc_inherited`` each column of the table with
-the order of the change its value came from (null: none did), so that a change older than
-the row that arrives late still gives it the columns it kept from before (the column is
-added with the first such change). In ``history`` mode every version of a row stays, with
-``_cdc_valid_from``, ``_cdc_valid_to`` (null while current) and ``_cdc_is_current``.
+``_cdc_deleted_at`` its time. A row a partial change wrote (one leaving columns unset) notes
+in ``_cdc_inherited`` each column it kept from before with the order of the change its
+value came from (null: none did), after a mark (column ``""``, offset: how many columns
+the table had), so that a change older than the row that arrives late still gives it those
+columns (the column is added with the first such change). In ``history`` mode every
+version of a row stays, with ``_cdc_valid_from``, ``_cdc_valid_to`` (null while current)
+and ``_cdc_is_current``.
 """
 
 from __future__ import annotations

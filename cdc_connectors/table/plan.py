@@ -10,8 +10,8 @@ by which (:class:`Plan`). A writer replaces them in one transaction.
   is stale and changes nothing, so a replayed or late older change never undoes a newer one.
 - A create, update or snapshot writes the row; columns it leaves unset (``_cdc_unset``) keep
   the value the key had (an earlier change of the batch, else the table's row), and the
-  row notes where each of its columns came from (``_cdc_inherited``: the order of the
-  change that gave it, none where the table held no row). A change older than the row that
+  row notes where each of those came from (``_cdc_inherited``: the order of the change that
+  gave it, none where the table held no row). A change older than the row that
   arrives late (a stream read out of order) changes nothing of it but the columns it sets
   whose value came from an older change than it or from none, or that the table did not
   hold when the row was written: those take its value (a delete's: none).
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 import pyarrow as pa
@@ -57,6 +57,7 @@ __all__ = [
     "Plan",
     "bookkeeping_fields",
     "needed",
+    "notes_mark",
     "past_held",
     "plan",
     "tombstone_schema",
@@ -261,6 +262,87 @@ def _unset(unset: pa.ChunkedArray | pa.Array, column: str) -> np.ndarray:
     return mask
 
 
+def _pair_codes(unset: pa.ListArray, names: list[str]) -> np.ndarray:
+    """``row * len(names) + column`` of each column each row's unset list names (names
+    that are no column, ``*`` among them, left out)."""
+    flat = unset.flatten()
+    if not len(flat):
+        return np.zeros(0, dtype=np.int64)
+    index = pc.index_in(flat, pa.array(names, pa.string()))
+    parents = np.asarray(pc.list_parent_indices(unset), dtype=np.int64)
+    found = np.asarray(pc.fill_null(index, -1), dtype=np.int64)
+    named = found >= 0
+    return parents[named] * len(names) + found[named]
+
+
+def _strings(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """A text column as a numpy array of objects (``None`` for nulls)."""
+    found = np.empty(len(column), dtype=object)
+    found[:] = column.to_pylist()
+    return found
+
+
+def _numbers(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """An integer column as numbers (0 for nulls) and which are null."""
+    return (
+        np.asarray(pc.fill_null(column, 0), dtype=np.int64),
+        np.asarray(column.is_null(), dtype=bool),
+    )
+
+
+def _noted(
+    notes: pa.Array | pa.ChunkedArray,
+    alive: np.ndarray,
+    pair_rows: np.ndarray,
+    columns: np.ndarray,
+    names: list[str],
+    came: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``came`` (stream, offset, unknown of each pair) where the row before a pair's change
+    is alive and noted the column (its order), or had not the column then (unknown)."""
+    stream, offset, unknown = came
+    notes = notes.combine_chunks() if isinstance(notes, pa.ChunkedArray) else notes
+    if not notes.null_count < len(notes) or not len(pair_rows):
+        return came
+    width = len(names)
+    flat = notes.flatten()
+    parents = np.asarray(pc.list_parent_indices(notes), dtype=np.int64)
+    index = np.asarray(pc.fill_null(pc.index_in(flat.field("column"), pa.array(names)), -1))
+    marks = np.asarray(pc.equal(flat.field("column"), ""), dtype=bool)
+    then = np.full(len(notes), width, dtype=np.int64)
+    mark_offsets = np.asarray(pc.fill_null(flat.field("offset"), width), dtype=np.int64)
+    then[parents[marks]] = mark_offsets[marks]
+    partial = np.zeros(len(notes), dtype=bool)
+    partial[parents] = True
+    stream, offset, unknown = stream.copy(), offset.copy(), unknown.copy()
+    from_before = alive[pair_rows] & partial[pair_rows]
+    # a column the row before did not hold: unknown
+    newer = from_before & (columns >= then[pair_rows])
+    unknown[newer] = True
+    # a column it noted: its order
+    keyed = np.flatnonzero(index >= 0)
+    note_codes = parents[keyed] * width + index[keyed]
+    order = np.argsort(note_codes, kind="stable")
+    note_codes = note_codes[order]
+    pair_codes = pair_rows * width + columns
+    at = np.searchsorted(note_codes, pair_codes)
+    hit = (at < len(note_codes)) & from_before
+    hit[hit] = note_codes[at[hit]] == pair_codes[hit]
+    if hit.any():
+        rows = keyed[order[at[hit]]]
+        note_offsets, note_unknown = _numbers(flat.field("offset"))
+        stream[hit] = _strings(flat.field("stream"))[rows]
+        offset[hit] = note_offsets[rows]
+        unknown[hit] = note_unknown[rows]
+    return stream, offset, unknown
+
+
+def notes_mark(columns: int) -> dict[str, object]:
+    """The note that a row's change set every column of the table's first ``columns`` it
+    does not note otherwise (a later one it did not: the table did not hold it then)."""
+    return {"column": "", "stream": None, "offset": columns}
+
+
 class _State:
     """The table's current rows and tombstones of the touched keys, as changes apply."""
 
@@ -308,14 +390,17 @@ class _State:
         if not pc.any(pc.greater(noting, 0)).as_py():
             return  # (no row written by a partial change: the common case, at no cost)
         at_row = _lookup(changes, self.rows, self.keys)
-        row = _take(self.rows.select([STREAM, OFFSET]), at_row)
-        order = changes.column(STREAM), changes.column(OFFSET)
-        late = (at_row >= 0) & ~_later(*order, row.column(STREAM), row.column(OFFSET))
-        late &= ~_same(*order, row.column(STREAM), row.column(OFFSET))
-        entries = self.rows.column(INHERITED).to_pylist()
-        late &= np.array([r >= 0 and bool(entries[r]) for r in at_row], dtype=bool)
+        has_notes = np.asarray(noting) > 0
+        late = (at_row >= 0) & has_notes[np.maximum(at_row, 0)]
         if not late.any():
             return
+        row = _take(self.rows.select([STREAM, OFFSET]), at_row)
+        order = changes.column(STREAM), changes.column(OFFSET)
+        late &= ~_later(*order, row.column(STREAM), row.column(OFFSET))
+        late &= ~_same(*order, row.column(STREAM), row.column(OFFSET))
+        if not late.any():
+            return
+        entries = self.rows.column(INHERITED).to_pylist()
         names = [f.name for f in self.schema if not f.name.startswith("_cdc_")]
         picked = np.flatnonzero(late)
         given = changes.take(pa.array(picked)).to_pylist()
@@ -327,10 +412,13 @@ class _State:
             deleting = change[OP] == "delete"
             unset = set(change[UNSET] or ())
             noted = {entry["column"]: entry for entry in entries[r]}
-            for name in names:
+            held = noted[""]["offset"] if "" in noted else len(names)  # columns then
+            for index, name in enumerate(names):
                 if not deleting and (name in unset or name not in change):
                     continue
                 entry = noted.get(name)
+                if entry is None and index < held:
+                    continue  # the row's own change set it: newer than this one
                 came = None if entry is None or entry["offset"] is None else entry
                 if came is not None and at <= (came["stream"], came["offset"]):
                     continue  # its value came from a change as new as this one or newer
@@ -450,59 +538,79 @@ class _State:
         kept: np.ndarray,
         grave: pa.Table,
     ) -> pa.Array:
-        """Of each row a partial change writes, each column of the table with the order of
-        the change its value came from: the change's own for those it sets; for those it
-        leaves unset, the key's row's (what that row noted, if it was partial too: none
-        where it noted nothing), without a row alive its delete's (a tombstone, a soft
-        delete) or none. Rows of changes that set every column note nothing; a row a soft
-        delete ``kept`` notes what it noted. A column a row does not note was not the table's
-        when it was written."""
+        """Of each row a partial change writes, the columns it keeps from before its change,
+        each with the order of the change its value came from: the key's row's (what that
+        row noted, if it kept the column too; none for a column it did not hold), without
+        a row alive its delete's (a tombstone, a soft delete) or none; after a mark
+        (:func:`notes_mark`) of how many columns the table had, those the change set. Rows
+        of changes that set every column note nothing; a row a soft delete ``kept`` notes
+        what it noted. Column by column over the rows, no Python object a row."""
         count = changes.num_rows
         names = [f.name for f in self.schema if not f.name.startswith("_cdc_")]
-        updates = np.asarray(pc.equal(changes.column(OP), "update"), dtype=bool)
-        absent = [n for n in names if n not in changes.column_names]
-        unset_counts = pc.fill_null(pc.list_value_length(changes.column(UNSET)), 0)
-        chosen = kept | (np.asarray(unset_counts) > 0) | (updates & bool(absent))
+        width = len(names)
         kind = self.schema.field(INHERITED).type  # (its list's item named as the table's)
-        if not chosen.any():
+        updates = np.asarray(pc.equal(changes.column(OP), "update"), dtype=bool)
+        absent = [i for i, n in enumerate(names) if n not in changes.column_names]
+        # (row, column) pairs each change leaves unset, as row * width + column
+        unset = changes.column(UNSET)
+        unset = unset.combine_chunks() if isinstance(unset, pa.ChunkedArray) else unset
+        codes = _pair_codes(unset, names)
+        if absent and updates.any():
+            rows = np.flatnonzero(updates)
+            codes = np.concatenate([codes, (rows[:, None] * width + np.array(absent)).ravel()])
+        codes = np.unique(codes)
+        pair_rows = codes // width
+        pairs = ~kept[pair_rows]
+        codes, pair_rows = codes[pairs], pair_rows[pairs]
+        lengths = np.asarray(pc.fill_null(pc.list_value_length(unset), 0)) > 0
+        chosen = lengths & ~kept  # (``*`` alone: its other columns are the later ones)
+        chosen[pair_rows] = True
+        if not (chosen | kept).any():
             return pa.nulls(count, kind)
-        wanted = np.flatnonzero(chosen)
-        taken = pa.array(wanted)
-
-        def listed(table: pa.Table, name: str) -> dict[int, Any]:
-            values = table.column(name).take(taken).to_pylist()
-            return dict(zip(wanted.tolist(), values, strict=True))
-
-        unset_lists = listed(changes, UNSET)
-        noted = listed(row, INHERITED) if INHERITED in row.column_names else None
-        streams, offsets = listed(row, STREAM), listed(row, OFFSET)
-        grave_streams, grave_offsets = listed(grave, STREAM), listed(grave, OFFSET)
-        own_streams, own_offsets = listed(changes, STREAM), listed(changes, OFFSET)
-        found: list[list[dict[str, object]] | None] = [None] * count
-        for n in wanted.tolist():
-            before = noted[n] if noted is not None else None
-            if kept[n]:
-                found[n] = before
-                continue
-            unset = set(unset_lists[n] or ()) | (set(absent) if updates[n] else set())
-            partial_before = {e["column"]: e for e in before} if alive[n] and before else None
-            if alive[n] or offsets[n] is not None:  # the row's change (a soft delete's)
-                origin = (streams[n], offsets[n])
-            else:
-                origin = (grave_streams[n], grave_offsets[n])
-            own = (own_streams[n], own_offsets[n])
-            entries = []
-            for name in names:
-                if name not in unset:
-                    stream, offset = own
-                elif partial_before is not None:
-                    entry = partial_before.get(name, {})
-                    stream, offset = entry.get("stream"), entry.get("offset")
-                else:
-                    stream, offset = origin
-                entries.append({"column": name, "stream": stream, "offset": offset})
-            found[n] = entries
-        return pa.array(found, INHERITED_TYPE).cast(kind)
+        columns = codes % width
+        # where each kept value came from: the row's own change (or its delete's) ...
+        stream = _strings(row.column(STREAM))[pair_rows]
+        offset, unknown = _numbers(row.column(OFFSET))
+        offset, unknown = offset[pair_rows], unknown[pair_rows]
+        no_row = ~alive[pair_rows] & unknown
+        if no_row.any():  # ... the key's tombstone's, else none
+            grave_offsets, grave_unknown = _numbers(grave.column(OFFSET))
+            stream[no_row] = _strings(grave.column(STREAM))[pair_rows[no_row]]
+            offset[no_row] = grave_offsets[pair_rows[no_row]]
+            unknown[no_row] = grave_unknown[pair_rows[no_row]]
+        if INHERITED in row.column_names:  # ... or what a partial row before it noted
+            stream, offset, unknown = _noted(
+                row.column(INHERITED), alive, pair_rows, columns, names, (stream, offset, unknown)
+            )
+        # each chosen row: its mark, then its pairs in the table's column order
+        per_row = np.bincount(pair_rows, minlength=count) + chosen
+        starts = np.zeros(count + 1, dtype=np.int32)
+        np.cumsum(per_row, out=starts[1:])
+        total = int(starts[-1])
+        rank = np.arange(len(codes)) - np.searchsorted(pair_rows, pair_rows)  # within its row
+        place = starts[pair_rows] + 1 + rank
+        column_out = np.full(total, "", dtype=object)
+        stream_out = np.full(total, None, dtype=object)
+        offset_out = np.full(total, width, dtype=np.int64)
+        valid_offset = np.ones(total, dtype=bool)
+        column_out[place] = np.array(names, dtype=object)[columns]
+        stream_out[place] = np.where(unknown, None, stream)
+        offset_out[place] = offset
+        valid_offset[place] = ~unknown
+        entries = pa.StructArray.from_arrays(
+            [
+                pa.array(column_out, pa.string()),
+                pa.array(stream_out, pa.string()),
+                pa.array(offset_out, pa.int64(), mask=~valid_offset),
+            ],
+            fields=list(INHERITED_TYPE.value_type),
+        )
+        written = pa.ListArray.from_arrays(
+            pa.array(starts, pa.int32()), entries, mask=pa.array(~chosen)
+        ).cast(kind)
+        if kept.any() and INHERITED in row.column_names:
+            written = pc.if_else(pa.array(kept), row.column(INHERITED).cast(kind), written)
+        return written
 
     def _closed(self, row: pa.Table, had: np.ndarray, at: pa.ChunkedArray) -> pa.Table:
         """History: the current rows the changes close, valid until the change."""

@@ -266,3 +266,17 @@ def test_connect_floats_refuse_numbers_they_would_change() -> None:
     ):
         with pytest.raises(CodecError, match=said):
             connect_json(schema, value)
+
+
+def test_envelope_times_a_long_does_not_hold_are_left_null() -> None:
+    """A ``readAt`` past 2^63 nanoseconds (or a ``createdAt``): ``ts_ms`` as before, the
+    finer times null, not an error (they were not written before they existed)."""
+    from cdc_connectors.formats.debezium.encode import envelope_times
+
+    assert envelope_times(2**63) == {"ts_ms": 2**63 // 10**6, "ts_us": 2**63 // 1000, "ts_ns": None}
+    assert envelope_times(2**76)["ts_us"] is None
+    assert envelope_times(-(2**63)) == {
+        "ts_ms": -(2**63) // 10**6,
+        "ts_us": -(2**63) // 1000,
+        "ts_ns": -(2**63),
+    }

@@ -487,15 +487,16 @@ def test_two_pipelines_writing_one_place_are_refused(
 ) -> None:
     """Two pipelines of a file into the same table (or one inside the other's folder) raced
     each other at run time (an Iceberg catalog made twice failed with SQLite's words); the
-    file is refused naming the second pipeline's line and the first one."""
+    file is refused naming the second pipeline's line and the first one. Iceberg tables of
+    one warehouse are told apart by their names."""
     monkeypatch.chdir(tmp_path)
 
-    def pipeline(name: str, source: str, path: str) -> str:
+    def pipeline(name: str, source: str, settings: str) -> str:
         return f"""
           - id: {name}
             connectors:
               - {{id: in, type: source, plugin: files, settings: {{path: {source}}}}}
-              - {{id: out, type: destination, plugin: table, settings: {{path: {path}}}}}
+              - {{id: out, type: destination, plugin: table, settings: {settings}}}
         """
 
     def text(first: str, second: str) -> str:
@@ -505,8 +506,14 @@ def test_two_pipelines_writing_one_place_are_refused(
             + pipeline("b", "in2", second)
         )
 
-    message = _error(text("mirror", "./mirror"))
+    message = _error(text("{path: mirror}", "{path: ./mirror}"))
     assert message.startswith("pipeline.yaml:8: pipelines[1]:"), message
     assert "overlaps that of pipeline 'a'" in message
-    assert "overlaps that of pipeline 'a'" in _error(text("mirror", "mirror/inner"))
-    parse(textwrap.dedent(text("mirror", "mirror2")), "pipeline.yaml")  # apart: fine
+    assert "overlaps that of pipeline 'a'" in _error(text("{path: mirror}", "{path: mirror/in}"))
+    parse(textwrap.dedent(text("{path: mirror}", "{path: mirror2}")), "pipeline.yaml")
+    one, other = (
+        "{path: wh, format: iceberg, table: cdc.a}",
+        "{path: wh, format: iceberg, table: cdc.b}",
+    )
+    parse(textwrap.dedent(text(one, other)), "pipeline.yaml")
+    assert "overlaps that of pipeline 'a'" in _error(text(one, one))

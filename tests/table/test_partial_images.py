@@ -161,3 +161,23 @@ def test_history_versions_of_a_partial_change_take_the_late_change_s_values(
         for r in rows(make_store())
     )
     assert found == [(1, "a", 5, False), (2, "b", 5, False), (3, "c", 5, True)]
+
+
+def test_history_a_late_delete_before_a_partial_version_leaves_it_nothing(
+    make_store: Store,
+) -> None:
+    """History mode: create@10, then update@30 leaving ``amount`` unset, then a delete@20
+    arriving late: the version @30 follows the delete, so it keeps no amount (as in
+    upsert mode, and as the same changes in order give)."""
+    from tests.table.changes import batch
+
+    history = TableSettings(["id"], mode="history")
+    apply_changes(
+        make_store(), batch([("create", 10, {"id": 1, "status": "a", "amount": 5})]), history
+    )
+    apply_changes(
+        make_store(), batch([("update", 30, {"id": 1, "status": "c"}, ["amount"])]), history
+    )
+    apply_changes(make_store(), batch([("delete", 20, {"id": 1})]), history)
+    found = sorted((r["_cdc_offset"], r["amount"]) for r in rows(make_store()))
+    assert found == [(10, 5), (30, None)]

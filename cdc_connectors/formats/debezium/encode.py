@@ -45,10 +45,15 @@ _NANOS_PER = (1_000_000, 1_000, 1)  # of each of TIME_FIELDS
 def envelope_times(nanos: int | None) -> dict[str, int | None]:
     """The envelope's ``ts_ms``, ``ts_us`` and ``ts_ns`` of an instant in nanoseconds (each
     rounded down; all ``None`` without one), as Debezium 2.6 and later write them: the
-    coarser one for the readers that know no other, the finest so that no digit is lost."""
+    coarser one for the readers that know no other, the finest so that no digit is lost;
+    one a 64-bit long does not hold (an instant past 2262 in nanoseconds) ``None``."""
     if nanos is None:
         return dict.fromkeys(TIME_FIELDS)
-    return {name: nanos // per for name, per in zip(TIME_FIELDS, _NANOS_PER, strict=True)}
+    found: dict[str, int | None] = {}
+    for name, per in zip(TIME_FIELDS, _NANOS_PER, strict=True):
+        count = nanos // per
+        found[name] = count if -(2**63) <= count < 2**63 else None  # (a long holds it)
+    return found
 
 
 class EnvelopeWriter(RowSchemas):
