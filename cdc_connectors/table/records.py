@@ -148,6 +148,7 @@ class ChangeBatch:
         self.streams: list[str | None] = []
         #: The columns' registered types (and any two schemas of the batch type apart).
         self.typed = BatchTypes()
+        self._last_schema: pa.Schema | None = None
         self.refused: list[Refusal] = []
         #: Records refused for lacking a key column (not holding a null: no such column).
         self.keyless = 0
@@ -173,7 +174,8 @@ class ChangeBatch:
         except ValueError as exc:
             self.refused.append(Refusal(origin, str(exc), parts.position))
             return
-        if schema is not None:
+        if schema is not None and schema is not self._last_schema:
+            self._last_schema = schema  # (records of one schema in a row: taken once)
             for field in schema:
                 self.typed.add(field.name, field.type)
         self.rows.append(row)
