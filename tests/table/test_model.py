@@ -252,16 +252,3 @@ def test_partial_images_out_of_order_end_in_the_sources_state(
     """Batches holding updates that leave a column unset, arriving in any order: the unset
     column ends with the value the source's last change of it gave."""
     run(fmt, "hard", history, cuts, data, late=True, shuffled=True)
-
-
-@pytest.mark.parametrize("fmt", FORMATS)
-@settings(max_examples=examples(15), deadline=None)
-@given(
-    history=histories(partial=True), cuts=st.lists(st.integers(0, 30), max_size=5), data=st.data()
-)
-def test_history_of_partial_images_replayed_out_of_order_is_every_version(
-    fmt: str, history: list[Change], cuts: list[int], data: st.DataObject
-) -> None:
-    """History mode, updates leaving a column unset, batches replayed out of order: each version
-    holds the value the column had then."""
-    run(fmt, "history", history, cuts, data, late=True)
