@@ -670,6 +670,19 @@ def _typed_records(tmp_path: Path, kinds: list[str]) -> tuple[str, list[bytes]]:
     return url, records
 
 
+def _task_messages(settings: Any, records: list[bytes], split: bool) -> list[Any]:
+    """The commit messages of tasks given ``records`` (the first alone in one task, when
+    ``split``), as a write's tasks send them."""
+    from cdc_connectors.connectors.table_write import TaskChanges
+
+    messages = []
+    for part in [records[:1], records[1:]] if split else [records]:
+        task = TaskChanges(settings, records_layout=False)
+        task.add(pa.RecordBatch.from_pydict({"value": pa.array(part, pa.binary())}))
+        messages.append(task.close())
+    return messages
+
+
 @pytest.mark.parametrize("split", [False, True], ids=["one task", "two tasks"])
 def test_two_schemas_of_one_batch_that_type_a_column_apart_refuse_the_batch(
     tmp_path: Path, split: bool
@@ -679,7 +692,7 @@ def test_two_schemas_of_one_batch_that_type_a_column_apart_refuse_the_batch(
     one task or two saw the two schemas; before, the last schema typed the column and the
     other records were dead letters, or their values were silently converted."""
     from cdc_connectors.connectors.table_settings import Settings
-    from cdc_connectors.connectors.table_write import TaskChanges, commit_changes
+    from cdc_connectors.connectors.table_write import commit_changes
     from cdc_connectors.table.evolve import SchemaChangeError
 
     for kinds in (["string", "int"], ["int", "string"]):
@@ -687,12 +700,7 @@ def test_two_schemas_of_one_batch_that_type_a_column_apart_refuse_the_batch(
         folder.mkdir()
         url, records = _typed_records(folder, kinds)
         settings = Settings.parse({"path": str(folder / "t"), "registry": url})
-        parts = [records[:1], records[1:]] if split else [records]
-        messages = []
-        for part in parts:
-            task = TaskChanges(settings, records_layout=False)
-            task.add(pa.RecordBatch.from_pydict({"value": pa.array(part, pa.binary())}))
-            messages.append(task.close())
+        messages = _task_messages(settings, records, split)
         with pytest.raises(SchemaChangeError, match=r"column 'v' is .* of the same batch"):
             commit_changes(settings, messages, None)
         assert settings.store().schema() is None  # no table made, no row written
@@ -707,17 +715,11 @@ def test_two_schemas_of_one_batch_that_widen_a_column_give_it_the_wider_type(
     from deltalake import DeltaTable
 
     from cdc_connectors.connectors.table_settings import Settings
-    from cdc_connectors.connectors.table_write import TaskChanges, commit_changes
+    from cdc_connectors.connectors.table_write import commit_changes
 
     url, records = _typed_records(tmp_path, kinds)
     settings = Settings.parse({"path": str(tmp_path / "t"), "registry": url})
-    parts = [records[:1], records[1:]] if split else [records]
-    messages = []
-    for part in parts:
-        task = TaskChanges(settings, records_layout=False)
-        task.add(pa.RecordBatch.from_pydict({"value": pa.array(part, pa.binary())}))
-        messages.append(task.close())
-    commit_changes(settings, messages, None)
+    commit_changes(settings, _task_messages(settings, records, split), None)
     table = DeltaTable(str(tmp_path / "t")).to_pyarrow_table()
     assert table.schema.field("v").type == pa.int64()
     found = zip(table["id"].to_pylist(), table["v"].to_pylist(), strict=True)
