@@ -58,6 +58,7 @@ from cdc_connectors.pipeline.in_task import (
 from cdc_connectors.pipeline.outputs import StagedOutput
 from cdc_connectors.pipeline.plan import Counts, Route, SourceFormat, Stage
 from cdc_connectors.pipeline.table_schemas import check_store, make_store
+from cdc_connectors.spark.session import quiet_from_now
 
 __all__ = ["Stopper", "Timing", "refusal", "run"]
 
@@ -175,6 +176,7 @@ class Stopper:
         if self.requested is not None:
             raise KeyboardInterrupt(name)
         self.requested = name
+        quiet_from_now()  # (the Spark processes' teardown is no news)
         _say(f"{name}: stopping once the current batch is written (again to stop now)")
 
 

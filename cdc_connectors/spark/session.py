@@ -38,6 +38,7 @@ __all__ = [
     "java_options",
     "log_config",
     "quiet_environment",
+    "quiet_from_now",
     "quiet_session",
     "relay_stderr",
     "session",
@@ -127,15 +128,28 @@ def quiet_environment(master: str | None, env: dict[str, str] | None = None) -> 
     return target  # type: ignore[no-any-return]
 
 
-def relay_stderr(stream: IO[bytes]) -> threading.Thread:
+#: Set once a run is stopping (:func:`quiet_from_now`).
+_STOPPING = threading.Event()
+
+
+def quiet_from_now() -> None:
+    """A run is stopping: what its JVM's processes print from now on is their teardown (a
+    Spark Python runner's traceback as its socket closes under it), not the run's to show;
+    the run says itself how it ended."""
+    _STOPPING.set()
+
+
+def relay_stderr(stream: IO[bytes], quiet_when_stopping: bool = False) -> threading.Thread:
     """Copy ``stream`` (a JVM's stderr) to this process's stderr, line by line, without the
-    JVM's start-up warning; the thread doing it (it ends at the end of ``stream``)."""
+    JVM's start-up warning (and, ``quiet_when_stopping``, without anything once
+    :func:`quiet_from_now` was called); the thread doing it (it ends at the end of
+    ``stream``)."""
 
     def relay() -> None:
         broken = False
         with stream:
             for line in stream:
-                if broken or _JVM_NOISE.match(line):
+                if broken or _JVM_NOISE.match(line) or (quiet_when_stopping and _STOPPING.is_set()):
                     continue  # keep reading: a JVM whose stderr fills up stops
                 try:
                     _write(line)
@@ -198,7 +212,7 @@ def quiet_session(
         )
         process = getattr(gateway, "proc", None)
         if process is not None and process.stderr is not None:
-            relay_stderr(process.stderr)
+            relay_stderr(process.stderr, quiet_when_stopping=True)  # (the JVM's alone)
         SparkContext(conf=spark_conf, gateway=gateway)
         spark = SparkSession.builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

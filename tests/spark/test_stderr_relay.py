@@ -1,0 +1,32 @@
+"""The JVM's stderr is relayed line by line; once a run is stopping, its teardown is not."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from cdc_connectors.spark import session
+
+
+def test_the_relay_copies_lines_and_is_quiet_once_a_run_stops(
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(session, "_STOPPING", type(session._STOPPING)())
+    read, write = os.pipe()
+    with os.fdopen(read, "rb") as stream, os.fdopen(write, "wb") as writer:
+        relay = session.relay_stderr(stream, quiet_when_stopping=True)
+        writer.write(b"WARNING: Using incubator modules: jdk.incubator.vector\n")
+        writer.write(b"a line of the JVM\n")
+        writer.flush()
+        for _ in range(200):  # (the relay reads in its own thread)
+            if "a line of the JVM" in capfd.readouterr().err:
+                break
+            relay.join(0.01)
+        else:
+            raise AssertionError("the line was not relayed")
+        session.quiet_from_now()
+        writer.write(b"Traceback (most recent call last):\nConnectionResetError: reset\n")
+        writer.close()
+        relay.join(5)
+    assert "Traceback" not in capfd.readouterr().err
