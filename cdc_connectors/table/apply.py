@@ -72,13 +72,13 @@ def apply_changes(
         return Applied(0, 0, replayed=True)
     held_schema = store.schema()
     _check_names(row_schema(changes.schema), held_schema or pa.schema([]), store)
-    noting = held_schema is None and _partial(changes, row_schema(changes.schema))
+    noting = held_schema is None and _any_unset(changes, row_schema(changes.schema))
     settings = _settings(store, changes.schema, settings, noting)
     schema = store.schema()
     assert schema is not None
     changes = arrived(_numbers_fitted(changes, schema), time.time_ns())
     change = evolution(schema, row_schema(changes.schema), store.where)
-    if INHERITED not in schema.names and _partial(changes, schema):
+    if INHERITED not in schema.names and _any_unset(changes, schema):
         # (kept from the first partial change on: a table of full images never pays for it)
         change = Evolution([*change.added, pa.field(INHERITED, INHERITED_TYPE)], change.widened)
     if change:
@@ -295,12 +295,6 @@ def _cast_values(column: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArra
     if pa.types.is_integer(column.type) and pa.types.is_decimal(target):
         column = pc.cast(column, pa.decimal128(38, target.scale))
     return pc.cast(column, target)
-
-
-def _partial(changes: pa.Table, schema: pa.Schema) -> bool:
-    """Whether a change may leave a row with columns from before it: one leaves a column
-    unset (a placeholder, an update without it, an image of the changed columns alone)."""
-    return _any_unset(changes, schema)
 
 
 def _any_unset(changes: pa.Table, schema: pa.Schema) -> bool:
