@@ -103,6 +103,8 @@ _COUNTED: dict[str, tuple[Callable[[Any], int], int]] = {
     "time-micros": (instants.day_nanos, 1_000_000),
 }
 _RANGES = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
+#: A time of day's counts: up to one day of the unit (PostgreSQL's ``24:00:00`` included).
+_DAY_COUNTS = {"time-millis": 86_400_000, "time-micros": 86_400_000_000}
 _EXACT_DOUBLE = 2**53
 _NAMED = ("record", "error", "enum", "fixed")
 _ADDRESS = re.compile(r" at 0x[0-9a-f]+")
@@ -810,7 +812,7 @@ def _logical(logical: str, schema: Any, value: Any, where: str) -> Any:
         # microseconds to milliseconds, and Python's text to microseconds.
         nanos_of, per_second = counted
         try:
-            return instants.count(nanos_of(value), per_second, value)
+            count = instants.count(nanos_of(value), per_second, value)
         except ValueError as exc:
             if "finer than" in str(exc) or "offset from UTC" in str(exc):
                 raise CodecError(f"{_at(where)}: {exc}") from None
@@ -819,6 +821,20 @@ def _logical(logical: str, schema: Any, value: Any, where: str) -> Any:
                     f"{_at(where)}: {value!r:.60} is not an ISO 8601 {logical}"
                 ) from None
             raise CodecError(f"{_at(where)}: {exc}") from None
+        low, high = _RANGES.get(schema.get("type"), _RANGES["long"])
+        if not low <= count <= high:
+            raise CodecError(
+                f"{_at(where)}: {value!s:.60} is beyond what a {logical} holds (an Avro "
+                f"{schema.get('type')} of 1/{per_second} seconds)"
+            )
+        return count
+    if (
+        logical in _DAY_COUNTS
+        and isinstance(value, int)
+        and not isinstance(value, bool)
+        and not 0 <= value <= _DAY_COUNTS[logical]
+    ):
+        raise CodecError(f"{_at(where)}: {value} is not a {logical} (0 to one day: 24:00:00)")
     if parse is not None and isinstance(value, dt.date | dt.time):
         return value  # native values: fastavro converts them itself
     if logical == "uuid" and isinstance(value, UUID):

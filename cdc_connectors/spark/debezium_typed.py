@@ -74,7 +74,7 @@ from cdc_connectors.json_values import is_json
 from cdc_connectors.opencdc import CodecError, Record
 from cdc_connectors.opencdc.json_codec import json_default, long_fractions_alike
 from cdc_connectors.opencdc.metadata import Metadata
-from cdc_connectors.schema import avro_values, framing
+from cdc_connectors.schema import avro_values, float32, framing
 from cdc_connectors.schema.connect import (
     DEFAULT_DECIMAL_PRECISION,
     ConnectSchema,
@@ -1273,6 +1273,9 @@ def _plain(
             return _Flagged(decoded, bad)
         if kind == "float32":
             bad |= mask(pc.greater(pc.abs(array), _FLOAT32_MAX))
+            if target == pa.float32():  # (Spark's float: a number it would change is refused)
+                doubles = pc.fill_null(pc.cast(array, pa.float64()), 0.0).to_numpy()
+                bad |= ~float32.holds_each(doubles)
         if pa.types.is_date32(target):
             array = pc.cast(array, pa.int32())
         return _Flagged(pc.cast(array, target), bad)

@@ -257,3 +257,39 @@ def test_a_decimal_scale_no_database_has_is_the_dead_letter_of_its_message() -> 
     assert [a["id"] for a in afters] == [1, 2]
     ((index, error),) = errors
     assert index == 1 and "scale beyond 16383" in error.reason
+
+
+def test_a_float32_number_spark_s_float_would_change_is_refused_not_rounded() -> None:
+    """Spark's ``float`` holds what a Connect ``float32`` holds: ``0.1`` as written, but
+    ``16777217`` it would read as ``16777216``: that message is refused, both ways, never
+    rounded."""
+    schema = {
+        "type": "struct",
+        "fields": [
+            {
+                "type": "struct",
+                "optional": True,
+                "field": "after",
+                "fields": [
+                    {"type": "int32", "field": "id"},
+                    {"type": "float", "optional": True, "field": "f"},
+                ],
+            },
+            {"type": "string", "field": "op"},
+        ],
+    }
+    numbers = [0.1, 16777217, 0.123456789, 1e-46, 3.5, None, 3.4e38]
+    lines = [
+        orjson.dumps({"schema": schema, "payload": {"after": {"id": n, "f": f}, "op": "c"}})
+        for n, f in enumerate(numbers)
+    ]
+    for batch in (lines, [resorted(line) for line in lines]):  # the columns; per message
+        rows, errors = decode(batch, sample=lines[0])
+        assert [(r["id"], r["f"]) for r in rows] == [
+            (0, pytest.approx(0.1, rel=1e-7)),
+            (4, 3.5),
+            (5, None),
+            (6, pytest.approx(3.4e38, rel=1e-7)),
+        ]
+        assert sorted(index for index, _ in errors) == [1, 2, 3]
+        assert all("would change" in str(error) for _, error in errors), errors
