@@ -11,17 +11,19 @@ batch killed between the two commits adds its tombstones when replayed.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc_connectors.errors import CodecError, ConfigError
 from cdc_connectors.table.evolve import Evolution, SchemaChangeError, evolution, numeric, widens
-from cdc_connectors.table.history import late_keys, rebuild
+from cdc_connectors.table.history import after_a_delete, late_keys, rebuild
 from cdc_connectors.table.keys import among
 from cdc_connectors.table.layout import (
     CHANGE_COLUMNS,
+    DELETES_BEFORE,
+    DELETES_BEFORE_TYPE,
     INHERITED,
     INHERITED_TYPE,
     IS_CURRENT,
@@ -93,12 +95,27 @@ def apply_changes(
     held_graves = graves
     late = keys_of(changes, keys).slice(0, 0)
     if settings.mode == "history":
-        late = late_keys(changes, keys, versions, graves)
+        late = _unique(
+            [late_keys(changes, keys, versions, graves), after_a_delete(changes, keys, graves)],
+            keys,
+        )
     rebuilt = None
     if late.num_rows:  # history: late changes become the past versions they are
         rebuilt = rebuild(
-            among(versions, late), among(changes, late), among(graves, late), keys, schema
+            among(versions, late), among(changes, late), among(graves, late), keys, _noting(schema)
         )
+        if DELETES_BEFORE not in schema.names:
+            if _notes(rebuilt.rows) or _notes(rebuilt.tombstones):
+                # (kept from the first delete that closed nothing on): the batch again,
+                # planned on the table with it
+                store.evolve(Evolution([pa.field(DELETES_BEFORE, DELETES_BEFORE_TYPE)], []))
+                return apply_changes(store, given, settings, txn, repairing=repairing)
+            else:
+                rebuilt = replace(
+                    rebuilt,
+                    rows=rebuilt.rows.drop_columns([DELETES_BEFORE]),
+                    tombstones=rebuilt.tombstones.drop_columns([DELETES_BEFORE]),
+                )
         changes, current = among(changes, late, anti=True), among(current, late, anti=True)
         graves = among(graves, late, anti=True)
     done = plan(
@@ -108,8 +125,10 @@ def apply_changes(
     rows, tombs, replaced = done.rows, done.tombstones, done.keys
     if rebuilt is not None:
         applied, stale = applied + rebuilt.applied, stale + rebuilt.stale
-        rows = pa.concat_tables([rows, rebuilt.rows.cast(rows.schema)])
-        tombs = pa.concat_tables([tombs, rebuilt.tombstones.cast(tombs.schema)])
+        rows = pa.concat_tables([rows, rebuilt.rows.select(rows.schema.names).cast(rows.schema)])
+        tombs = pa.concat_tables(
+            [tombs, rebuilt.tombstones.select(tombs.schema.names).cast(tombs.schema)]
+        )
         replaced = pa.concat_tables([replaced, late.cast(replaced.schema)])
     # (nothing applied, tombstones yet to add: a write killed between its two commits)
     graves_change = _differ(among(held_graves, replaced), tombs, [*keys, STREAM, OFFSET])
@@ -162,6 +181,24 @@ def _held_of(
         changes, (versions, graves) = rebased(changes, keys, [versions, graves])
     current = _current_only(versions) if history else versions
     return changes, versions, current, graves
+
+
+def _unique(parts: list[pa.Table], keys: list[str]) -> pa.Table:
+    """The keys of ``parts`` (tables of key columns), each once."""
+    joined = pa.concat_tables([p.cast(parts[0].schema) for p in parts])
+    return joined.group_by(keys, use_threads=False).aggregate([]).select(keys)
+
+
+def _notes(table: pa.Table) -> bool:
+    """Whether a row of ``table`` notes a delete before it (``_cdc_deleted_before``)."""
+    return bool(table.column(DELETES_BEFORE).null_count < table.num_rows)
+
+
+def _noting(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with ``_cdc_deleted_before``, for the versions history mode rebuilds."""
+    if DELETES_BEFORE in schema.names:
+        return schema
+    return schema.append(pa.field(DELETES_BEFORE, DELETES_BEFORE_TYPE))
 
 
 def _inherits(rows: pa.Table) -> bool:

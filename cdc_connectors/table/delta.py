@@ -28,7 +28,7 @@ from cdc_connectors.table.delta_merge import merge, needs_merge
 from cdc_connectors.table.delta_rewrite import rewrite, row_groups
 from cdc_connectors.table.evolve import Evolution
 from cdc_connectors.table.keys import Going, KeySet
-from cdc_connectors.table.layout import IS_CURRENT, plain_schema
+from cdc_connectors.table.layout import DELETES_BEFORE, IS_CURRENT, plain_schema
 from cdc_connectors.table.plan import tombstone_schema
 from cdc_connectors.table.store import BrokenConstraint, ConcurrentWrite, Part, TableSettings, Txn
 
@@ -142,6 +142,11 @@ class DeltaStore:
         assert table is not None
         if change.added:
             table.alter.add_columns([Field.from_arrow(f) for f in change.added])
+        noted = [f for f in change.added if f.name == DELETES_BEFORE]
+        if noted:  # (tombstones note them too: plan.tombstone_schema)
+            tombstones = self._table("tombstones")
+            assert tombstones is not None
+            tombstones.alter.add_columns([Field.from_arrow(f) for f in noted])
         if change.widened:  # Delta has no wider type for a column in place: rewritten once
             for part in ("rows", "tombstones"):  # (a key column widens in both)
                 self._rewrite(part, {f.name: f.type for f in change.widened})

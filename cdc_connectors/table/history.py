@@ -8,8 +8,12 @@ its place. Each version keeps its values and order; validity is recomputed along
 chain (a version is valid until the next one starts, or until a delete closes it). A
 delete already in the table is known by the gap it left (a version closed with no version
 starting then): a late change goes before it when it happened before it. A change whose
-order a version already has is a replay and changes nothing. Only keys with a late change
-are rebuilt, and every version of them is replaced in the same transaction.
+order a version already has is a replay and changes nothing. A delete that closes nothing
+(the key had no version yet, or was gone already) is noted on the key's next version
+(``_cdc_deleted_before``), so that a change older than it that arrives later is closed by
+it; keys with a change after a delete are rebuilt for that reason too
+(:func:`after_a_delete`). Only such keys are rebuilt, and every version of them is
+replaced in the same transaction.
 """
 
 from __future__ import annotations
@@ -21,8 +25,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cdc_connectors.table.keys import among
 from cdc_connectors.table.layout import (
     AT,
+    DELETES_BEFORE,
     INHERITED,
     IS_CURRENT,
     OFFSET,
@@ -34,7 +40,7 @@ from cdc_connectors.table.layout import (
 )
 from cdc_connectors.table.plan import notes_mark, past_held, tombstone_schema
 
-__all__ = ["Rebuilt", "late_keys", "latest", "rebuild"]
+__all__ = ["Rebuilt", "after_a_delete", "late_keys", "latest", "rebuild"]
 
 _PLACE = "__cdc_place"
 
@@ -62,6 +68,36 @@ def late_keys(
     return late.group_by(keys, use_threads=False).aggregate([])
 
 
+def after_a_delete(changes: pa.Table, keys: list[str], tombstones: pa.Table) -> pa.Table:
+    """The keys with a change of ``changes`` after a delete (one of the batch before it, or
+    the key's tombstone): such a delete may close nothing, and only :func:`rebuild` notes
+    it (on the key's next version, or its tombstone)."""
+    count = changes.num_rows
+    if count == 0:
+        return changes.select(keys)
+    deleting = np.asarray(pc.equal(changes.column(OP), "delete"), dtype=bool)
+    if not deleting.any() and tombstones.num_rows == 0:
+        return changes.select(keys).slice(0, 0)
+    order = np.lexsort((np.arange(count), changes.column(OFFSET).to_numpy(), _ranks(changes)))
+    rank = np.empty(count, dtype=np.int64)
+    rank[order] = np.arange(count)
+    ranked = (
+        changes.select(keys)
+        .append_column("__deleted", pa.array(np.where(deleting, rank, count), pa.int64()))
+        .append_column("__back", pa.array(rank, pa.int64()))
+    )
+    spans = ranked.group_by(keys, use_threads=False).aggregate(
+        [("__deleted", "min"), ("__back", "max")]
+    )
+    found = spans.filter(pc.less(spans.column("__deleted_min"), spans.column("__back_max")))
+    found = found.select(keys)
+    if tombstones.num_rows:
+        back = changes.select(keys).group_by(keys, use_threads=False).aggregate([])
+        found = pa.concat_tables([found, among(back, tombstones.select(keys))])
+        found = found.group_by(keys, use_threads=False).aggregate([])
+    return found
+
+
 def latest(versions: pa.Table, keys: list[str]) -> pa.Table:
     """Of each key's ``versions``, the one of the latest order."""
     if versions.num_rows == 0:
@@ -85,7 +121,7 @@ def rebuild(
     every one of them) and the changes (module docstring)."""
     own = [n for n in schema.names if not n.startswith("_cdc_")]
     grouped: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-    for row in versions.select(schema.names).to_pylist():
+    for row in versions.select([n for n in schema.names if n in versions.column_names]).to_pylist():
         grouped.setdefault(tuple(row[k] for k in keys), []).append(row)
     graves = {tuple(r[k] for k in keys): r for r in tombstones.to_pylist()}
     lacking = [n for n in own if n not in changes.column_names]
@@ -102,21 +138,28 @@ def rebuild(
         events = _events(sorted(grouped.get(key, []), key=_order))
         grave = graves.get(key)
         if grave is not None:  # the last delete: it closes what came before it
+            for note in grave.get(DELETES_BEFORE) or []:  # (and those before it, unseen)
+                _insert(events, _noted_delete(note), None)
             _insert(events, {**grave, OP: "delete"}, None)
         for change in key_changes:
             if _insert(events, change, grave):
                 applied += 1
             else:
                 stale += 1
-        versions = _replay(events, own, lacking)
+        versions, unseen = _replay(events, own, lacking)
         out.extend(versions)
         deletes = [c for c in key_changes if c[OP] == "delete"]
         if grave is not None:
             deletes.append(grave)
         if deletes and not (versions and versions[-1][IS_CURRENT]):  # the key ends deleted
             last = max(deletes, key=_order)
+            before = [u for u in unseen if _noted_order(u) != _order(last)]
             graves_out.append(
-                {**dict(zip(keys, key, strict=True)), **{n: last[n] for n in (STREAM, OFFSET, AT)}}
+                {
+                    **dict(zip(keys, key, strict=True)),
+                    **{n: last[n] for n in (STREAM, OFFSET, AT)},
+                    DELETES_BEFORE: before or None,
+                }
             )
     rows = pa.Table.from_pylist(out, schema=schema)
     tomb_schema = tombstone_schema(schema, keys)
@@ -139,12 +182,23 @@ def _events(versions: list[dict[str, Any]]) -> list[tuple[str, Any]]:
     their time alone)."""
     events: list[tuple[str, Any]] = []
     for index, version in enumerate(versions):
+        for note in sorted(version.get(DELETES_BEFORE) or [], key=_noted_order):
+            events.append(("change", _noted_delete(note)))
         events.append(("version", version))
         following = versions[index + 1] if index + 1 < len(versions) else None
         closed = version[VALID_TO]
         if closed is not None and (following is None or following[VALID_FROM] != closed):
             events.append(("gone", closed))
     return events
+
+
+def _noted_order(note: dict[str, Any]) -> tuple[str, int]:
+    return note["stream"], note["offset"]
+
+
+def _noted_delete(note: dict[str, Any]) -> dict[str, Any]:
+    """A delete a version notes (``_cdc_deleted_before``) as the change it was."""
+    return {OP: "delete", STREAM: note["stream"], OFFSET: note["offset"], AT: note["at"]}
 
 
 def _insert(events: list[tuple[str, Any]], change: dict[str, Any], grave: Any) -> bool:
@@ -167,38 +221,43 @@ def _insert(events: list[tuple[str, Any]], change: dict[str, Any], grave: Any) -
             return False
         if _order(item) < order:
             place = index + 1
-    if change[OP] == "delete" and place < len(events) and not _open_at(events, place, change[AT]):
-        # nothing to close there, and the key came back after (its tombstone is no
-        # matter): its own replay, or a delete of a key gone already
+    if change[OP] == "delete" and place < len(events) and _closed_at(events, place, change[AT]):
+        # the delete that closed the version before it (known by its gap), the key back
+        # after it (at the end, it is the key's tombstone, which a killed write may lack)
         return False
     events.insert(place, ("change", change))
     return True
 
 
-def _open_at(events: list[tuple[str, Any]], place: int, at: Any) -> bool:
-    """Whether a version of the key just before ``place`` among its events is one a
-    delete at ``at`` would close: not one closed at that very time already (by a delete
-    and a create again in one transaction, whose times are one)."""
-    if place == 0:
+def _closed_at(events: list[tuple[str, Any]], place: int, at: Any) -> bool:
+    """Whether the key's event just before ``place`` is a version closed at ``at``
+    already, or the gap a delete at ``at`` left: that delete's own replay (a delete and a
+    create again in one transaction have one time, so a version closed at that very time
+    is closed already)."""
+    if place == 0 or at is None:
         return False
     kind, item = events[place - 1]
     if kind == "version":
-        return item[VALID_TO] is None or item[VALID_TO] != at
-    return kind == "change" and item[OP] != "delete"
+        return item[VALID_TO] is not None and item[VALID_TO] == at
+    return kind == "gone" and item == at
 
 
 def _replay(
     events: list[tuple[str, Any]], own: list[str], lacking: list[str]
-) -> list[dict[str, Any]]:
-    """The versions the events make, each valid until the next event of the key."""
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The versions the events make, each valid until the next event of the key, and the
+    deletes after the last one that closed nothing (as ``_cdc_deleted_before`` notes)."""
     out: list[dict[str, Any]] = []
     current: dict[str, Any] | None = None
+    unseen: list[dict[str, Any]] = []  # deletes since the last version that closed nothing
     for kind, item in events:
         if kind == "gone" or (kind == "change" and item[OP] == "delete"):
             if current is not None:
                 current[VALID_TO] = item if kind == "gone" else item[AT]
                 current[IS_CURRENT] = False
                 current = None
+            elif kind == "change":
+                unseen.append({"stream": item[STREAM], "offset": item[OFFSET], "at": item[AT]})
             continue
         if kind == "version":
             version = dict(item)
@@ -215,9 +274,10 @@ def _replay(
             current[VALID_TO] = start
             current[IS_CURRENT] = False
         version[VALID_FROM], version[VALID_TO], version[IS_CURRENT] = start, None, True
+        version[DELETES_BEFORE], unseen = unseen or None, []
         out.append(version)
         current = version
-    return out
+    return out, unseen
 
 
 def _set_by_its_change(version: dict[str, Any], own: list[str]) -> set[str] | None:

@@ -26,7 +26,7 @@ from cdc_connectors.table.batches import ROW_GROUP
 from cdc_connectors.table.evolve import Evolution
 from cdc_connectors.table.iceberg_rewrite import overwrite_once, rows_where
 from cdc_connectors.table.keys import Going, KeySet
-from cdc_connectors.table.layout import IS_CURRENT, plain, plain_schema
+from cdc_connectors.table.layout import DELETES_BEFORE, IS_CURRENT, plain, plain_schema
 from cdc_connectors.table.plan import tombstone_schema
 from cdc_connectors.table.store import ConcurrentWrite, Part, TableSettings, Txn
 
@@ -133,7 +133,11 @@ class IcebergStore:
             table = self._table(part)
             current = plain_schema(table.schema().as_arrow())
             fields = [pa.field(f.name, wide.get(f.name, f.type), f.nullable) for f in current]
-            added = change.added if part == "rows" else []
+            added = (  # (tombstones note deletes too: plan.tombstone_schema)
+                change.added
+                if part == "rows"
+                else [f for f in change.added if f.name == DELETES_BEFORE]
+            )
             if added or wide.keys() & set(current.names):
                 with table.update_schema() as update:
                     update.union_by_name(pa.schema([*fields, *added]))

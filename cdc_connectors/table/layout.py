@@ -22,7 +22,10 @@ value came from (null: none did), after a mark (column ``""``, offset: how many 
 the table had), so that a change older than the row that arrives late still gives it those
 columns (the column is added with the first such change). In ``history`` mode every
 version of a row stays, with ``_cdc_valid_from``, ``_cdc_valid_to`` (null while current)
-and ``_cdc_is_current``.
+and ``_cdc_is_current``; a version notes in ``_cdc_deleted_before`` the deletes of its key
+since the version before it that closed nothing (the key was gone already, or had no
+version yet), so that a change older than them that arrives late is closed by them (the
+column is added with the first such delete).
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ __all__ = [
     "CHANGE_COLUMNS",
     "DELETED",
     "DELETED_AT",
+    "DELETES_BEFORE",
+    "DELETES_BEFORE_TYPE",
     "INHERITED",
     "INHERITED_TYPE",
     "IS_CURRENT",
@@ -64,6 +69,17 @@ INHERITED_TYPE = pa.list_(
             pa.field("column", pa.string()),
             pa.field("stream", pa.string()),
             pa.field("offset", pa.int64()),
+        ]
+    )
+)
+DELETES_BEFORE = "_cdc_deleted_before"
+#: Of each delete before a version that closed nothing, its order and time.
+DELETES_BEFORE_TYPE = pa.list_(
+    pa.struct(
+        [
+            pa.field("stream", pa.string()),
+            pa.field("offset", pa.int64()),
+            pa.field("at", pa.timestamp("us", tz="UTC")),
         ]
     )
 )

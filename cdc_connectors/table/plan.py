@@ -39,6 +39,7 @@ from cdc_connectors.table.layout import (
     AT,
     DELETED,
     DELETED_AT,
+    DELETES_BEFORE,
     INHERITED,
     INHERITED_TYPE,
     IS_CURRENT,
@@ -97,15 +98,26 @@ def bookkeeping_fields(mode: Mode, deletes: Deletes) -> list[pa.Field]:
 
 
 def tombstone_schema(schema: pa.Schema, keys: Sequence[str]) -> pa.Schema:
-    """A table of deleted keys and the order and time of their deletes."""
+    """A table of deleted keys and the order and time of their deletes (in history mode,
+    with the deletes before it that closed nothing, once the table notes them)."""
+    noted = [schema.field(DELETES_BEFORE)] if DELETES_BEFORE in schema.names else []
     return pa.schema(
         [
             *(schema.field(k) for k in keys),
             schema.field(STREAM),
             schema.field(OFFSET),
             pa.field(AT, TIME),
+            *noted,
         ]
     )
+
+
+def _as_tombstones(rows: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``rows`` (changes, or tombstones read back) as tombstones of ``schema``."""
+    for field in schema:
+        if field.name not in rows.column_names:  # (notes: none)
+            rows = rows.append_column(field.name, pa.nulls(rows.num_rows, field.type))
+    return rows.select(schema.names).cast(schema)
 
 
 def plan(
@@ -364,7 +376,7 @@ class _State:
             rows.select(schema.names).cast(schema) if rows.num_rows else schema.empty_table()
         )
         self.tombstones = (
-            tombstones.select(self.tomb_schema.names).cast(self.tomb_schema)
+            _as_tombstones(tombstones, self.tomb_schema)
             if tombstones.num_rows
             else self.tomb_schema.empty_table()
         )
@@ -468,9 +480,7 @@ class _State:
             [self.rows.filter(pa.array(~np.isin(np.arange(self.rows.num_rows), at_row))), written]
         )
         drop = np.isin(np.arange(self.tombstones.num_rows), at_tomb[newer])
-        graves = (
-            changes.filter(pa.array(deleting)).select(self.tomb_schema.names).cast(self.tomb_schema)
-        )
+        graves = _as_tombstones(changes.filter(pa.array(deleting)), self.tomb_schema)
         if self.deletes == "soft" and self.mode == "upsert":
             graves = graves.slice(0, 0)
         self.tombstones = pa.concat_tables([self.tombstones.filter(pa.array(~drop)), graves])

@@ -717,9 +717,42 @@ def test_history_a_batch_that_deletes_and_creates_again_replayed_changes_nothing
         again = apply_changes(make_store(), changes, HISTORY)
         assert (again.applied, again.stale) == (0, 3)
         assert _versions_of(make_store()) == versions
-    # a delete where the key is gone already, before it came back, closes nothing either
+    # a delete where the key is gone already, before it came back, closes nothing: the
+    # version after it notes it (a create between the two, arriving late, ends at it)
     gone = apply_changes(make_store(), batch([("delete", 135, {"id": 2})]), HISTORY)
-    assert (gone.applied, _versions_of(make_store())) == (0, versions)
+    assert (gone.applied, _versions_of(make_store())) == (1, versions)
+    again = apply_changes(make_store(), batch([("delete", 135, {"id": 2})]), HISTORY)
+    assert (again.applied, again.stale) == (0, 1)
+    late = apply_changes(make_store(), batch([("create", 132, {"id": 2, "status": "x"})]), HISTORY)
+    assert late.applied == 1
+    assert [v[1:] for v in _versions_of(make_store())] == [
+        ("b1", 120, 130, False),
+        ("b2", 140, None, True),
+        ("x", 132, 135, False),
+    ]
+
+
+def test_history_deletes_that_closed_nothing_close_older_versions_arriving_late(
+    make_store: Store,
+) -> None:
+    """Two deletes of a key the table never held, then older changes: each is closed by the
+    delete after it (the table's tombstone notes the first delete, which closed nothing)."""
+    deletes = batch([("delete", 80, {"id": 1}), ("delete", 100, {"id": 1})])
+    assert apply_changes(make_store(), deletes, HISTORY).applied == 2
+    assert _versions_of(make_store()) == []
+    late = batch([("create", 60, {"id": 1, "status": "a"})])
+    assert apply_changes(make_store(), late, HISTORY).applied == 1
+    assert _versions_of(make_store()) == [(1, "a", 60, 80, False)]
+    between = batch([("create", 90, {"id": 1, "status": "b"})])
+    assert apply_changes(make_store(), between, HISTORY).applied == 1
+    expected = [(1, "a", 60, 80, False), (1, "b", 90, 100, False)]
+    assert _versions_of(make_store()) == expected
+    for replayed in (deletes, late, between):
+        assert apply_changes(make_store(), replayed, HISTORY).applied == 0
+    assert _versions_of(make_store()) == expected
+    back = batch([("create", 120, {"id": 1, "status": "c"})])
+    assert apply_changes(make_store(), back, HISTORY).applied == 1
+    assert _versions_of(make_store()) == [*expected, (1, "c", 120, None, True)]
 
 
 def test_history_a_delete_and_create_again_at_one_time_replayed_changes_nothing(

@@ -220,14 +220,17 @@ def _by_key_and_time(version: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("shuffled", [False, True], ids=["replayed", "any-order"])
 @settings(max_examples=examples(15), deadline=None)
 @given(
     history=histories(partial=False), cuts=st.lists(st.integers(0, 30), max_size=5), data=st.data()
 )
 def test_history_after_out_of_order_batches_replays_and_kills_is_every_version(
-    fmt: str, history: list[Change], cuts: list[int], data: st.DataObject
+    fmt: str, shuffled: bool, history: list[Change], cuts: list[int], data: st.DataObject
 ) -> None:
-    run(fmt, "history", history, cuts, data, late=True)
+    """``any-order``: a batch that deletes a key (closing nothing then) and brings it back,
+    applied before the older batches, still closes the version an older batch gives."""
+    run(fmt, "history", history, cuts, data, late=True, shuffled=shuffled)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
