@@ -221,6 +221,11 @@ class KafkaDataSource(DataSource):
     def reader(self, schema: StructType) -> DataSourceReader:
         try:
             settings = self._source()
+            if settings.max_offsets_per_trigger is not None:
+                raise SettingError(
+                    f"{CONNECTOR} setting 'maxOffsetsPerTrigger' is for streaming reads, not "
+                    "batch (a batch read ends at endingOffsets)"
+                )
             return KafkaBatchReader(settings, self._typed(settings) if settings.typed else None)
         except _REFUSALS as refused:
             raise bare(refused) from None
@@ -263,6 +268,11 @@ class KafkaDataSource(DataSource):
 
     def writer(self, schema: StructType, overwrite: bool) -> KafkaWriter:
         try:
+            if overwrite:  # (as Spark's own Kafka sink: a topic is appended to)
+                raise SettingError(
+                    f"{CONNECTOR} writes append to a topic: save mode overwrite is not "
+                    "supported, use mode('append')"
+                )
             return KafkaWriter(*self._destination(schema))
         except _REFUSALS as refused:
             raise bare(refused) from None
@@ -340,11 +350,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         else:
             tps = self.broker.partitions(require_topics=False)
             latest = self.broker.latest(tps)
+        kafka_offsets.check_not_behind(start, latest)
         # A partition new since the last batch starts at its earliest offset.
         new = [tp for tp in latest if tp not in start]
         base = dict(start)
         base.update(self.broker.earliest(new))
-        # Offsets never go back (a deleted topic keeps its last offsets).
+        # (a deleted topic is not listed: it keeps its last offsets)
         return {tp: max(base.get(tp, o), o) for tp, o in latest.items()}, base
 
     def latestOffset(

@@ -323,6 +323,21 @@ def check_range(start: Offsets, end: Offsets, low: Offsets) -> None:
             )
 
 
+def check_not_behind(start: Mapping[TP, int], latest: Mapping[TP, int]) -> None:
+    """A stream whose partition now ends before where its checkpoint left it (the topic
+    deleted and made again, its messages deleted) would skip what the partition holds up to
+    there: a :class:`ConnectorError` naming it, as Spark's Kafka source fails on data loss."""
+    for (topic, partition), end in sorted(latest.items()):
+        left = start.get((topic, partition))
+        if left is not None and end < left:
+            raise ConnectorError(
+                f"{CONNECTOR}: {topic}/{partition} ends at offset {end}, before {left} where "
+                "this query's checkpoint left it (the topic was deleted and made again, or "
+                "its messages were deleted): reading on would skip its messages; start the "
+                "query on a new checkpoint (startingOffsets) to read it anew"
+            )
+
+
 def plan(start: Mapping[TP, int], end: Mapping[TP, int], max_records: int) -> list[KafkaRange]:
     """One range per partition with messages to read, split in equal parts of at most
     ``max_records`` offsets. Ranges meet exactly: no offset is read twice or skipped."""

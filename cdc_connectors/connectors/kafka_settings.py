@@ -8,6 +8,7 @@ report a setting by its documented name. Every error is a one-line
 from __future__ import annotations
 
 import difflib
+import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -166,11 +167,68 @@ def _split(
     return ours, kafka, fmt
 
 
+#: A broker's address: a host (a name, an IPv4 address or a bracketed IPv6 one) and a port.
+_SERVER = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):([0-9]{1,5})$")
+#: The librdkafka property our producer reads as a boolean of its own (``options.FALSE``).
+_IDEMPOTENCE = "enable.idempotence"
+# librdkafka names a property it refuses in quotes
+_PROPERTY = re.compile(r'property:? "([^"]+)"')
+_CHECKED_WITHOUT = logging.getLogger(__name__ + ".checks")  # a client made to check settings
+_CHECKED_WITHOUT.addHandler(logging.NullHandler())
+_CHECKED_WITHOUT.propagate = False
+
+
 def _servers(ours: Mapping[str, str]) -> str:
     servers = ours.get("servers", "").strip()
     if not servers:
         raise SettingError(f"{CONNECTOR} setting 'servers' is required (host:port[,host:port])")
+    for server in servers.split(","):
+        found = _SERVER.match(server.strip())
+        if found is None or not 0 < int(found.group(1)) < 65536:
+            raise SettingError(
+                f"{CONNECTOR} setting 'servers': {server.strip()!r} is not host:port "
+                "(a list: host:port,host:port; no scheme)"
+            )
     return servers
+
+
+def check_client(kafka: Mapping[str, str], role: str) -> None:
+    """The ``kafka.*`` settings as librdkafka takes them, checked by making a client (no
+    broker named, so it connects nowhere): a property it does not know, a value it refuses,
+    SASL without its credentials or mechanism, a certificate file that is not there."""
+    from confluent_kafka import Consumer, KafkaException, Producer
+
+    config: dict[str, Any] = {k: v for k, v in kafka.items() if k.lower() != _IDEMPOTENCE}
+    config["logger"] = _CHECKED_WITHOUT
+    try:
+        if role == "source":
+            Consumer({**config, "group.id": config.get("group.id", "cdc-connectors-check")}).close()
+        else:
+            Producer(config).flush(0)
+    except KafkaException as exc:
+        error = exc.args[0] if exc.args else exc
+        reason = str(error.str() if hasattr(error, "str") else error)
+        reason = reason.removeprefix("Failed to create consumer: ")
+        reason = reason.removeprefix("Failed to create producer: ")
+        named = _PROPERTY.search(reason)
+        if named is None:
+            named = re.search(r"^([a-z.]+)(?: and [a-z.]+)? must be set", reason) or re.search(
+                r"^([a-z.]+) failed", reason
+            )
+        given = {k.lower(): k for k in kafka}
+        if named is not None and named.group(1).lower() in given:
+            raise SettingError(
+                f"{CONNECTOR} setting {KAFKA_PREFIX + given[named.group(1).lower()]!r}: "
+                f"librdkafka refuses it: {reason}"
+            ) from None
+        if "security.protocol" in given:  # (SASL or SSL without what it needs)
+            raise SettingError(
+                f"{CONNECTOR} setting {KAFKA_PREFIX + given['security.protocol']!r}: "
+                f"librdkafka refuses the settings with it: {reason}"
+            ) from None
+        raise SettingError(
+            f"{CONNECTOR} settings kafka.*: librdkafka refuses them: {reason}"
+        ) from None
 
 
 def _positive(ours: Mapping[str, str], name: str, default: int | None) -> int | None:
@@ -271,6 +329,7 @@ def source_settings(options: Mapping[str, str]) -> SourceSettings:
             f"{CONNECTOR} setting 'collection' chooses the collection of a typed read: "
             "name one, and set 'typed' to true as well"
         )
+    check_client(kafka, "source")
     return SourceSettings(
         servers=servers,
         topics=topics,
@@ -304,6 +363,17 @@ def destination_settings(options: Mapping[str, str]) -> DestinationSettings:
     topic = ours.get("topic")
     if topic is not None and not topic.strip():
         raise SettingError(f"{CONNECTOR} setting 'topic' is empty")
+    if topic is not None:
+        from cdc_connectors.connectors.kafka_write import TopicTemplate
+
+        TopicTemplate(topic.strip())  # (a template it cannot read: refused here)
+    for key, value in kafka.items():
+        if key.lower() == _IDEMPOTENCE:
+            try:
+                parse_bool(value, f"{CONNECTOR} setting {KAFKA_PREFIX + key!r}")
+            except ValueError as exc:
+                raise SettingError(str(exc)) from None
+    check_client(kafka, "destination")
     return DestinationSettings(
         servers=servers,
         topic=topic.strip() if topic is not None else None,

@@ -307,6 +307,14 @@ def _pipeline(
     batch = (
         mode == "batch" if mode is not None else ("endingOffsets" in source.settings or not streams)
     )
+    if source.plugin.name == "kafka":
+        for setting, wrong in (("maxOffsetsPerTrigger", batch), ("endingOffsets", not batch)):
+            if setting in source.settings and wrong:
+                kind = "streaming" if setting == "maxOffsetsPerTrigger" else "batch"
+                raise ConfigError(
+                    f"{source.locate(setting)}: is for {kind} reads; this pipeline runs "
+                    f"{'as a batch' if batch else 'streaming'} (mode)"
+                )
     if status == "stopped":
         return None
     dead_letters = _dead_letters(dlq_node, node, pipeline_id, registry, registry_at)

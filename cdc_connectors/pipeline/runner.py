@@ -864,7 +864,11 @@ def run(
             runnable.append(pipeline)
         else:  # mode: ignore
             say(f"{pipeline.id}: skipped: {full} (mode: ignore)")
-    jobs = [_Job(p, spark, say) for p in runnable]
+    try:
+        jobs = [_Job(p, spark, say) for p in runnable]
+    except ConfigError as exc:  # (a setting the file's own checks let through)
+        say(f"Error: {one_line(exc)}")
+        return EXIT_USAGE
     for job in jobs:
         say(job.start_line(available_now))
     if jobs:

@@ -483,3 +483,58 @@ def test_spark_names_that_clash_or_have_no_counterpart_say_so(
 ) -> None:
     with pytest.raises(SettingError, match=reason):
         source_settings(options)
+
+
+def test_a_topic_made_again_behind_the_checkpoint_fails_the_stream_naming_it(
+    spark: Any, kafka_broker: KafkaBroker, tmp_path: Path
+) -> None:
+    """The topic deleted and made again with fewer messages than the stream had read: the
+    next batch would skip what the new topic holds up to the old offset. The stream fails
+    naming the partition and both offsets, reading nothing (as Spark's Kafka source fails
+    on data loss)."""
+    topic = new_topic(kafka_broker, 1)
+    produce(kafka_broker, topic, [(0, None, b"old%d" % i) for i in range(12)])
+    _stream(spark, kafka_broker, topic, tmp_path, "out")
+    for future in kafka_broker.admin().delete_topics([topic]).values():
+        future.result(timeout=30)
+    kafka_broker.create_topic(topic, 1)
+    produce(kafka_broker, topic, [(0, None, b"new%d" % i) for i in range(3)])
+    query = (
+        spark.readStream.format("cdc-kafka")
+        .option("servers", kafka_broker.bootstrap)
+        .option("topics", topic)
+        .load()
+        .selectExpr("topic", "partition", "offset", "cast(value as string) as value")
+        .writeStream.format("parquet")
+        .option("path", str(tmp_path / "out"))
+        .option("checkpointLocation", str(tmp_path / "out-checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    said = f"{topic}/0 ends at offset 3, before 12 where this query's checkpoint left it"
+    with pytest.raises(Exception, match=said):
+        query.awaitTermination(120)
+    assert not query.isActive
+    rows = spark.read.parquet(str(tmp_path / "out")).collect()
+    assert sorted(r.value for r in rows) == sorted(f"old{i}" for i in range(12))
+
+
+def test_a_stream_behind_its_checkpoint_is_refused_naming_the_partition() -> None:
+    from cdc_connectors.connectors.kafka_offsets import check_not_behind
+
+    check_not_behind({("t", 0): 5}, {("t", 0): 5, ("u", 0): 0})
+    with pytest.raises(ConnectorError, match=r"t/1 ends at offset 3, before 12 where"):
+        check_not_behind({("t", 0): 5, ("t", 1): 12}, {("t", 0): 9, ("t", 1): 3})
+
+
+def test_a_batch_read_refuses_max_offsets_per_trigger_and_a_write_overwrite(
+    spark: Any, kafka_broker: KafkaBroker
+) -> None:
+    topic = new_topic(kafka_broker, 1)
+    produce(kafka_broker, topic, [(0, None, b"x")])
+    with pytest.raises(Exception, match="'maxOffsetsPerTrigger' is for streaming reads"):
+        source(spark, kafka_broker, topic, maxOffsetsPerTrigger="10").collect()
+    frame = source(spark, kafka_broker, topic).select("value")
+    writer = frame.write.format("cdc-kafka").option("servers", kafka_broker.bootstrap)
+    with pytest.raises(Exception, match="save mode overwrite is not supported"):
+        writer.option("topic", topic).mode("overwrite").save()

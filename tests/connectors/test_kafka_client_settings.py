@@ -1,0 +1,145 @@
+"""`cdc-kafka` settings that only a Kafka client can judge, refused where they are given.
+
+A bad ``servers`` value, a librdkafka property or value librdkafka refuses (SASL without
+its mechanism or credentials, a certificate file that is not there), a producer flag that
+is not a boolean and a topic template that cannot be read are refused by the connector's
+settings check (no broker needed): in a pipeline file, one line naming the file's line
+before any Spark starts; mode-specific Kafka settings likewise.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cdc_connectors.connectors.kafka_settings import destination_settings, source_settings
+from cdc_connectors.connectors.messages import SettingError
+from cdc_connectors.pipeline.config import ConfigError, parse
+
+SERVERS = "127.0.0.1:9092"
+
+
+@pytest.mark.parametrize(
+    "servers", ["127.0.0.1:notaport", "http://127.0.0.1:9092", "host:0", "host:70000", "host"]
+)
+def test_servers_that_are_not_host_port_are_refused(servers: str) -> None:
+    for check, extra in ((source_settings, {"topics": "t"}), (destination_settings, {})):
+        with pytest.raises(SettingError, match=r"setting 'servers': .* is not host:port"):
+            check({"servers": servers, **extra})
+
+
+def test_host_port_lists_ipv6_and_names_are_taken() -> None:
+    source_settings({"servers": "[::1]:9092, broker-1.example.com:9093", "topics": "t"})
+
+
+@pytest.mark.parametrize(
+    ("kafka", "named", "reason"),
+    [
+        ({"bogus.prop": "1"}, "kafka.bogus.prop", "No such configuration property"),
+        ({"security.protocol": "BOGUS"}, "kafka.security.protocol", "Invalid value"),
+        ({"security.protocol": "SASL_PLAINTEXT"}, "kafka.security.protocol", "SASL mechanism"),
+        (
+            {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN"},
+            "kafka.security.protocol",
+            "sasl.username and sasl.password must be set",
+        ),
+        (
+            {"security.protocol": "SSL", "ssl.ca.location": "/nowhere/ca.pem"},
+            "kafka.ssl.ca.location",
+            "ssl.ca.location failed",
+        ),
+    ],
+)
+def test_what_librdkafka_refuses_is_refused_naming_the_setting(
+    kafka: dict[str, str], named: str, reason: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    options = {f"kafka.{k}": v for k, v in kafka.items()}
+    for check, extra in ((source_settings, {"topics": "t"}), (destination_settings, {})):
+        with pytest.raises(SettingError) as refused:
+            check({"servers": SERVERS, **extra, **options})
+        assert f"setting '{named}'" in str(refused.value) and reason in str(refused.value)
+    assert capfd.readouterr().err == ""  # the client made to check logs nothing
+
+
+def test_settings_librdkafka_takes_pass_and_a_check_connects_nowhere(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    destination_settings({"servers": "127.0.0.1:1", "kafka.linger.ms": "5", "topic": "t"})
+    source_settings({"servers": "127.0.0.1:1", "topics": "t", "kafka.fetch.max.bytes": "1000000"})
+    assert capfd.readouterr().err == ""
+
+
+@pytest.mark.parametrize("value", ["maybe", "flase", ""])
+def test_an_idempotence_flag_that_is_no_boolean_is_refused(value: str) -> None:
+    with pytest.raises(SettingError, match=r"'kafka.enable.idempotence' must be true or false"):
+        destination_settings({"servers": SERVERS, "kafka.enable.idempotence": value})
+    for given in ("false", "no", "true", "1"):
+        destination_settings({"servers": SERVERS, "kafka.enable.idempotence": given})
+
+
+@pytest.mark.parametrize("topic", ["cdc.{bogus}", '{{ index .Metadata "k" ', "a}b"])
+def test_a_topic_template_that_cannot_be_read_is_refused_with_the_settings(topic: str) -> None:
+    with pytest.raises(SettingError, match=r"setting 'topic': .* is not a topic name or template"):
+        destination_settings({"servers": SERVERS, "topic": topic})
+
+
+PIPELINE = """\
+version: "2.2"
+pipelines:
+  - id: p
+    {mode}
+    connectors:
+      - id: in
+        type: source
+        plugin: kafka
+        settings:
+          servers: {servers}
+          topics: t
+          {source}
+      - id: out
+        type: destination
+        plugin: kafka
+        settings:
+          servers: {servers}
+          {destination}
+"""
+
+
+@pytest.mark.parametrize(
+    ("fields", "line", "said"),
+    [
+        ({"destination": "topic: cdc.{bogus}"}, 18, "is not a topic name or template"),
+        ({"destination": "topic: t\n          kafka.bogus.prop: 1"}, 19, "librdkafka refuses"),
+        ({"source": "kafka.security.protocol: BOGUS"}, 12, "librdkafka refuses"),
+        ({"servers": "127.0.0.1:notaport", "destination": "topic: t"}, 10, "not host:port"),
+        (
+            {
+                "mode": "mode: batch",
+                "source": "maxOffsetsPerTrigger: 10",
+                "destination": "topic: t",
+            },
+            12,
+            "is for streaming reads",
+        ),
+        (
+            {
+                "mode": "mode: streaming",
+                "source": "endingOffsets: latest",
+                "destination": "topic: t",
+            },
+            12,
+            "is for batch reads",
+        ),
+    ],
+)
+def test_a_pipeline_file_is_refused_at_the_line_of_the_setting(
+    fields: dict[str, str], line: int, said: str, tmp_path: Path
+) -> None:
+    values = {"mode": "", "servers": SERVERS, "source": "", "destination": "", **fields}
+    text = PIPELINE.format(**values)
+    with pytest.raises(ConfigError) as refused:
+        parse(text, "p.yaml")
+    message = str(refused.value)
+    assert message.startswith(f"p.yaml:{line}: ") and said in message, message
+    assert "\n" not in message
