@@ -302,7 +302,8 @@ class KafkaBatchReader(DataSourceReader):
             tps = broker.partitions(require_topics=True)
             start = broker.resolve(settings.starting or "earliest", tps, "startingOffsets")
             end = broker.resolve(settings.ending or "latest", tps, "endingOffsets")
-            kafka_offsets.check_range(start, end, broker.earliest(tps))
+            named = broker.latest(tps) if isinstance(settings.ending, dict) else None
+            kafka_offsets.check_range(start, end, broker.earliest(tps), named)
         except _REFUSALS as refused:
             raise bare(refused) from None
         finally:

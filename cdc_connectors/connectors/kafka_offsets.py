@@ -306,11 +306,17 @@ class Broker:
         return resolved
 
 
-def check_range(start: Offsets, end: Offsets, low: Offsets) -> None:
-    """A planned batch read that cannot be served is a :class:`SettingError`."""
+def check_range(start: Offsets, end: Offsets, low: Offsets, high: Offsets | None = None) -> None:
+    """A planned batch read that cannot be served is a :class:`SettingError` (``high``: the
+    partitions' latest offsets, where ``endingOffsets`` names offsets)."""
     for tp, first in start.items():
         last = end[tp]
         where = f"{tp[0]}/{tp[1]}"
+        if high is not None and last > high[tp]:
+            raise SettingError(
+                f"{CONNECTOR} setting 'endingOffsets': {where} ends at {last}, after its "
+                f"latest offset {high[tp]} (a batch read ends at what is there)"
+            )
         if first > last:
             raise SettingError(
                 f"{CONNECTOR} setting 'startingOffsets': {where} starts at {first}, after its "

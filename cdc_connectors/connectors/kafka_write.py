@@ -339,7 +339,7 @@ class Output:
             except BufferError:
                 self._when_room(topic, values[index], keys[index])
             except KafkaException as exc:
-                raise self._refused(topic, exc) from None
+                raise self._refused(topic, exc, values[index], keys[index]) from None
             self.sent += 1
 
     def _each(self, rows: Outgoing, start: int, end: int) -> None:
@@ -355,7 +355,7 @@ class Output:
             except BufferError:
                 self._when_room(topic, rows.values[index], rows.keys[index], **extra)
             except KafkaException as exc:
-                raise self._refused(topic, exc) from None
+                raise self._refused(topic, exc, rows.values[index], rows.keys[index]) from None
             self.sent += 1
 
     def _when_room(self, topic: str, value: Payload, key: Payload, **extra: Any) -> None:
@@ -369,11 +369,22 @@ class Output:
             except BufferError:
                 continue
             except KafkaException as exc:
-                raise self._refused(topic, exc) from None
+                raise self._refused(topic, exc, value, key) from None
 
-    @staticmethod
-    def _refused(topic: str, exc: KafkaException) -> ConnectorError:
+    def _refused(
+        self, topic: str, exc: KafkaException, value: Payload = None, key: Payload = None
+    ) -> ConnectorError:
         """Refused before sending: too large, a bad topic name..."""
+        error = exc.args[0] if exc.args else None
+        if isinstance(error, KafkaError) and error.code() == KafkaError.MSG_SIZE_TOO_LARGE:
+            size = len(value or b"") + len(key or b"")
+            limit = self.settings.kafka.get("message.max.bytes", "1000000")
+            return ConnectorError(
+                f"{CONNECTOR}: cannot produce to topic {topic!r}: a message of {size} bytes "
+                f"(key and value) is larger than the producer's limit, {limit} bytes: raise "
+                "setting 'kafka.message.max.bytes' (the broker's message.max.bytes and the "
+                "topic's max.message.bytes limit it too)"
+            )
         return ConnectorError(f"{CONNECTOR}: cannot produce to topic {topic!r}: {exc}")
 
     def finish(self) -> None:

@@ -275,3 +275,26 @@ def test_bad_destination_settings_name_the_setting(
     with pytest.raises(SettingError, match=setting) as raised:
         KafkaDataSource(options).writer(schema, False)
     assert "\n" not in str(raised.value)
+
+
+def test_a_message_larger_than_the_producer_takes_names_its_size_and_the_setting(
+    kafka_broker: KafkaBroker,
+) -> None:
+    from cdc_connectors.connectors.errors import ConnectorError
+    from cdc_connectors.connectors.kafka_settings import destination_settings
+    from cdc_connectors.connectors.kafka_write import MESSAGES, write_batches
+
+    topic = kafka_broker.create_topic(f"big-{uuid.uuid4().hex[:8]}", 1)
+    settings = destination_settings({"servers": kafka_broker.bootstrap, "topic": topic})
+    rows = pa.RecordBatch.from_pydict(
+        {"key": [b"k"], "value": [b"x" * 1_200_000]},
+        schema=pa.schema([("key", pa.binary()), ("value", pa.binary())]),
+    )
+    with pytest.raises(ConnectorError) as refused:
+        write_batches(settings, MESSAGES, iter([rows]))
+    assert str(refused.value) == (
+        f"cdc-kafka: cannot produce to topic {topic!r}: a message of 1200001 bytes (key and "
+        "value) is larger than the producer's limit, 1000000 bytes: raise setting "
+        "'kafka.message.max.bytes' (the broker's message.max.bytes and the topic's "
+        "max.message.bytes limit it too)"
+    )

@@ -88,6 +88,9 @@ def test_explicit_json_offsets_bound_the_read(spark: Any, kafka_broker: KafkaBro
     found = {(r.partition, r.offset) for r in df.select("partition", "offset").collect()}
 
     assert found == {(0, o) for o in range(5, 12)} | {(1, o) for o in range(20)}
+    past = orjson.dumps({topic: {"0": 5000}}).decode()
+    with pytest.raises(Exception, match=rf"'endingOffsets': {topic}/0 ends at 5000, after its"):
+        source(spark, kafka_broker, topic, endingOffsets=past).collect()
 
 
 def test_large_ranges_are_split_into_tasks_that_meet_exactly(
