@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         refusal,
         run,
     )
-    from cdc_connectors.spark.session import session
+    from cdc_connectors.spark.session import quiet_from_now, session
 
     stopper = Stopper()
     stopper.install()
@@ -109,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             return run(config, spark, available_now=args.available_now, stopper=stopper)
         finally:
+            quiet_from_now()  # the run has said how it ended: Spark's teardown is no news
             spark.stop()
             locks.release()  # nothing of this run writes any more
     except KeyboardInterrupt as exc:
