@@ -103,7 +103,7 @@ _COUNTED: dict[str, tuple[Callable[[Any], int], int]] = {
     "time-micros": (instants.day_nanos, 1_000_000),
 }
 _RANGES = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
-#: A time of day's counts: up to one day of the unit (PostgreSQL's ``24:00:00`` included).
+#: A time of day's counts: below one day of the unit (``24:00:00`` reads as no time of day).
 _DAY_COUNTS = {"time-millis": 86_400_000, "time-micros": 86_400_000_000}
 _EXACT_DOUBLE = 2**53
 _NAMED = ("record", "error", "enum", "fixed")
@@ -832,9 +832,9 @@ def _logical(logical: str, schema: Any, value: Any, where: str) -> Any:
         logical in _DAY_COUNTS
         and isinstance(value, int)
         and not isinstance(value, bool)
-        and not 0 <= value <= _DAY_COUNTS[logical]
+        and not 0 <= value < _DAY_COUNTS[logical]
     ):
-        raise CodecError(f"{_at(where)}: {value} is not a {logical} (0 to one day: 24:00:00)")
+        raise CodecError(f"{_at(where)}: {value} is not a {logical} (a time of day, below 24:00)")
     if parse is not None and isinstance(value, dt.date | dt.time):
         return value  # native values: fastavro converts them itself
     if logical == "uuid" and isinstance(value, UUID):

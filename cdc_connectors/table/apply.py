@@ -96,7 +96,10 @@ def apply_changes(
     late = keys_of(changes, keys).slice(0, 0)
     if settings.mode == "history":
         late = _unique(
-            [late_keys(changes, keys, versions, graves), after_a_delete(changes, keys, graves)],
+            [
+                late_keys(changes, keys, versions, graves),
+                after_a_delete(changes, keys, graves, versions),
+            ],
             keys,
         )
     rebuilt = None
@@ -104,18 +107,21 @@ def apply_changes(
         rebuilt = rebuild(
             among(versions, late), among(changes, late), among(graves, late), keys, _noting(schema)
         )
-        if DELETES_BEFORE not in schema.names:
-            if _notes(rebuilt.rows) or _notes(rebuilt.tombstones):
-                # (kept from the first delete that closed nothing on): the batch again,
-                # planned on the table with it
-                store.evolve(Evolution([pa.field(DELETES_BEFORE, DELETES_BEFORE_TYPE)], []))
-                return apply_changes(store, given, settings, txn, repairing=repairing)
-            else:
-                rebuilt = replace(
-                    rebuilt,
-                    rows=rebuilt.rows.drop_columns([DELETES_BEFORE]),
-                    tombstones=rebuilt.tombstones.drop_columns([DELETES_BEFORE]),
-                )
+        noting = DELETES_BEFORE in schema.names
+        if (noting and DELETES_BEFORE not in graves.column_names) or (
+            not noting and (_notes(rebuilt.rows) or _notes(rebuilt.tombstones))
+        ):
+            # (kept from the first delete that closed nothing on; the tombstones' too, where
+            # a write killed between the two left it out): the batch again, planned on the
+            # table with it
+            store.evolve(Evolution([pa.field(DELETES_BEFORE, DELETES_BEFORE_TYPE)], []))
+            return apply_changes(store, given, settings, txn, repairing=repairing)
+        if not noting:
+            rebuilt = replace(
+                rebuilt,
+                rows=rebuilt.rows.drop_columns([DELETES_BEFORE]),
+                tombstones=rebuilt.tombstones.drop_columns([DELETES_BEFORE]),
+            )
         changes, current = among(changes, late, anti=True), among(current, late, anti=True)
         graves = among(graves, late, anti=True)
     done = plan(

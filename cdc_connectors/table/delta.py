@@ -138,15 +138,17 @@ class DeltaStore:
     def evolve(self, change: Evolution) -> None:
         from deltalake import Field
 
-        table = self._table("rows")
-        assert table is not None
-        if change.added:
-            table.alter.add_columns([Field.from_arrow(f) for f in change.added])
-        noted = [f for f in change.added if f.name == DELETES_BEFORE]
-        if noted:  # (tombstones note them too: plan.tombstone_schema)
-            tombstones = self._table("tombstones")
-            assert tombstones is not None
-            tombstones.alter.add_columns([Field.from_arrow(f) for f in noted])
+        for kind in ("rows", "tombstones"):  # (tombstones note deletes too: tombstone_schema)
+            table = self._table(kind)
+            assert table is not None
+            held = set(pa.schema(table.schema().to_arrow()).names)
+            added = [
+                f
+                for f in change.added
+                if f.name not in held and (kind == "rows" or f.name == DELETES_BEFORE)
+            ]  # (a column one of the two has already: added by a write killed between them)
+            if added:
+                table.alter.add_columns([Field.from_arrow(f) for f in added])
         if change.widened:  # Delta has no wider type for a column in place: rewritten once
             for part in ("rows", "tombstones"):  # (a key column widens in both)
                 self._rewrite(part, {f.name: f.type for f in change.widened})

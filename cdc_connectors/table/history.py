@@ -68,33 +68,96 @@ def late_keys(
     return late.group_by(keys, use_threads=False).aggregate([])
 
 
-def after_a_delete(changes: pa.Table, keys: list[str], tombstones: pa.Table) -> pa.Table:
-    """The keys with a change of ``changes`` after a delete (one of the batch before it, or
-    the key's tombstone): such a delete may close nothing, and only :func:`rebuild` notes
-    it (on the key's next version, or its tombstone)."""
+def after_a_delete(
+    changes: pa.Table, keys: list[str], tombstones: pa.Table, versions: pa.Table
+) -> pa.Table:
+    """The keys with a change of ``changes`` after a delete that may have closed nothing,
+    which only :func:`rebuild` notes (on the key's next version, or its tombstone): a
+    delete of the batch after another delete of the key, or first of the batch for a key
+    with no current version; or the key's tombstone, where it did not close the key's
+    latest version (or notes deletes of its own). Other keys stay on the planner's way."""
+    found = [_deleted_twice_in_batch(changes, keys, versions)]
+    if tombstones.num_rows and changes.num_rows:
+        touched = changes.select(keys).group_by(keys, use_threads=False).aggregate([])
+        graves = among(tombstones, touched)
+        if graves.num_rows:
+            found.append(_graves_closing_nothing(graves, keys, versions))
+    joined = pa.concat_tables([f.cast(found[0].schema) for f in found])
+    return joined.group_by(keys, use_threads=False).aggregate([]).select(keys)
+
+
+def _deleted_twice_in_batch(changes: pa.Table, keys: list[str], versions: pa.Table) -> pa.Table:
+    """Keys of :func:`after_a_delete` for a delete of the batch itself."""
     count = changes.num_rows
-    if count == 0:
-        return changes.select(keys)
-    deleting = np.asarray(pc.equal(changes.column(OP), "delete"), dtype=bool)
-    if not deleting.any() and tombstones.num_rows == 0:
+    deleting = np.asarray(pc.equal(changes.column(OP), "delete"), dtype=bool) if count else None
+    if deleting is None or not deleting.any():
         return changes.select(keys).slice(0, 0)
     order = np.lexsort((np.arange(count), changes.column(OFFSET).to_numpy(), _ranks(changes)))
     rank = np.empty(count, dtype=np.int64)
     rank[order] = np.arange(count)
-    ranked = (
-        changes.select(keys)
-        .append_column("__deleted", pa.array(np.where(deleting, rank, count), pa.int64()))
-        .append_column("__back", pa.array(rank, pa.int64()))
+    ranked = changes.select(keys).append_column(_PLACE, pa.array(rank, pa.int64()))
+    by_key = pc.sort_indices(ranked, [(k, "ascending") for k in [*keys, _PLACE]]).to_numpy()
+    ordered = changes.select(keys).take(pa.array(by_key, pa.int64()))
+    same = np.zeros(count, dtype=bool)  # the same key as the change before it
+    same[1:] = True
+    for name in keys:
+        column = ordered.column(name).combine_chunks()
+        same[1:] &= np.asarray(
+            pc.fill_null(pc.equal(column.slice(1), column.slice(0, count - 1)), False), dtype=bool
+        )
+    deletes = deleting[by_key]
+    after_delete = np.zeros(count, dtype=bool)
+    after_delete[1:] = same[1:] & deletes[:-1]
+    followed = np.zeros(count, dtype=bool)
+    followed[:-1] = same[1:]
+    current = (
+        versions.filter(pc.equal(versions.column(IS_CURRENT), True))
+        if versions.num_rows
+        else versions
     )
-    spans = ranked.group_by(keys, use_threads=False).aggregate(
-        [("__deleted", "min"), ("__back", "max")]
+    held = _held(ordered, current.select(keys)) if current.num_rows else np.zeros(count, dtype=bool)
+    closing_nothing = deletes & followed & (after_delete | (~same & ~held))
+    return ordered.filter(pa.array(closing_nothing))
+
+
+def _graves_closing_nothing(graves: pa.Table, keys: list[str], versions: pa.Table) -> pa.Table:
+    """Keys of :func:`after_a_delete` for a tombstone: one that did not close the key's
+    latest version at its time, or that notes deletes before it."""
+    noted = (
+        np.asarray(
+            pc.fill_null(pc.list_value_length(graves.column(DELETES_BEFORE)), 0), dtype=np.int64
+        )
+        > 0
+        if DELETES_BEFORE in graves.column_names
+        else np.zeros(graves.num_rows, dtype=bool)
     )
-    found = spans.filter(pc.less(spans.column("__deleted_min"), spans.column("__back_max")))
-    found = found.select(keys)
-    if tombstones.num_rows:
-        back = changes.select(keys).group_by(keys, use_threads=False).aggregate([])
-        found = pa.concat_tables([found, among(back, tombstones.select(keys))])
-        found = found.group_by(keys, use_threads=False).aggregate([])
+    last = latest(versions, keys) if versions.num_rows else None
+    if last is None or not last.num_rows:
+        return graves.select(keys)
+    ends = last.select([*keys, VALID_TO]).cast(
+        pa.schema([graves.schema.field(k) for k in keys] + [last.schema.field(VALID_TO)])
+    )
+    placed = graves.select([*keys, AT]).append_column(
+        _PLACE, pa.array(np.arange(graves.num_rows), pa.int64())
+    )
+    matched = placed.join(ends, keys, join_type="left outer", use_threads=False)
+    rows = matched.column(_PLACE).to_numpy()
+    closed = np.asarray(
+        pc.fill_null(pc.equal(matched.column(VALID_TO), matched.column(AT)), False), dtype=bool
+    )
+    closed_by_grave = np.zeros(graves.num_rows, dtype=bool)
+    closed_by_grave[rows] = closed
+    return graves.select(keys).filter(pa.array(~closed_by_grave | noted))
+
+
+def _held(rows: pa.Table, held: pa.Table) -> np.ndarray:
+    """Which of ``rows`` (key columns) have their key in ``held``."""
+    names = rows.column_names
+    typed = held.cast(pa.schema([rows.schema.field(n) for n in names]))
+    index = rows.append_column(_PLACE, pa.array(np.arange(rows.num_rows), pa.int64()))
+    hit = index.join(typed, names, join_type="left semi", use_threads=False).column(_PLACE)
+    found = np.zeros(rows.num_rows, dtype=bool)
+    found[hit.to_numpy()] = True
     return found
 
 
@@ -138,8 +201,11 @@ def rebuild(
         events = _events(sorted(grouped.get(key, []), key=_order))
         grave = graves.get(key)
         if grave is not None:  # the last delete: it closes what came before it
-            for note in grave.get(DELETES_BEFORE) or []:  # (and those before it, unseen)
-                _insert(events, _noted_delete(note), None)
+            for note in sorted(grave.get(DELETES_BEFORE) or [], key=_noted_time):
+                if note["stream"] is None:  # (and those before it, unseen: after every
+                    events.append(("gone", note["at"]))  # version, a gap's by its time)
+                else:
+                    _insert(events, _noted_delete(note), None)
             _insert(events, {**grave, OP: "delete"}, None)
         for change in key_changes:
             if _insert(events, change, grave):
@@ -182,8 +248,11 @@ def _events(versions: list[dict[str, Any]]) -> list[tuple[str, Any]]:
     their time alone)."""
     events: list[tuple[str, Any]] = []
     for index, version in enumerate(versions):
-        for note in sorted(version.get(DELETES_BEFORE) or [], key=_noted_order):
-            events.append(("change", _noted_delete(note)))
+        for note in sorted(version.get(DELETES_BEFORE) or [], key=_noted_time):
+            if note["stream"] is None:  # a gap's delete, known by its time alone
+                events.append(("gone", note["at"]))
+            else:
+                events.append(("change", _noted_delete(note)))
         events.append(("version", version))
         following = versions[index + 1] if index + 1 < len(versions) else None
         closed = version[VALID_TO]
@@ -194,6 +263,11 @@ def _events(versions: list[dict[str, Any]]) -> list[tuple[str, Any]]:
 
 def _noted_order(note: dict[str, Any]) -> tuple[str, int]:
     return note["stream"], note["offset"]
+
+
+def _noted_time(note: dict[str, Any]) -> tuple[Any, ...]:
+    """Notes in the order their deletes happened: by time, then by order."""
+    return (note["at"] is not None, note["at"] or 0, note["stream"] or "", note["offset"] or 0)
 
 
 def _noted_delete(note: dict[str, Any]) -> dict[str, Any]:
@@ -250,15 +324,21 @@ def _replay(
     out: list[dict[str, Any]] = []
     current: dict[str, Any] | None = None
     unseen: list[dict[str, Any]] = []  # deletes since the last version that closed nothing
+    closed_at: Any = None  # when the last version was closed (None: not since a version)
     for kind, item in events:
         if kind == "gone" or (kind == "change" and item[OP] == "delete"):
+            at = item if kind == "gone" else item[AT]
             if current is not None:
-                current[VALID_TO] = item if kind == "gone" else item[AT]
-                current[IS_CURRENT] = False
-                current = None
-            elif kind == "change":
-                unseen.append({"stream": item[STREAM], "offset": item[OFFSET], "at": item[AT]})
+                current[VALID_TO], current[IS_CURRENT] = at, False
+                current, closed_at = None, at
+            elif closed_at is None or at != closed_at:
+                # (a delete at the time the version was closed is the delete that closed
+                # it, known by its gap: the key's tombstone, put back); a gap's delete
+                # that a late delete before it left closing nothing is known by its time
+                kept = (item[STREAM], item[OFFSET]) if kind == "change" else (None, None)
+                unseen.append({"stream": kept[0], "offset": kept[1], "at": at})
             continue
+        closed_at = None
         if kind == "version":
             version = dict(item)
             start = version[VALID_FROM]

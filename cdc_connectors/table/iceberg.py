@@ -133,11 +133,11 @@ class IcebergStore:
             table = self._table(part)
             current = plain_schema(table.schema().as_arrow())
             fields = [pa.field(f.name, wide.get(f.name, f.type), f.nullable) for f in current]
-            added = (  # (tombstones note deletes too: plan.tombstone_schema)
-                change.added
-                if part == "rows"
-                else [f for f in change.added if f.name == DELETES_BEFORE]
-            )
+            added = [  # (tombstones note deletes too: plan.tombstone_schema; a column one of
+                f  # the two has already was added by a write killed between them)
+                for f in change.added
+                if f.name not in current.names and (part == "rows" or f.name == DELETES_BEFORE)
+            ]
             if added or wide.keys() & set(current.names):
                 with table.update_schema() as update:
                     update.union_by_name(pa.schema([*fields, *added]))

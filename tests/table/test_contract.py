@@ -14,7 +14,7 @@ import pytest
 from cdc_connectors.errors import CodecError, ConfigError
 from cdc_connectors.table.apply import apply_changes
 from cdc_connectors.table.evolve import SchemaChangeError
-from cdc_connectors.table.layout import AT, TIME
+from cdc_connectors.table.layout import AT, DELETES_BEFORE, DELETES_BEFORE_TYPE, TIME
 from cdc_connectors.table.store import ConcurrentWrite, InterleavedWrite, TableSettings, Txn
 from tests.table.changes import EPOCH, ORDERS, batch
 from tests.table.conftest import read_all, rows
@@ -753,6 +753,69 @@ def test_history_deletes_that_closed_nothing_close_older_versions_arriving_late(
     back = batch([("create", 120, {"id": 1, "status": "c"})])
     assert apply_changes(make_store(), back, HISTORY).applied == 1
     assert _versions_of(make_store()) == [*expected, (1, "c", 120, None, True)]
+
+
+def test_history_a_delete_that_closed_a_version_notes_nothing(make_store: Store) -> None:
+    """Deletes that close a version are known by their gap: a key deleted and created
+    again, batch after batch, stays on the planner's way and the table gets no notes."""
+    for change in (
+        ("create", 10, {"id": 1, "status": "a"}),
+        ("delete", 20, {"id": 1}),
+        ("create", 30, {"id": 1, "status": "b"}),
+        ("delete", 40, {"id": 1}),
+        ("delete", 40, {"id": 1}),  # (replayed: Kafka's tombstone after the delete event)
+    ):
+        apply_changes(make_store(), batch([change]), HISTORY)
+    assert DELETES_BEFORE not in make_store().schema().names
+    assert _versions_of(make_store()) == [(1, "a", 10, 20, False), (1, "b", 30, 40, False)]
+
+
+def test_history_a_late_delete_before_a_gap_leaves_that_gap_s_delete_closing_later_versions(
+    make_store: Store,
+) -> None:
+    """c10 a, d15, c18 b, d20, c30 c applied c10, c30, d20, d15, c18: d15 arriving late
+    closes a at 15; d20, which closed it, is kept by its time and closes b."""
+    history = {
+        "c10": ("create", 10, {"id": 1, "status": "a"}),
+        "d15": ("delete", 15, {"id": 1}),
+        "c18": ("create", 18, {"id": 1, "status": "b"}),
+        "d20": ("delete", 20, {"id": 1}),
+        "c30": ("create", 30, {"id": 1, "status": "c"}),
+    }
+    for name in ("c10", "c30", "d20", "d15", "c18"):
+        apply_changes(make_store(), batch([history[name]]), HISTORY)
+    assert _versions_of(make_store()) == [
+        (1, "a", 10, 15, False),
+        (1, "b", 18, 20, False),
+        (1, "c", 30, None, True),
+    ]
+
+
+def test_history_notes_reach_tombstones_a_killed_evolution_left_without_them(
+    make_store: Store,
+) -> None:
+    """The column added to the rows, and the write killed before the tombstones got it:
+    the next batch that notes a delete adds it there too, and loses no note."""
+    from cdc_connectors.table.evolve import Evolution
+
+    apply_changes(make_store(), batch([("create", 1, {"id": 2, "status": "x"})]), HISTORY)
+    store = make_store()
+    table_of = store._table
+
+    def killed_at_the_tombstones(part: str) -> Any:
+        if part == "tombstones":
+            raise KeyboardInterrupt("killed")
+        return table_of(part)
+
+    store._table = killed_at_the_tombstones
+    with pytest.raises(KeyboardInterrupt):
+        store.evolve(Evolution([pa.field(DELETES_BEFORE, DELETES_BEFORE_TYPE)], []))
+    assert DELETES_BEFORE in make_store().schema().names
+    deletes = batch([("delete", 80, {"id": 1}), ("delete", 100, {"id": 1})])
+    assert apply_changes(make_store(), deletes, HISTORY).applied == 2
+    late = batch([("create", 60, {"id": 1, "status": "a"})])
+    assert apply_changes(make_store(), late, HISTORY).applied == 1
+    assert [v for v in _versions_of(make_store()) if v[0] == 1] == [(1, "a", 60, 80, False)]
 
 
 def test_history_a_delete_and_create_again_at_one_time_replayed_changes_nothing(
