@@ -14,10 +14,13 @@ import struct
 
 import numpy as np
 
-__all__ = ["MAX", "holds", "holds_each", "nearest", "shortest", "shortest_each"]
+__all__ = ["MAX", "RANGE", "holds", "holds_each", "nearest", "shortest", "shortest_each"]
 
 #: The largest finite 32-bit float.
 MAX = 3.4028234663852886e38
+#: The least double a 32-bit float rounds to infinity: a number below it in size is in range
+#: (``3.4028235E38``, Java's text of :data:`MAX`, is).
+RANGE = 3.4028235677973366e38
 
 
 def nearest(value: float) -> float:

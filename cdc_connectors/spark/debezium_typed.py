@@ -133,7 +133,6 @@ _PRECISION = "connect.decimal.precision"
 _DEFAULT_PRECISION = DEFAULT_DECIMAL_PRECISION
 _OTHERS = ("error", "skip")
 _CANONICAL_UUID = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
-_FLOAT32_MAX = 3.4028234663852886e38
 # Years 1-9999 (Python's and Spark's dates): what the per-message way refuses outside them.
 # A number with a point among 16+ digits (a double holds 15-17), an exponent of 3 digits,
 # NaN or Infinity: sixteen-character windows with the point at each place (RE2 has no
@@ -1272,7 +1271,7 @@ def _plain(
             decoded, bad = _base64_column(array, bad)
             return _Flagged(decoded, bad)
         if kind == "float32":
-            bad |= mask(pc.greater(pc.abs(array), _FLOAT32_MAX))
+            bad |= mask(pc.greater_equal(pc.abs(array), float32.RANGE))
             if target == pa.float32():  # (Spark's float: a number it would change is refused)
                 doubles = pc.fill_null(pc.cast(array, pa.float64()), 0.0).to_numpy()
                 bad |= ~float32.holds_each(doubles)

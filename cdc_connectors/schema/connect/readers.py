@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from decimal import Context, Decimal, InvalidOperation
 from typing import Any
 
+from cdc_connectors.schema import float32
 from cdc_connectors.schema.connect.avrodata import DEFAULT_DECIMAL_PRECISION
 
 __all__ = [
@@ -58,7 +59,6 @@ TEXT_DECIMAL_SCALE = 18
 #: A Connect schema's parameters.
 Params = Mapping[str, str]
 
-_FLOAT32_MAX = 3.4028234663852886e38
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 EPOCH_DAY = dt.date(1970, 1, 1).toordinal()
 # Decimal arithmetic here must never round: a context wider than any value it meets.
@@ -88,8 +88,9 @@ def checked_float(value: Any, kind: str) -> float:
         number = float(value)
     except OverflowError:
         number = math.inf
-    limit = _FLOAT32_MAX if kind == "float32" else sys.float_info.max
-    if not abs(number) <= limit:
+    if not (
+        abs(number) < float32.RANGE if kind == "float32" else abs(number) <= sys.float_info.max
+    ):
         raise InvalidValue(f"{value} is outside the {kind} range")
     if not isinstance(value, float) and Decimal(number) != Decimal(value):
         raise InvalidValue(f"{value} would change as a {kind} (it reads as {number!r})")
