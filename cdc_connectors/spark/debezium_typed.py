@@ -112,6 +112,7 @@ __all__ = [
     "typed_schema",
 ]
 
+_AVRO_MISFIT = "does not fit its Avro schema: "
 _JSON_TYPES = {
     "int8": pa.int64(),
     "int16": pa.int64(),
@@ -742,7 +743,7 @@ class TypedDebeziumDecoder:
             except SchemaError as exc:
                 raise CodecError(f"value schema: no Avro reading: {exc}") from None
         out: list[bytes | None] = []
-        for image in (record.payload.before, record.payload.after):
+        for side, image in (("before", record.payload.before), ("after", record.payload.after)):
             if image is None:
                 out.append(None)
             elif isinstance(image, dict):
@@ -750,7 +751,11 @@ class TypedDebeziumDecoder:
                     image = _fit_row(self.row.connect, image)
                 if writer.texts is not None:
                     image = writer.texts(image)
-                out.append(avro_values.encode(writer.parsed, image))
+                try:
+                    out.append(avro_values.encode(writer.parsed, image))
+                except CodecError as exc:  # (the images travel as Avro of their row schema)
+                    reason = exc.reason.removeprefix(_AVRO_MISFIT).replace(" an Avro ", " a ")
+                    raise CodecError(f"the typed columns do not hold it: {side}.{reason}") from None
             else:
                 raise CodecError("a raw image has no typed columns")
         return out[0], out[1]
