@@ -212,7 +212,7 @@ def rebuild(
                 applied += 1
             else:
                 stale += 1
-        versions, unseen = _replay(events, own, lacking)
+        versions, unseen = _replay(events, own, lacking, None if grave is None else _order(grave))
         out.extend(versions)
         deletes = [c for c in key_changes if c[OP] == "delete"]
         if grave is not None:
@@ -317,10 +317,14 @@ def _closed_at(events: list[tuple[str, Any]], place: int, at: Any) -> bool:
 
 
 def _replay(
-    events: list[tuple[str, Any]], own: list[str], lacking: list[str]
+    events: list[tuple[str, Any]],
+    own: list[str],
+    lacking: list[str],
+    grave: tuple[str, int] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The versions the events make, each valid until the next event of the key, and the
-    deletes after the last one that closed nothing (as ``_cdc_deleted_before`` notes)."""
+    deletes after the last one that closed nothing (as ``_cdc_deleted_before`` notes);
+    ``grave``: the order of the key's tombstone."""
     out: list[dict[str, Any]] = []
     current: dict[str, Any] | None = None
     unseen: list[dict[str, Any]] = []  # deletes since the last version that closed nothing
@@ -331,10 +335,10 @@ def _replay(
             if current is not None:
                 current[VALID_TO], current[IS_CURRENT] = at, False
                 current, closed_at = None, at
-            elif closed_at is None or at != closed_at:
-                # (a delete at the time the version was closed is the delete that closed
-                # it, known by its gap: the key's tombstone, put back); a gap's delete
-                # that a late delete before it left closing nothing is known by its time
+            elif not (at == closed_at and kind == "change" and _order(item) == grave):
+                # (the key's tombstone put back at the time its gap closed the version is
+                # the delete that closed it); a gap's delete that a late delete before it
+                # left closing nothing is known by its time
                 kept = (item[STREAM], item[OFFSET]) if kind == "change" else (None, None)
                 unseen.append({"stream": kept[0], "offset": kept[1], "at": at})
             continue
