@@ -278,7 +278,11 @@ def parse_offsets(name: str, text: str) -> OffsetSpec:
             if number < 0:
                 raise SettingError(f"{usage}: {topic!r} has partition {partition!r}")
             if isinstance(offset, bool) or not isinstance(offset, int) or offset < EARLIEST:
-                raise SettingError(f"{usage}: {topic}/{partition} has offset {offset!r}")
+                shown = orjson.dumps(offset).decode() if offset is not None else "null"
+                raise SettingError(
+                    f"{usage}: {topic}/{partition} has offset {shown}, not an integer of -2 "
+                    "or more"
+                )
             offsets[number] = offset
         spec[topic] = offsets
     return spec

@@ -143,3 +143,14 @@ def test_a_pipeline_file_is_refused_at_the_line_of_the_setting(
     message = str(refused.value)
     assert message.startswith(f"p.yaml:{line}: ") and said in message, message
     assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("offset", "shown"), [("true", "true"), ('"x"', '"x"'), ("-3", "-3"), ("1.5", "1.5")]
+)
+def test_an_offset_that_is_no_integer_is_shown_as_json_wrote_it(offset: str, shown: str) -> None:
+    with pytest.raises(SettingError) as refused:
+        source_settings(
+            {"servers": SERVERS, "topics": "t", "startingOffsets": f'{{"t": {{"0": {offset}}}}}'}
+        )
+    assert str(refused.value).endswith(f"t/0 has offset {shown}, not an integer of -2 or more")
