@@ -644,8 +644,20 @@ class _Job:
             f"{f' ({dlq})' if t.letters else ''}"
             f"{f', {t.skipped} skipped (no change)' if t.skipped else ''}"
             f"{f', {t.per_message} the per-message way' if t.per_message is not None else ''}"
-            f", {elapsed:.1f} s"
+            f", {elapsed:.1f} s{self._failed_batch()}"
         )
+
+    def _failed_batch(self) -> str:
+        """What a summary adds for a batch that failed: it is not counted, and a topic keeps
+        what the batch's tasks had delivered."""
+        if self.failed is None:
+            return ""
+        if self.pipeline.destination.plugin.spark_name == _KAFKA:
+            return (
+                "; the failed batch is not counted: its tasks may have delivered part of it "
+                "to the destination topic, which keeps what it got"
+            )
+        return "; the failed batch is not counted"
 
 
 _KAFKA = "cdc-kafka"

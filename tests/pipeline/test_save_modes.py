@@ -131,6 +131,7 @@ def test_a_failed_dead_letter_output_publishes_none_of_what_the_tasks_wrote(
     assert "read and written in one pass per task" in lines[0], lines
     assert lines[-1].startswith("Error: pipeline p failed: ")
     assert "topic 'dead' partition 0 on 127.0.0.1:1: " in lines[-1], lines[-1]
+    assert any(line.endswith("; the failed batch is not counted") for line in lines), lines
     assert places(out) == []
     assert not out.exists() or [p for p in out.rglob("*") if p.is_file()] == []
     if mode == "batch":
