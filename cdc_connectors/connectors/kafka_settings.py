@@ -168,7 +168,12 @@ def _split(
 
 
 #: A broker's address: a host (a name, an IPv4 address or a bracketed IPv6 one) and a port.
-_SERVER = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):([0-9]{1,5})$")
+#: (librdkafka also takes a security protocol before it: ``SSL://host:9093``.)
+_SERVER = re.compile(
+    r"^(?:(?:PLAINTEXT|SSL|SASL_PLAINTEXT|SASL_SSL)://)?(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)"
+    r":([0-9]{1,5})$",
+    re.IGNORECASE,
+)
 #: The librdkafka property our producer reads as a boolean of its own (``options.FALSE``).
 _IDEMPOTENCE = "enable.idempotence"
 # librdkafka names a property it refuses in quotes
@@ -183,11 +188,13 @@ def _servers(ours: Mapping[str, str]) -> str:
     if not servers:
         raise SettingError(f"{CONNECTOR} setting 'servers' is required (host:port[,host:port])")
     for server in servers.split(","):
+        if not server.strip():
+            continue  # (a trailing comma, as librdkafka takes it)
         found = _SERVER.match(server.strip())
         if found is None or not 0 < int(found.group(1)) < 65536:
             raise SettingError(
                 f"{CONNECTOR} setting 'servers': {server.strip()!r} is not host:port "
-                "(a list: host:port,host:port; no scheme)"
+                "(a list: host:port,host:port)"
             )
     return servers
 
@@ -280,8 +287,7 @@ def parse_offsets(name: str, text: str) -> OffsetSpec:
             if isinstance(offset, bool) or not isinstance(offset, int) or offset < EARLIEST:
                 shown = orjson.dumps(offset).decode() if offset is not None else "null"
                 raise SettingError(
-                    f"{usage}: {topic}/{partition} has offset {shown}, not an integer of -2 "
-                    "or more"
+                    f"{usage}: {topic}/{partition} has offset {shown}, not an integer of -2 or more"
                 )
             offsets[number] = offset
         spec[topic] = offsets

@@ -21,7 +21,8 @@ SERVERS = "127.0.0.1:9092"
 
 
 @pytest.mark.parametrize(
-    "servers", ["127.0.0.1:notaport", "http://127.0.0.1:9092", "host:0", "host:70000", "host"]
+    "servers",
+    ["127.0.0.1:notaport", "http://127.0.0.1:9092", "host:0", "host:70000", "host", "a b:1"],
 )
 def test_servers_that_are_not_host_port_are_refused(servers: str) -> None:
     for check, extra in ((source_settings, {"topics": "t"}), (destination_settings, {})):
@@ -31,6 +32,7 @@ def test_servers_that_are_not_host_port_are_refused(servers: str) -> None:
 
 def test_host_port_lists_ipv6_and_names_are_taken() -> None:
     source_settings({"servers": "[::1]:9092, broker-1.example.com:9093", "topics": "t"})
+    source_settings({"servers": "SSL://Broker_2.example.com:9093", "topics": "t"})  # (librdkafka's)
 
 
 @pytest.mark.parametrize(
