@@ -221,11 +221,6 @@ class KafkaDataSource(DataSource):
     def reader(self, schema: StructType) -> DataSourceReader:
         try:
             settings = self._source()
-            if settings.max_offsets_per_trigger is not None:
-                raise SettingError(
-                    f"{CONNECTOR} setting 'maxOffsetsPerTrigger' is for streaming reads, not "
-                    "batch (a batch read ends at endingOffsets)"
-                )
             return KafkaBatchReader(settings, self._typed(settings) if settings.typed else None)
         except _REFUSALS as refused:
             raise bare(refused) from None

@@ -339,7 +339,7 @@ def check_not_behind(start: Mapping[TP, int], latest: Mapping[TP, int]) -> None:
             raise ConnectorError(
                 f"{CONNECTOR}: {topic}/{partition} ends at offset {end}, before {left} where "
                 "this query's checkpoint left it (the topic was deleted and made again, or "
-                "its messages were deleted): reading on would skip its messages; start the "
+                "the broker lost messages): reading on would skip its messages; start the "
                 "query on a new checkpoint (startingOffsets) to read it anew"
             )
 

@@ -167,11 +167,12 @@ def _split(
     return ours, kafka, fmt
 
 
-#: A broker's address: a host (a name, an IPv4 address or a bracketed IPv6 one) and a port.
+#: A broker's address: a host (a name, an IPv4 address or a bracketed IPv6 one, with its
+#: zone) and a port (librdkafka's 9092 where none is given).
 #: (librdkafka also takes a security protocol before it: ``SSL://host:9093``.)
 _SERVER = re.compile(
-    r"^(?:(?:PLAINTEXT|SSL|SASL_PLAINTEXT|SASL_SSL)://)?(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)"
-    r":([0-9]{1,5})$",
+    r"^(?:(?:PLAINTEXT|SSL|SASL_PLAINTEXT|SASL_SSL)://)?"
+    r"(?:\[[0-9A-Fa-f:.]+(?:%[A-Za-z0-9_.-]+)?\]|[A-Za-z0-9_.-]+)(?::([0-9]{1,5}))?$",
     re.IGNORECASE,
 )
 #: The librdkafka property our producer reads as a boolean of its own (``options.FALSE``).
@@ -191,7 +192,7 @@ def _servers(ours: Mapping[str, str]) -> str:
         if not server.strip():
             continue  # (a trailing comma, as librdkafka takes it)
         found = _SERVER.match(server.strip())
-        if found is None or not 0 < int(found.group(1)) < 65536:
+        if found is None or not 0 < int(found.group(1) or 9092) < 65536:  # (9092: no port)
             raise SettingError(
                 f"{CONNECTOR} setting 'servers': {server.strip()!r} is not host:port "
                 "(a list: host:port,host:port)"
@@ -199,43 +200,75 @@ def _servers(ours: Mapping[str, str]) -> str:
     return servers
 
 
-def check_client(kafka: Mapping[str, str], role: str) -> None:
-    """The ``kafka.*`` settings as librdkafka takes them, checked by making a client (no
-    broker named, so it connects nowhere): a property it does not know, a value it refuses,
-    SASL without its credentials or mechanism, a certificate file that is not there."""
+#: Properties a check leaves out: where to connect (a check connects nowhere), and files a
+#: destination's producers open on the executors (shipped there with ``--files``, say).
+_NOT_CHECKED = frozenset({"bootstrap.servers", "metadata.broker.list"})
+_EXECUTOR_FILES = re.compile(r"^ssl\.[a-z.]*location$")
+#: Mechanisms whose client fetches a token when it is made (OIDC): not made to check.
+_FETCHES_WHEN_MADE = "oauthbearer"
+
+
+def check_client(
+    kafka: Mapping[str, str], role: str, extra: Mapping[str, Any] | None = None
+) -> None:
+    """The ``kafka.*`` settings as librdkafka takes them, checked by making a client that
+    names no broker, so it connects nowhere: a property it does not know, a value it
+    refuses, SASL without its credentials or mechanism, a certificate file that is not
+    there (a source's: its driver connects; a destination's producers run on executors).
+    ``extra``: what the connector itself sets for the client (a producer's guarantees)."""
     from confluent_kafka import Consumer, KafkaException, Producer
 
-    config: dict[str, Any] = {k: v for k, v in kafka.items() if k.lower() != _IDEMPOTENCE}
+    config: dict[str, Any] = {}
+    for key, value in kafka.items():
+        name = key.lower()  # (librdkafka's names are lower case; Spark lowers options)
+        if name in _NOT_CHECKED or name == _IDEMPOTENCE:
+            continue
+        if role != "source" and _EXECUTOR_FILES.match(name):
+            continue
+        config[name] = value
+    if str(config.get("sasl.mechanism", config.get("sasl.mechanisms", ""))).lower() == (
+        _FETCHES_WHEN_MADE
+    ):
+        return  # (its client would fetch a token from the identity provider)
+    config.update(extra or {})
     config["logger"] = _CHECKED_WITHOUT
     try:
         if role == "source":
             Consumer({**config, "group.id": config.get("group.id", "cdc-connectors-check")}).close()
         else:
             Producer(config).flush(0)
-    except KafkaException as exc:
-        error = exc.args[0] if exc.args else exc
-        reason = str(error.str() if hasattr(error, "str") else error)
-        reason = reason.removeprefix("Failed to create consumer: ")
-        reason = reason.removeprefix("Failed to create producer: ")
-        named = _PROPERTY.search(reason)
-        if named is None:
-            named = re.search(r"^([a-z.]+)(?: and [a-z.]+)? must be set", reason) or re.search(
-                r"^([a-z.]+) failed", reason
-            )
-        given = {k.lower(): k for k in kafka}
-        if named is not None and named.group(1).lower() in given:
-            raise SettingError(
-                f"{CONNECTOR} setting {KAFKA_PREFIX + given[named.group(1).lower()]!r}: "
-                f"librdkafka refuses it: {reason}"
-            ) from None
-        if "security.protocol" in given:  # (SASL or SSL without what it needs)
-            raise SettingError(
-                f"{CONNECTOR} setting {KAFKA_PREFIX + given['security.protocol']!r}: "
-                f"librdkafka refuses the settings with it: {reason}"
-            ) from None
+    except (TypeError, ValueError) as exc:  # a callback property given as text
         raise SettingError(
-            f"{CONNECTOR} settings kafka.*: librdkafka refuses them: {reason}"
+            f"{CONNECTOR} settings kafka.*: librdkafka refuses them: {exc}"
         ) from None
+    except KafkaException as exc:
+        raise _refused(exc, kafka) from None
+
+
+def _refused(exc: Exception, kafka: Mapping[str, str]) -> SettingError:
+    """What librdkafka said of the settings, naming the setting it names (or the security
+    protocol, for SASL or SSL without what it needs)."""
+    error = exc.args[0] if exc.args else exc
+    reason = str(error.str() if hasattr(error, "str") else error)
+    reason = reason.removeprefix("Failed to create consumer: ")
+    reason = reason.removeprefix("Failed to create producer: ")
+    given = {k.lower(): k for k in kafka}
+    names = [m.group(1) for m in _PROPERTY.finditer(reason)]
+    names += re.findall(r"`([a-z.]+)`", reason)
+    names += re.findall(r"^([a-z.]+)(?: and [a-z.]+)? must be set", reason)
+    names += re.findall(r"^([a-z.]+) failed", reason)
+    for name in names:
+        if name.lower() in given:
+            return SettingError(
+                f"{CONNECTOR} setting {KAFKA_PREFIX + given[name.lower()]!r}: "
+                f"librdkafka refuses it: {reason}"
+            )
+    if "security.protocol" in given:
+        return SettingError(
+            f"{CONNECTOR} setting {KAFKA_PREFIX + given['security.protocol']!r}: "
+            f"librdkafka refuses the settings with it: {reason}"
+        )
+    return SettingError(f"{CONNECTOR} settings kafka.*: librdkafka refuses them: {reason}")
 
 
 def _positive(ours: Mapping[str, str], name: str, default: int | None) -> int | None:
@@ -377,21 +410,25 @@ def destination_settings(options: Mapping[str, str]) -> DestinationSettings:
         from cdc_connectors.connectors.kafka_write import TopicTemplate
 
         TopicTemplate(topic.strip())  # (a template it cannot read: refused here)
+    idempotent = True
     for key, value in kafka.items():
         if key.lower() == _IDEMPOTENCE:
             try:
-                parse_bool(value, f"{CONNECTOR} setting {KAFKA_PREFIX + key!r}")
+                idempotent = parse_bool(value, f"{CONNECTOR} setting {KAFKA_PREFIX + key!r}")
             except ValueError as exc:
                 raise SettingError(str(exc)) from None
-    check_client(kafka, "destination")
+    timeout = _required_positive(ours, "deliveryTimeoutMs", DEFAULT_DELIVERY_TIMEOUT_MS)
+    # checked with what the producer is given beside them (kafka_write.producer_config)
+    guarantees: dict[str, Any] = {_IDEMPOTENCE: idempotent, "message.timeout.ms": timeout}
+    if not idempotent:
+        guarantees["max.in.flight.requests.per.connection"] = 1
+    check_client(kafka, "destination", guarantees)
     return DestinationSettings(
         servers=servers,
         topic=topic.strip() if topic is not None else None,
         format_settings={"format": name, **fmt},
         registry=registry_setting(CONNECTOR, ours.get("registry")),
-        delivery_timeout_ms=_required_positive(
-            ours, "deliveryTimeoutMs", DEFAULT_DELIVERY_TIMEOUT_MS
-        ),
+        delivery_timeout_ms=timeout,
         kafka=kafka,
     )
 

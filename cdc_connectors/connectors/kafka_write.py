@@ -381,9 +381,10 @@ class Output:
             limit = self.settings.kafka.get("message.max.bytes", "1000000")
             return ConnectorError(
                 f"{CONNECTOR}: cannot produce to topic {topic!r}: a message of {size} bytes "
-                f"(key and value) is larger than the producer's limit, {limit} bytes: raise "
-                "setting 'kafka.message.max.bytes' (the broker's message.max.bytes and the "
-                "topic's max.message.bytes limit it too)"
+                f"of key and value (headers and framing count too) is larger than the "
+                f"producer takes, {limit} bytes: raise setting 'kafka.message.max.bytes' "
+                "(the broker's message.max.bytes and the topic's max.message.bytes limit it "
+                "too)"
             )
         return ConnectorError(f"{CONNECTOR}: cannot produce to topic {topic!r}: {exc}")
 

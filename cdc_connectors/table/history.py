@@ -328,13 +328,13 @@ def _replay(
     out: list[dict[str, Any]] = []
     current: dict[str, Any] | None = None
     unseen: list[dict[str, Any]] = []  # deletes since the last version that closed nothing
-    closed_at: Any = None  # when the last version was closed (None: not since a version)
+    closed_at: Any = None  # when a gap closed the last version (None: not since a version)
     for kind, item in events:
         if kind == "gone" or (kind == "change" and item[OP] == "delete"):
             at = item if kind == "gone" else item[AT]
             if current is not None:
                 current[VALID_TO], current[IS_CURRENT] = at, False
-                current, closed_at = None, at
+                current, closed_at = None, (at if kind == "gone" else None)
             elif not (at == closed_at and kind == "change" and _order(item) == grave):
                 # (the key's tombstone put back at the time its gap closed the version is
                 # the delete that closed it); a gap's delete that a late delete before it

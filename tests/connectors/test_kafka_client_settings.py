@@ -22,7 +22,7 @@ SERVERS = "127.0.0.1:9092"
 
 @pytest.mark.parametrize(
     "servers",
-    ["127.0.0.1:notaport", "http://127.0.0.1:9092", "host:0", "host:70000", "host", "a b:1"],
+    ["127.0.0.1:notaport", "http://127.0.0.1:9092", "host:0", "host:70000", "a b:1", "[::1"],
 )
 def test_servers_that_are_not_host_port_are_refused(servers: str) -> None:
     for check, extra in ((source_settings, {"topics": "t"}), (destination_settings, {})):
@@ -33,6 +33,7 @@ def test_servers_that_are_not_host_port_are_refused(servers: str) -> None:
 def test_host_port_lists_ipv6_and_names_are_taken() -> None:
     source_settings({"servers": "[::1]:9092, broker-1.example.com:9093", "topics": "t"})
     source_settings({"servers": "SSL://Broker_2.example.com:9093", "topics": "t"})  # (librdkafka's)
+    source_settings({"servers": "kafka,[fe80::1%eth0]:9092,", "topics": "t"})  # (9092 for none)
 
 
 @pytest.mark.parametrize(
@@ -45,11 +46,6 @@ def test_host_port_lists_ipv6_and_names_are_taken() -> None:
             {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN"},
             "kafka.security.protocol",
             "sasl.username and sasl.password must be set",
-        ),
-        (
-            {"security.protocol": "SSL", "ssl.ca.location": "/nowhere/ca.pem"},
-            "kafka.ssl.ca.location",
-            "ssl.ca.location failed",
         ),
     ],
 )
@@ -156,3 +152,50 @@ def test_an_offset_that_is_no_integer_is_shown_as_json_wrote_it(offset: str, sho
             {"servers": SERVERS, "topics": "t", "startingOffsets": f'{{"t": {{"0": {offset}}}}}'}
         )
     assert str(refused.value).endswith(f"t/0 has offset {shown}, not an integer of -2 or more")
+
+
+def test_a_certificate_file_is_checked_where_it_is_opened(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """A source's driver connects (it lists offsets): its files must be there. A
+    destination's producers run on the executors, where its files may be shipped."""
+    ssl = {"kafka.security.protocol": "SSL", "kafka.ssl.ca.location": "/nowhere/ca.pem"}
+    with pytest.raises(SettingError, match=r"setting 'kafka.ssl.ca.location': .* failed"):
+        source_settings({"servers": SERVERS, "topics": "t", **ssl})
+    destination_settings({"servers": SERVERS, "topic": "t", **ssl})
+    assert capfd.readouterr().err == ""
+
+
+@pytest.mark.parametrize(
+    ("kafka", "named"),
+    [
+        ({"acks": "1"}, "kafka.acks"),
+        ({"retries": "0"}, "kafka.retries"),
+        ({"linger.ms": "40000"}, "kafka.linger.ms"),  # (beyond deliveryTimeoutMs)
+    ],
+)
+def test_a_destination_is_checked_with_the_producer_s_own_guarantees(
+    kafka: dict[str, str], named: str
+) -> None:
+    options = {f"kafka.{k}": v for k, v in kafka.items()}
+    with pytest.raises(SettingError, match=f"setting '{named}': librdkafka refuses it"):
+        destination_settings({"servers": SERVERS, "topic": "t", **options})
+    if "acks" in kafka:  # without idempotence, acks=1 is the user's to choose
+        destination_settings(
+            {"servers": SERVERS, "topic": "t", **options, "kafka.enable.idempotence": "false"}
+        )
+
+
+def test_settings_a_check_cannot_make_a_client_of_are_one_line_or_left_alone() -> None:
+    with pytest.raises(SettingError, match="librdkafka refuses them: expected error_cb"):
+        destination_settings({"servers": SERVERS, "kafka.error_cb": "print"})
+    source_settings({"servers": SERVERS, "topics": "t", "kafka.Client.Id": "mine"})
+    oidc = {  # a client made with these would fetch a token: not made to check
+        "kafka.security.protocol": "SASL_SSL",
+        "kafka.sasl.mechanism": "OAUTHBEARER",
+        "kafka.sasl.oauthbearer.method": "oidc",
+        "kafka.sasl.oauthbearer.token.endpoint.url": "http://127.0.0.1:9/token",
+        "kafka.sasl.oauthbearer.client.id": "id",
+        "kafka.sasl.oauthbearer.client.secret": "secret",
+    }
+    source_settings({"servers": SERVERS, "topics": "t", **oidc})

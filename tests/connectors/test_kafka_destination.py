@@ -293,8 +293,8 @@ def test_a_message_larger_than_the_producer_takes_names_its_size_and_the_setting
     with pytest.raises(ConnectorError) as refused:
         write_batches(settings, MESSAGES, iter([rows]))
     assert str(refused.value) == (
-        f"cdc-kafka: cannot produce to topic {topic!r}: a message of 1200001 bytes (key and "
-        "value) is larger than the producer's limit, 1000000 bytes: raise setting "
-        "'kafka.message.max.bytes' (the broker's message.max.bytes and the topic's "
-        "max.message.bytes limit it too)"
+        f"cdc-kafka: cannot produce to topic {topic!r}: a message of 1200001 bytes of key "
+        "and value (headers and framing count too) is larger than the producer takes, "
+        "1000000 bytes: raise setting 'kafka.message.max.bytes' (the broker's "
+        "message.max.bytes and the topic's max.message.bytes limit it too)"
     )

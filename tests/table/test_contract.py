@@ -818,6 +818,25 @@ def test_history_notes_reach_tombstones_a_killed_evolution_left_without_them(
     assert [v for v in _versions_of(make_store()) if v[0] == 1] == [(1, "a", 60, 80, False)]
 
 
+def test_history_deletes_of_one_transaction_close_what_arrives_between_them_later(
+    make_store: Store,
+) -> None:
+    """u10 s0 @0, then one transaction @10 (d20, u40 s3, d50), then d60 @20, applied as
+    [d20, d50], [u10, d60], [u40]: s3 is closed by d50 at its own time, not by d60."""
+
+    def timed(*changes: tuple[Any, ...]) -> pa.Table:
+        table = batch([c[:3] for c in changes])
+        times = pa.array([EPOCH + dt.timedelta(seconds=c[3]) for c in changes], TIME)
+        return table.set_column(table.schema.get_field_index(AT), AT, times)
+
+    u10 = ("update", 10, {"id": 1, "status": "s0"}, 0)
+    d20, d50, d60 = (("delete", o, {"id": 1}, t) for o, t in ((20, 10), (50, 10), (60, 20)))
+    u40 = ("update", 40, {"id": 1, "status": "s3"}, 10)
+    for arriving in ((d20, d50), (u10, d60), (u40,)):
+        apply_changes(make_store(), timed(*arriving), HISTORY)
+    assert _versions_of(make_store()) == [(1, "s0", 0, 10, False), (1, "s3", 10, 10, False)]
+
+
 def test_history_a_delete_and_create_again_at_one_time_replayed_changes_nothing(
     make_store: Store,
 ) -> None:
