@@ -11,8 +11,8 @@ starting then): a late change goes before it when it happened before it. A chang
 order a version already has is a replay and changes nothing. A delete that closes nothing
 (the key had no version yet, or was gone already) is noted on the key's next version
 (``_cdc_deleted_before``), so that a change older than it that arrives later is closed by
-it; keys with a change after a delete are rebuilt for that reason too
-(:func:`after_a_delete`). Only such keys are rebuilt, and every version of them is
+it; keys with a change after a delete that may have closed nothing are rebuilt for that
+reason too (:func:`after_a_delete`). Only such keys are rebuilt, and every version of them is
 replaced in the same transaction.
 """
 
@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdc_connectors.table.keys import among
+from cdc_connectors.table.keys import among, holding
 from cdc_connectors.table.layout import (
     AT,
     DELETES_BEFORE,
@@ -76,7 +76,7 @@ def after_a_delete(
     delete of the batch after another delete of the key, or first of the batch for a key
     with no current version; or the key's tombstone, where it did not close the key's
     latest version (or notes deletes of its own). Other keys stay on the planner's way."""
-    found = [_deleted_twice_in_batch(changes, keys, versions)]
+    found = [_batch_deletes_closing_nothing(changes, keys, versions)]
     if tombstones.num_rows and changes.num_rows:
         touched = changes.select(keys).group_by(keys, use_threads=False).aggregate([])
         graves = among(tombstones, touched)
@@ -86,7 +86,9 @@ def after_a_delete(
     return joined.group_by(keys, use_threads=False).aggregate([]).select(keys)
 
 
-def _deleted_twice_in_batch(changes: pa.Table, keys: list[str], versions: pa.Table) -> pa.Table:
+def _batch_deletes_closing_nothing(
+    changes: pa.Table, keys: list[str], versions: pa.Table
+) -> pa.Table:
     """Keys of :func:`after_a_delete` for a delete of the batch itself."""
     count = changes.num_rows
     deleting = np.asarray(pc.equal(changes.column(OP), "delete"), dtype=bool) if count else None
@@ -115,7 +117,7 @@ def _deleted_twice_in_batch(changes: pa.Table, keys: list[str], versions: pa.Tab
         if versions.num_rows
         else versions
     )
-    held = _held(ordered, current.select(keys)) if current.num_rows else np.zeros(count, dtype=bool)
+    held = holding(ordered, current.select(keys))
     closing_nothing = deletes & followed & (after_delete | (~same & ~held))
     return ordered.filter(pa.array(closing_nothing))
 
@@ -148,17 +150,6 @@ def _graves_closing_nothing(graves: pa.Table, keys: list[str], versions: pa.Tabl
     closed_by_grave = np.zeros(graves.num_rows, dtype=bool)
     closed_by_grave[rows] = closed
     return graves.select(keys).filter(pa.array(~closed_by_grave | noted))
-
-
-def _held(rows: pa.Table, held: pa.Table) -> np.ndarray:
-    """Which of ``rows`` (key columns) have their key in ``held``."""
-    names = rows.column_names
-    typed = held.cast(pa.schema([rows.schema.field(n) for n in names]))
-    index = rows.append_column(_PLACE, pa.array(np.arange(rows.num_rows), pa.int64()))
-    hit = index.join(typed, names, join_type="left semi", use_threads=False).column(_PLACE)
-    found = np.zeros(rows.num_rows, dtype=bool)
-    found[hit.to_numpy()] = True
-    return found
 
 
 def latest(versions: pa.Table, keys: list[str]) -> pa.Table:

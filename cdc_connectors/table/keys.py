@@ -8,7 +8,7 @@ import pyarrow.compute as pc
 
 from cdc_connectors.table.layout import IS_CURRENT
 
-__all__ = ["Going", "KeySet", "among"]
+__all__ = ["Going", "KeySet", "among", "holding"]
 
 
 def among(rows: pa.Table, keys: pa.Table, *, anti: bool = False) -> pa.Table:
@@ -16,14 +16,23 @@ def among(rows: pa.Table, keys: pa.Table, *, anti: bool = False) -> pa.Table:
     ``anti``, is not), in their order."""
     if rows.num_rows == 0:
         return rows
+    held = holding(rows, keys)
+    return rows.filter(pa.array(~held if anti else held))
+
+
+def holding(rows: pa.Table, keys: pa.Table) -> np.ndarray:
+    """Which of ``rows`` have their key (the columns of ``keys``) in ``keys``."""
+    found = np.zeros(rows.num_rows, dtype=bool)
+    if rows.num_rows == 0 or keys.num_rows == 0:
+        return found
     names = keys.column_names
     typed = keys.cast(pa.schema([rows.schema.field(n) for n in names]))
     index = rows.select(names).append_column(
         "__row", pa.array(np.arange(rows.num_rows), pa.int64())
     )
-    how = "left anti" if anti else "left semi"
-    hit = index.join(typed, names, join_type=how, use_threads=False).column("__row")
-    return rows.take(pa.array(np.sort(hit.to_numpy()), pa.int64()))
+    hit = index.join(typed, names, join_type="left semi", use_threads=False).column("__row")
+    found[hit.to_numpy()] = True
+    return found
 
 
 def _numbered(datatype: pa.DataType) -> bool:
