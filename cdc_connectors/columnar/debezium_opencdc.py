@@ -416,7 +416,8 @@ class DebeziumToOpenCDC:
         if len(matched) < len(values):
             taken = pa.array(matched)
             values, places = values.take(taken), places.take(taken)
-        batch, local = envelope.decoder.decode_fast(values, places, read)
+        # (every row starts with the decoder's prefix: matched by it, or by "{" and none)
+        batch, local = envelope.decoder.decode_fast(values, places, read, prefixed=True)
         if not len(local):
             return None
         rows = matched[local]

@@ -9,7 +9,8 @@ happens (Spark never calls a reader's ``stop()`` there).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
+from contextlib import closing
 
 import numpy as np
 import pyarrow as pa
@@ -86,7 +87,7 @@ def raw_batch(messages: list[KafkaMessage], topic: str, partition: int) -> pa.Re
     found = [m.headers() for m in messages]
     if any(found):
         headers: pa.Array = pa.array(
-            [[{"key": k, "value": v} for k, v in _headers(m)] for m in messages],
+            [[{"key": k, "value": v} for k, v in kafka_headers(m)] for m in messages],
             _HEADERS,
         )
     else:
@@ -180,17 +181,26 @@ def read_range(
         fmt = open_format(
             settings.format_settings, default="raw", registry=settings.registry, connector=CONNECTOR
         )
-    consumer = Consumer(consumer_config(settings))
-    try:
-        consumer.assign([TopicPartition(part.topic, part.partition, part.start)])
-        pending: list[KafkaMessage] = []
-        for fetched in _in_range(consumer, part, settings.poll_timeout_ms / 1000):
+    pending: list[KafkaMessage] = []
+    with closing(read_messages(settings, part)) as fetches:  # (its consumer closed now)
+        for fetched in fetches:
             pending.extend(fetched)
             while cut := _full_batch(pending):
                 yield from _batch(fmt, pending[:cut], part, settings.fail_fast, typed)
                 pending = pending[cut:]
-        if pending:
-            yield from _batch(fmt, pending, part, settings.fail_fast, typed)
+    if pending:
+        yield from _batch(fmt, pending, part, settings.fail_fast, typed)
+
+
+def read_messages(
+    settings: SourceSettings, part: KafkaRange
+) -> Generator[list[KafkaMessage], None, None]:
+    """The messages of one range as librdkafka hands them over, in offset order, each
+    once: what a copy of the bytes produces again without making columns of them."""
+    consumer = Consumer(consumer_config(settings))
+    try:
+        consumer.assign([TopicPartition(part.topic, part.partition, part.start)])
+        yield from _in_range(consumer, part, settings.poll_timeout_ms / 1000)
     finally:
         consumer.close()
 
@@ -216,7 +226,9 @@ def _batch(
         yield raw_batch(messages, part.topic, part.partition)
         return
     found = [
-        Message(m.value(), m.key(), _headers(m), where=f"{m.topic()}/{m.partition()}/{m.offset()}")
+        Message(
+            m.value(), m.key(), kafka_headers(m), where=f"{m.topic()}/{m.partition()}/{m.offset()}"
+        )
         for m in messages
     ]
     if typed is not None:
@@ -227,7 +239,8 @@ def _batch(
         yield batch
 
 
-def _headers(message: KafkaMessage) -> list[tuple[str, bytes | None]]:
+def kafka_headers(message: KafkaMessage) -> list[tuple[str, bytes | None]]:
+    """A message's headers as (name, bytes) pairs."""
     found = message.headers() or []
     pairs = list(found.items()) if isinstance(found, dict) else found
     return [(str(k), v.encode() if isinstance(v, str) else v) for k, v in pairs]

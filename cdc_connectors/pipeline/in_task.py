@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+from confluent_kafka import Message as KafkaMessage
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 from cdc_connectors.columnar.choose import checks_values
@@ -45,7 +46,7 @@ from cdc_connectors.connectors.files_plan import FilesPlanDataSource, raw_batche
 from cdc_connectors.connectors.files_write import FilesWriter, TaskFile
 from cdc_connectors.connectors.kafka_offsets import KafkaRange
 from cdc_connectors.connectors.kafka_ranges import KafkaRangesDataSource
-from cdc_connectors.connectors.kafka_read import read_range
+from cdc_connectors.connectors.kafka_read import kafka_headers, read_messages, read_range
 from cdc_connectors.connectors.kafka_settings import (
     CONNECTOR,
     DestinationSettings,
@@ -53,7 +54,7 @@ from cdc_connectors.connectors.kafka_settings import (
     destination_settings,
     source_settings,
 )
-from cdc_connectors.connectors.kafka_write import Output, TopicTemplate, message_rows
+from cdc_connectors.connectors.kafka_write import Outgoing, Output, TopicTemplate, message_rows
 from cdc_connectors.connectors.table_write import TableCommitMessage, TaskChanges
 from cdc_connectors.convert.deadletter import dead_letter
 from cdc_connectors.convert.kv_columns import ValueChecks
@@ -107,8 +108,15 @@ class KafkaParts:
     def read(
         self, row: dict[str, Any], checks: ValueChecks | None = None
     ) -> Iterator[pa.RecordBatch | CodecError]:
-        part = KafkaRange(row["topic"], row["partition"], row["start"], row["end"])
-        return read_range(self.settings, part)
+        return read_range(self.settings, _range(row))
+
+    def messages(self, row: dict[str, Any]) -> Iterator[list[KafkaMessage]]:
+        """The messages of its range as librdkafka hands them over (a copy's)."""
+        return read_messages(self.settings, _range(row))
+
+
+def _range(row: dict[str, Any]) -> KafkaRange:
+    return KafkaRange(row["topic"], row["partition"], row["start"], row["end"])
 
 
 @dataclass(frozen=True)
@@ -141,6 +149,18 @@ class _KafkaTaskOut:
 
     def add(self, batch: pa.RecordBatch) -> None:
         self.output.produce(message_rows(batch, self.template))
+        self.output.serve()
+
+    def copy(self, messages: list[KafkaMessage]) -> None:
+        """Produce ``messages`` of a Kafka source again, key, value and headers as they
+        are: no columns made of them (a copy's tasks hand nothing to Spark)."""
+        assert self.template is not None  # a copy writes to its fixed topic (in_task)
+        out = Outgoing(
+            self.template.text, [m.value() for m in messages], [m.key() for m in messages]
+        )
+        if any(m.headers() for m in messages):
+            out.headers = [kafka_headers(m) or None for m in messages]
+        self.output.produce(out)
         self.output.serve()
 
     def close(self) -> None:
@@ -313,7 +333,12 @@ def _one_part(plan: InTask, row: dict[str, Any]) -> Iterator[pa.RecordBatch]:
     counts = [0, 0]  # messages written from columns, and the per-message way
     letters = {SOURCE_LETTER: 0, ENCODE_LETTER: 0}
     try:
-        if plan.decode is None:
+        if plan.decode is None and isinstance(out, _KafkaTaskOut):
+            assert isinstance(plan.parts, KafkaParts)  # a copy reads Kafka (in_task)
+            for fetched in plan.parts.messages(row):
+                out.copy(fetched)
+                counts[0] += len(fetched)
+        elif plan.decode is None:
             for batch in plan.parts.read(row):
                 assert isinstance(batch, pa.RecordBatch)  # Kafka reads raise, not yield, errors
                 out.add(batch.select([c for c in plan.columns if c in batch.schema.names]))

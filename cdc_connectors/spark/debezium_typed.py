@@ -409,23 +409,29 @@ class TypedDebeziumDecoder:
         return self._merge(parts), errors
 
     def decode_fast(
-        self, values: pa.Array, places: pa.Array | None = None, read: pa.Array | None = None
+        self,
+        values: pa.Array,
+        places: pa.Array | None = None,
+        read: pa.Array | None = None,
+        prefixed: bool = False,
     ) -> tuple[pa.RecordBatch, np.ndarray]:
         """Only the rows the fast path takes exactly: their typed batch (``key`` left null)
         and their indexes in ``values``. Every other row is the caller's to decode the
         per-message way; no row is taken when the fast path is off for this decoder.
         ``read``: each value's payload as Arrow's JSON reader read it already (events
         without a schema block, whose types it inferred), not read again where its types
-        are the decoder's."""
+        are the decoder's. ``prefixed``: every value is known to start with this decoder's
+        schema block (the caller matched them by it)."""
         count = len(values)
         none = np.zeros(0, dtype=np.int64)
         if values.type != pa.binary():
             values = values.cast(pa.binary())
         if self._plan is None or self.fmt.key_fields or not count:
             return _empty(self.schema), none
-        rows = np.flatnonzero(
-            mask(pc.starts_with(values, self._prefix)) & ~self._two_documents(values)
-        )
+        alone = ~self._two_documents(values)
+        if not prefixed:
+            alone &= mask(pc.starts_with(values, self._prefix))
+        rows = np.flatnonzero(alone)
         if not len(rows):
             return _empty(self.schema), none
         places = _places(places, count)

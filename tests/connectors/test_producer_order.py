@@ -1,5 +1,6 @@
-"""The Kafka destination's producer: idempotent by default; without idempotence (a setting),
-one request in flight, so that the messages of a partition keep their order."""
+"""The Kafka destination's producer: idempotent and Snappy-compressed by default; without
+idempotence (a setting), one request in flight, so that the messages of a partition keep
+their order."""
 
 from __future__ import annotations
 
@@ -40,6 +41,16 @@ def test_without_idempotence_one_request_is_in_flight_whatever_else_is_set() -> 
         assert config[IN_FLIGHT] == 1
         # librdkafka applies properties in order: the alias must not come after
         assert "max.in.flight" not in config
+
+
+def test_batches_are_snappy_compressed_unless_a_setting_names_a_codec() -> None:
+    assert _config()["compression.type"] == "snappy"  # as Conduit's destination
+    assert _config(**{"compression.type": "none"})["compression.type"] == "none"
+    assert _config(**{"compression.type": "zstd"})["compression.type"] == "zstd"
+    # the alias alone: no default of the other name that librdkafka would apply too
+    aliased = _config(**{"compression.codec": "none"})
+    assert aliased["compression.codec"] == "none" and "compression.type" not in aliased
+    assert "compression.type" not in _config(**{"Compression.Codec": "lz4"})
 
 
 def test_a_write_without_idempotence_delivers_every_message_in_order(
