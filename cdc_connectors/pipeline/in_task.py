@@ -4,7 +4,8 @@
 plan rows: cdc-kafka-ranges (a range of offsets each) or cdc-files-plan (a file each);
            a batch plans them on the driver (planned_rows), Spark reads their numbers
   -> mapInArrow, per row: its raw messages (read_range, or raw_batches of a file)
-                          -> converter (or bytes as they are, for a Kafka copy)
+                          -> converter (or bytes as they are, for a Kafka copy: the
+                             fetched messages produced again, no columns made of them)
                           -> messages written: produced to Kafka, every report awaited; or
                              a staged file of the cdc-files writer
                           -> dead-letter rows, two WRITTEN rows (counts, and what the
