@@ -9,6 +9,7 @@ import datetime
 import numpy as np
 import orjson
 import pyarrow as pa
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -47,16 +48,45 @@ def test_quoted_strings_are_what_orjson_writes(values: list[str | None], skip: i
     st.integers(0, 3),
     st.sampled_from([pa.binary(), pa.large_binary()]),
     st.booleans(),
+    # few runs of marked bytes are compared with, many looked up: both ways
+    st.sets(st.integers(0, 255), max_size=12) | st.sampled_from([(0, 10, 0x22, 0xFF)]),
+    st.sampled_from([(), (0, 0x20), (0x7F, 0x100), (0x30, 0x3A)]),
 )
 def test_rows_holding_a_byte_are_found_from_the_column_bytes(
-    values: list[bytes | None], skip: int, type_: pa.DataType, chunked: bool
+    values: list[bytes | None],
+    skip: int,
+    type_: pa.DataType,
+    chunked: bool,
+    marked: set[int] | tuple[int, ...],
+    run: tuple[int, ...],
 ) -> None:
     table = np.zeros(256, dtype=bool)
-    table[[0, 10, 0x22, 0xFF]] = True
+    table[list(marked)] = True
+    if run:
+        table[run[0] : run[1]] = True
     array = pa.array(values, type_).slice(min(skip, len(values)))
     expected = [v is not None and any(table[b] for b in v) for v in array.to_pylist()]
     column = pa.chunked_array([array.slice(0, 2), array.slice(2)]) if chunked else array
     assert wire.rows_holding(column, table).tolist() == expected
+
+
+@pytest.mark.parametrize(
+    "marked",
+    [
+        {10, 13},
+        set(range(0x20)) | {0x22, 0x5C},
+        set(range(0x20)),
+        {0, 255},
+        set(range(0xF0, 256)),
+        set(range(0, 256, 3)),
+        set(range(0x30, 0x3A)) | {0x41, 0x61, 0x7E},
+    ],
+)
+def test_every_byte_value_is_told_marked_or_not_as_its_table_says(marked: set[int]) -> None:
+    table = np.zeros(256, dtype=bool)
+    table[list(marked)] = True
+    column = pa.array([bytes([b]) for b in range(256)] + [bytes(range(256))], pa.binary())
+    assert wire.rows_holding(column, table).tolist() == [*table.tolist(), True]
 
 
 def test_a_constant_holds_no_memory_a_row() -> None:
