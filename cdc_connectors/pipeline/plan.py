@@ -450,6 +450,8 @@ def _merged_messages(columnar: Columnar, done: _Converted, slow: np.ndarray) -> 
     the messages they came from."""
     fast = len(columnar.rows)
     rows = fast + len(done.out)
+    if not done.out and bool((np.diff(columnar.rows) > 0).all()):
+        return _in_order(columnar, rows)  # the columns wrote every message, in order
     owners = np.concatenate([columnar.rows, slow[np.asarray(done.owners, dtype=np.int64)]])
     order = pa.array(np.argsort(owners, kind="stable"))
     keys = pa.concat_arrays([columnar.keys, pa.array([m.key for m in done.out], pa.binary())])
@@ -483,6 +485,28 @@ def _merged_messages(columnar: Columnar, done: _Converted, slow: np.ndarray) -> 
             headers.take(order),
             topics,
             pa.array(per_message).take(order),
+            pa.nulls(rows, pa.int64()),
+            *_placeholders(rows),
+        ],
+        schema=STAGE_ARROW_SCHEMA,
+    )
+
+
+def _in_order(columnar: Columnar, rows: int) -> pa.RecordBatch:
+    """:func:`_merged_messages` of messages the columns all wrote in order: their columns
+    as they are (no copy of the messages)."""
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array(np.full(rows, MESSAGE, dtype=np.int32)),
+            columnar.keys,
+            columnar.values,
+            pa.ListArray.from_arrays(
+                pa.array(np.zeros(rows + 1, dtype=np.int32)),
+                pa.array([], _HEADERS_ARROW.value_type),
+                type=_HEADERS_ARROW,
+            ),
+            pa.nulls(rows, pa.string()) if columnar.topics is None else columnar.topics,
+            pa.array(np.zeros(rows, dtype=bool)),
             pa.nulls(rows, pa.int64()),
             *_placeholders(rows),
         ],
