@@ -229,4 +229,4 @@ class WrittenChunk:
     def write_run(self, start: int, end: int) -> None:
         """Pass on the messages ``start`` to ``end`` (a run of :meth:`run_end`)."""
         first, last = int(self.slot[start]), int(self.slot[end - 1])
-        self.stream.write(bytes(self.data[self.offsets[first] : self.offsets[last + 1]]))
+        self.stream.write(self.data[self.offsets[first] : self.offsets[last + 1]])  # no copy

@@ -206,7 +206,7 @@ class Guarded:
                 raise self._failed("read", exc) from None
             yield line
 
-    def write(self, data: bytes) -> int:
+    def write(self, data: bytes | memoryview) -> int:
         try:
             return self.stream.write(data)
         except OSError as exc:
