@@ -316,14 +316,29 @@ def write_batches(
     return out.sent - out.reports.failed
 
 
-class Output:
-    """One task's producer, its delivery reports and how many messages it was given."""
+class _TooLarge(ConnectorError):
+    """A message larger than the producer takes (:attr:`reason`: why, without the topic)."""
 
-    def __init__(self, settings: DestinationSettings):
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+class Output:
+    """One task's producer, its delivery reports and how many messages it was given.
+
+    With ``letters``, a message the producer refuses as larger than it takes is not an
+    error of the task but one of :attr:`refused` (its row in the rows given to
+    :meth:`produce`, and why), for the pipeline to make a dead letter of; the others go on.
+    """
+
+    def __init__(self, settings: DestinationSettings, letters: bool = False):
         self.settings = settings
         self.reports = Deliveries(settings.delivery_timeout_ms, settings.servers)
         self.producer = Producer(producer_config(settings, self.reports))
         self.sent = 0
+        self.letters = letters
+        self.refused: list[tuple[int, str]] = []
 
     def serve(self, timeout: float = 0) -> None:
         """Serve delivery reports; :class:`ConnectorError` once a delivery failed."""
@@ -352,7 +367,8 @@ class Output:
             except BufferError:
                 self._when_room(topic, values[index], keys[index])
             except KafkaException as exc:
-                raise self._refused(topic, exc, values[index], keys[index]) from None
+                self._not_sent(index, self._refused(topic, exc, values[index], keys[index]))
+                continue
             self.sent += 1
 
     def _each(self, rows: Outgoing, start: int, end: int) -> None:
@@ -368,8 +384,18 @@ class Output:
             except BufferError:
                 self._when_room(topic, rows.values[index], rows.keys[index], **extra)
             except KafkaException as exc:
-                raise self._refused(topic, exc, rows.values[index], rows.keys[index]) from None
+                refused = self._refused(topic, exc, rows.values[index], rows.keys[index])
+                self._not_sent(index, refused)
+                continue
             self.sent += 1
+
+    def _not_sent(self, index: int, refused: ConnectorError) -> None:
+        """A message the producer refused: one of :attr:`refused` if it is too large and
+        the caller takes such messages as dead letters, else the task's error."""
+        if self.letters and isinstance(refused, _TooLarge):
+            self.refused.append((index, refused.reason))
+            return
+        raise refused from None
 
     def _when_room(self, topic: str, value: Payload, key: Payload, **extra: Any) -> None:
         """The local queue is full: serve delivery reports until the message fits (briefly
@@ -392,13 +418,13 @@ class Output:
         if isinstance(error, KafkaError) and error.code() == KafkaError.MSG_SIZE_TOO_LARGE:
             size = len(value or b"") + len(key or b"")
             limit = self.settings.kafka.get("message.max.bytes", "1000000")
-            return ConnectorError(
-                f"{CONNECTOR}: cannot produce to topic {topic!r}: a message of {size} bytes "
-                f"of key and value (headers and framing count too) is larger than the "
-                f"producer takes, {limit} bytes: raise setting 'kafka.message.max.bytes' "
-                "(the broker's message.max.bytes and the topic's max.message.bytes limit it "
-                "too)"
+            reason = (
+                f"a message of {size} bytes of key and value (headers and framing count "
+                f"too) is larger than the producer takes, {limit} bytes: raise setting "
+                "'kafka.message.max.bytes' (the broker's message.max.bytes and the topic's "
+                "max.message.bytes limit it too)"
             )
+            return _TooLarge(f"{CONNECTOR}: cannot produce to topic {topic!r}: {reason}", reason)
         return ConnectorError(f"{CONNECTOR}: cannot produce to topic {topic!r}: {exc}")
 
     def finish(self) -> None:

@@ -69,6 +69,7 @@ from cdc_connectors.pipeline.plan import (
     Route,
     SourceFormat,
     converter,
+    encode_letters_batch,
     is_messages,
     letter_kind,
     letters_batch,
@@ -76,6 +77,7 @@ from cdc_connectors.pipeline.plan import (
     per_message_rows,
     places_of,
     tally_batch,
+    unwritten_letters,
     written_batch,
 )
 
@@ -141,18 +143,18 @@ class FileParts:
 
 
 class _KafkaTaskOut:
-    """A task's Kafka producer, written batch by batch."""
+    """A task's Kafka producer, written batch by batch; a message larger than the producer
+    takes is refused (its row and why), for the task to make a dead letter of."""
 
     def __init__(self, settings: DestinationSettings):
         topic = settings.topic
         self.template = TopicTemplate(topic) if topic is not None else None
-        self.output = Output(settings)
+        self.output = Output(settings, letters=True)
 
-    def add(self, batch: pa.RecordBatch) -> None:
-        self.output.produce(message_rows(batch, self.template))
-        self.output.serve()
+    def add(self, batch: pa.RecordBatch) -> list[tuple[int, str]]:
+        return self._produce(message_rows(batch, self.template))
 
-    def copy(self, messages: list[KafkaMessage]) -> None:
+    def copy(self, messages: list[KafkaMessage]) -> list[tuple[int, str]]:
         """Produce ``messages`` of a Kafka source again, key, value and headers as they
         are: no columns made of them (a copy's tasks hand nothing to Spark)."""
         assert self.template is not None  # a copy writes to its fixed topic (in_task)
@@ -161,8 +163,13 @@ class _KafkaTaskOut:
         )
         if any(m.headers() for m in messages):
             out.headers = [kafka_headers(m) or None for m in messages]
-        self.output.produce(out)
+        return self._produce(out)
+
+    def _produce(self, rows: Outgoing) -> list[tuple[int, str]]:
+        self.output.refused = []
+        self.output.produce(rows)
         self.output.serve()
+        return self.output.refused
 
     def close(self) -> None:
         self.output.finish()
@@ -337,8 +344,11 @@ def _one_part(plan: InTask, row: dict[str, Any]) -> Iterator[pa.RecordBatch]:
         if plan.decode is None and isinstance(out, _KafkaTaskOut):
             assert isinstance(plan.parts, KafkaParts)  # a copy reads Kafka (in_task)
             for fetched in plan.parts.messages(row):
-                out.copy(fetched)
-                counts[0] += len(fetched)
+                refused = out.copy(fetched)
+                counts[0] += len(fetched) - len(refused)
+                if refused:
+                    letters[ENCODE_LETTER] += len(refused)
+                    yield _copy_letters(fetched, refused, plan.node_id)
         elif plan.decode is None:
             for batch in plan.parts.read(row):
                 assert isinstance(batch, pa.RecordBatch)  # Kafka reads raise, not yield, errors
@@ -389,12 +399,33 @@ def _converted(
         if not is_messages(staged):
             yield staged  # dead letters, and the count of messages without a change
             continue
-        out.add(message_layout(staged))
+        refused = out.add(message_layout(staged)) or []
         slow = per_message_rows(staged)
         counts[1] += slow
         counts[0] += staged.num_rows - slow
+        if refused:  # larger than the producer takes: dead letters of what was not written
+            rows = pa.array([row for row, _ in refused], pa.int64())
+            slow_refused = per_message_rows(staged.take(rows))
+            counts[1] -= slow_refused
+            counts[0] -= len(refused) - slow_refused
+            yield unwritten_letters(staged, refused, plan.node_id)
     if broken:
         yield letters_batch(_unsplit(broken, decode.node_id))
+
+
+def _copy_letters(
+    messages: list[KafkaMessage], refused: list[tuple[int, str]], node_id: str
+) -> pa.RecordBatch:
+    """Dead letters of the messages of a copy the destination refused: each message's
+    bytes, placed at its topic, partition and offset."""
+    letters = []
+    for row, reason in refused:
+        m = messages[row]
+        where = f"{m.topic()}/{m.partition()}/{m.offset()}"
+        letters.append(
+            dead_letter(Message(m.value(), m.key(), kafka_headers(m), where=where), reason, node_id)
+        )
+    return encode_letters_batch(letters)
 
 
 def _column(batch: pa.RecordBatch, name: str) -> pa.Array | None:

@@ -129,11 +129,13 @@ STAGE_ARROW_SCHEMA = pa.schema(
 _OPENCDC_COLUMNS = OPENCDC_SCHEMA.fieldNames()
 
 
-def _placeholders(rows: int) -> list[pa.Array]:
-    """OpenCDC columns for message rows, never read (the layout's columns are not null)."""
+def _placeholders(rows: int, places: pa.Array | None = None) -> list[pa.Array]:
+    """OpenCDC columns for message rows (the layout's columns are not null): the place of
+    the message each came from as its position (``places``; none for other rows), which
+    a message the destination refuses is a dead letter of (:func:`unwritten_letters`)."""
     fields = list(OPENCDC_ARROW_SCHEMA)
     return [
-        pa.array([b""] * rows, fields[0].type),
+        pa.array([b""] * rows, fields[0].type) if places is None else places.cast(fields[0].type),
         pa.array(["create"] * rows, fields[1].type),
         pa.array([[]] * rows, fields[2].type),
         pa.nulls(rows, fields[3].type),
@@ -142,7 +144,10 @@ def _placeholders(rows: int) -> list[pa.Array]:
 
 
 def _messages_batch(
-    messages: list[Message], topics: list[str] | None, per_message: bool = True
+    messages: list[Message],
+    topics: list[str] | None,
+    per_message: bool = True,
+    places: pa.Array | None = None,
 ) -> pa.RecordBatch:
     rows = len(messages)
     return pa.RecordBatch.from_arrays(
@@ -157,10 +162,34 @@ def _messages_batch(
             pa.array(topics, pa.string()) if topics is not None else pa.nulls(rows, pa.string()),
             pa.array([per_message] * rows, pa.bool_()),
             pa.nulls(rows, pa.int64()),
-            *_placeholders(rows),
+            *_placeholders(rows, places),
         ],
         schema=STAGE_ARROW_SCHEMA,
     )
+
+
+def unwritten_letters(
+    staged: pa.RecordBatch, refused: list[tuple[int, str]], node_id: str
+) -> pa.RecordBatch:
+    """Dead letters (of the destination's kind) of the message rows of ``staged`` a
+    destination refused (each row and why): the message's key and bytes, placed where the
+    message it was made of came from."""
+    layout = message_layout(staged)
+    keys, values = layout.column("key"), layout.column("value")
+    positions = staged.column(_OPENCDC_COLUMNS[0])
+    letters = [
+        dead_letter(
+            Message(
+                values[row].as_py(),
+                keys[row].as_py(),
+                where=(positions[row].as_py() or b"").decode("utf-8", "backslashreplace"),
+            ),
+            reason,
+            node_id,
+        )
+        for row, reason in refused
+    ]
+    return encode_letters_batch(letters)
 
 
 def _count_rows(
@@ -235,6 +264,11 @@ def message_layout(batch: pa.RecordBatch) -> pa.RecordBatch:
 def letters_batch(letters: list[Record]) -> pa.RecordBatch:
     """Dead letters of a source, as stage rows."""
     return _letters_batch(records_to_batch(letters), SOURCE_LETTER)
+
+
+def encode_letters_batch(letters: list[Record]) -> pa.RecordBatch:
+    """Dead letters of the destination (its format, or its writer), as stage rows."""
+    return _letters_batch(records_to_batch(letters), ENCODE_LETTER)
 
 
 def _letters_batch(letters: pa.RecordBatch, kind: int) -> pa.RecordBatch:
@@ -445,15 +479,18 @@ def _per_message(
     return done
 
 
-def _merged_messages(columnar: Columnar, done: _Converted, slow: np.ndarray) -> pa.RecordBatch:
+def _merged_messages(
+    columnar: Columnar, done: _Converted, slow: np.ndarray, places: pa.Array
+) -> pa.RecordBatch:
     """The messages written from columns and those of the per-message way, in the order of
-    the messages they came from."""
+    the messages they came from (whose ``places`` they carry)."""
     fast = len(columnar.rows)
     rows = fast + len(done.out)
     if not done.out and bool((np.diff(columnar.rows) > 0).all()):
-        return _in_order(columnar, rows)  # the columns wrote every message, in order
+        return _in_order(columnar, rows, places)  # the columns wrote every message, in order
     owners = np.concatenate([columnar.rows, slow[np.asarray(done.owners, dtype=np.int64)]])
-    order = pa.array(np.argsort(owners, kind="stable"))
+    sorting = np.argsort(owners, kind="stable")
+    order = pa.array(sorting)
     keys = pa.concat_arrays([columnar.keys, pa.array([m.key for m in done.out], pa.binary())])
     values = pa.concat_arrays([columnar.values, pa.array([m.value for m in done.out], pa.binary())])
     headers = pa.concat_arrays(
@@ -486,15 +523,17 @@ def _merged_messages(columnar: Columnar, done: _Converted, slow: np.ndarray) -> 
             topics,
             pa.array(per_message).take(order),
             pa.nulls(rows, pa.int64()),
-            *_placeholders(rows),
+            *_placeholders(rows, places.take(pa.array(owners[sorting]))),
         ],
         schema=STAGE_ARROW_SCHEMA,
     )
 
 
-def _in_order(columnar: Columnar, rows: int) -> pa.RecordBatch:
+def _in_order(columnar: Columnar, rows: int, places: pa.Array) -> pa.RecordBatch:
     """:func:`_merged_messages` of messages the columns all wrote in order: their columns
     as they are (no copy of the messages)."""
+    if rows < len(places):
+        places = places.take(pa.array(columnar.rows))
     return pa.RecordBatch.from_arrays(
         [
             pa.array(np.full(rows, MESSAGE, dtype=np.int32)),
@@ -508,7 +547,7 @@ def _in_order(columnar: Columnar, rows: int) -> pa.RecordBatch:
             pa.nulls(rows, pa.string()) if columnar.topics is None else columnar.topics,
             pa.array(np.zeros(rows, dtype=bool)),
             pa.nulls(rows, pa.int64()),
-            *_placeholders(rows),
+            *_placeholders(rows, places),
         ],
         schema=STAGE_ARROW_SCHEMA,
     )
@@ -539,15 +578,19 @@ def converter(
         for batch in batches:
             if not batch.num_rows:
                 continue
+            places = places_of(batch)
             if columns is None:
                 done = _per_message(source, fmt, node_id, route, _raw_messages(batch))
-                messages = _messages_batch(done.out, done.topics) if done.out else None
+                messages = None
+                if done.out:
+                    owners = pa.array(np.asarray(done.owners, dtype=np.int64))
+                    messages = _messages_batch(done.out, done.topics, places=places.take(owners))
             else:
                 keys = batch.column("key")
                 found = columns.convert(
                     batch.column("value"),
                     keys if keys.null_count < len(keys) else None,
-                    places_of(batch),
+                    places,
                     batch.column("headers") if "headers" in batch.schema.names else None,
                 )
                 rest = np.ones(batch.num_rows, dtype=bool)
@@ -560,7 +603,9 @@ def converter(
                 done = _per_message(source, fmt, node_id, route, messages_of_rest)
                 done.source_letters[:0] = unread
                 messages = (
-                    _merged_messages(found, done, slow) if len(found.rows) or done.out else None
+                    _merged_messages(found, done, slow, places)
+                    if len(found.rows) or done.out
+                    else None
                 )
             if done.source_letters:
                 yield _letters_batch(records_to_batch(done.source_letters), SOURCE_LETTER)

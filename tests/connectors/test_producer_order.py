@@ -7,12 +7,16 @@ from __future__ import annotations
 import uuid
 
 import pyarrow as pa
+import pytest
 from confluent_kafka import Consumer, TopicPartition
 
+from cdc_connectors.connectors.errors import ConnectorError
 from cdc_connectors.connectors.kafka_settings import destination_settings
 from cdc_connectors.connectors.kafka_write import (
     MESSAGES,
     Deliveries,
+    Outgoing,
+    Output,
     producer_config,
     write_batches,
 )
@@ -83,3 +87,26 @@ def test_a_write_without_idempotence_delivers_every_message_in_order(
     finally:
         consumer.close()
     assert read == values
+
+
+def test_a_message_larger_than_the_producer_takes_is_refused_alone_when_letters_are_taken() -> None:
+    settings = destination_settings(
+        {"servers": "127.0.0.1:9", "topic": "t", "kafka.message.max.bytes": "1000"}
+    )
+    rows = Outgoing("t", [b"small", b"x" * 5000, b"small too"], [None, b"k", None])
+    taking = Output(settings, letters=True)
+    try:
+        taking.produce(rows)
+        assert taking.sent == 2
+        ((row, reason),) = taking.refused
+        assert row == 1
+        assert reason.startswith("a message of 5001 bytes of key and value")
+        assert "larger than the producer takes, 1000 bytes" in reason
+    finally:
+        taking.abandon()
+    failing = Output(settings)
+    try:
+        with pytest.raises(ConnectorError, match="cannot produce to topic 't': a message of 5001"):
+            failing.produce(rows)
+    finally:
+        failing.abandon()

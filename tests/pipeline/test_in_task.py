@@ -558,3 +558,39 @@ def test_a_stream_killed_mid_run_loses_no_message(
     assert all(places)
     found = {(int(p.group(1)), int(p.group(2))) for p in places if p is not None}
     assert found == {(partition, n) for partition in range(PARTITIONS) for n in range(300)}
+
+
+@pytest.mark.parametrize("source_format", ["debezium-json", "raw"])
+def test_a_message_larger_than_the_producer_takes_is_a_dead_letter_and_the_rest_written(
+    spark: Any, kafka_broker: KafkaBroker, tmp_path: Path, source_format: str
+) -> None:
+    topic = kafka_broker.create_topic(f"large-{uuid.uuid4().hex[:8]}", 1)
+    target = kafka_broker.create_topic(f"large-out-{uuid.uuid4().hex[:8]}", 1)
+    producer = Producer({"bootstrap.servers": kafka_broker.bootstrap})
+    for n in range(20):
+        key, value = change(n)
+        if n % 5 == 0:  # a long text: its message, and its record, past 4,000 bytes
+            value = value.replace(b"customer %d" % n, b"customer " + b"x" * 6000)
+        producer.produce(topic, value, key)
+    assert producer.flush(30) == 0
+    dead = tmp_path / "dead"
+    text = pipeline_text(kafka_broker, topic, target, dead, source_format=source_format)
+    text = text.replace(f'topic: "{target}"', f'topic: "{target}", kafka.message.max.bytes: 4000')
+    result = _run(spark, tmp_path, text)
+    assert result.returncode == 1, result.stderr
+    assert ONE_PASS in result.stderr
+    assert "20 records in, 16 out, 4 to the dead-letter output" in result.stderr, result.stderr
+    written = messages(kafka_broker, target)[0]
+    assert len(written) == 16 and all(b"x" * 6000 not in m[1] for m in written)
+    letters = records(dead)
+    where = {base64.b64decode(r["position"]).decode(): r for r in letters}
+    assert sorted(where) == [f"{topic}/0/{n}" for n in (0, 10, 15, 5)]
+    for letter in letters:
+        reason = letter["metadata"]["conduit.dlq.nack.error"]
+        assert "is larger than the producer takes, 4000 bytes" in reason, reason
+        assert "kafka.message.max.bytes" in reason
+    if source_format == "raw":  # the message itself, byte for byte
+        first = where[f"{topic}/0/0"]
+        assert base64.b64decode(first["payload"]["after"]) == change(0)[1].replace(
+            b"customer 0", b"customer " + b"x" * 6000
+        )
