@@ -78,7 +78,7 @@ def kafka_broker() -> Iterator[KafkaBroker]:
 # module starts last and sets the pace of a worker alone at the end, and the short ones fill
 # the gaps. A module not listed takes a few seconds at most.
 MODULE_SECONDS = {
-    "tests/pipeline/test_in_task.py": 81,
+    "tests/pipeline/test_in_task.py": 92,
     "tests/pipeline/test_launcher_death.py": 78,
     "tests/pipeline/test_submit.py": 73,
     "tests/test_readme_spark.py": 59,
