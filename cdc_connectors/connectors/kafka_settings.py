@@ -434,10 +434,11 @@ def destination_settings(options: Mapping[str, str]) -> DestinationSettings:
 
 
 def kafka_config(servers: str, kafka: Mapping[str, str]) -> dict[str, Any]:
-    """librdkafka properties: the servers, then every ``kafka.*`` setting as is; its log
-    lines go through Python logging, rate-limited (``kafka_logs``)."""
+    """librdkafka properties: the servers, then every ``kafka.*`` setting (its name in
+    lower case); its log lines go through Python logging, rate-limited (``kafka_logs``)."""
     from cdc_connectors.connectors.kafka_logs import LOGGER
 
     config: dict[str, Any] = {"bootstrap.servers": servers, "logger": LOGGER}
-    config.update(kafka)
+    # (librdkafka's names are lower case, and it takes no other: the checks take any case)
+    config.update((str(name).lower(), value) for name, value in kafka.items())
     return config

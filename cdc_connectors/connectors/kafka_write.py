@@ -171,8 +171,13 @@ def producer_config(settings: DestinationSettings, reports: Deliveries) -> dict[
         "queue.buffering.max.kbytes": QUEUE_KBYTES,
     }
     given = kafka_config(settings.servers, settings.kafka)
-    if not any(str(name).lower() in COMPRESSION for name in given):
+    if not any(name in COMPRESSION for name in given):
         config[COMPRESSION[0]] = DEFAULT_COMPRESSION
+    largest = _integer(given.get("message.max.bytes"))
+    if largest is not None and "queue.buffering.max.kbytes" not in given:
+        # room for the largest message the producer takes: one larger than the local queue
+        # would find the queue full however empty it is
+        config["queue.buffering.max.kbytes"] = max(QUEUE_KBYTES, -(-largest // 1024) + 1)
     config.update(given)
     idempotent = str(config.get("enable.idempotence", "true")).strip().lower()
     if idempotent in FALSE:
@@ -186,6 +191,13 @@ def producer_config(settings: DestinationSettings, reports: Deliveries) -> dict[
     config["delivery.report.only.error"] = True
     config["on_delivery"] = reports
     return config
+
+
+def _integer(text: Any) -> int | None:
+    try:
+        return int(str(text).strip())
+    except ValueError:
+        return None
 
 
 def _text(value: Any) -> bytes | None:
@@ -316,12 +328,12 @@ def write_batches(
     return out.sent - out.reports.failed
 
 
-class _TooLarge(ConnectorError):
+class MessageTooLarge(ConnectorError):
     """A message larger than the producer takes (:attr:`reason`: why, without the topic)."""
 
-    def __init__(self, message: str, reason: str):
+    def __init__(self, message: str, reason: str = ""):
         super().__init__(message)
-        self.reason = reason
+        self.reason = reason or message
 
 
 class Output:
@@ -392,7 +404,7 @@ class Output:
     def _not_sent(self, index: int, refused: ConnectorError) -> None:
         """A message the producer refused: one of :attr:`refused` if it is too large and
         the caller takes such messages as dead letters, else the task's error."""
-        if self.letters and isinstance(refused, _TooLarge):
+        if self.letters and isinstance(refused, MessageTooLarge):
             self.refused.append((index, refused.reason))
             return
         raise refused from None
@@ -406,6 +418,13 @@ class Output:
                 self.producer.produce(topic, value, key, **extra)
                 return
             except BufferError:
+                if not len(self.producer):  # an empty queue has no room for it: never will
+                    raise ConnectorError(
+                        f"{CONNECTOR}: cannot produce to topic {topic!r}: a message of "
+                        f"{len(value or b'') + len(key or b'')} bytes of key and value is "
+                        "larger than the producer's local queue holds: raise setting "
+                        "'kafka.queue.buffering.max.kbytes'"
+                    ) from None
                 continue
             except KafkaException as exc:
                 raise self._refused(topic, exc, value, key) from None
@@ -424,7 +443,9 @@ class Output:
                 "'kafka.message.max.bytes' (the broker's message.max.bytes and the topic's "
                 "max.message.bytes limit it too)"
             )
-            return _TooLarge(f"{CONNECTOR}: cannot produce to topic {topic!r}: {reason}", reason)
+            return MessageTooLarge(
+                f"{CONNECTOR}: cannot produce to topic {topic!r}: {reason}", reason
+            )
         return ConnectorError(f"{CONNECTOR}: cannot produce to topic {topic!r}: {exc}")
 
     def finish(self) -> None:

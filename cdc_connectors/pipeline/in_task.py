@@ -31,7 +31,8 @@ Kafka task Spark retries writes its messages again: at least once, as every Kafk
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,7 +114,7 @@ class KafkaParts:
     ) -> Iterator[pa.RecordBatch | CodecError]:
         return read_range(self.settings, _range(row))
 
-    def messages(self, row: dict[str, Any]) -> Iterator[list[KafkaMessage]]:
+    def messages(self, row: dict[str, Any]) -> Generator[list[KafkaMessage], None, None]:
         """The messages of its range as librdkafka hands them over (a copy's)."""
         return read_messages(self.settings, _range(row))
 
@@ -343,12 +344,13 @@ def _one_part(plan: InTask, row: dict[str, Any]) -> Iterator[pa.RecordBatch]:
     try:
         if plan.decode is None and isinstance(out, _KafkaTaskOut):
             assert isinstance(plan.parts, KafkaParts)  # a copy reads Kafka (in_task)
-            for fetched in plan.parts.messages(row):
-                refused = out.copy(fetched)
-                counts[0] += len(fetched) - len(refused)
-                if refused:
-                    letters[ENCODE_LETTER] += len(refused)
-                    yield _copy_letters(fetched, refused, plan.node_id)
+            with closing(plan.parts.messages(row)) as fetches:  # (its consumer closed now)
+                for fetched in fetches:
+                    refused = out.copy(fetched)
+                    counts[0] += len(fetched) - len(refused)
+                    if refused:
+                        letters[ENCODE_LETTER] += len(refused)
+                        yield _copy_letters(fetched, refused, plan.node_id)
         elif plan.decode is None:
             for batch in plan.parts.read(row):
                 assert isinstance(batch, pa.RecordBatch)  # Kafka reads raise, not yield, errors

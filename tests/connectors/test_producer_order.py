@@ -4,17 +4,19 @@ their order."""
 
 from __future__ import annotations
 
+import pickle
 import uuid
 
 import pyarrow as pa
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from cdc_connectors.connectors.errors import ConnectorError
 from cdc_connectors.connectors.kafka_settings import destination_settings
 from cdc_connectors.connectors.kafka_write import (
     MESSAGES,
     Deliveries,
+    MessageTooLarge,
     Outgoing,
     Output,
     producer_config,
@@ -110,3 +112,30 @@ def test_a_message_larger_than_the_producer_takes_is_refused_alone_when_letters_
             failing.produce(rows)
     finally:
         failing.abandon()
+
+
+def test_the_local_queue_holds_the_largest_message_the_producer_takes() -> None:
+    assert _config()["queue.buffering.max.kbytes"] == 16 * 1024
+    larger = _config(**{"message.max.bytes": "50000000"})
+    assert larger["queue.buffering.max.kbytes"] * 1024 >= 50_000_000
+    chosen = _config(**{"message.max.bytes": "50000000", "queue.buffering.max.kbytes": "2048"})
+    assert chosen["queue.buffering.max.kbytes"] == "2048"  # a setting wins
+
+
+def test_property_names_in_any_case_reach_librdkafka_in_its_case() -> None:
+    config = _config(**{"Compression.Type": "gzip", "Linger.MS": "5"})
+    assert config["compression.type"] == "gzip" and config["linger.ms"] == "5"
+    Producer({k: v for k, v in config.items() if k not in ("logger", "on_delivery")}).flush(0)
+
+
+def test_a_message_the_local_queue_cannot_hold_fails_in_one_line_instead_of_waiting() -> None:
+    settings = destination_settings(
+        {"servers": "127.0.0.1:9", "topic": "t", "kafka.queue.buffering.max.kbytes": "1"}
+    )
+    output = Output(settings, letters=True)
+    try:
+        with pytest.raises(ConnectorError, match="larger than the producer's local queue holds"):
+            output.produce(Outgoing("t", [b"x" * 5000], [None]))
+    finally:
+        output.abandon()
+    assert pickle.loads(pickle.dumps(MessageTooLarge("m", "r"))).reason == "r"
