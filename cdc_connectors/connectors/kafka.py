@@ -298,7 +298,9 @@ class KafkaBatchReader(DataSourceReader):
             start = broker.resolve(settings.starting or "earliest", tps, "startingOffsets")
             end = broker.resolve(settings.ending or "latest", tps, "endingOffsets")
             named = broker.latest(tps) if isinstance(settings.ending, dict) else None
-            kafka_offsets.check_range(start, end, broker.earliest(tps), named)
+            kafka_offsets.check_range(
+                start, end, broker.earliest(tps), named, self.settings.fail_on_data_loss
+            )
         except _REFUSALS as refused:
             raise bare(refused) from None
         finally:
@@ -346,13 +348,17 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         else:
             tps = self.broker.partitions(require_topics=False)
             latest = self.broker.latest(tps)
-        kafka_offsets.check_not_behind(start, latest)
+        kafka_offsets.check_not_behind(start, latest, self.settings.fail_on_data_loss)
         # A partition new since the last batch starts at its earliest offset.
         new = [tp for tp in latest if tp not in start]
         base = dict(start)
         base.update(self.broker.earliest(new))
-        # (a deleted topic is not listed: it keeps its last offsets)
-        return {tp: max(base.get(tp, o), o) for tp, o in latest.items()}, base
+        # (a deleted topic is not listed: it keeps its last offsets; a partition behind its
+        # checkpoint, which only failOnDataLoss false lets by, goes on from its end)
+        behind = {tp for tp, o in latest.items() if tp in start and o < start[tp]}
+        return {
+            tp: o if tp in behind else max(base.get(tp, o), o) for tp, o in latest.items()
+        }, base
 
     def latestOffset(
         self, start: dict[str, dict[str, int]], limit: ReadLimit
@@ -384,6 +390,14 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         new = [tp for tp in finish if tp not in begin]
         if new:
             begin.update(self.broker.earliest(new))
+        if not self.settings.fail_on_data_loss:  # messages deleted since: skipped, said
+            for tp, low in self.broker.earliest(list(finish)).items():
+                if begin.get(tp, low) < low < finish[tp]:
+                    kafka_offsets.data_lost(
+                        f"{tp[0]}/{tp[1]}",
+                        f"starts at {begin[tp]}, but its earliest offset is {low}",
+                    )
+                    begin[tp] = low
         return kafka_offsets.plan(begin, finish, self.settings.max_records_per_partition)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

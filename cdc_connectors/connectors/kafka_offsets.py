@@ -70,12 +70,13 @@ class KafkaRange(InputPartition):
 
 def consumer_config(settings: SourceSettings) -> dict[str, Any]:
     """A consumer that reads assigned partitions: no commits, an event at partition end, an
-    error (not a silent jump) when an offset is out of range. ``kafka.*`` settings win,
-    except ``enable.partition.eof``, which the reader needs."""
+    error (not a silent jump) when an offset is out of range, unless ``failOnDataLoss`` is
+    false (then the earliest offset there, as Spark's source skips). ``kafka.*`` settings
+    win, except ``enable.partition.eof``, which the reader needs."""
     config: dict[str, Any] = {
         "group.id": GROUP_ID,
         "enable.auto.commit": False,
-        "auto.offset.reset": "error",
+        "auto.offset.reset": "error" if settings.fail_on_data_loss else "earliest",
         "fetch.wait.max.ms": 100,
         # What librdkafka fetches ahead of the reader: 64 MiB by default, which a long range
         # fills and a short one does not (a worker's memory then grows with the range).
@@ -306,10 +307,23 @@ class Broker:
         return resolved
 
 
-def check_range(start: Offsets, end: Offsets, low: Offsets, high: Offsets | None = None) -> None:
+def check_range(
+    start: Offsets,
+    end: Offsets,
+    low: Offsets,
+    high: Offsets | None = None,
+    fail_on_data_loss: bool = True,
+) -> None:
     """A planned batch read that cannot be served is a :class:`SettingError` (``high``: the
-    partitions' latest offsets, where ``endingOffsets`` names offsets)."""
-    for tp, first in start.items():
+    partitions' latest offsets, where ``endingOffsets`` names offsets). Without
+    ``fail_on_data_loss``, a start before the earliest offset there is moved to it (in
+    ``start``), with a warning."""
+    for tp, first in list(start.items()):
+        if not fail_on_data_loss and first < low[tp] < end[tp]:
+            data_lost(
+                f"{tp[0]}/{tp[1]}", f"starts at {first}, but its earliest offset is {low[tp]}"
+            )
+            start[tp] = first = low[tp]
         last = end[tp]
         where = f"{tp[0]}/{tp[1]}"
         if high is not None and last > high[tp]:
@@ -329,19 +343,35 @@ def check_range(start: Offsets, end: Offsets, low: Offsets, high: Offsets | None
             )
 
 
-def check_not_behind(start: Mapping[TP, int], latest: Mapping[TP, int]) -> None:
+def check_not_behind(
+    start: Mapping[TP, int], latest: Mapping[TP, int], fail_on_data_loss: bool = True
+) -> None:
     """A stream whose partition now ends before where its checkpoint left it (the topic
     deleted and made again, its messages deleted) would skip what the partition holds up to
-    there: a :class:`ConnectorError` naming it, as Spark's Kafka source fails on data loss."""
+    there: a :class:`ConnectorError` naming it, as Spark's Kafka source fails on data loss;
+    without ``fail_on_data_loss``, a warning, and the stream goes on from that end, as
+    Spark's does."""
     for (topic, partition), end in sorted(latest.items()):
         left = start.get((topic, partition))
-        if left is not None and end < left:
+        if left is not None and end < left and not fail_on_data_loss:
+            data_lost(f"{topic}/{partition}", f"ends at offset {end}, before {left}")
+        elif left is not None and end < left:
             raise ConnectorError(
                 f"{CONNECTOR}: {topic}/{partition} ends at offset {end}, before {left} where "
                 "this query's checkpoint left it (the topic was deleted and made again, or "
                 "the broker lost messages): reading on would skip its messages; start the "
                 "query on a new checkpoint (startingOffsets) to read it anew"
             )
+
+
+def data_lost(where: str, what: str) -> None:
+    """Say that messages of a partition are skipped (``failOnDataLoss`` false)."""
+    NOTICES.warning(
+        "%s: %s %s: some messages may have been missed (setting failOnDataLoss is false)",
+        CONNECTOR,
+        where,
+        what,
+    )
 
 
 def plan(start: Mapping[TP, int], end: Mapping[TP, int], max_records: int) -> list[KafkaRange]:

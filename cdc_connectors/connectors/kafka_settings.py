@@ -44,6 +44,7 @@ SOURCE = (
     "maxRecordsPerPartition",
     "maxOffsetsPerTrigger",
     "pollTimeoutMs",
+    "failOnDataLoss",
 )
 DESTINATION = ("servers", "topic", "format", "registry", "deliveryTimeoutMs")
 #: An option Spark itself passes to streaming writers along with ours; not ours to check.
@@ -89,6 +90,9 @@ class SourceSettings:
     kafka: dict[str, str] = field(default_factory=dict)
     #: typed reads: the collection read (``opencdc.collection``); None: the only one found
     collection: str | None = None
+    #: Spark's ``failOnDataLoss``: whether messages no longer there (deleted, their topic
+    #: made again) fail the read, or are skipped with a warning
+    fail_on_data_loss: bool = True
 
     @property
     def raw(self) -> bool:
@@ -351,6 +355,9 @@ def source_settings(options: Mapping[str, str]) -> SourceSettings:
         raise SettingError(str(exc)) from None
     try:
         typed = parse_bool(ours.get("typed", "false"), f"{CONNECTOR} setting 'typed'")
+        fail_on_data_loss = parse_bool(
+            ours.get("failOnDataLoss", "true"), f"{CONNECTOR} setting 'failOnDataLoss'"
+        )
     except ValueError as exc:
         raise SettingError(str(exc)) from None
     starting = ours.get("startingOffsets")
@@ -391,6 +398,7 @@ def source_settings(options: Mapping[str, str]) -> SourceSettings:
         poll_timeout_ms=_required_positive(ours, "pollTimeoutMs", DEFAULT_POLL_TIMEOUT_MS),
         kafka=kafka,
         collection=collection,
+        fail_on_data_loss=fail_on_data_loss,
     )
 
 

@@ -522,6 +522,71 @@ def test_a_topic_made_again_behind_the_checkpoint_fails_the_stream_naming_it(
     assert sorted(r.value for r in rows) == sorted(f"old{i}" for i in range(12))
 
 
+def test_without_fail_on_data_loss_a_topic_made_again_is_read_on_from_its_end(
+    spark: Any, kafka_broker: KafkaBroker, tmp_path: Path
+) -> None:
+    """As Spark's Kafka source with ``failOnDataLoss`` false: the partition's range is
+    empty (its end is before the checkpoint's offset; what the new topic held by then is
+    missed, said in a warning), and the stream goes on from that end."""
+    topic = new_topic(kafka_broker, 1)
+    produce(kafka_broker, topic, [(0, None, b"old%d" % i) for i in range(12)])
+    _stream(spark, kafka_broker, topic, tmp_path, "out")
+    for future in kafka_broker.admin().delete_topics([topic]).values():
+        future.result(timeout=30)
+    kafka_broker.create_topic(topic, 1)
+    produce(kafka_broker, topic, [(0, None, b"new%d" % i) for i in range(3)])
+
+    def again() -> None:
+        query = (
+            spark.readStream.format("cdc-kafka")
+            .option("servers", kafka_broker.bootstrap)
+            .option("topics", topic)
+            .option("failOnDataLoss", "false")
+            .load()
+            .selectExpr("topic", "partition", "offset", "cast(value as string) as value")
+            .writeStream.format("parquet")
+            .option("path", str(tmp_path / "out"))
+            .option("checkpointLocation", str(tmp_path / "out-checkpoint"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination(120)
+        assert query.exception() is None
+
+    again()
+    produce(kafka_broker, topic, [(0, None, b"new%d" % i) for i in range(3, 5)])
+    again()
+    rows = spark.read.parquet(str(tmp_path / "out")).collect()
+    expected = [f"old{i}" for i in range(12)] + ["new3", "new4"]
+    assert sorted(r.value for r in rows) == sorted(expected)
+
+
+def test_data_loss_is_said_and_skipped_when_the_setting_allows_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from cdc_connectors.connectors.kafka_offsets import check_not_behind, check_range
+
+    with caplog.at_level("WARNING", logger="cdc_connectors.kafka"):
+        check_not_behind({("t", 1): 12}, {("t", 1): 3}, fail_on_data_loss=False)
+        start = {("t", 0): 2}
+        check_range(start, {("t", 0): 9}, {("t", 0): 5}, fail_on_data_loss=False)
+    assert start == {("t", 0): 5}
+    said = [r.getMessage() for r in caplog.records]
+    assert said == [
+        "cdc-kafka: t/1 ends at offset 3, before 12: some messages may have been missed "
+        "(setting failOnDataLoss is false)",
+        "cdc-kafka: t/0 starts at 2, but its earliest offset is 5: some messages may have "
+        "been missed (setting failOnDataLoss is false)",
+    ]
+    with pytest.raises(SettingError, match="earliest offset is 5"):
+        check_range({("t", 0): 2}, {("t", 0): 9}, {("t", 0): 5})
+    assert source_settings({"servers": "h:1", "topics": "t"}).fail_on_data_loss
+    off = source_settings({"servers": "h:1", "topics": "t", "failondataloss": "False"})
+    assert not off.fail_on_data_loss
+    with pytest.raises(SettingError, match="failOnDataLoss"):
+        source_settings({"servers": "h:1", "topics": "t", "failOnDataLoss": "sometimes"})
+
+
 def test_a_stream_behind_its_checkpoint_is_refused_naming_the_partition() -> None:
     from cdc_connectors.connectors.kafka_offsets import check_not_behind
 
