@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 from cdc_connectors.table.keys import among, holding
 from cdc_connectors.table.layout import (
     AT,
+    CLOSED_BY,
     DELETES_BEFORE,
     INHERITED,
     IS_CURRENT,
@@ -43,6 +44,7 @@ from cdc_connectors.table.plan import notes_mark, past_held, tombstone_schema
 __all__ = ["Rebuilt", "after_a_delete", "late_keys", "latest", "rebuild"]
 
 _PLACE = "__cdc_place"
+_BY_STREAM, _BY_OFFSET = "__cdc_by_stream", "__cdc_by_offset"
 
 
 @dataclass(frozen=True)
@@ -136,10 +138,15 @@ def _graves_closing_nothing(graves: pa.Table, keys: list[str], versions: pa.Tabl
     last = latest(versions, keys) if versions.num_rows else None
     if last is None or not last.num_rows:
         return graves.select(keys)
+    noting = CLOSED_BY in last.column_names
     ends = last.select([*keys, VALID_TO]).cast(
         pa.schema([graves.schema.field(k) for k in keys] + [last.schema.field(VALID_TO)])
     )
-    placed = graves.select([*keys, AT]).append_column(
+    if noting:  # the order of the delete that closed it, where the table notes it
+        by = last.column(CLOSED_BY).combine_chunks()
+        ends = ends.append_column(_BY_STREAM, by.field("stream").cast(pa.string()))
+        ends = ends.append_column(_BY_OFFSET, by.field("offset").cast(pa.int64()))
+    placed = graves.select([*keys, AT, STREAM, OFFSET]).append_column(
         _PLACE, pa.array(np.arange(graves.num_rows), pa.int64())
     )
     matched = placed.join(ends, keys, join_type="left outer", use_threads=False)
@@ -147,6 +154,13 @@ def _graves_closing_nothing(graves: pa.Table, keys: list[str], versions: pa.Tabl
     closed = np.asarray(
         pc.fill_null(pc.equal(matched.column(VALID_TO), matched.column(AT)), False), dtype=bool
     )
+    if noting:  # told by its order, not its time: another delete may share that time
+        known = np.asarray(matched.column(_BY_STREAM).is_valid(), dtype=bool)
+        same = pc.and_(
+            pc.equal(matched.column(_BY_STREAM), matched.column(STREAM).cast(pa.string())),
+            pc.equal(matched.column(_BY_OFFSET), matched.column(OFFSET).cast(pa.int64())),
+        )
+        closed = np.where(known, np.asarray(pc.fill_null(same, False), dtype=bool), closed)
     closed_by_grave = np.zeros(graves.num_rows, dtype=bool)
     closed_by_grave[rows] = closed
     return graves.select(keys).filter(pa.array(~closed_by_grave | noted))
@@ -189,8 +203,8 @@ def rebuild(
     graves_out: list[dict[str, Any]] = []
     applied = stale = 0
     for key, key_changes in pending.items():
-        events = _events(sorted(grouped.get(key, []), key=_order))
         grave = graves.get(key)
+        events = _events(sorted(grouped.get(key, []), key=_order), grave is not None)
         if grave is not None:  # the last delete: it closes what came before it
             for note in sorted(grave.get(DELETES_BEFORE) or [], key=_noted_time):
                 if note["stream"] is None:  # (and those before it, unseen: after every
@@ -234,9 +248,11 @@ def _order(row: dict[str, Any]) -> tuple[str, int]:
     return row[STREAM], row[OFFSET]
 
 
-def _events(versions: list[dict[str, Any]]) -> list[tuple[str, Any]]:
-    """A key's versions, oldest first, and the deletes that closed them (``gone``, known by
-    their time alone)."""
+def _events(versions: list[dict[str, Any]], tombstoned: bool = True) -> list[tuple[str, Any]]:
+    """A key's versions, oldest first, and the deletes that closed them: each as the change
+    it was where the version notes it (``_cdc_closed_by``), else ``gone``, known by its
+    time alone. The last one is known by its time too where the key has no tombstone (a
+    write killed before its tombstones: its delete, replayed, writes it)."""
     events: list[tuple[str, Any]] = []
     for index, version in enumerate(versions):
         for note in sorted(version.get(DELETES_BEFORE) or [], key=_noted_time):
@@ -248,7 +264,11 @@ def _events(versions: list[dict[str, Any]]) -> list[tuple[str, Any]]:
         following = versions[index + 1] if index + 1 < len(versions) else None
         closed = version[VALID_TO]
         if closed is not None and (following is None or following[VALID_FROM] != closed):
-            events.append(("gone", closed))
+            by = version.get(CLOSED_BY) or {}
+            if by.get("stream") is not None and (following is not None or tombstoned):
+                events.append(("change", _noted_delete({**by, "at": closed})))  # its delete
+            else:  # (a table from before _cdc_closed_by: the delete's time alone)
+                events.append(("gone", closed))
     return events
 
 
@@ -325,6 +345,8 @@ def _replay(
             at = item if kind == "gone" else item[AT]
             if current is not None:
                 current[VALID_TO], current[IS_CURRENT] = at, False
+                if kind == "change":
+                    current[CLOSED_BY] = {"stream": item[STREAM], "offset": item[OFFSET]}
                 current, closed_at = None, (at if kind == "gone" else None)
             elif not (at == closed_at and kind == "change" and _order(item) == grave):
                 # (the key's tombstone put back at the time its gap closed the version is
@@ -349,6 +371,7 @@ def _replay(
             current[VALID_TO] = start
             current[IS_CURRENT] = False
         version[VALID_FROM], version[VALID_TO], version[IS_CURRENT] = start, None, True
+        version[CLOSED_BY] = None  # (until a delete closes it)
         version[DELETES_BEFORE], unseen = unseen or None, []
         out.append(version)
         current = version

@@ -25,7 +25,9 @@ version of a row stays, with ``_cdc_valid_from``, ``_cdc_valid_to`` (null while 
 and ``_cdc_is_current``; a version notes in ``_cdc_deleted_before`` the deletes of its key
 since the version before it that closed nothing (the key was gone already, or had no
 version yet), so that a change older than them that arrives late is closed by them (the
-column is added with the first such delete).
+column is added with the first such delete); a version a delete closed notes that delete's
+order in ``_cdc_closed_by``, so that another delete of the same time that arrives later is
+told from it (tables made before the column tell deletes by their time alone).
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ import pyarrow as pa
 __all__ = [
     "AT",
     "CHANGE_COLUMNS",
+    "CLOSED_BY",
+    "CLOSED_BY_TYPE",
     "DELETED",
     "DELETED_AT",
     "DELETES_BEFORE",
@@ -83,6 +87,9 @@ DELETES_BEFORE_TYPE = pa.list_(
         ]
     )
 )
+CLOSED_BY = "_cdc_closed_by"
+#: The order of the delete that closed a version (null: open, or closed by the next one).
+CLOSED_BY_TYPE = pa.struct([pa.field("stream", pa.string()), pa.field("offset", pa.int64())])
 #: The order of a change, compared as a pair.
 ORDER = (STREAM, OFFSET)
 #: The columns of a change that are not the row's.

@@ -37,6 +37,8 @@ import pyarrow.compute as pc
 
 from cdc_connectors.table.layout import (
     AT,
+    CLOSED_BY,
+    CLOSED_BY_TYPE,
     DELETED,
     DELETED_AT,
     DELETES_BEFORE,
@@ -91,6 +93,7 @@ def bookkeeping_fields(mode: Mode, deletes: Deletes) -> list[pa.Field]:
             pa.field(VALID_FROM, TIME),
             pa.field(VALID_TO, TIME),
             pa.field(IS_CURRENT, pa.bool_()),
+            pa.field(CLOSED_BY, CLOSED_BY_TYPE),
         ]
     elif deletes == "soft":
         fields += [pa.field(DELETED, pa.bool_()), pa.field(DELETED_AT, TIME)]
@@ -474,7 +477,7 @@ class _State:
         grave = _take(self.tombstones.select([STREAM, OFFSET]), at_tomb[newer])
         written = self._written(changes, row, at_row >= 0, deleting, grave)
         if self.mode == "history" and (at_row >= 0).any():
-            self.closed.append(self._closed(row, at_row >= 0, changes.column(AT)))
+            self.closed.append(self._closed(row, at_row >= 0, changes, deleting))
         self.touched.append(changes.select(self.keys))
         self.rows = pa.concat_tables(
             [self.rows.filter(pa.array(~np.isin(np.arange(self.rows.num_rows), at_row))), written]
@@ -622,15 +625,33 @@ class _State:
             written = pc.if_else(pa.array(kept), row.column(INHERITED).cast(kind), written)
         return written
 
-    def _closed(self, row: pa.Table, had: np.ndarray, at: pa.ChunkedArray) -> pa.Table:
-        """History: the current rows the changes close, valid until the change."""
-        closed = row.filter(pa.array(had))
-        at = at.filter(pa.array(had))
+    def _closed(
+        self, row: pa.Table, had: np.ndarray, changes: pa.Table, deleting: np.ndarray
+    ) -> pa.Table:
+        """History: the current rows the changes close, valid until the change (and, where
+        the table notes it, closed by the order of the delete that closed them)."""
+        kept = pa.array(had)
+        closed = row.filter(kept)
+        at = changes.column(AT).filter(kept)
         closed = closed.set_column(closed.schema.get_field_index(VALID_TO), VALID_TO, at)
-        return closed.set_column(
+        closed = closed.set_column(
             closed.schema.get_field_index(IS_CURRENT),
             IS_CURRENT,
             pa.array(np.zeros(closed.num_rows, dtype=bool)),
+        )
+        if CLOSED_BY not in closed.column_names:
+            return closed
+        by = pa.StructArray.from_arrays(
+            [
+                changes.column(STREAM).combine_chunks().cast(pa.string()),
+                changes.column(OFFSET).combine_chunks().cast(pa.int64()),
+            ],
+            fields=list(CLOSED_BY_TYPE),
+            mask=pa.array(~deleting),
+        ).filter(kept)
+        index = closed.schema.get_field_index(CLOSED_BY)
+        return closed.set_column(
+            index, closed.schema.field(index), by.cast(closed.schema.field(index).type)
         )
 
     def plan(self) -> Plan:

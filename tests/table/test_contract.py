@@ -1050,3 +1050,31 @@ def test_iceberg_files_older_than_a_nested_field_are_still_read_a_batch_at_a_tim
         {"id": 0, "s": {"a": "w", "b": 9}},
         {"id": 1, "s": {"a": "y", "b": None}},
     ]
+
+
+def test_history_deletes_at_one_time_are_told_apart_by_their_order(make_store: Store) -> None:
+    """a @0, then d20 b30 d40 of one transaction @5, then c @9: b was valid for no time.
+    Applied as a, d20, d40, c, b (the order the time alone got wrong: d40 was taken for
+    the delete that closed a, and lost), each of them a batch."""
+
+    def timed(*changes: tuple[Any, ...]) -> pa.Table:
+        table = batch([c[:3] for c in changes])
+        times = pa.array([EPOCH + dt.timedelta(seconds=c[3]) for c in changes], TIME)
+        return table.set_column(table.schema.get_field_index(AT), AT, times)
+
+    a = ("create", 10, {"id": 1, "status": "a"}, 0)
+    d20, d40 = ("delete", 20, {"id": 1}, 5), ("delete", 40, {"id": 1}, 5)
+    b = ("create", 30, {"id": 1, "status": "b"}, 5)
+    c = ("create", 50, {"id": 1, "status": "c"}, 9)
+    for change in (a, d20, d40, c, b):
+        apply_changes(make_store(), timed(change), HISTORY)
+    expected = [(1, "a", 0, 5, False), (1, "b", 5, 5, False), (1, "c", 9, None, True)]
+    assert _versions_of(make_store()) == expected
+    closed = {
+        r["status"]: r["_cdc_closed_by"] for r in rows(make_store(), "status", "_cdc_closed_by")
+    }
+    assert closed == {
+        "a": {"stream": "orders/0", "offset": 20},
+        "b": {"stream": "orders/0", "offset": 40},
+        "c": None,
+    }

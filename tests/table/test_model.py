@@ -4,6 +4,7 @@ source's final state: a property test against a dictionary model of the database
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import tempfile
 from decimal import Decimal
 from itertools import pairwise
@@ -11,15 +12,17 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cdc_connectors.table import folding
 from cdc_connectors.table.apply import apply_changes
+from cdc_connectors.table.layout import AT, OFFSET, TIME
 from cdc_connectors.table.store import TableSettings, Txn
 from tests.hypothesis_profiles import examples
-from tests.table.changes import batch
+from tests.table.changes import EPOCH, batch
 from tests.table.conftest import FORMATS, open_store, rows
 
 Change = tuple[Any, ...]
@@ -69,13 +72,14 @@ def model(changes: list[Change], deletes: str) -> dict[int, dict[str, Any]]:
     return table
 
 
-def history_model(changes: list[Change]) -> list[tuple[Any, ...]]:
+def history_model(changes: list[Change], shared: bool = False) -> list[tuple[Any, ...]]:
     """Every version the source's rows had: (id, status, amount, from, to, current), each
-    valid from its change until the key's next change (the offsets are the times)."""
+    valid from its change until the key's next change (the offsets are the times, or with
+    ``shared`` each three offsets one time: :func:`_time`)."""
     versions: list[dict[str, Any]] = []
     open_now: dict[int, dict[str, Any]] = {}
     for change in changes:
-        op, offset, row = change[0], change[1], change[2]
+        op, offset, row = change[0], _time(change[1], shared), change[2]
         before = open_now.pop(row["id"], None)
         if before is not None:
             before["to"], before["current"] = offset, False
@@ -91,6 +95,22 @@ def history_model(changes: list[Change]) -> list[tuple[Any, ...]]:
         ((v["id"], v["status"], v["amount"], v["from"], v["to"], v["current"]) for v in versions),
         key=_by_key_and_time,
     )
+
+
+def _time(offset: int, shared: bool) -> int:
+    """When the change at ``offset`` happened, in seconds after EPOCH: its offset, or with
+    ``shared`` the same time for each three offsets (changes of one transaction)."""
+    return offset // 3 if shared else offset
+
+
+def _timed(changes: pa.Table, shared: bool) -> pa.Table:
+    """``changes`` at the times of :func:`_time`."""
+    if not shared:
+        return changes
+    times = [
+        EPOCH + dt.timedelta(seconds=_time(o, True)) for o in changes.column(OFFSET).to_pylist()
+    ]
+    return changes.set_column(changes.schema.get_field_index(AT), AT, pa.array(times, TIME))
 
 
 def cut(changes: list[Change], cuts: list[int]) -> list[list[Change]]:
@@ -129,6 +149,7 @@ def run(
     data: st.DataObject,
     late: bool,
     shuffled: bool = False,
+    shared: bool = False,
 ) -> None:
     """``shuffled``: the batches arrive once each in any order (files named newest first,
     partitions read unevenly), none of them as part of a stream."""
@@ -163,11 +184,11 @@ def run(
                 store.replace = dies
             txn = Txn("stream", number) if streamed else None
             with contextlib.suppress(Killed):
-                apply_changes(store, batch(batches[number]), wanted, txn)
+                apply_changes(store, _timed(batch(batches[number]), shared), wanted, txn)
         found_rows = rows(open_store(fmt, Path(tmp)))
         found = {r["id"]: r for r in found_rows}
     if mode == "history":
-        assert _seconds(found_rows) == history_model(history)
+        assert _seconds(found_rows) == history_model(history, shared)
         return
     expected = model(history, deletes)
     assert sorted(found) == sorted(expected)
@@ -216,21 +237,32 @@ def _seconds(found: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
 
 
 def _by_key_and_time(version: tuple[Any, ...]) -> tuple[Any, ...]:
-    return version[0], version[3]
+    """Versions by key and time; those of one time (changes of one transaction) by when
+    they end, then by their values: the same order on both sides."""
+    ends = version[4]
+    return version[0], version[3], ends is None, ends or 0, repr(version)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("shuffled", [False, True], ids=["replayed", "any-order"])
+@pytest.mark.parametrize("shared", [False, True], ids=["own-times", "shared-times"])
 @settings(max_examples=examples(15), deadline=None)
 @given(
     history=histories(partial=False), cuts=st.lists(st.integers(0, 30), max_size=5), data=st.data()
 )
 def test_history_after_out_of_order_batches_replays_and_kills_is_every_version(
-    fmt: str, shuffled: bool, history: list[Change], cuts: list[int], data: st.DataObject
+    fmt: str,
+    shuffled: bool,
+    shared: bool,
+    history: list[Change],
+    cuts: list[int],
+    data: st.DataObject,
 ) -> None:
     """``any-order``: a batch that deletes a key (closing nothing then) and brings it back,
-    applied before the older batches, still closes the version an older batch gives."""
-    run(fmt, "history", history, cuts, data, late=True, shuffled=shuffled)
+    applied before the older batches, still closes the version an older batch gives.
+    ``shared-times``: changes of one transaction share a time; a delete is told from
+    another of that time by its order (``_cdc_closed_by``), not its time."""
+    run(fmt, "history", history, cuts, data, late=True, shuffled=shuffled, shared=shared)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
