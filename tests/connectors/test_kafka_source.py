@@ -488,13 +488,9 @@ def test_spark_names_that_clash_or_have_no_counterpart_say_so(
         source_settings(options)
 
 
-def test_a_topic_made_again_behind_the_checkpoint_fails_the_stream_naming_it(
-    spark: Any, kafka_broker: KafkaBroker, tmp_path: Path
-) -> None:
-    """The topic deleted and made again with fewer messages than the stream had read: the
-    next batch would skip what the new topic holds up to the old offset. The stream fails
-    naming the partition and both offsets, reading nothing (as Spark's Kafka source fails
-    on data loss)."""
+def _made_again(spark: Any, kafka_broker: KafkaBroker, tmp_path: Path) -> str:
+    """A topic of 12 messages a stream read into ``tmp_path / "out"``, then deleted and
+    made again with 3."""
     topic = new_topic(kafka_broker, 1)
     produce(kafka_broker, topic, [(0, None, b"old%d" % i) for i in range(12)])
     _stream(spark, kafka_broker, topic, tmp_path, "out")
@@ -502,10 +498,18 @@ def test_a_topic_made_again_behind_the_checkpoint_fails_the_stream_naming_it(
         future.result(timeout=30)
     kafka_broker.create_topic(topic, 1)
     produce(kafka_broker, topic, [(0, None, b"new%d" % i) for i in range(3)])
-    query = (
-        spark.readStream.format("cdc-kafka")
-        .option("servers", kafka_broker.bootstrap)
-        .option("topics", topic)
+    return topic
+
+
+def _read_on(
+    spark: Any, kafka_broker: KafkaBroker, topic: str, tmp_path: Path, **options: str
+) -> Any:
+    """That stream's query started again on its checkpoint, available now."""
+    reader = spark.readStream.format("cdc-kafka").option("servers", kafka_broker.bootstrap)
+    for name, value in options.items():
+        reader = reader.option(name, value)
+    return (
+        reader.option("topics", topic)
         .load()
         .selectExpr("topic", "partition", "offset", "cast(value as string) as value")
         .writeStream.format("parquet")
@@ -514,6 +518,17 @@ def test_a_topic_made_again_behind_the_checkpoint_fails_the_stream_naming_it(
         .trigger(availableNow=True)
         .start()
     )
+
+
+def test_a_topic_made_again_behind_the_checkpoint_fails_the_stream_naming_it(
+    spark: Any, kafka_broker: KafkaBroker, tmp_path: Path
+) -> None:
+    """The topic deleted and made again with fewer messages than the stream had read: the
+    next batch would skip what the new topic holds up to the old offset. The stream fails
+    naming the partition and both offsets, reading nothing (as Spark's Kafka source fails
+    on data loss)."""
+    topic = _made_again(spark, kafka_broker, tmp_path)
+    query = _read_on(spark, kafka_broker, topic, tmp_path)
     said = f"{topic}/0 ends at offset 3, before 12 where this query's checkpoint left it"
     with pytest.raises(Exception, match=said):
         query.awaitTermination(120)
@@ -528,28 +543,10 @@ def test_without_fail_on_data_loss_a_topic_made_again_is_read_on_from_its_end(
     """As Spark's Kafka source with ``failOnDataLoss`` false: the partition's range is
     empty (its end is before the checkpoint's offset; what the new topic held by then is
     missed, said in a warning), and the stream goes on from that end."""
-    topic = new_topic(kafka_broker, 1)
-    produce(kafka_broker, topic, [(0, None, b"old%d" % i) for i in range(12)])
-    _stream(spark, kafka_broker, topic, tmp_path, "out")
-    for future in kafka_broker.admin().delete_topics([topic]).values():
-        future.result(timeout=30)
-    kafka_broker.create_topic(topic, 1)
-    produce(kafka_broker, topic, [(0, None, b"new%d" % i) for i in range(3)])
+    topic = _made_again(spark, kafka_broker, tmp_path)
 
     def again() -> None:
-        query = (
-            spark.readStream.format("cdc-kafka")
-            .option("servers", kafka_broker.bootstrap)
-            .option("topics", topic)
-            .option("failOnDataLoss", "false")
-            .load()
-            .selectExpr("topic", "partition", "offset", "cast(value as string) as value")
-            .writeStream.format("parquet")
-            .option("path", str(tmp_path / "out"))
-            .option("checkpointLocation", str(tmp_path / "out-checkpoint"))
-            .trigger(availableNow=True)
-            .start()
-        )
+        query = _read_on(spark, kafka_broker, topic, tmp_path, failOnDataLoss="false")
         query.awaitTermination(120)
         assert query.exception() is None
 
