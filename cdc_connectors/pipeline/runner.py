@@ -264,6 +264,7 @@ class _Job:
     refused: str | None = None  # a connector's setting error, with its place
     gated: bool = False
     in_batch: bool = False
+    batch_failed: bool = False  # a batch began and failed (not its planning, nor a read)
     last_batch: int | None = None
     stopping: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -293,6 +294,9 @@ class _Job:
         try:
             self._process(rows, batch_id)
             self.last_batch = batch_id
+        except BaseException:
+            self.batch_failed = True
+            raise
         finally:
             with self.lock:
                 self.in_batch = False
@@ -649,9 +653,14 @@ class _Job:
 
     def _failed_batch(self) -> str:
         """What a summary adds for a batch that failed: it is not counted, and a topic keeps
-        what the batch's tasks had delivered."""
+        what the batch's tasks had delivered. A pipeline that failed before a batch began
+        (its source not there, say) wrote nothing, and the summary says so."""
         if self.failed is None:
             return ""
+        if not self.batch_failed:  # planning a batch (or reading the source) failed
+            if not self.batches:
+                return "; it failed before its first batch: nothing was written"
+            return "; it failed between batches: nothing of the next was written"
         if self.pipeline.destination.plugin.spark_name == _KAFKA:
             return (
                 "; the failed batch is not counted: its tasks may have delivered part of it "

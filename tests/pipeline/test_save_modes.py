@@ -141,3 +141,35 @@ def test_a_failed_dead_letter_output_publishes_none_of_what_the_tasks_wrote(
         assert status == 1, lines
         assert sorted(places(out)) == sorted(source.written)
         assert sorted(places(tmp_path / "dead")) == sorted(source.dead)
+
+
+@pytest.mark.parametrize("mode", ["batch", "streaming"])
+def test_a_source_that_is_not_there_fails_before_a_batch_and_says_nothing_was_written(
+    spark, tmp_path, monkeypatch, mode
+):  # type: ignore[no-untyped-def]
+    """A Kafka source on a port nothing listens on fails while the batch is planned: the
+    summary says nothing was written, not that tasks may have delivered part of a batch."""
+    from cdc_connectors.connectors import kafka_offsets
+
+    monkeypatch.setattr(kafka_offsets, "REQUEST_TIMEOUT", 1.0)
+    out = tmp_path / "out"
+    pipeline = files_pipeline("p", tmp_path / "in", out, tmp_path / "dead", mode=mode)
+    pipeline["connectors"][0] = {
+        "id": "in",
+        "type": "source",
+        "plugin": "kafka",
+        "settings": {"servers": "127.0.0.1:1", "topics": "t", "format": "debezium-json"},
+    }
+    pipeline["connectors"][1]["plugin"] = "kafka"
+    pipeline["connectors"][1]["settings"] = {"servers": "127.0.0.1:1", "topic": "o"}
+    document = {"version": "2.2", "pipelines": [pipeline]}
+    document["spark"] = {"checkpoint": str(tmp_path / "checkpoints")}
+    lines: list[str] = []
+    config = parse(yaml.safe_dump(document, sort_keys=False), "p.yaml")
+    status = run(config, spark, available_now=True, say=lines.append)
+    assert status == 1
+    assert lines[-1].startswith("Error: pipeline p failed: cdc-kafka: cannot list topics on "), lines
+    summary = lines[-2]
+    assert summary.startswith("p: 0 batches, 0 records in, 0 out"), lines
+    assert summary.endswith("; it failed before its first batch: nothing was written"), lines
+    assert not any("may have delivered" in line for line in lines), lines
