@@ -22,6 +22,8 @@ from cdc_connectors.table.history import after_a_delete, late_keys, rebuild
 from cdc_connectors.table.keys import among
 from cdc_connectors.table.layout import (
     CHANGE_COLUMNS,
+    CLOSED_BY,
+    CLOSED_BY_TYPE,
     DELETES_BEFORE,
     DELETES_BEFORE_TYPE,
     INHERITED,
@@ -83,6 +85,10 @@ def apply_changes(
     if INHERITED not in schema.names and _any_unset(changes, schema):
         # (kept from the first partial change on: a table of full images never pays for it)
         change = Evolution([*change.added, pa.field(INHERITED, INHERITED_TYPE)], change.widened)
+    if settings.mode == "history" and CLOSED_BY not in schema.names:
+        # a history table made before deletes noted their order: noted from now on (its
+        # versions closed before keep none, and are told by their time alone, as before)
+        change = Evolution([*change.added, pa.field(CLOSED_BY, CLOSED_BY_TYPE)], change.widened)
     if change:
         store.evolve(change)
         schema = store.schema()

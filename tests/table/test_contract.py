@@ -1078,3 +1078,38 @@ def test_history_deletes_at_one_time_are_told_apart_by_their_order(make_store: S
         "b": {"stream": "orders/0", "offset": 40},
         "c": None,
     }
+
+
+def test_history_a_table_made_before_deletes_noted_their_order_gains_the_note(
+    make_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A history table made without ``_cdc_closed_by`` gains it with its next batch: the
+    versions closed before keep none (told by their time, as before), later deletes note
+    their order, and an old delete delivered again changes nothing."""
+    import cdc_connectors.table.apply as applying
+    from cdc_connectors.table.plan import bookkeeping_fields
+
+    def without_note(*args: Any) -> list[pa.Field]:
+        return [f for f in bookkeeping_fields(*args) if f.name != "_cdc_closed_by"]
+
+    def timed(*changes: tuple[Any, ...]) -> pa.Table:
+        table = batch([c[:3] for c in changes])
+        times = pa.array([EPOCH + dt.timedelta(seconds=c[3]) for c in changes], TIME)
+        return table.set_column(table.schema.get_field_index(AT), AT, times)
+
+    a, d20 = ("create", 10, {"id": 1, "status": "a"}, 0), ("delete", 20, {"id": 1}, 5)
+    b, d40 = ("create", 30, {"id": 1, "status": "b"}, 6), ("delete", 40, {"id": 1}, 7)
+    c = ("create", 50, {"id": 1, "status": "c"}, 9)
+    with monkeypatch.context() as old:
+        old.setattr(applying, "bookkeeping_fields", without_note)
+        old.setattr(applying, "CLOSED_BY", "_cdc_stream")  # (not added: the earlier release)
+        apply_changes(make_store(), timed(a, d20), HISTORY)
+    assert "_cdc_closed_by" not in read_all(make_store()).schema.names
+    for changes in ([b], [d40], [d20], [c], [d40]):
+        apply_changes(make_store(), timed(*changes), HISTORY)
+    expected = [(1, "a", 0, 5, False), (1, "b", 6, 7, False), (1, "c", 9, None, True)]
+    assert _versions_of(make_store()) == expected
+    closed = {
+        r["status"]: r["_cdc_closed_by"] for r in rows(make_store(), "status", "_cdc_closed_by")
+    }
+    assert closed == {"a": None, "b": {"stream": "orders/0", "offset": 40}, "c": None}
