@@ -218,7 +218,19 @@ def _entry(
 ) -> wire.Pieces:
     """A ``Struct.fields`` map entry: the key, then the Value (``header`` and ``value``)."""
     count = len(present)
-    value_sizes = header[1] + value.sizes
+    matrix, sizes = header
+    value_sizes = sizes + value.sizes
+    if len(key) + 2 + int(value_sizes.max(initial=0)) < 128:
+        # Entries of fewer than 128 bytes (a number, a date, a short text): both sizes are
+        # one byte, and what leads the value's body one segment.
+        width = len(key) + 1
+        entry = np.empty((count, width + 3 + matrix.shape[1]), dtype=np.uint8)
+        entry[:, 0] = 0x0A
+        entry[:, 1] = value_sizes + width + 1
+        entry[:, 2 : 2 + width] = np.frombuffer(key + b"\x12", dtype=np.uint8)
+        entry[:, 2 + width] = value_sizes
+        entry[:, 3 + width :] = matrix
+        return wire.segments([(entry, sizes + (width + 3))], present) + value
     entry_sizes = len(key) + 1 + wire.varint_size(value_sizes) + value_sizes
     leading = wire.segments(
         [
