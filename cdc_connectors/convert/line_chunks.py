@@ -13,6 +13,7 @@ asked for (:meth:`LineChunk.__getitem__`): the ones the columns leave to the per
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -38,6 +39,8 @@ MAX_LINE = 2**31 - 1
 #: bytes a line).
 PIECE = 1 << 20
 _NEWLINE, _RETURN = 0x0A, 0x0D
+_INLINE = 12  # bytes an Arrow binary view holds itself
+_INLINE_REACH = np.arange(_INLINE)
 # Lines at least this long on average are found one by one, not byte by byte.
 _LONG_LINE = 512
 # What bytes.strip() removes: a line of nothing else is blank.
@@ -169,9 +172,9 @@ def line_chunks(
                 yield from _too_long(joined, first, source)
                 first += 1
             else:
-                values, numbers, count = _lines(joined, 0, len(joined), first)
+                piece, count = _lines(joined, 0, len(joined), first)
                 first += count
-                yield from pending.add(values, numbers)
+                yield from pending.add(piece)
         end = data.rfind(b"\n", start)
         if end < 0:
             held.append(data[start:])
@@ -179,9 +182,9 @@ def line_chunks(
         at = start
         while at <= end:  # read where they are, a piece the chunk's room of lines at most
             stop, ends = _piece(data, at, end + 1, pending.room())
-            values, numbers, count = _lines(data, at, stop, first, ends)
+            piece, count = _lines(data, at, stop, first, ends)
             first += count
-            yield from pending.add(values, numbers)
+            yield from pending.add(piece)
             at = stop
         if end + 1 < len(data):
             held.append(data[end + 1 :])
@@ -190,8 +193,8 @@ def line_chunks(
         yield from pending.flush()
         yield from _too_long(rest, first, source)
     elif rest:
-        values, numbers, _ = _lines(rest + b"\n", 0, len(rest) + 1, first)
-        yield from pending.add(values, numbers)
+        piece, _ = _lines(rest + b"\n", 0, len(rest) + 1, first)
+        yield from pending.add(piece)
     yield from pending.flush()
 
 
@@ -210,9 +213,30 @@ def _too_long(line: bytes, number: int, source: str) -> Iterator[LineChunk]:
     )
 
 
+@dataclass
+class _Lines:
+    """Lines found in a block, not copied yet: each content is ``buffer[starts:stops]``."""
+
+    buffer: pa.Buffer
+    starts: np.ndarray
+    stops: np.ndarray
+    numbers: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.numbers)
+
+    def part(self, begin: int, end: int) -> _Lines:
+        return _Lines(
+            self.buffer,
+            self.starts[begin:end],
+            self.stops[begin:end],
+            self.numbers[begin:end],
+        )
+
+
 def _lines(
     region: bytes, begin: int, end: int, first: int, ends: np.ndarray | None = None
-) -> tuple[pa.BinaryArray, np.ndarray, int]:
+) -> tuple[_Lines, int]:
     """The non-blank lines of ``region[begin:end]`` (whole lines, each ending in ``\\n``;
     ``ends``: where each ``\\n`` is from ``begin``, when known), their numbers counting from
     ``first``, and how many lines (blank ones too) it holds."""
@@ -235,27 +259,39 @@ def _lines(
     blank = stops == starts
     for row in np.flatnonzero(~blank & _WHITESPACE[data[starts]]):
         blank[row] = not region[begin + starts[row] : begin + stops[row]].strip()
-    keep = ~blank
-    if (stops == ends).all():  # no \r: each line is its bytes less the \n
-        wide = len(data) >= 2**31
-        offsets = np.append(starts, len(data)).astype(np.int64 if wide else np.int32)
-        whole = _binary(len(ends), offsets, pa.py_buffer(region).slice(begin, len(data)))
-        values = pc.binary_slice(whole, 0, -1)
-    else:  # gather the contents, dropping each line's ending
-        lengths = np.empty(2 * len(ends), dtype=np.int64)
-        lengths[0::2] = stops - starts
-        lengths[1::2] = ends + 1 - stops
-        content = np.repeat(np.tile(np.array([True, False]), len(ends)), lengths)
-        sizes = stops - starts
-        offsets = np.zeros(len(ends) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=offsets[1:])
-        if offsets[-1] < 2**31:
-            offsets = offsets.astype(np.int32)
-        values = _binary(len(ends), offsets, data[content].tobytes())
-    if not keep.all():
-        values = values.filter(pa.array(keep))
-        numbers = numbers[keep]
-    return values, numbers, len(ends)
+    lines = _Lines(pa.py_buffer(region), starts + begin, stops + begin, numbers)
+    if blank.any():
+        keep = ~blank
+        lines = _Lines(lines.buffer, lines.starts[keep], lines.stops[keep], numbers[keep])
+    return lines, len(ends)
+
+
+def _contents(pieces: list[_Lines]) -> pa.BinaryArray:
+    """The contents of the lines of ``pieces``, in order, as one binary array: Arrow's
+    views of them where they lie (a view holds up to 12 bytes itself), copied once."""
+    views = []
+    for index, piece in enumerate(pieces):
+        count = len(piece)
+        sizes = piece.stops - piece.starts
+        data = np.frombuffer(piece.buffer, dtype=np.uint8)
+        view = np.zeros((count, 16), dtype=np.uint8)
+        view[:, 0:4] = sizes.astype("<i4").view(np.uint8).reshape(count, 4)
+        inside = _INLINE_REACH[None, :] < np.minimum(sizes, _INLINE)[:, None]
+        head = data[np.where(inside, piece.starts[:, None] + _INLINE_REACH[None, :], 0)]
+        view[:, 4:16] = np.where(inside, head, 0)
+        long = sizes > _INLINE
+        if long.any():  # a prefix of 4 bytes, the buffer, and where the bytes start
+            view[long, 8:12] = np.array([index], dtype="<i4").view(np.uint8)
+            view[long, 12:16] = piece.starts[long].astype("<i4").view(np.uint8).reshape(-1, 4)
+        views.append(view)
+    count = sum(len(piece) for piece in pieces)
+    joined = views[0] if len(views) == 1 else np.concatenate(views)
+    array = pa.Array.from_buffers(
+        pa.binary_view(),
+        count,
+        [None, pa.py_buffer(joined), *(piece.buffer for piece in pieces)],
+    )
+    return array.cast(pa.binary())
 
 
 def _piece(region: bytes, begin: int, limit: int, lines: int) -> tuple[int, np.ndarray]:
@@ -292,20 +328,12 @@ def _newlines(region: bytes, begin: int, end: int, data: np.ndarray) -> np.ndarr
     return np.array(found, dtype=np.int64)
 
 
-def _binary(count: int, offsets: np.ndarray, data: bytes | pa.Buffer) -> pa.Array:
-    type_ = pa.binary() if offsets.dtype == np.int32 else pa.large_binary()
-    buffer = data if isinstance(data, pa.Buffer) else pa.py_buffer(data)
-    array = pa.Array.from_buffers(type_, count, [None, pa.py_buffer(offsets), buffer])
-    return array.cast(pa.binary()) if type_ != pa.binary() else array
-
-
 class _Pending:
     """Lines read but not yet yielded, cut into chunks."""
 
     def __init__(self, source: str, size: int, max_bytes: int):
         self.source, self.size, self.max_bytes = source, size, max_bytes
-        self.values: list[pa.Array] = []
-        self.numbers: list[np.ndarray] = []
+        self.pieces: list[_Lines] = []
         self.count = 0
         self.bytes = 0
 
@@ -313,12 +341,10 @@ class _Pending:
         """Lines the chunk being made still takes."""
         return self.size - self.count
 
-    def add(self, values: pa.Array, numbers: np.ndarray) -> Iterator[LineChunk]:
-        offsets = np.frombuffer(values.buffers()[1], dtype=np.int32)
-        offsets = offsets[values.offset : values.offset + len(values) + 1]
-        total = np.cumsum(np.diff(offsets.astype(np.int64)))
+    def add(self, lines: _Lines) -> Iterator[LineChunk]:
+        total = np.cumsum(lines.stops - lines.starts)
         at = 0
-        while at < len(values):
+        while at < len(lines):
             # the lines this chunk still takes: up to size lines, and up to max_bytes (at
             # least one line, however long)
             room = self.size - self.count
@@ -326,18 +352,21 @@ class _Pending:
             fits = int(np.searchsorted(total[at:], before + self.max_bytes - self.bytes, "right"))
             taken = max(1 if self.count == 0 else 0, min(room, fits))
             if taken:
-                self.values.append(values.slice(at, taken))
-                self.numbers.append(numbers[at : at + taken])
+                self.pieces.append(lines.part(at, at + taken))
                 self.count += taken
                 self.bytes += int(total[at + taken - 1] - before)
                 at += taken
-            if self.count >= self.size or self.bytes >= self.max_bytes or at < len(values):
+            if self.count >= self.size or self.bytes >= self.max_bytes or at < len(lines):
                 yield from self.flush()
 
     def flush(self) -> Iterator[LineChunk]:
         if not self.count:
             return
-        values = self.values[0] if len(self.values) == 1 else pa.concat_arrays(self.values)
-        numbers = self.numbers[0] if len(self.numbers) == 1 else np.concatenate(self.numbers)
-        self.values, self.numbers, self.count, self.bytes = [], [], 0, 0
-        yield LineChunk(values, numbers, self.source)
+        pieces = self.pieces
+        numbers = (
+            pieces[0].numbers
+            if len(pieces) == 1
+            else np.concatenate([piece.numbers for piece in pieces])
+        )
+        self.pieces, self.count, self.bytes = [], 0, 0
+        yield LineChunk(_contents(pieces), numbers, self.source)

@@ -946,7 +946,7 @@ def _read_rests(rest: pa.Array, json_schema: pa.Schema) -> pa.Table:
         raise pa.ArrowInvalid("a message nested deeper than Arrow's reader reads safely")
     # "\n{" before each: the first line is blank (the reader skips it), and the text is
     # the joined column's own buffer, not copied.
-    lines = pa.concat_arrays([pa.array([b""], pa.binary()), rest.cast(pa.binary())])
+    lines = _after_a_blank(rest.cast(pa.binary()))
     joined = pc.binary_join(
         pa.ListArray.from_arrays(pa.array([0, count + 1], pa.int32()), lines), b"\n{"
     )
@@ -966,6 +966,20 @@ def _read_rests(rest: pa.Array, json_schema: pa.Schema) -> pa.Table:
         explicit_schema=json_schema, unexpected_field_behavior="infer", newlines_in_values=True
     )
     return _named_as_text(read_lines(text, options))
+
+
+def _after_a_blank(values: pa.Array) -> pa.Array:
+    """An empty value, then ``values`` (binary): over the same bytes where none is null."""
+    if values.null_count:
+        return pa.concat_arrays([pa.array([b""], pa.binary()), values])
+    offsets = np.frombuffer(values.buffers()[1], dtype=np.int32)
+    offsets = offsets[values.offset : values.offset + len(values) + 1]
+    data = values.buffers()[2]
+    return pa.Array.from_buffers(
+        pa.binary(),
+        len(values) + 1,
+        [None, pa.py_buffer(np.concatenate([offsets[:1], offsets])), data],
+    )
 
 
 def _named_as_text(table: pa.Table) -> pa.Table:
