@@ -470,3 +470,26 @@ def test_a_case_run_here_ends_as_in_a_process_of_its_own(name: str, tmp_path: Pa
         there.stdout,
         there.stderr.replace(str(tmp_path / "there"), str(tmp_path / "here")),
     )
+
+
+@pytest.mark.slow
+def test_a_pipeline_refused_before_it_runs_makes_nothing(tmp_path: Path):
+    """A source path that does not exist is one line and exit 2, said before a checkpoint
+    is locked: no checkpoint directory, no lock file, no output."""
+    work = tmp_path / "work"
+    _prepare(work)
+    (work / "p.yaml").write_text(
+        """version: "2.2"
+spark: {checkpoint: ck}
+pipelines:
+  - id: p
+    connectors:
+      - {id: in, type: source, plugin: files, settings: {path: no-such-dir, format: debezium-json}}
+      - {id: out, type: destination, plugin: files, settings: {path: out}}
+"""
+    )
+    case = Case(("run", "p.yaml"), usage=True)
+    outcome = _run(case, work)
+    check(case, outcome)
+    assert "does not exist" in outcome.stderr
+    assert not (work / "ck").exists() and not (work / "out").exists()

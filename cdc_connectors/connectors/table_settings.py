@@ -212,6 +212,11 @@ class Settings:
         keys = tuple(k.strip() for k in lowered.get("keycolumns", "").split(",") if k.strip())
         if "keycolumns" in lowered and not keys:
             raise SettingError(f"{NAME} setting 'keyColumns' must name columns (id,region)")
+        twice = sorted({k for k in keys if keys.count(k) > 1})
+        if twice:
+            raise SettingError(
+                f"{NAME} setting 'keyColumns' names {', '.join(map(repr, twice))} twice"
+            )
         order_by = lowered.get("orderby", "auto").strip()
         if not order_by:
             raise SettingError(f"{NAME} setting 'orderBy' must be auto, position or a metadata key")
@@ -350,6 +355,7 @@ class Settings:
         """:class:`SettingError` naming the setting when the table cannot be opened (its
         catalog, its name, a path that holds something else or cannot be written), or was
         made with other keys, mode or deletes than these (or by another writer)."""
+        self.refuse_reading_settings()
         self._check_place()
         if self.fresh_warehouse():
             return  # nothing to open: opening the catalog would make its file now

@@ -83,12 +83,16 @@ def main(argv: list[str] | None = None) -> int:
         except ConfigError as exc:
             print(f"Error: {exc}", file=sys.stderr)
             return 2
+        problem = refusal(config)  # before a checkpoint is locked: nothing made for it
+        if problem is not None:
+            print(f"Error: {problem}", file=sys.stderr)
+            return 2
         try:
             locks = lock_checkpoints(config.pipelines)  # held until Spark has stopped
         except CheckpointBusy as exc:
             print(f"Error: {exc}", file=sys.stderr)
             return 2
-        problem = refusal(config)  # said before Spark starts (run() checks again)
+        problem = refusal(config)  # again, locked: said before Spark starts (and in run())
         if problem is not None:
             locks.release()
             print(f"Error: {problem}", file=sys.stderr)

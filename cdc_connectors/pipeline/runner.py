@@ -817,7 +817,12 @@ def occupied(pipeline: Pipeline) -> str | None:
 
 def refusal(config: Config) -> str | None:
     """The first reason a pipeline of ``config`` cannot run as its outputs stand, with its
-    place in the file (pipelines that ``mode: ignore`` skips are not refused); ``None``."""
+    place in the file (pipelines that ``mode: ignore`` skips are not refused); ``None``.
+    A source path that does not exist comes first."""
+    for pipeline in config.pipelines:
+        missing = missing_input(pipeline.source.plugin, pipeline.source.settings)
+        if missing is not None:
+            return f"{pipeline.source.place_of(missing)}: {missing}"
     for pipeline in config.pipelines:
         problem = refused(pipeline)
         if problem is None and pipeline.save_mode != "ignore":
@@ -861,11 +866,6 @@ def run(
     stopper = stopper or Stopper()
     _register(spark, config)
     # What cannot run at all is said before any pipeline of the file writes anything.
-    for pipeline in config.pipelines:
-        problem = missing_input(pipeline.source.plugin, pipeline.source.settings)
-        if problem is not None:
-            say(f"Error: {pipeline.source.place_of(problem)}: {problem}")
-            return EXIT_USAGE
     problem = refusal(config)
     if problem is not None:
         say(f"Error: {problem}")

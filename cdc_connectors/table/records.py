@@ -316,6 +316,8 @@ def _held_value(value: Any, target: pa.DataType) -> Any:
     exactly, else :data:`_REFUSED`."""
     if value is None:
         return None
+    if pa.types.is_string(target) or pa.types.is_large_string(target):
+        return _as_text(value)  # as a batch of several kinds makes it (:func:`_mixed`)
     if isinstance(value, dict | list):
         return _REFUSED
     if type(value) is float and pa.types.is_decimal(target):
@@ -334,7 +336,13 @@ def _held_value(value: Any, target: pa.DataType) -> Any:
         if numbers and not pc.all(pc.equal(pc.cast(cast, single.type), single)).as_py():
             return _REFUSED
         return cast[0].as_py()
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError):
+    except (
+        pa.ArrowInvalid,
+        pa.ArrowTypeError,
+        pa.ArrowNotImplementedError,
+        TypeError,
+        OverflowError,  # an integer past 64 bits
+    ):
         return _REFUSED
 
 
@@ -458,19 +466,17 @@ def _mixed(values: list[Any]) -> pa.Array:
                 return found
         except (pa.ArrowInvalid, pa.ArrowTypeError):
             pass
-    return pa.array(
-        [
-            None
-            if v is None
-            else v
-            if isinstance(v, str)
-            else str(v)
-            if isinstance(v, int | float | Decimal) and not isinstance(v, bool)
-            else _json_text(v)
-            for v in values
-        ],
-        pa.string(),
-    )
+    return pa.array([None if v is None else _as_text(v) for v in values], pa.string())
+
+
+def _as_text(value: Any) -> str:
+    """A value as a text column holds it: text as it is, a number as its digits, anything
+    else as its JSON text."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float | Decimal) and not isinstance(value, bool):
+        return str(value)
+    return _json_text(value)
 
 
 def _json_text(value: Any) -> str:

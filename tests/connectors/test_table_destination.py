@@ -274,6 +274,7 @@ def test_streaming_micro_batches_commit_once_each(session: Any, tmp_path: Path) 
         ({"path": "x", "keyColumn": "id"}, "'keyColumn'; did you mean 'keyColumns'\\?"),
         ({"path": "x", "txnAppId": "a"}, "'txnAppId' and 'txnVersion' go together"),
         ({"path": "x", "mode": "scd"}, "'mode' must be one of upsert, history"),
+        ({"path": "x", "keyColumns": "id,region,id"}, "'keyColumns' names 'id' twice"),
     ],
 )
 def test_bad_settings_are_one_line(options: dict[str, str], said: str) -> None:
@@ -724,3 +725,39 @@ def test_two_schemas_of_one_batch_that_widen_a_column_give_it_the_wider_type(
     assert table.schema.field("v").type == pa.int64()
     found = zip(table["id"].to_pylist(), table["v"].to_pylist(), strict=True)
     assert sorted(found) == ([(0, 5), (1, 2**40)] if kinds[0] == "int" else [(0, 2**40), (1, 5)])
+
+
+def test_a_destination_given_a_setting_for_reading_is_refused_before_it_writes(
+    tmp_path: Path,
+) -> None:
+    """A pipeline's destination checks (on the driver, before Spark starts) refuse
+    ``versionAsOf`` and the other read settings, and make nothing at the table's path."""
+    from cdc_connectors.pipeline import ConfigError, parse
+
+    document = {
+        "version": "2.2",
+        "pipelines": [
+            {
+                "id": "p",
+                "connectors": [
+                    {
+                        "id": "in",
+                        "type": "source",
+                        "plugin": "files",
+                        "settings": {"path": str(tmp_path), "format": "debezium-json"},
+                    },
+                    {
+                        "id": "out",
+                        "type": "destination",
+                        "plugin": "table",
+                        "settings": {"path": str(tmp_path / "t"), "versionAsOf": "3"},
+                    },
+                ],
+            }
+        ],
+    }
+    import yaml
+
+    with pytest.raises(ConfigError, match=r"versionAsOf.*'versionAsOf' is not for writing"):
+        parse(yaml.safe_dump(document, sort_keys=False), "p.yaml")
+    assert not (tmp_path / "t").exists()

@@ -16,6 +16,7 @@ from tests.pipeline.support import QUIET_CONF, cdc, files_pipeline, write_config
 
 
 def config(tmp_path: Path, out: Path, *, batch: bool = True, mode: str | None = None):  # type: ignore[no-untyped-def]
+    (tmp_path / "in").mkdir(exist_ok=True)  # (a source that is not there is refused first)
     pipeline = files_pipeline(
         "p", tmp_path / "in", out, tmp_path / "dead", mode="batch" if batch else "streaming"
     )

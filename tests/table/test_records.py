@@ -389,3 +389,39 @@ def test_a_delete_needs_its_key_alone_whatever_its_before() -> None:
     batch = ChangeBatch()
     batch.add(Record.new("delete", position=b"t/0/1", key={"id": 1}, before=b"\x00\x01\x02"))
     assert not batch.refused and batch.table().column("id").to_pylist() == [1]
+
+
+def test_an_integer_past_64_bits_for_an_integer_column_is_refused_not_a_failure() -> None:
+    held = pa.schema([pa.field("id", pa.int64()), pa.field("q", pa.int64())])
+    batch = ChangeBatch(held=held)
+    for number, q in enumerate([2**63 + 1, 2**64 + 5, 6], 1):
+        row = {"id": number, "q": q}
+        batch.add(record("create", f"t/0/{number}".encode(), row, {"id": number}))
+    table = batch.table()
+    assert table.column("id").to_pylist() == [3]
+    assert table.column("q").to_pylist() == [6]
+    assert [r.reason for r in batch.refused] == [
+        f"column 'q': value {2**63 + 1} does not fit int64",
+        f"column 'q': value {2**64 + 5} does not fit int64",
+    ]
+
+
+def test_a_text_column_takes_any_value_as_its_text_whatever_its_batch() -> None:
+    """A number for a text column is its text alone and among text alike (a batch of
+    several kinds makes a text column so): never a dead letter in one batch and text in
+    another."""
+    held = pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string())])
+    values = [123, 1.5, True, Decimal("10.50"), {"a": [1]}, 2**70]
+    expected = ["123", "1.5", "true", "10.50", '{"a":[1]}', str(2**70)]
+
+    def texts(*batch_values: object) -> list[str]:
+        batch = ChangeBatch(held=held)
+        for number, value in enumerate(batch_values, 1):
+            row = {"id": number, "name": value}
+            batch.add(record("create", b"t/0/%d" % number, row, {"id": number}))
+        table = batch.table()
+        assert not batch.refused
+        return table.column("name").to_pylist()  # type: ignore[no-any-return]
+
+    assert [texts(value)[0] for value in values] == expected  # each alone in its batch
+    assert texts("ann", *values) == ["ann", *expected]  # all in one, among text
