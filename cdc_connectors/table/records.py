@@ -219,6 +219,11 @@ class ChangeBatch:
         own = [n for n in row if n.startswith("_cdc_")]
         if own:
             raise ValueError(f"column(s) {own}: names starting with _cdc_ are the table's own")
+        unnamed = [n for n in row if not n.strip() or "." in n]
+        if unnamed:  # (Delta's merge reads a dot as a path)
+            raise ValueError(
+                f"column(s) {unnamed}: a table column's name is not blank and holds no dot"
+            )
         missing = [n for n in self.key_columns if row.get(n) is None]
         if missing:
             if any(n not in row for n in missing):

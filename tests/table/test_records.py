@@ -60,8 +60,11 @@ def test_records_that_are_no_change_are_refused_with_their_reason() -> None:
     batch.add(record("create", b"t/0/5", {"id": 5, "_cdc_offset": 1}, {"id": 5}))
     batch.add(record("create", b"t/0/6", {"id": {"x": 1}}, {"id": {"x": 1}}))
     batch.add(record("create", b"t/0/7", {"id": [7]}, {"id": [7]}))
+    batch.add(record("create", b"t/0/8", {"id": 8, "a.b": 1}, {"id": 8}))
+    batch.add(record("create", b"t/0/9", {"id": 9, " ": 1}, {"id": 9}))
     table = batch.table()
     assert table.column("id").to_pylist() == [3]
+    assert table.column_names[:1] == ["id"] and "a.b" not in table.column_names
     reasons = [r.reason for r in batch.refused]
     assert "has no key" in reasons[0]
     assert "has no order" in reasons[1]
@@ -70,6 +73,10 @@ def test_records_that_are_no_change_are_refused_with_their_reason() -> None:
     assert "names starting with _cdc_ are the table's own" in reasons[4]
     assert "key column 'id' holds an object" in reasons[5]
     assert "key column 'id' holds an array" in reasons[6]
+    assert reasons[7:] == [
+        "column(s) ['a.b']: a table column's name is not blank and holds no dot",
+        "column(s) [' ']: a table column's name is not blank and holds no dot",
+    ]
 
 
 def test_registered_types_are_kept_and_a_value_that_does_not_fit_is_refused() -> None:
