@@ -212,7 +212,8 @@ class Settings:
         keys = tuple(k.strip() for k in lowered.get("keycolumns", "").split(",") if k.strip())
         if "keycolumns" in lowered and not keys:
             raise SettingError(f"{NAME} setting 'keyColumns' must name columns (id,region)")
-        twice = sorted({k for k in keys if keys.count(k) > 1})
+        folded = [k.lower() for k in keys]  # (Delta takes names whatever their case)
+        twice = sorted({k for k in keys if folded.count(k.lower()) > 1})
         if twice:
             raise SettingError(
                 f"{NAME} setting 'keyColumns' names {', '.join(map(repr, twice))} twice"

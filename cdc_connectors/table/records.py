@@ -421,7 +421,13 @@ def _column(
                 found = pa.array(values)
                 if _cast_keeps(found, values, wanted):
                     return pc.cast(found, wanted)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError):
+        except (
+            pa.ArrowInvalid,
+            pa.ArrowTypeError,
+            pa.ArrowNotImplementedError,
+            TypeError,
+            OverflowError,  # an integer past 64 bits: looked at alone below
+        ):
             pass
         return pa.array([_fitted(name, i, v, wanted, bad) for i, v in enumerate(values)], wanted)
     if any(isinstance(v, dict | list) for v in values):
@@ -480,8 +486,15 @@ def _as_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, int | float | Decimal) and not isinstance(value, bool):
-        return str(value)
+        return _digits(value)
     return _json_text(value)
+
+
+def _digits(number: int | float | Decimal) -> str:
+    """A number's exact digits, with no exponent (``1e16`` as ``10000000000000000``; a
+    double as the decimal it prints as)."""
+    exact = Decimal(repr(number)) if isinstance(number, float) else Decimal(number)
+    return format(exact, "f") if exact.is_finite() else str(number)
 
 
 def _json_text(value: Any) -> str:
@@ -592,9 +605,7 @@ def _fitted(name: str, index: int, value: Any, wanted: pa.DataType, bad: dict[in
         return None
     if _number(value) and pa.types.is_string(wanted):
         # a decimal wider than a table's (the registered type's exact text): its digits
-        exact = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
-        if exact.is_finite():
-            return format(exact, "f")
+        return _digits(value)
     if (
         isinstance(value, str)
         and wanted in (pa.int32(), pa.int64())

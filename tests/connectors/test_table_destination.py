@@ -275,6 +275,7 @@ def test_streaming_micro_batches_commit_once_each(session: Any, tmp_path: Path) 
         ({"path": "x", "txnAppId": "a"}, "'txnAppId' and 'txnVersion' go together"),
         ({"path": "x", "mode": "scd"}, "'mode' must be one of upsert, history"),
         ({"path": "x", "keyColumns": "id,region,id"}, "'keyColumns' names 'id' twice"),
+        ({"path": "x", "keyColumns": "id,ID"}, "'keyColumns' names 'ID', 'id' twice"),
     ],
 )
 def test_bad_settings_are_one_line(options: dict[str, str], said: str) -> None:

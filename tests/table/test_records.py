@@ -418,8 +418,9 @@ def test_a_text_column_takes_any_value_as_its_text_whatever_its_batch() -> None:
     several kinds makes a text column so): never a dead letter in one batch and text in
     another."""
     held = pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string())])
-    values = [123, 1.5, True, Decimal("10.50"), {"a": [1]}, 2**70]
+    values = [123, 1.5, True, Decimal("10.50"), {"a": [1]}, 2**70, 1e16, 1e-7]
     expected = ["123", "1.5", "true", "10.50", '{"a":[1]}', str(2**70)]
+    expected += ["10000000000000000", "0.0000001"]  # a number's digits, as a registry's
 
     def texts(*batch_values: object) -> list[str]:
         batch = ChangeBatch(held=held)
@@ -432,3 +433,26 @@ def test_a_text_column_takes_any_value_as_its_text_whatever_its_batch() -> None:
 
     assert [texts(value)[0] for value in values] == expected  # each alone in its batch
     assert texts("ann", *values) == ["ann", *expected]  # all in one, among text
+
+
+def test_an_integer_past_64_bits_for_a_registered_integer_is_refused_not_a_failure() -> None:
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("q", pa.int64())])
+    batch = ChangeBatch(types=lambda metadata: schema)
+    batch.add(record("create", b"t/0/1", {"id": 1, "q": 2**70}, {"id": 1}))
+    batch.add(record("create", b"t/0/2", {"id": 2, "q": 3}, {"id": 2}))
+    table = batch.table()
+    assert table.column("q").to_pylist() == [3]
+    assert [r.position for r in batch.refused] == [b"t/0/1"]
+    assert "column 'q'" in batch.refused[0].reason
+
+
+def test_numbers_for_a_registered_text_column_are_their_digits_as_without_one() -> None:
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("t", pa.string())])
+    registered = ChangeBatch(types=lambda metadata: schema)
+    held = ChangeBatch(held=schema)
+    for batch in (registered, held):
+        for number, value in enumerate([1e16, 1e-7, 12, Decimal("1.50")], 1):
+            batch.add(record("create", b"t/0/%d" % number, {"id": number, "t": value}, {"id": 1}))
+    texts = ["10000000000000000", "0.0000001", "12", "1.50"]
+    assert registered.table().column("t").to_pylist() == texts
+    assert held.table().column("t").to_pylist() == texts
