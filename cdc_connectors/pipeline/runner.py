@@ -44,7 +44,7 @@ from cdc_connectors.formats.base import Format
 from cdc_connectors.options import TRUE, Options
 from cdc_connectors.pipeline import checkpoints, outputs
 from cdc_connectors.pipeline.config import Config, Connector, DeadLetterQueue, Pipeline
-from cdc_connectors.pipeline.connectors import missing_input
+from cdc_connectors.pipeline.connectors import missing_input, setting_named
 from cdc_connectors.pipeline.driver_write import write_on_driver
 from cdc_connectors.pipeline.in_task import (
     MESSAGE_LAYOUT,
@@ -616,11 +616,23 @@ class _Job:
         if self.stopped is None and self.refused is None and not self.gated:
             refused = _setting_error(exc)
             if refused is not None and self.failed is None:
-                destination = self.pipeline.destination
-                named = destination if refused.startswith(destination.plugin.spark_name) else None
-                self.refused = f"{(named or self.pipeline.source).place_of(refused)}: {refused}"
+                self.refused = f"{self._refused_by(refused).place_of(refused)}: {refused}"
             else:
                 self.failed = f"pipeline {self.pipeline.id} failed: {one_line(exc)}"
+
+    def _refused_by(self, refused: str) -> Connector:
+        """The connector whose setting ``refused`` names: the one given that setting, where
+        only one is (a source and a destination of one plugin, say); else the destination
+        when the message is of its plugin, else the source."""
+        source, destination = self.pipeline.source, self.pipeline.destination
+        setting = setting_named(refused)
+        if setting is not None:
+            given = [
+                c for c in (source, destination) if setting.lower() in map(str.lower, c.settings)
+            ]
+            if len(given) == 1:
+                return given[0]
+        return destination if refused.startswith(destination.plugin.spark_name) else source
 
     def start_line(self, available_now: bool) -> str:
         p = self.pipeline
@@ -628,7 +640,7 @@ class _Job:
         line = (
             f"{p.id}: starting ({how}): {p.source.id} ({p.source.plugin.name}) -> "
             f"{p.destination.id} ({p.destination.plugin.name}), dead letters -> "
-            f"{p.dead_letters.settings.get('path', p.dead_letters.plugin.name)}"
+            f"{_output_named(p.dead_letters)}"
         )
         if not p.batch:
             line += f", checkpoint {p.checkpoint}"
@@ -639,9 +651,7 @@ class _Job:
     def summary(self) -> str:
         elapsed = time.monotonic() - self.started
         t = self.totals
-        dlq = self.pipeline.dead_letters.settings.get(
-            "path", self.pipeline.dead_letters.plugin.name
-        )
+        dlq = _output_named(self.pipeline.dead_letters)
         return (
             f"{self.pipeline.id}: {self.batches} batch{'es' if self.batches != 1 else ''}, "
             f"{t.records} records in, {t.written} out, {t.letters} to the dead-letter output"
@@ -673,6 +683,16 @@ _KAFKA = "cdc-kafka"
 _FILES = "cdc-files"
 _TABLE = "cdc-table"
 _FORMAT_SETTINGS = ("format", "failfast", "typed")
+
+
+def _output_named(output: DeadLetterQueue) -> str:
+    """A dead-letter output as a summary names it: its path, or its Kafka topic."""
+    settings = output.settings
+    if "path" in settings:
+        return str(settings["path"])
+    if "topic" in settings:
+        return f"{output.plugin.name} topic {settings['topic']}"
+    return output.plugin.name
 
 
 def _count_refused(counts: Counts, refused: int) -> None:

@@ -139,6 +139,9 @@ def test_few_letters_reach_a_kafka_dead_letter_topic_from_the_driver_as_from_spa
         (tmp_path / way).mkdir()
         result = run_here(spark, write_config(tmp_path / way / "p.yaml", pipeline))
         assert result.returncode == 1, result.stderr
+        # the start line and the summary name the topic, as they name a path
+        assert f"dead letters -> kafka topic {topic};" in result.stderr, result.stderr
+        assert f"8 to the dead-letter output (kafka topic {topic})" in result.stderr
         found[way] = _topic_letters(kafka_broker, topic)
     assert found["driver"] == found["spark"] and len(found["driver"]) == 8
     reasons = [letter["metadata"]["conduit.dlq.nack.error"] for letter in found["driver"]]

@@ -178,6 +178,33 @@ def test_a_batch_pipeline_over_an_empty_topic_moves_nothing_and_says_so(
     assert _all_values(kafka_broker, target) == []
 
 
+def test_a_streaming_source_setting_refused_is_placed_at_the_source_not_the_destination(
+    kafka_broker: KafkaBroker, tmp_path: Path, spark: object
+) -> None:
+    """A Kafka source and a Kafka destination are one plugin: a refusal naming the
+    source's ``startingOffsets`` names the source's line (it named the destination's)."""
+    source = kafka_broker.create_topic(f"cdc-past-{uuid.uuid4().hex[:8]}", 1)
+    target = kafka_broker.create_topic(f"cdc-out-{uuid.uuid4().hex[:8]}", 1)
+    producer = Producer({"bootstrap.servers": kafka_broker.bootstrap})
+    for n in range(3):
+        producer.produce(source, change(n))
+    producer.flush(10)
+    del producer  # (closed now: not retrying a broker stopped after the module)
+    pipeline = write_pipeline(tmp_path / "pipeline.yaml", kafka_broker, "past", source, target)
+    text = pipeline.read_text().replace(
+        "startingOffsets: earliest, endingOffsets: latest",
+        f"""startingOffsets: '{{"{source}": {{"0": 999}}}}'""",
+    )
+    pipeline.write_text(text.replace("  - id: past", "  - id: past\n    mode: streaming"))
+    (tmp_path / "checkpoints").mkdir()
+    result = run_here(spark, pipeline, available_now=True)
+    assert result.returncode == 2, result.stderr[-3000:]
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"Error: {pipeline}:"), last
+    assert ": pipelines[0].connectors[0].settings.startingOffsets: " in last, last
+    assert "999" in last, last
+
+
 def test_a_pipeline_writes_confluent_protobuf_rows_from_columns(
     kafka_broker: KafkaBroker, tmp_path: Path, spark: object
 ) -> None:
