@@ -128,7 +128,7 @@ class Broker:
             metadata = self.consumer.list_topics(timeout=REQUEST_TIMEOUT)
         except KafkaException as exc:
             raise ConnectorError(
-                f"{CONNECTOR}: cannot list topics on {settings.servers}: {exc}"
+                f"{CONNECTOR}: cannot list topics on {settings.servers}: {_said(exc)}"
             ) from None
         found: list[TP] = []
         if settings.topic_pattern is not None:
@@ -167,7 +167,7 @@ class Broker:
                 )
             except KafkaException as exc:
                 raise ConnectorError(
-                    f"{CONNECTOR}: cannot list offsets of {topic}/{partition}: {exc}"
+                    f"{CONNECTOR}: cannot list offsets of {topic}/{partition}: {_said(exc)}"
                 ) from None
             listed[(topic, partition)] = (int(low), int(high))
         return listed
@@ -404,3 +404,15 @@ def limit(start: Mapping[TP, int], latest: Mapping[TP, int], max_rows: int) -> O
     for tp in by_remainder[:left]:
         granted[tp] += 1
     return {tp: end[tp] + granted[tp] for tp in latest}
+
+
+def _said(exc: KafkaException) -> str:
+    """What a client error says, without its ``KafkaError{code=...}`` wrapping; where no
+    broker answered, that it waited for one."""
+    error = exc.args[0] if exc.args else None
+    if not isinstance(error, KafkaError):
+        return str(exc)
+    said = str(error.str())
+    if error.code() in (KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN):
+        said += f" (no broker answered within {REQUEST_TIMEOUT:.0f} s)"
+    return said
