@@ -29,6 +29,16 @@ def go(spark: object, tmp_path: Path, out: Path, mode: str | None = None) -> tup
     return status, lines
 
 
+def run_alone(spark: object, tmp_path: Path, pipeline: dict) -> tuple[int, list[str]]:  # type: ignore[type-arg]
+    """``pipeline`` as the one pipeline of a file, run over what is there: its exit status
+    and its lines."""
+    document = {"version": "2.2", "pipelines": [pipeline]}
+    document["spark"] = {"checkpoint": str(tmp_path / "checkpoints")}
+    lines: list[str] = []
+    config = parse(yaml.safe_dump(document, sort_keys=False), "p.yaml")
+    return run(config, spark, available_now=True, say=lines.append), lines  # type: ignore[arg-type]
+
+
 @pytest.fixture
 def source(tmp_path: Path):  # type: ignore[no-untyped-def]
     (tmp_path / "in").mkdir()
@@ -122,11 +132,7 @@ def test_a_failed_dead_letter_output_publishes_none_of_what_the_tasks_wrote(
         "plugin": "kafka",
         "settings": {"servers": "127.0.0.1:1", "topic": "dead", "deliveryTimeoutMs": "2000"},
     }
-    document = {"version": "2.2", "pipelines": [pipeline]}
-    document["spark"] = {"checkpoint": str(tmp_path / "checkpoints")}
-    lines: list[str] = []
-    config = parse(yaml.safe_dump(document, sort_keys=False), "p.yaml")
-    status = run(config, spark, available_now=True, say=lines.append)
+    status, lines = run_alone(spark, tmp_path, pipeline)
     assert status == 1
     assert "read and written in one pass per task" in lines[0], lines
     assert lines[-1].startswith("Error: pipeline p failed: ")
@@ -164,11 +170,7 @@ def test_a_source_that_is_not_there_fails_before_a_batch_and_says_nothing_was_wr
     }
     pipeline["connectors"][1]["plugin"] = "kafka"
     pipeline["connectors"][1]["settings"] = {"servers": "127.0.0.1:1", "topic": "o"}
-    document = {"version": "2.2", "pipelines": [pipeline]}
-    document["spark"] = {"checkpoint": str(tmp_path / "checkpoints")}
-    lines: list[str] = []
-    config = parse(yaml.safe_dump(document, sort_keys=False), "p.yaml")
-    status = run(config, spark, available_now=True, say=lines.append)
+    status, lines = run_alone(spark, tmp_path, pipeline)
     assert status == 1
     failed = "Error: pipeline p failed: cdc-kafka: cannot list topics on "
     assert lines[-1].startswith(failed), lines
