@@ -11,9 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["row_slices"]
+__all__ = ["binary_views", "row_slices"]
 
 _INLINE = 12  # bytes a view holds itself (Arrow's binary_view layout)
+_REACH = np.arange(_INLINE)
 
 
 def row_slices(
@@ -30,17 +31,7 @@ def row_slices(
     if not len(data):
         data = np.zeros(1, np.uint8)
     begin = offsets[:-1].astype(np.int64) + starts
-    sizes = (stops - starts).astype(np.int64)
-    views = np.zeros((count, 16), dtype=np.uint8)
-    views[:, 0:4] = sizes.astype("<i4").view(np.uint8).reshape(count, 4)
-    reach = np.arange(_INLINE)
-    inside = reach[None, :] < np.minimum(sizes, _INLINE)[:, None]
-    first = data[np.where(inside, begin[:, None] + reach[None, :], 0)]
-    views[:, 4:16] = np.where(inside, first, 0)
-    long = sizes > _INLINE
-    if long.any():  # a prefix of 4 bytes, buffer 0, and where the bytes start
-        views[long, 8:12] = 0
-        views[long, 12:16] = begin[long].astype("<i4").view(np.uint8).reshape(-1, 4)
+    views = binary_views(data, begin, (stops - starts).astype(np.int64), 0)
     present = ~np.zeros(count, dtype=bool) if valid is None else valid
     if array.null_count:
         present = present & np.asarray(array.is_valid().to_numpy(zero_copy_only=False))
@@ -51,3 +42,20 @@ def row_slices(
         [bitmap, pa.py_buffer(views), buffer if buffer is not None else pa.py_buffer(b"\0")],
     )
     return sliced.cast(pa.binary())
+
+
+def binary_views(data: np.ndarray, begin: np.ndarray, sizes: np.ndarray, buffer: int) -> np.ndarray:
+    """Arrow ``binary_view`` views (16 bytes a row) of ``data[begin:begin + sizes]`` for
+    each row, ``data`` being the array's data buffer number ``buffer``: up to 12 bytes held
+    inline, longer values as their first 4 bytes, the buffer and where they start."""
+    count = len(sizes)
+    views = np.zeros((count, 16), dtype=np.uint8)
+    views[:, 0:4] = sizes.astype("<i4").view(np.uint8).reshape(count, 4)
+    inside = _REACH[None, :] < np.minimum(sizes, _INLINE)[:, None]
+    first = data[np.where(inside, begin[:, None] + _REACH[None, :], 0)]
+    views[:, 4:16] = np.where(inside, first, 0)
+    long = sizes > _INLINE
+    if long.any():
+        views[long, 8:12] = np.array([buffer], dtype="<i4").view(np.uint8)
+        views[long, 12:16] = begin[long].astype("<i4").view(np.uint8).reshape(-1, 4)
+    return views

@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cdc_connectors.columnar.slices import binary_views
 from cdc_connectors.convert.kv_columns import ValueChecks, kv_columns, reread
 from cdc_connectors.convert.streams import BOM
 from cdc_connectors.formats.base import Message
@@ -39,8 +40,6 @@ MAX_LINE = 2**31 - 1
 #: bytes a line).
 PIECE = 1 << 20
 _NEWLINE, _RETURN = 0x0A, 0x0D
-_INLINE = 12  # bytes an Arrow binary view holds itself
-_INLINE_REACH = np.arange(_INLINE)
 # Lines at least this long on average are found one by one, not byte by byte.
 _LONG_LINE = 512
 # What bytes.strip() removes: a line of nothing else is blank.
@@ -269,21 +268,15 @@ def _lines(
 def _contents(pieces: list[_Lines]) -> pa.BinaryArray:
     """The contents of the lines of ``pieces``, in order, as one binary array: Arrow's
     views of them where they lie (a view holds up to 12 bytes itself), copied once."""
-    views = []
-    for index, piece in enumerate(pieces):
-        count = len(piece)
-        sizes = piece.stops - piece.starts
-        data = np.frombuffer(piece.buffer, dtype=np.uint8)
-        view = np.zeros((count, 16), dtype=np.uint8)
-        view[:, 0:4] = sizes.astype("<i4").view(np.uint8).reshape(count, 4)
-        inside = _INLINE_REACH[None, :] < np.minimum(sizes, _INLINE)[:, None]
-        head = data[np.where(inside, piece.starts[:, None] + _INLINE_REACH[None, :], 0)]
-        view[:, 4:16] = np.where(inside, head, 0)
-        long = sizes > _INLINE
-        if long.any():  # a prefix of 4 bytes, the buffer, and where the bytes start
-            view[long, 8:12] = np.array([index], dtype="<i4").view(np.uint8)
-            view[long, 12:16] = piece.starts[long].astype("<i4").view(np.uint8).reshape(-1, 4)
-        views.append(view)
+    views = [
+        binary_views(
+            np.frombuffer(piece.buffer, dtype=np.uint8),
+            piece.starts,
+            piece.stops - piece.starts,
+            index,
+        )
+        for index, piece in enumerate(pieces)
+    ]
     count = sum(len(piece) for piece in pieces)
     joined = views[0] if len(views) == 1 else np.concatenate(views)
     array = pa.Array.from_buffers(
