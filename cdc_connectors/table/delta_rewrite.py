@@ -31,7 +31,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from cdc_connectors.table import folding
-from cdc_connectors.table.batches import ROW_GROUP, conformed
+from cdc_connectors.table.batches import ROW_GROUP, conformed, read_one
 
 __all__ = ["FileWriter", "Statistics", "rewrite", "row_groups"]
 
@@ -245,6 +245,7 @@ def row_groups(
         data = pq.ParquetFile(source, pre_buffer=False)
         held = [n for n in wanted.names if n in data.schema_arrow.names]
         for group in range(data.num_row_groups):
+            read_one()
             table = data.read_row_group(group, columns=held)
             batch = conformed(table, wanted)
             if batch is None:

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cdc_connectors.table import folding
-from cdc_connectors.table.batches import ROW_GROUP
+from cdc_connectors.table.batches import ROW_GROUP, read_one
 from cdc_connectors.table.batches import conformed as to_table
 from cdc_connectors.table.layout import plain, plain_schema
 
@@ -220,6 +220,7 @@ def _rows(
                 # batch by batch within a row group (pyiceberg writes groups of a million rows)
                 given = False
                 for read in data.iter_batches(ROW_GROUP, columns=sorted(set(names.values()))):
+                    read_one()
                     conformed = to_table(pa.Table.from_batches([read]), wanted, names)
                     if conformed is None and given:  # (a file's types are the same throughout)
                         raise pa.ArrowInvalid(f"{task.file.file_path}: a column does not cast")
