@@ -57,7 +57,12 @@ from cdc_connectors.pipeline.in_task import (
 )
 from cdc_connectors.pipeline.outputs import StagedOutput
 from cdc_connectors.pipeline.plan import Counts, Route, SourceFormat, Stage
-from cdc_connectors.pipeline.table_schemas import check_store, make_store
+from cdc_connectors.pipeline.table_schemas import (
+    check_store,
+    made_by_making,
+    make_store,
+    unmake_unused,
+)
 from cdc_connectors.spark.session import quiet_from_now
 
 __all__ = ["Stopper", "Timing", "refusal", "run"]
@@ -891,13 +896,30 @@ def run(
         say(f"Error: {problem}")
         return EXIT_USAGE
     stores = [p for p in config.pipelines if p.schemas is not None]
-    for step in (check_store, make_store):  # every store checked before any is made
+    made = {p.id: made_by_making(p.schemas) for p in stores}  # type: ignore[arg-type]
+    try:
+        for step in (check_store, make_store):  # every store checked before any is made
+            for pipeline in stores:
+                try:
+                    step(pipeline.schemas)  # type: ignore[arg-type]
+                except ValueError as exc:
+                    say(f"Error: {pipeline.destination.where}: {exc}")
+                    return EXIT_USAGE
+        return _run_made(config, spark, available_now, stopper, say, timings)
+    finally:  # a store made for a table the run did not make goes again
         for pipeline in stores:
-            try:
-                step(pipeline.schemas)  # type: ignore[arg-type]
-            except ValueError as exc:
-                say(f"Error: {pipeline.destination.where}: {exc}")
-                return EXIT_USAGE
+            unmake_unused(made[pipeline.id], pipeline.destination.settings)
+
+
+def _run_made(
+    config: Config,
+    spark: SparkSession,
+    available_now: bool,
+    stopper: Stopper,
+    say: Callable[[str], None],
+    timings: list[Timing] | None,
+) -> int:
+    """The pipelines of ``config`` run, their stores made (:func:`run`)."""
     runnable = []
     for pipeline in config.pipelines:
         full = occupied(pipeline)

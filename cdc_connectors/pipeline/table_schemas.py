@@ -20,15 +20,25 @@ and a ``registry`` set empty asks for none of this.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import quote
 
 from cdc_connectors import plugins
 from cdc_connectors.formats.base import Format
 from cdc_connectors.options import Options
 
-__all__ = ["FOLDER", "Registries", "check_store", "make_store", "table_registries"]
+__all__ = [
+    "FOLDER",
+    "Registries",
+    "check_store",
+    "made_by_making",
+    "make_store",
+    "table_registries",
+    "unmake_unused",
+]
 
 #: The folder beside a table (in its path) of the store of its sources' schemas.
 FOLDER = "_cdc_schemas"
@@ -133,3 +143,51 @@ def make_store(url: str) -> None:
         registry.set_compatibility(level="NONE")
     except Exception as exc:  # a store that cannot be written: one line, no traceback
         raise ValueError(f"the schema store of {url} cannot be written: {exc}") from None
+
+
+def made_by_making(url: str) -> list[Path]:
+    """What making the store of ``url`` makes: its file and the folders above it that are
+    not there yet, the deepest first (nothing for a store that exists)."""
+    from cdc_connectors.registry.embedded import store_place
+
+    try:
+        path = store_place(url)
+    except ValueError:  # (said by check_store)
+        return []
+    if path is None or path.exists():
+        return []
+    made = [path]
+    above = path.parent
+    while not above.exists():
+        made.append(above)
+        above = above.parent
+    return made
+
+
+def unmake_unused(made: list[Path], destination: Mapping[str, str]) -> None:
+    """Remove what making a store beside a table made (:func:`made_by_making`) where the
+    run made no table there (its first batch refused, say): a run that wrote nothing
+    leaves nothing behind."""
+    if not made or _table_there(destination):
+        return
+    for path in made:
+        try:
+            if path.is_dir():
+                if path.name == FOLDER:
+                    shutil.rmtree(path)  # the store's file and its journal, made by this run
+                else:
+                    path.rmdir()  # (only where empty: a table's own files stay)
+            else:
+                for part in path.parent.glob(path.name + "*"):  # with -wal, -journal
+                    part.unlink()
+        except OSError:
+            return
+
+
+def _table_there(destination: Mapping[str, str]) -> bool:
+    from cdc_connectors.connectors.table_settings import Settings
+
+    try:
+        return Settings.parse(destination).store().settings() is not None
+    except Exception:  # unreadable: whatever is there is left as it is
+        return True

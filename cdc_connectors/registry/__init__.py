@@ -23,6 +23,7 @@ payloads encoded and decoded through a registry).
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
@@ -117,6 +118,8 @@ def url_scheme(url: str) -> str:
 
 
 _shared: dict[str, SchemaRegistry] = {}
+#: The file each shared store of a SQLite URL had open, as (path, its identity).
+_files: dict[str, tuple[str, tuple[int, int] | None]] = {}
 _shared_lock = threading.Lock()
 
 
@@ -124,13 +127,35 @@ def registry_for(url: str) -> SchemaRegistry:
     """The registry of ``url`` shared by this process (and its cache), opened on first use.
 
     This is how Spark tasks reach the registry: they get the URL, not a client, and every
-    task of an executor process reuses one client and its cache of schemas by id.
+    task of an executor process reuses one client and its cache of schemas by id. A store
+    whose SQLite file was removed or replaced since it was opened (``rm -r .cdc`` between
+    two runs of one session) is opened anew: else its schemas would go to a file no other
+    process sees.
     """
     with _shared_lock:
         registry = _shared.get(url)
+        if registry is not None and url in _files:
+            path, identity = _files[url]
+            if _identity(path) != identity:
+                registry.close()
+                registry = None
         if registry is None:
             registry = _shared[url] = open_registry(url)
+            if url_scheme(url) == "sqlite":
+                from cdc_connectors.registry.embedded import store_place
+
+                path = str(store_place(url))
+                _files[url] = (path, _identity(path))
         return registry
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    """Which file ``path`` is (device and inode), ``None`` where there is none."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
 
 
 def check_url(url: str) -> None:

@@ -396,6 +396,36 @@ def test_a_schema_store_that_cannot_be_made_is_one_line_before_anything_runs(
         )
 
 
+def test_a_run_that_makes_no_table_leaves_no_schema_store_behind(
+    tmp_path: Path, spark: Any
+) -> None:
+    """The store beside a table is made before the first batch; a first batch refused (a
+    key column the records have not) makes no table, and the store goes again."""
+    import yaml
+
+    write_changes(tmp_path / "in", 1, seed=8)
+    config = table_pipeline(
+        tmp_path / "in", tmp_path / "orders", tmp_path / "dead", streaming=False
+    )
+    document = yaml.safe_load(write_config(tmp_path / "p.yaml", config).read_text())
+    del document["schema-registry"]
+    document["pipelines"][0]["connectors"][1]["settings"]["keyColumns"] = "nope"
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
+    done = run_here(spark, tmp_path / "p.yaml")
+    assert done.returncode == 2, done.stderr
+    assert "keyColumns: cdc-table setting 'keyColumns': no record has column(s) nope" in done.stderr
+    assert not (tmp_path / "orders").exists()
+    (tmp_path / "orders").mkdir()  # a folder there before: it stays, the store goes
+    assert run_here(spark, tmp_path / "p.yaml").returncode == 2
+    assert list((tmp_path / "orders").iterdir()) == []
+    document["pipelines"][0]["connectors"][1]["settings"]["keyColumns"] = "id"
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
+    done = run_here(spark, tmp_path / "p.yaml")
+    assert done.returncode in (0, 1), done.stderr
+    assert (tmp_path / "orders" / "_delta_log").is_dir()
+    assert (tmp_path / "orders" / "_cdc_schemas" / "schemas.db").is_file()
+
+
 def test_every_schema_store_is_checked_before_any_is_made(tmp_path: Path, spark: Any) -> None:
     import yaml
 

@@ -102,3 +102,25 @@ def test_spark_tasks_open_the_registry_from_its_url_and_cache_it(spark, counting
     assert set(result.distinct().collect()) == {"AVRO"}
     # one request per Python worker process at most, never one per record
     assert 1 <= counting.requests[f"/schemas/ids/{schema_id}"] <= 2 * partitions
+
+
+def test_a_shared_store_whose_file_was_removed_is_opened_anew(tmp_path: Path) -> None:
+    """``rm -r .cdc`` between two runs of one session: the shared client must not go on
+    writing to the removed file, which no other process sees."""
+    import shutil
+
+    from cdc_connectors.registry import registry_for
+
+    folder = tmp_path / "store"
+    folder.mkdir()
+    url = f"sqlite:///{folder}/schemas.db"
+    first = registry_for(url)
+    first.register_schema("s", V1)
+    assert registry_for(url) is first  # shared while its file is there
+    shutil.rmtree(folder)
+    folder.mkdir()
+    second = registry_for(url)
+    assert second is not first
+    second.register_schema("t", V2)
+    assert (folder / "schemas.db").is_file()
+    assert open_registry(url).get_subjects() == ["t"]
