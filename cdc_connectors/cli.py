@@ -19,11 +19,12 @@ import difflib
 import errno
 import os
 import signal
+import stat
 import sys
 import textwrap
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from types import FrameType
 from typing import IO, TYPE_CHECKING, Any, NoReturn, TypeGuard
@@ -61,6 +62,12 @@ class _Command(click.Group):
     A process started with stdout closed gets a stand-in that refuses writes, so that
     ``--help`` and ``--version`` (which click would skip silently) end in that line too.
     """
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:  # the run's cleanups are done (unwound on the way here)
+            raise _Interrupted() from None
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         if sys.stdout is None:
@@ -172,6 +179,13 @@ class _HungUp(_Terminated):
     """A run stopped by SIGHUP."""
 
     exit_code = 128 + signal.SIGHUP
+
+
+class _Interrupted(_Terminated):
+    """A run stopped by SIGINT (Ctrl-C): Python's ``KeyboardInterrupt``, which click
+    would end in a blank line, ``Aborted!`` and exit 1 (the status of dead letters)."""
+
+    exit_code = 128 + signal.SIGINT
 
 
 _STOPPED_BY = {signal.SIGTERM: _Terminated, signal.SIGHUP: _HungUp}
@@ -343,7 +357,7 @@ def convert(
     input_path = None if input_path == "-" else input_path  # "-": standard input
     output_path = None if output_path == "-" else output_path  # "-": standard output
     decoder, encoder = _formats(from_, to, opts, registry)
-    places = _places(input_path, output_path, errors_path)
+    places = _places(input_path, output_path, errors_path, registry)
     if registry is not None:
         _open_registry(registry)
     progress = _progress_line(writes_stdout=output_path is None or places.errors_to_stdout)
@@ -410,7 +424,33 @@ class _Places:
     errors_to_stdout: bool
 
 
-def _places(input_path: str | None, output_path: str | None, errors_path: str | None) -> _Places:
+def _store_files(registry: str | None) -> list[Place]:
+    """The files of the SQLite store ``registry`` names (none for another registry): no
+    output may be one of them."""
+    from cdc_connectors.registry import url_scheme
+
+    if registry is None or url_scheme(registry) != "sqlite":
+        return []
+    from cdc_connectors.registry.embedded import store_place
+
+    try:
+        path = store_place(registry)
+    except ValueError:  # said in one line when the registry is opened
+        return []
+    if path is None:
+        return []
+    return [
+        Place("--registry" if not part else "the journal of --registry", f"{path}{part}", -1)
+        for part in ("", "-wal", "-shm", "-journal")
+    ]
+
+
+def _places(
+    input_path: str | None,
+    output_path: str | None,
+    errors_path: str | None,
+    registry: str | None = None,
+) -> _Places:
     """The places of a run, each checked before any file is touched (exit 2 naming it)."""
     errors_to_stdout = errors_path == "-"  # "-": standard output, when -o names a file
     if errors_to_stdout:
@@ -425,10 +465,36 @@ def _places(input_path: str | None, output_path: str | None, errors_path: str | 
     )
     outputs = [Place("-o", output_path, 1), *([errors] if errors else [])]
     try:
-        check_places(source, outputs)
+        check_places(source, outputs, _store_files(registry))
     except PlaceError as exc:
         _stop(str(exc), 2)
     return _Places(source, outputs, errors, input_path, output_path, errors_path, errors_to_stdout)
+
+
+def _unmade_when_failed(
+    path: str, stream: IO[bytes]
+) -> Callable[[type[BaseException] | None, BaseException | None, object], bool]:
+    """An exit callback that removes the dead letters' file this run made when the run
+    failed (a stop, an error) before writing any dead letter into it."""
+
+    def remove(kind: type[BaseException] | None, exc: BaseException | None, _: object) -> bool:
+        ended_well = kind is None or (isinstance(exc, SystemExit) and exc.code in (0, 1, None))
+        if not ended_well:
+            close_quietly(stream)
+            with suppress(OSError):
+                if os.path.isfile(path) and os.path.getsize(path) == 0:
+                    os.unlink(path)
+        return False
+
+    return remove
+
+
+def _special_file(path: str) -> bool:
+    """Whether ``path`` is there and no regular file (a FIFO, a device)."""
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -453,14 +519,21 @@ def _open_streams(stack: ExitStack, places: _Places) -> _Streams:
             else sys.stdin.buffer
         )
         where, action = places.outputs[0], "cannot be written there"
-        with _signals_held():  # a stop between the file made and its cleanup kept: later
+        # A stop between the file made and its cleanup kept waits until both are done; a
+        # FIFO or a device is opened as it is (nothing to clean up), and opening a FIFO
+        # waits for its reader: a stop must end that wait.
+        staged = places.output_path is not None and not _special_file(places.output_path)
+        with _signals_held() if staged else nullcontext():
             output = Output(places.output_path) if places.output_path else None
             if output is not None:
                 stack.callback(output.discard)  # a no-op once committed
         raw_errors: IO[bytes] | None = sys.stdout.buffer if places.errors_to_stdout else None
         if places.errors is not None and places.errors_path is not None:
             where = places.errors
+            made = not os.path.lexists(places.errors_path)
             raw_errors = open(places.errors_path, "ab")  # noqa: SIM115
+            if made:
+                stack.push(_unmade_when_failed(places.errors_path, raw_errors))
             stack.callback(close_quietly, raw_errors)
     except OSError as exc:
         _stop(f"{where}: {action}: {exc.strerror or exc}", 2)

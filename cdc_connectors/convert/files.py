@@ -28,7 +28,7 @@ import stat
 import sys
 import tempfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO
 
@@ -141,8 +141,10 @@ def _check_output(place: Place) -> None:
         )
 
 
-def check_places(source: Place, outputs: list[Place]) -> None:
-    """Refuse, with one :class:`PlaceError`, any place that cannot serve or that clashes."""
+def check_places(source: Place, outputs: list[Place], kept: Sequence[Place] = ()) -> None:
+    """Refuse, with one :class:`PlaceError`, any place that cannot serve or that clashes:
+    two of ``source`` and ``outputs``, or an output and one of ``kept`` (files the run
+    uses otherwise and must not write over: a registry's store)."""
     _check_input(source)
     for place in outputs:
         _check_output(place)
@@ -154,6 +156,11 @@ def check_places(source: Place, outputs: list[Place]) -> None:
         for second in places[i + 1 :]:
             if _identity(second) == ident:
                 raise PlaceError(f"{second} is the same file as {first}")
+    for place in kept:
+        ident = _identity(place)
+        for output in outputs if ident is not None else ():
+            if _identity(output) == ident:
+                raise PlaceError(f"{output} is the same file as {place}")
 
 
 #: What reading a stream raises besides ``OSError``: a gzip file cut short (``EOFError``)

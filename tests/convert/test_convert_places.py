@@ -275,15 +275,23 @@ def test_a_dead_letter_position_is_utf8_whatever_the_place_holds():
     assert dead_letter(message, "bad", "convert").position == b"s\\xfe.jsonl:1 \\ud800"
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # (a shell's background job ignores it)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
 def test_a_signal_mid_run_removes_the_partial_output_and_is_one_line(tmp_path, signum):
+    """Ctrl-C too: one line and 130, not click's blank line, ``Aborted!`` and 1; the dead
+    letters' file the run made, empty, goes with the partial output."""
     out = tmp_path / "out.jsonl"
     out.write_bytes(b"precious\n")
+    errors = tmp_path / "dead.jsonl"
     run = subprocess.Popen(
-        [sys.executable, "-m", "cdc_connectors.cli", *J2J, "-o", str(out)],
+        [sys.executable, "-m", "cdc_connectors.cli", *J2J, "-o", str(out), "--errors", str(errors)],
         stdin=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=ROOT,
+        preexec_fn=_default_sigint,
     )
     assert run.stdin is not None
     run.stdin.write(GOOD)
@@ -431,3 +439,51 @@ def test_a_stop_signal_during_an_import_is_put_off_until_the_import_is_done(tmp_
     assert reached == [True]
     assert cli._put_off.signum is None and cli._put_off.again is None
     __import__("json.tool")  # the import machinery is whole
+
+
+def test_a_fifo_as_the_output_waits_for_its_reader_but_not_past_a_stop(src, tmp_path):
+    """Opening a FIFO waits for a reader: SIGTERM must end that wait (one line)."""
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    run = subprocess.Popen(
+        [sys.executable, "-m", "cdc_connectors.cli", *J2J, str(src), "-o", str(fifo)],
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    time.sleep(1.5)  # started, and waiting in the FIFO's open
+    assert run.poll() is None
+    run.send_signal(signal.SIGTERM)
+    _, stderr = run.communicate(timeout=30)
+    assert run.returncode == 128 + signal.SIGTERM, stderr
+    assert stderr.decode().splitlines() == ["Error: stopped by SIGTERM"]
+
+
+@pytest.mark.parametrize("where", ["-o", "--errors", "-o journal", "-o new store"])
+def test_an_output_that_is_the_registry_store_is_refused_and_the_store_kept(
+    src, tmp_path, where
+):
+    """The registry's SQLite file is a place of the run too: an output there would replace
+    every schema the store holds."""
+    from confluent_kafka.schema_registry import Schema
+
+    from cdc_connectors.registry import open_registry
+
+    store = tmp_path / "registry.db"
+    registry = open_registry(f"sqlite:///{store}")
+    registry.register_schema("kept", Schema('{"type":"record","name":"r","fields":[]}', "AVRO"))
+    registry.close()
+    held = store.read_bytes()
+    url = f"sqlite:///{store}"
+    target = {
+        "-o": ["-o", str(store)],
+        "--errors": ["-o", str(tmp_path / "out.jsonl"), "--errors", f"{tmp_path}/./registry.db"],
+        "-o journal": ["-o", f"{store}-wal"],
+        "-o new store": ["-o", str(tmp_path / "new.db")],
+    }[where]
+    if where == "-o new store":
+        url = f"sqlite:///{tmp_path}/new.db"
+    result = run_cli(*J2J, "--registry", url, str(src), *target)
+    label = "the journal of --registry" if "journal" in where else "--registry"
+    _one_line_error(result, 2, where.split()[0], f"same file as {label}")
+    assert store.read_bytes() == held
+    assert sorted(os.listdir(tmp_path)) == ["in.jsonl", "registry.db"]
