@@ -103,6 +103,10 @@ class SchemaRowFormat(Format):
         path = self.settings.get(option)
         if path is None:
             return None
+        if not path.strip():
+            raise FormatOptionError(
+                f"format {self.name!r} option {option!r}: an empty path (the schema file's)"
+            )
         try:
             if Path(path).stat().st_size > _MAX_SCHEMA_FILE:
                 raise FormatOptionError(

@@ -263,6 +263,8 @@ def store_place(url: str) -> Path | None:
             f"registry URL {redact_url(url)!r} names no file: use sqlite:///path/to.db"
         )
     label = f"registry store {path}"
+    if unquote(parsed.path).endswith("/"):  # Path() drops the slash: a file would be made
+        raise ValueError(f"{label}/ names a directory, not a SQLite database file")
     try:
         is_dir, exists = path.is_dir(), path.exists()
     except OSError as exc:  # a directory on the way that cannot be searched

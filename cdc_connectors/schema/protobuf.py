@@ -232,8 +232,9 @@ def _compile(schema_str: str, deps: tuple[tuple[str, str], ...], name: str) -> F
         _write(root / name, schema_str, "the schema")
         try:
             return compile_files([name], [root], serialized_deps)
-        except SchemaError as exc:
-            raise SchemaError(f"invalid Protobuf schema: {exc}") from None
+        except SchemaError as exc:  # the compiler's lines, one a problem: said in one
+            said = "; ".join(ln.strip().rstrip(".") for ln in str(exc).splitlines() if ln.strip())
+            raise SchemaError(f"invalid Protobuf schema: {said}") from None
 
 
 def _write(path: Path, text: str, what: str) -> None:

@@ -218,6 +218,8 @@ def test_garbage_goes_to_the_dead_letters_with_its_bytes(tmp_path: Path):
             b"cannot read",
         ),
         (("--registry", "sqlite:///{tmp}/r.db", "--opt", "reader=newest"), b"'reader'"),
+        (("--registry", "sqlite:///{tmp}/r.db", "--opt", "value.schema="), b"an empty path"),
+        (("--registry", "sqlite:///{tmp}/newdir/"), b"newdir/ names a directory"),
         (("--registry", "http://127.0.0.1:9"), b"schema registry"),
     ],
 )
@@ -240,7 +242,8 @@ def test_misuse_is_one_line_and_exit_2(tmp_path: Path, args: tuple[str, ...], me
     )
     assert done.returncode == 2, done.stderr
     assert message in done.stderr and b"Traceback" not in done.stderr
-    assert not out.exists()
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert not out.exists() and not (tmp_path / "newdir").exists()
 
 
 @pytest.mark.parametrize(
@@ -281,7 +284,8 @@ def test_schema_options_are_checked_before_the_run(
     )
     assert done.returncode == 2, done.stderr
     assert message in done.stderr and b"Traceback" not in done.stderr
-    assert not out.exists()
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert not out.exists() and not (tmp_path / "newdir").exists()
     assert not (tmp_path / "r.db").exists() or b"t-value" not in (tmp_path / "r.db").read_bytes()
 
 

@@ -187,12 +187,16 @@ def test_the_cli_round_trip(tmp_path: Path, proto: Path):
         (("value.schema={tmp}/bad.proto",), b"value.schema"),
         (("value.schema={tmp}/orders.proto", "value.message=shop.v1.Nope"), b"no message"),
         (("value.schema={tmp}/missing.proto",), b"cannot read"),
+        (("value.schema={tmp}/imports.proto",), b'Import "other.proto" was not found'),
     ],
 )
 def test_misuse_is_one_line_and_exit_2(
     tmp_path: Path, proto: Path, opts: tuple[str, ...], message: bytes
 ):
     (tmp_path / "bad.proto").write_text('syntax = "proto3"; message {')
+    (tmp_path / "imports.proto").write_text(  # three problems: said in one line
+        'syntax = "proto3"; import "other.proto"; message X { Other a = 1; }'
+    )
     source = tmp_path / "in.jsonl"
     source.write_bytes(record_to_json(Record.new("create", after=ROW)) + b"\n")
     out = tmp_path / "out.jsonl"
@@ -212,4 +216,5 @@ def test_misuse_is_one_line_and_exit_2(
     )
     assert done.returncode == 2, done.stderr
     assert message in done.stderr and b"Traceback" not in done.stderr
-    assert len(done.stderr.strip().splitlines()[-1]) > 0 and not out.exists()
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert not out.exists()
