@@ -233,7 +233,8 @@ def _compile(schema_str: str, deps: tuple[tuple[str, str], ...], name: str) -> F
         try:
             return compile_files([name], [root], serialized_deps)
         except SchemaError as exc:  # the compiler's lines, one a problem: said in one
-            said = "; ".join(ln.strip().rstrip(".") for ln in str(exc).splitlines() if ln.strip())
+            lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+            said = "; ".join(line.rstrip(".") for line in lines) if len(lines) > 1 else str(exc)
             raise SchemaError(f"invalid Protobuf schema: {said}") from None
 
 
