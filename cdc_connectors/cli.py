@@ -188,7 +188,7 @@ class _Interrupted(_Terminated):
     exit_code = 128 + signal.SIGINT
 
 
-_STOPPED_BY = {signal.SIGTERM: _Terminated, signal.SIGHUP: _HungUp}
+_STOPPED_BY = {signal.SIGTERM: _Terminated, signal.SIGHUP: _HungUp, signal.SIGINT: _Interrupted}
 
 
 #: How soon a stop signal that came during an import is delivered again.
@@ -271,6 +271,8 @@ def _stop_on_signals(stack: ExitStack) -> None:
 
     stack.callback(_put_off.cancel)
     for each in _STOPPED_BY:
+        if signal.getsignal(each) == signal.SIG_IGN:
+            continue  # ignored by who started it (nohup, a shell's background job): so be it
         stack.callback(signal.signal, each, signal.signal(each, stop))
 
 
@@ -384,6 +386,8 @@ def convert(
                     # by SIGPIPE does, without a word.
                     sys.exit(128 + signal.SIGPIPE)
             _stop(str(exc), 1)
+        if streams.errors_made is not None:
+            streams.errors_made.ended = True
     _report(stats, stopped, output_path)
     sys.exit(1 if stats.errors else 0)
 
@@ -439,10 +443,15 @@ def _store_files(registry: str | None) -> list[Place]:
         return []
     if path is None:
         return []
+    real = os.path.realpath(path)  # (SQLite names its journal after the file itself)
     return [
-        Place("--registry" if not part else "the journal of --registry", f"{path}{part}", -1)
-        for part in ("", "-wal", "-shm", "-journal")
+        Place("--registry", str(path), -1),
+        *(Place("the journal of --registry", f"{real}{part}", -1) for part in _JOURNALS),
     ]
+
+
+#: What SQLite keeps beside a database file.
+_JOURNALS = ("-wal", "-shm", "-journal")
 
 
 def _places(
@@ -471,22 +480,24 @@ def _places(
     return _Places(source, outputs, errors, input_path, output_path, errors_path, errors_to_stdout)
 
 
-def _unmade_when_failed(
-    path: str, stream: IO[bytes]
-) -> Callable[[type[BaseException] | None, BaseException | None, object], bool]:
-    """An exit callback that removes the dead letters' file this run made when the run
-    failed (a stop, an error) before writing any dead letter into it."""
+class _MadeErrorsFile:
+    """The dead letters' file a run made: removed when the run did not end (a stop, an
+    error) and nothing was written into it, if it is still the file the run made."""
 
-    def remove(kind: type[BaseException] | None, exc: BaseException | None, _: object) -> bool:
-        ended_well = kind is None or (isinstance(exc, SystemExit) and exc.code in (0, 1, None))
-        if not ended_well:
-            close_quietly(stream)
+    def __init__(self, path: str, stream: IO[bytes]):
+        self.path, self.stream = path, stream
+        made = os.fstat(stream.fileno())
+        self.identity = (made.st_dev, made.st_ino)
+        self.ended = False  # set once the run has ended as it should
+
+    def __call__(self, kind: object, exc: object, traceback: object) -> bool:
+        if not self.ended:
+            close_quietly(self.stream)
             with suppress(OSError):
-                if os.path.isfile(path) and os.path.getsize(path) == 0:
-                    os.unlink(path)
-        return False
-
-    return remove
+                found = os.stat(self.path)
+                if (found.st_dev, found.st_ino) == self.identity and found.st_size == 0:
+                    os.unlink(self.path)
+        return False  # (whatever ended the run goes on)
 
 
 def _special_file(path: str) -> bool:
@@ -505,6 +516,8 @@ class _Streams:
     raw_in: IO[bytes]
     output: Output | None
     raw_errors: IO[bytes] | None
+    #: The dead letters' file, when the run made it (removed if the run does not end).
+    errors_made: _MadeErrorsFile | None = None
 
 
 def _open_streams(stack: ExitStack, places: _Places) -> _Streams:
@@ -528,16 +541,19 @@ def _open_streams(stack: ExitStack, places: _Places) -> _Streams:
             if output is not None:
                 stack.callback(output.discard)  # a no-op once committed
         raw_errors: IO[bytes] | None = sys.stdout.buffer if places.errors_to_stdout else None
+        made: _MadeErrorsFile | None = None
         if places.errors is not None and places.errors_path is not None:
-            where = places.errors
-            made = not os.path.lexists(places.errors_path)
-            raw_errors = open(places.errors_path, "ab")  # noqa: SIM115
-            if made:
-                stack.push(_unmade_when_failed(places.errors_path, raw_errors))
-            stack.callback(close_quietly, raw_errors)
+            where, path = places.errors, places.errors_path
+            with nullcontext() if _special_file(path) else _signals_held():
+                new = not os.path.lexists(path)
+                raw_errors = open(path, "ab")  # noqa: SIM115
+                stack.callback(close_quietly, raw_errors)
+                if new:
+                    made = _MadeErrorsFile(path, raw_errors)
+                    stack.push(made)
     except OSError as exc:
         _stop(f"{where}: {action}: {exc.strerror or exc}", 2)
-    return _Streams(raw_in, output, raw_errors)
+    return _Streams(raw_in, output, raw_errors, made)
 
 
 def _convert_streams(

@@ -436,7 +436,8 @@ def commit_changes(
     done = Applied(0, 0)
     offered, keyless = sum(m.offered for m in ours), sum(m.keyless for m in ours)
     named_nothing = changes is None and settings.key_columns and keyless == offered > 0
-    if named_nothing and settings.store().schema() is None:  # (a table made has them)
+    # (a table made has them; a new warehouse is not opened: that would make its catalog)
+    if named_nothing and (settings.fresh_warehouse() or settings.store().schema() is None):
         raise SettingError(
             f"{NAME} setting 'keyColumns': no record has column(s) "
             f"{', '.join(settings.key_columns)}: nothing was written"

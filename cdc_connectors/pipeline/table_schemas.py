@@ -19,8 +19,8 @@ and a ``registry`` set empty asks for none of this.
 
 from __future__ import annotations
 
+import contextlib
 import os
-import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -167,20 +167,19 @@ def made_by_making(url: str) -> list[Path]:
 def unmake_unused(made: list[Path], destination: Mapping[str, str]) -> None:
     """Remove what making a store beside a table made (:func:`made_by_making`) where the
     run made no table there (its first batch refused, say): a run that wrote nothing
-    leaves nothing behind."""
+    leaves nothing behind. Only the store's own file (and its journal) goes, and a folder
+    only where it is empty: the stores of a warehouse's other tables share the folder."""
     if not made or _table_there(destination):
         return
-    for path in made:
+    for path in made:  # the store's file first, then the folders above it
         try:
             if path.is_dir():
-                if path.name == FOLDER:
-                    shutil.rmtree(path)  # the store's file and its journal, made by this run
-                else:
-                    path.rmdir()  # (only where empty: a table's own files stay)
+                path.rmdir()
             else:
-                for part in path.parent.glob(path.name + "*"):  # with -wal, -journal
-                    part.unlink()
-        except OSError:
+                for part in ("", "-wal", "-shm", "-journal"):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(f"{path}{part}")
+        except OSError:  # a folder not empty, a file not ours to remove: left as it is
             return
 
 
@@ -188,6 +187,9 @@ def _table_there(destination: Mapping[str, str]) -> bool:
     from cdc_connectors.connectors.table_settings import Settings
 
     try:
-        return Settings.parse(destination).store().settings() is not None
+        table = Settings.parse(destination)
+        if table.fresh_warehouse():
+            return False  # (opening its catalog would make the catalog's file)
+        return table.store().settings() is not None
     except Exception:  # unreadable: whatever is there is left as it is
         return True

@@ -130,22 +130,21 @@ def registry_for(url: str) -> SchemaRegistry:
     task of an executor process reuses one client and its cache of schemas by id. A store
     whose SQLite file was removed or replaced since it was opened (``rm -r .cdc`` between
     two runs of one session) is opened anew: else its schemas would go to a file no other
-    process sees.
+    process sees. (A relative store stays the file it named when it was opened.)
     """
     with _shared_lock:
         registry = _shared.get(url)
         if registry is not None and url in _files:
             path, identity = _files[url]
             if _identity(path) != identity:
-                registry.close()
-                registry = None
+                registry = None  # (not closed: a holder of the old client goes on with it)
         if registry is None:
             registry = _shared[url] = open_registry(url)
             if url_scheme(url) == "sqlite":
                 from cdc_connectors.registry.embedded import store_place
 
-                path = str(store_place(url))
-                _files[url] = (path, _identity(path))
+                path = os.path.abspath(str(store_place(url)))  # the file opened, wherever
+                _files[url] = (path, _identity(path))  # the process goes later
         return registry
 
 

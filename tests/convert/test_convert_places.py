@@ -450,12 +450,58 @@ def test_a_fifo_as_the_output_waits_for_its_reader_but_not_past_a_stop(src, tmp_
         stderr=subprocess.PIPE,
         cwd=ROOT,
     )
-    time.sleep(1.5)  # started, and waiting in the FIFO's open
-    assert run.poll() is None
-    run.send_signal(signal.SIGTERM)
-    _, stderr = run.communicate(timeout=30)
+    try:
+        deadline = time.monotonic() + 60
+        while _waits_in(run.pid) != "wait_for_partner":  # in the FIFO's open
+            assert run.poll() is None and time.monotonic() < deadline
+            time.sleep(0.02)
+        run.send_signal(signal.SIGTERM)
+        _, stderr = run.communicate(timeout=30)
+    finally:
+        run.kill()
     assert run.returncode == 128 + signal.SIGTERM, stderr
     assert stderr.decode().splitlines() == ["Error: stopped by SIGTERM"]
+
+
+def _waits_in(pid: int) -> str:
+    """The kernel function a process sleeps in (Linux)."""
+    try:
+        with open(f"/proc/{pid}/wchan") as found:
+            return found.read()
+    except OSError:
+        return ""
+
+
+def test_a_stop_signal_ignored_by_who_started_the_run_stays_ignored(tmp_path):
+    """nohup ignores SIGHUP, a shell's background job SIGINT: the run keeps to that."""
+    out = tmp_path / "out.jsonl"
+
+    def ignore_hangups() -> None:
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    run = subprocess.Popen(
+        [sys.executable, "-m", "cdc_connectors.cli", *J2J, "-o", str(out)],
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        preexec_fn=ignore_hangups,
+    )
+    assert run.stdin is not None
+    try:
+        run.stdin.write(GOOD)
+        run.stdin.flush()
+        deadline = time.monotonic() + 60
+        while not [p for p in os.listdir(tmp_path) if p.endswith(".partial")]:
+            assert time.monotonic() < deadline and run.poll() is None
+            time.sleep(0.02)
+        run.send_signal(signal.SIGHUP)
+        time.sleep(0.5)
+        assert run.poll() is None  # not stopped
+        run.stdin.close()
+        assert run.wait(timeout=60) == 0
+    finally:
+        run.kill()
+    assert out.read_bytes() == GOOD
 
 
 @pytest.mark.parametrize("where", ["-o", "--errors", "-o journal", "-o new store"])
@@ -487,3 +533,30 @@ def test_an_output_that_is_the_registry_store_is_refused_and_the_store_kept(
     _one_line_error(result, 2, where.split()[0], f"same file as {label}")
     assert store.read_bytes() == held
     assert sorted(os.listdir(tmp_path)) == ["in.jsonl", "registry.db"]
+
+
+def test_a_dead_letters_file_made_by_a_failed_run_goes_one_there_before_stays(src, tmp_path):
+    """A run that fails (here: its input is no gzip) removes the --errors file it made and
+    left empty; an --errors file that was there before is never removed."""
+    import gzip
+
+    broken = tmp_path / "in.jsonl.gz"
+    broken.write_bytes(gzip.compress(GOOD)[:-12])
+    dead = tmp_path / "dead.jsonl"
+    result = run_cli(*J2J, str(broken), "-o", str(tmp_path / "out.jsonl"), "--errors", str(dead))
+    assert result.returncode == 1, result.stderr
+    assert not dead.exists() and not (tmp_path / "out.jsonl").exists()
+    dead.write_bytes(b"")
+    again = run_cli(*J2J, str(broken), "-o", str(tmp_path / "out.jsonl"), "--errors", str(dead))
+    assert again.returncode == 1 and dead.exists()
+
+
+def test_the_journal_of_a_registry_reached_through_a_symlink_is_refused_too(src, tmp_path):
+    """SQLite names the journal after the file itself, not after the link."""
+    store = tmp_path / "reg.db"
+    store.write_bytes(b"")
+    (tmp_path / "link.db").symlink_to(store)
+    result = run_cli(
+        *J2J, "--registry", f"sqlite:///{tmp_path}/link.db", str(src), "-o", f"{store}-wal"
+    )
+    _one_line_error(result, 2, "-o", "same file as the journal of --registry")

@@ -426,6 +426,40 @@ def test_a_run_that_makes_no_table_leaves_no_schema_store_behind(
     assert (tmp_path / "orders" / "_cdc_schemas" / "schemas.db").is_file()
 
 
+def test_a_refused_iceberg_table_takes_only_its_own_store_from_the_warehouse(
+    tmp_path: Path, spark: Any
+) -> None:
+    """The stores of a warehouse's tables share its _cdc_schemas folder: a pipeline whose
+    table is refused removes its own store, not the folder the other table's store is
+    in; alone in a new warehouse it leaves nothing (not even the catalog's file)."""
+    import yaml
+
+    write_changes(tmp_path / "in", 1, seed=8)
+    pipelines = []
+    for name, keys in (("a", "id"), ("b", "nope")):
+        config = table_pipeline(
+            tmp_path / "in", tmp_path / "wh", tmp_path / f"dead-{name}", streaming=False
+        )
+        config["id"] = f"mirror-{name}"
+        config["connectors"][1]["settings"].update(
+            {"format": "iceberg", "table": f"shop.{name}", "keyColumns": keys}
+        )
+        pipelines.append(config)
+    document = yaml.safe_load(write_config(tmp_path / "p.yaml", *pipelines).read_text())
+    del document["schema-registry"]
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
+    done = run_here(spark, tmp_path / "p.yaml")
+    assert done.returncode == 2, done.stderr
+    assert "no record has column(s) nope" in done.stderr
+    stores = {p.name.split(".db")[0] for p in (tmp_path / "wh" / "_cdc_schemas").iterdir()}
+    assert stores == {"shop.a"}  # (with its journal)
+    document["pipelines"] = document["pipelines"][1:]
+    document["pipelines"][0]["connectors"][1]["settings"]["path"] = str(tmp_path / "new")
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
+    assert run_here(spark, tmp_path / "p.yaml").returncode == 2
+    assert not (tmp_path / "new").exists()
+
+
 def test_every_schema_store_is_checked_before_any_is_made(tmp_path: Path, spark: Any) -> None:
     import yaml
 

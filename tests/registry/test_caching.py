@@ -124,3 +124,20 @@ def test_a_shared_store_whose_file_was_removed_is_opened_anew(tmp_path: Path) ->
     second.register_schema("t", V2)
     assert (folder / "schemas.db").is_file()
     assert open_registry(url).get_subjects() == ["t"]
+
+
+def test_a_relative_store_stays_the_file_it_named_when_the_process_moves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cdc_connectors.registry import registry_for
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    monkeypatch.chdir(tmp_path / "a")
+    url = f"sqlite:///relative-{tmp_path.name}.db"
+    first = registry_for(url)
+    first.register_schema("s", V1)
+    monkeypatch.chdir(tmp_path / "b")
+    assert registry_for(url) is first
+    assert registry_for(url).get_subjects() == ["s"]
+    assert list((tmp_path / "b").iterdir()) == []
