@@ -38,10 +38,11 @@ def parses(text: bytes | memoryview) -> bool:
 
 def is_json(text: bytes | memoryview) -> bool:
     """Whether ``text`` is one JSON value, as :func:`parses` says (module docstring)."""
-    parser = getattr(_validators, "parser", None)
-    if parser is None:
+    try:  # (called once a message: kept lean)
+        parser = _validators.parser
+    except AttributeError:
         parser = _validators.parser = simdjson.Parser()
-    if text[:1] and text[0] in _VALUE_STARTS and len(text) <= _SIMDJSON_AT_MOST:
+    if 0 < len(text) <= _SIMDJSON_AT_MOST and text[0] in _VALUE_STARTS:
         try:
             parser.parse(text, False)
         except (ValueError, RuntimeError):
