@@ -803,9 +803,10 @@ def run_pipeline(pipeline_file: str, available_now: bool) -> None:
     """Run the pipelines of a pipeline file on Spark (its spark.master, local[*] by default).
 
     One line per batch and a summary go to stderr. Ctrl-C stops once the current
-    batch is written (a second Ctrl-C at once). Exit status: 0 all good, 1 when
-    records went to the dead-letter output or a pipeline stopped or failed, 2 for a
-    file or setting that cannot be run.
+    batch is written (a second Ctrl-C at once). Exit status: 0 all good (a run
+    Ctrl-C stopped after its batch too), 1 when records went to the dead-letter output
+    or a pipeline stopped itself (fail-fast, max-error-ratio) or failed, 2 for a file
+    or setting that cannot be run, 130 when a second Ctrl-C stopped it at once.
     """
     from cdc_connectors.pipeline import ConfigError, load
     from cdc_connectors.pipeline.launch import run_local
