@@ -16,6 +16,7 @@ setting a connector refused when Spark planned the job, 130 when stopped at once
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import pickle
 import re
@@ -179,10 +180,23 @@ class Stopper:
     def _handle(self, signum: int, frame: object) -> None:
         name = signal.Signals(signum).name
         if self.requested is not None:
+            # Stopping at once: py4j logs the call this interrupts, and the connection it
+            # then closes, with their tracebacks; the run says what happened in one line.
+            _logs_off()
             raise KeyboardInterrupt(name)
         self.requested = name
         quiet_from_now()  # (the Spark processes' teardown is no news)
         _say(f"{name}: stopping once the current batch is written (again to stop now)")
+
+
+def _logs_off() -> None:
+    """Logs at ERROR and below off until :func:`_logs_back`: py4j logs the call a stop at
+    once interrupts, and the connection it then closes, with their tracebacks."""
+    logging.disable(logging.ERROR)
+
+
+def _logs_back() -> None:
+    logging.disable(logging.NOTSET)
 
 
 @dataclass(frozen=True)
@@ -944,9 +958,12 @@ def _run_made(
         if streaming and stopper.requested is None:
             _run_streams(config, streaming, available_now, stopper)
     except KeyboardInterrupt as exc:
-        spark.sparkContext.cancelAllJobs()
-        for query in spark.streams.active:
-            query.stop()
+        try:
+            spark.sparkContext.cancelAllJobs()
+            for query in spark.streams.active:
+                query.stop()
+        finally:
+            _logs_back()  # (off since the second stop signal: Stopper._handle)
         say(f"stopped at once by {exc or 'SIGINT'}: the last batch may be written in part")
         return EXIT_INTERRUPTED
     except SettingRefused as exc:
