@@ -435,7 +435,7 @@ def _store_files(registry: str | None) -> list[Place]:
 
     if registry is None or url_scheme(registry) != "sqlite":
         return []
-    from cdc_connectors.registry.embedded import store_place
+    from cdc_connectors.registry.embedded import JOURNALS, store_place
 
     try:
         path = store_place(registry)
@@ -446,12 +446,9 @@ def _store_files(registry: str | None) -> list[Place]:
     real = os.path.realpath(path)  # (SQLite names its journal after the file itself)
     return [
         Place("--registry", str(path), -1),
-        *(Place("the journal of --registry", f"{real}{part}", -1) for part in _JOURNALS),
+        *(Place("the journal of --registry", f"{real}{part}", -1) for part in JOURNALS),
     ]
 
-
-#: What SQLite keeps beside a database file.
-_JOURNALS = ("-wal", "-shm", "-journal")
 
 
 def _places(

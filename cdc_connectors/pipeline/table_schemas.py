@@ -169,6 +169,8 @@ def unmake_unused(made: list[Path], destination: Mapping[str, str]) -> None:
     run made no table there (its first batch refused, say): a run that wrote nothing
     leaves nothing behind. Only the store's own file (and its journal) goes, and a folder
     only where it is empty: the stores of a warehouse's other tables share the folder."""
+    from cdc_connectors.registry.embedded import JOURNALS
+
     if not made or _table_there(destination):
         return
     for path in made:  # the store's file first, then the folders above it
@@ -176,7 +178,7 @@ def unmake_unused(made: list[Path], destination: Mapping[str, str]) -> None:
             if path.is_dir():
                 path.rmdir()
             else:
-                for part in ("", "-wal", "-shm", "-journal"):
+                for part in ("", *JOURNALS):
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(f"{path}{part}")
         except OSError:  # a folder not empty, a file not ours to remove: left as it is

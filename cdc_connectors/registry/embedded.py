@@ -229,6 +229,10 @@ class _Opened:
     read_only: bool = False
 
 
+#: What SQLite keeps beside a store's file (its journal), by the suffix of its name.
+JOURNALS = ("-wal", "-shm", "-journal")
+
+
 def store_place(url: str) -> Path | None:
     """What an embedded URL names, checked without opening anything: ``None`` for a
     ``memory://`` store, else the path of a SQLite file that may be opened (it may not
