@@ -3,7 +3,8 @@
 Exit codes of ``convert``: 0 when every message converted or was skipped by
 policy, 1 when any failed (written to ``--errors`` when given) or a read or
 write failed midway (one line naming the stream), 2 on usage errors (formats,
-options, paths and the registry: checked before any file is touched) and when
+options, paths, a closed standard stream and the registry: checked before any file is
+touched) and when
 the registry fails midway (-o is then left unchanged). Counts go to stderr.
 
 Exit codes of ``run`` and ``submit``: 0 when every pipeline ran and nothing went to its
@@ -93,7 +94,7 @@ class _Command(click.Group):
         except OSError as exc:
             settle_stdout()
             click.echo(f"Error: cannot write the output: {exc.strerror or exc}", err=True)
-            sys.exit(1)
+            sys.exit(_lost_output_status(exc))
         # What click returns without standalone mode: a command's exit status (ctx.exit,
         # --help, --version), or None when it simply returned.
         sys.exit(result if isinstance(result, int) else 0)
@@ -851,7 +852,8 @@ def submit(pipeline_file: str, available_now: bool, spark_submit_args: tuple[str
 
 
 def _write_stdout(text: str) -> None:
-    """Write ``text`` to stdout; a closed or full stdout is one error line and exit 1."""
+    """Write ``text`` to stdout; a closed or full stdout is one error line
+    (:func:`_lost_output_status`)."""
     try:
         if sys.stdout is None:  # started with stdout closed
             raise OSError(errno.EBADF, "it is closed")
@@ -860,7 +862,13 @@ def _write_stdout(text: str) -> None:
     except OSError as exc:
         settle_stdout()
         click.echo(f"Error: cannot write to stdout: {exc.strerror or exc}", err=True)
-        sys.exit(1)
+        sys.exit(_lost_output_status(exc))
+
+
+def _lost_output_status(exc: OSError) -> int:
+    """2 for a stream that was closed before the command ran (misuse, as a missing file
+    is); 1 for one that failed under a write (a full disk, a reader gone)."""
+    return 2 if exc.errno == errno.EBADF else 1
 
 
 if __name__ == "__main__":

@@ -2,8 +2,8 @@
 
 Whatever happens, no traceback (nor Python's "Exception ignored" noise at exit)
 reaches the user. A usage error is exit 2, one error line and nothing on stdout.
-When the output cannot be written (stdout closed, /dev/full), the command says so
-in one error line and exits non-zero.
+When the output cannot be written, the command says so in one error line: exit 2 for a
+stream closed before it ran (misuse), 1 for a full one (/dev/full).
 
 A case that closes or fills a standard stream runs as a user runs it, in a subprocess
 started through bash so that the stream can really be closed (``<&-``, ``>&-``), not merely
@@ -383,7 +383,9 @@ def check(case: Case, outcome: Outcome) -> None:
             assert outcome.stdout == b"", where
             assert len(errors) == 1, f"expected one error line; {where}"
     elif case.lost_output:
-        assert outcome.returncode != 0, where
+        # a stream closed before the command ran is misuse; a full one a failed write
+        closed = case.stdin is None or case.stdout == "closed"
+        assert outcome.returncode == (2 if closed else 1), where
         assert len(errors) == 1, f"expected one error line; {where}"
     else:
         assert outcome.returncode in case.exits, where
