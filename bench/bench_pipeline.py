@@ -18,6 +18,11 @@ by its own clock (first batch start to last batch end: not Spark's start), run a
   (``kafka.enable.idempotence: false``, which keeps one request in flight): on Tansu an
   idempotent producer writes a third as fast, which would measure the broker, not us.
 - ``scaling_2_vs_1_cores``: the pipeline on ``local[2]`` against ``local[1]``.
+- ``scaling_2_vs_1_cores_of_bound``: that ratio against the most two cores can give when
+  the broker and Spark's JVM share them: on ``local[1]`` they run on the core the task
+  leaves free (the job takes the workers' CPU time W), on ``local[2]`` they take their part
+  of both cores (the job takes at least (W + broker + JVM) / 2), so the bound is
+  2W / (W + broker + JVM), from the CPU time of each process over the ``local[2]`` runs.
 - ``pipeline_worker_memory_1x_vs_3x``: the peak resident memory of the Python workers over a
   run of the pipeline on the messages and on three times as many (each in a fresh session:
   a worker's peak lasts as long as the worker); 1.0 is flat.
@@ -40,6 +45,7 @@ from bench.common import entry
 from bench.pipeline_runs import (
     MESSAGES,
     ROUNDS,
+    ProcessCpu,
     WorkerMemory,
     dead_letters,
     run_pipeline,
@@ -118,6 +124,26 @@ class _Bench:
         self.folder = folder
         self.numbers = count()
         self.best: dict[str, float] = {}
+        #: CPU seconds by kind of process, summed over the runs :meth:`accounted` took.
+        self.cpu: dict[str, float] = {}
+
+    def accounted(self, run: Callable[[], float]) -> Callable[[], float]:
+        """``run``, its processes' CPU time added to :attr:`cpu`."""
+
+        def side() -> float:
+            assert self.broker.process is not None
+            with ProcessCpu(self.broker.process.pid) as spent:
+                seconds = run()
+            for kind, used in spent.seconds.items():
+                self.cpu[kind] = self.cpu.get(kind, 0.0) + used
+            return seconds
+
+        return side
+
+    def scaling_bound(self) -> float:
+        """2W / (W + broker + JVM) over the runs :meth:`accounted` took (module docstring)."""
+        workers = self.cpu.get("workers", 0.0)
+        return 2 * workers / (workers + self.cpu.get("broker", 0.0) + self.cpu.get("jvm", 0.0))
 
     def topic(self, name: str, messages: int) -> str:
         self.broker.create_topic(name, PARTITIONS)
@@ -182,7 +208,9 @@ def run() -> dict[str, dict[str, Any]]:
                 "raw uncompressed": lambda: bench.pipeline(
                     source, MESSAGES, True, "local[2]", compressed=False
                 ),
-                "pipeline": lambda: bench.pipeline(source, MESSAGES, False, "local[2]"),
+                "pipeline": bench.accounted(
+                    lambda: bench.pipeline(source, MESSAGES, False, "local[2]")
+                ),
                 "idempotent": lambda: bench.pipeline(source, MESSAGES, False, "local[2]", True),
             },
             ROUNDS,
@@ -222,6 +250,15 @@ def run() -> dict[str, dict[str, Any]]:
         ),
         "scaling_2_vs_1_cores": entry(
             rate["pipeline"], "msg/s", "the pipeline on local[1]", rate["one core"]
+        ),
+        "scaling_2_vs_1_cores_of_bound": entry(
+            rate["pipeline"] / rate["one core"],
+            "x",
+            "2W / (W + broker + JVM): the most two cores shared with the broker can give, "
+            f"from CPU seconds W {bench.cpu.get('workers', 0):.1f}, broker "
+            f"{bench.cpu.get('broker', 0):.1f}, JVM {bench.cpu.get('jvm', 0):.1f}",
+            bench.scaling_bound(),
+            digits=2,
         ),
         # 1.0: flat; below 1: memory grows with the number of records.
         "pipeline_worker_memory_1x_vs_3x": entry(

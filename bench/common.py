@@ -37,13 +37,16 @@ def _timed(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - start
 
 
-def entry(value: float, unit: str, anchor: str, anchor_value: float) -> dict[str, Any]:
-    """One row of bench/results.json; ratio above 1 means ours is faster."""
+def entry(
+    value: float, unit: str, anchor: str, anchor_value: float, digits: int = 1
+) -> dict[str, Any]:
+    """One row of bench/results.json (values to ``digits`` decimals); ratio above 1 means
+    ours is faster."""
     return {
-        "value": round(value, 1),
+        "value": round(value, digits),
         "unit": unit,
         "anchor": anchor,
-        "anchor_value": round(anchor_value, 1),
+        "anchor_value": round(anchor_value, digits),
         "ratio": round(value / anchor_value, 3),
     }
 

@@ -1,6 +1,6 @@
 """What the pipeline benchmarks share: the message count, Spark sessions, running a pipeline
-file as ``cdc-connectors run`` does (in this process) and timing it by its own clock, and the
-peak memory of Spark's Python workers.
+file as ``cdc-connectors run`` does (in this process) and timing it by its own clock, the
+peak memory of Spark's Python workers, and the CPU time of each kind of process.
 
 ``BENCH_MESSAGES`` sets the number of messages (200,000 by default; fewer for a quick run),
 ``BENCH_ROUNDS`` how many times each side is measured (best taken; 3 by default).
@@ -123,3 +123,48 @@ def _descends(pid: str, ancestor: str) -> bool:
         stat = Path(f"/proc/{pid}/stat").read_text()
         pid = stat.rsplit(")", 1)[1].split()[1]
     return False
+
+
+class ProcessCpu:
+    """CPU seconds (user and system) spent during the block by this process's descendants,
+    by kind: ``workers`` (Spark's Python workers), ``jvm`` (Spark's JVM) and ``broker``
+    (the process ``broker_pid``). A process that ends inside the block is not counted:
+    Spark's workers and JVM outlive a pipeline run in its session."""
+
+    def __init__(self, broker_pid: int | None = None) -> None:
+        self.broker_pid = str(broker_pid) if broker_pid is not None else None
+        self.seconds: dict[str, float] = {}
+
+    def __enter__(self) -> ProcessCpu:
+        self._before = self._now()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for pid, (kind, seconds) in self._now().items():
+            start = self._before.get(pid, (kind, 0.0))[1]
+            self.seconds[kind] = self.seconds.get(kind, 0.0) + seconds - start
+
+    def _now(self) -> dict[str, tuple[str, float]]:
+        mine, tick = str(os.getpid()), os.sysconf("SC_CLK_TCK")
+        found: dict[str, tuple[str, float]] = {}
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit():
+                continue
+            try:
+                if proc.name == self.broker_pid:
+                    kind = "broker"
+                elif not _descends(proc.name, mine) or proc.name == mine:
+                    continue
+                else:
+                    cmdline = (proc / "cmdline").read_bytes()
+                    if b"pyspark.daemon" in cmdline or b"pyspark/daemon" in cmdline:
+                        kind = "workers"
+                    elif b"java" in cmdline.split(b"\0", 1)[0]:
+                        kind = "jvm"
+                    else:
+                        continue
+                fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            found[proc.name] = (kind, (int(fields[11]) + int(fields[12])) / tick)
+        return found

@@ -451,7 +451,6 @@ def _store_files(registry: str | None) -> list[Place]:
     ]
 
 
-
 def _places(
     input_path: str | None,
     output_path: str | None,

@@ -28,6 +28,7 @@ Source settings (names are case-insensitive):
 | ``maxRecordsPerPartition`` | ``200000`` | batch: larger ranges are split into more tasks |
 | ``maxOffsetsPerTrigger`` | none | streaming: at most this many offsets per micro-batch (4) |
 | ``pollTimeoutMs`` | ``120000`` | a read task fails when nothing arrives for this long |
+| ``requestTimeoutMs`` | ``30000`` | how long planning waits for the cluster (topics, offsets) |
 | ``kafka.<property>`` | | librdkafka property ``<property>`` as is (SASL, TLS, ...) |
 
 1. With a format, rows are OpenCDC records (the layout of

@@ -39,8 +39,6 @@ from cdc_connectors.connectors.messages import SettingError
 NOTICES = logging.getLogger("cdc_connectors.kafka.topics")
 
 GROUP_ID = "cdc-connectors"
-#: How long a driver-side request (metadata, offsets) may take, in seconds.
-REQUEST_TIMEOUT = 30.0
 #: A wait for a fetch at the end of a partition is this long at most (milliseconds).
 FETCH_WAIT_MS = 10
 
@@ -108,6 +106,8 @@ class Broker:
 
     def __init__(self, settings: SourceSettings):
         self.settings = settings
+        #: How long a request (metadata, offsets, a first fetch) may take, in seconds.
+        self.timeout = settings.request_timeout_ms / 1000
         config = consumer_config(settings)
         if "fetch.wait.max.ms" not in settings.kafka:
             config["fetch.wait.max.ms"] = FETCH_WAIT_MS
@@ -125,10 +125,10 @@ class Broker:
         """
         settings = self.settings
         try:
-            metadata = self.consumer.list_topics(timeout=REQUEST_TIMEOUT)
+            metadata = self.consumer.list_topics(timeout=self.timeout)
         except KafkaException as exc:
             raise ConnectorError(
-                f"{CONNECTOR}: cannot list topics on {settings.servers}: {_said(exc)}"
+                f"{CONNECTOR}: cannot list topics on {settings.servers}: {_said(exc, self.timeout)}"
             ) from None
         found: list[TP] = []
         if settings.topic_pattern is not None:
@@ -163,11 +163,12 @@ class Broker:
         for topic, partition in tps:
             try:
                 low, high = self.consumer.get_watermark_offsets(
-                    TopicPartition(topic, partition), timeout=REQUEST_TIMEOUT, cached=False
+                    TopicPartition(topic, partition), timeout=self.timeout, cached=False
                 )
             except KafkaException as exc:
                 raise ConnectorError(
-                    f"{CONNECTOR}: cannot list offsets of {topic}/{partition}: {_said(exc)}"
+                    f"{CONNECTOR}: cannot list offsets of {topic}/{partition}: "
+                    f"{_said(exc, self.timeout)}"
                 ) from None
             listed[(topic, partition)] = (int(low), int(high))
         return listed
@@ -192,13 +193,13 @@ class Broker:
         listed = self._listed(tps)
         self.consumer.assign([TopicPartition(t, p, max(listed[(t, p)])) for t, p in tps])
         pending = set(tps)
-        deadline = time.monotonic() + REQUEST_TIMEOUT
+        deadline = time.monotonic() + self.timeout
         try:
             while pending:
                 if time.monotonic() > deadline:
                     waiting = ", ".join(f"{t}/{p}" for t, p in sorted(pending))
                     raise ConnectorError(
-                        f"{CONNECTOR}: no fetch answer within {REQUEST_TIMEOUT:.0f}s from "
+                        f"{CONNECTOR}: no fetch answer within {self.timeout:g}s from "
                         f"{self.settings.servers} for {waiting}"
                     )
                 message = self.consumer.poll(0.05)
@@ -226,7 +227,7 @@ class Broker:
         if high <= low:
             return
         self.consumer.assign([TopicPartition(tp[0], tp[1], low)])
-        deadline = time.monotonic() + REQUEST_TIMEOUT
+        deadline = time.monotonic() + self.timeout
         taken = 0
         try:
             while taken < count and time.monotonic() < deadline:
@@ -254,7 +255,7 @@ class Broker:
             if high <= low:
                 continue
             self.consumer.assign([TopicPartition(topic, partition, low)])
-            deadline = time.monotonic() + REQUEST_TIMEOUT
+            deadline = time.monotonic() + self.timeout
             try:
                 while time.monotonic() < deadline:
                     message = self.consumer.poll(0.05)
@@ -406,13 +407,13 @@ def limit(start: Mapping[TP, int], latest: Mapping[TP, int], max_rows: int) -> O
     return {tp: end[tp] + granted[tp] for tp in latest}
 
 
-def _said(exc: KafkaException) -> str:
+def _said(exc: KafkaException, timeout: float) -> str:
     """What a client error says, without its ``KafkaError{code=...}`` wrapping; where no
-    broker answered, that it waited for one."""
+    broker answered, that it waited ``timeout`` seconds for one."""
     error = exc.args[0] if exc.args else None
     if not isinstance(error, KafkaError):
         return str(exc)
     said = str(error.str())
     if error.code() in (KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN):
-        said += f" (no broker answered within {REQUEST_TIMEOUT:.0f} s)"
+        said += f" (no broker answered within {timeout:g} s: requestTimeoutMs)"
     return said

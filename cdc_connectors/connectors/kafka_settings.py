@@ -44,6 +44,7 @@ SOURCE = (
     "maxRecordsPerPartition",
     "maxOffsetsPerTrigger",
     "pollTimeoutMs",
+    "requestTimeoutMs",
     "failOnDataLoss",
 )
 DESTINATION = ("servers", "topic", "format", "registry", "deliveryTimeoutMs")
@@ -56,6 +57,8 @@ SPARK_ALIASES = {
     "subscribe": "topics",
     "subscribepattern": "topicPattern",
     "kafkaconsumer.polltimeoutms": "pollTimeoutMs",
+    # the Java consumer's bound on its blocking calls; librdkafka has no such property
+    "kafka.default.api.timeout.ms": "requestTimeoutMs",
 }
 #: Spark Kafka options with no counterpart here, and what to do instead.
 SPARK_UNSUPPORTED = {
@@ -66,6 +69,7 @@ SPARK_UNSUPPORTED = {
 
 DEFAULT_MAX_RECORDS_PER_PARTITION = 200_000
 DEFAULT_POLL_TIMEOUT_MS = 120_000
+DEFAULT_REQUEST_TIMEOUT_MS = 30_000
 DEFAULT_DELIVERY_TIMEOUT_MS = 30_000
 DEFAULT_DESTINATION_FORMAT = "opencdc-proto"
 
@@ -93,6 +97,8 @@ class SourceSettings:
     #: Spark's ``failOnDataLoss``: whether messages no longer there (deleted, their topic
     #: made again) fail the read, or are skipped with a warning
     fail_on_data_loss: bool = True
+    #: How long the driver waits for the cluster's answer to a request (topics, offsets)
+    request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS
 
     @property
     def raw(self) -> bool:
@@ -396,6 +402,7 @@ def source_settings(options: Mapping[str, str]) -> SourceSettings:
         ),
         max_offsets_per_trigger=_positive(ours, "maxOffsetsPerTrigger", None),
         poll_timeout_ms=_required_positive(ours, "pollTimeoutMs", DEFAULT_POLL_TIMEOUT_MS),
+        request_timeout_ms=_required_positive(ours, "requestTimeoutMs", DEFAULT_REQUEST_TIMEOUT_MS),
         kafka=kafka,
         collection=collection,
         fail_on_data_loss=fail_on_data_loss,

@@ -455,13 +455,24 @@ def test_spark_pattern_and_poll_names_are_aliases() -> None:
             "kafka.bootstrap.servers": "h:1",
             "subscribePattern": "orders-.*",
             "kafkaConsumer.pollTimeoutMs": "5000",
+            "kafka.default.api.timeout.ms": "7000",
         }
     )
-    assert (settings.servers, settings.topic_pattern, settings.poll_timeout_ms) == (
-        "h:1",
-        "orders-.*",
-        5000,
-    )
+    assert (
+        settings.servers,
+        settings.topic_pattern,
+        settings.poll_timeout_ms,
+        settings.request_timeout_ms,
+        settings.kafka,
+    ) == ("h:1", "orders-.*", 5000, 7000, {})
+
+
+def test_the_request_timeout_is_30_seconds_unless_set() -> None:
+    assert source_settings({"servers": "h:1", "topics": "t"}).request_timeout_ms == 30_000
+    given = source_settings({"servers": "h:1", "topics": "t", "requestTimeoutMs": "250"})
+    assert given.request_timeout_ms == 250
+    with pytest.raises(SettingError, match="requestTimeoutMs"):
+        source_settings({"servers": "h:1", "topics": "t", "requestTimeoutMs": "0"})
 
 
 @pytest.mark.parametrize(

@@ -505,9 +505,7 @@ def test_a_stop_signal_ignored_by_who_started_the_run_stays_ignored(tmp_path):
 
 
 @pytest.mark.parametrize("where", ["-o", "--errors", "-o journal", "-o new store"])
-def test_an_output_that_is_the_registry_store_is_refused_and_the_store_kept(
-    src, tmp_path, where
-):
+def test_an_output_that_is_the_registry_store_is_refused_and_the_store_kept(src, tmp_path, where):
     """The registry's SQLite file is a place of the run too: an output there would replace
     every schema the store holds."""
     from confluent_kafka.schema_registry import Schema

@@ -149,24 +149,26 @@ def test_a_failed_dead_letter_output_publishes_none_of_what_the_tasks_wrote(
         assert sorted(places(tmp_path / "dead")) == sorted(source.dead)
 
 
+@pytest.mark.parametrize("mode", ["batch", "streaming"])
 def test_a_source_that_is_not_there_fails_before_a_batch_and_says_nothing_was_written(
-    spark, tmp_path, monkeypatch
+    spark, tmp_path, mode
 ):  # type: ignore[no-untyped-def]
-    """A Kafka source on a port nothing listens on fails while the batch is planned: the
-    summary says nothing was written, not that tasks may have delivered part of a batch.
-    (A streaming run plans in a Python worker of Spark's, where the broker's wait is not
-    shortened: the same summary, after 30 s.)"""
-    mode = "batch"
-    from cdc_connectors.connectors import kafka_offsets
-
-    monkeypatch.setattr(kafka_offsets, "REQUEST_TIMEOUT", 1.0)
+    """A Kafka source on a port nothing listens on fails while the batch is planned (on
+    the driver, or in a Python worker of Spark's for a stream), once ``requestTimeoutMs``
+    has passed: the summary says nothing was written, not that tasks may have delivered
+    part of a batch."""
     out = tmp_path / "out"
     pipeline = files_pipeline("p", tmp_path / "in", out, tmp_path / "dead", mode=mode)
     pipeline["connectors"][0] = {
         "id": "in",
         "type": "source",
         "plugin": "kafka",
-        "settings": {"servers": "127.0.0.1:1", "topics": "t", "format": "debezium-json"},
+        "settings": {
+            "servers": "127.0.0.1:1",
+            "topics": "t",
+            "format": "debezium-json",
+            "requestTimeoutMs": "1000",
+        },
     }
     pipeline["connectors"][1]["plugin"] = "kafka"
     pipeline["connectors"][1]["settings"] = {"servers": "127.0.0.1:1", "topic": "o"}
@@ -174,7 +176,8 @@ def test_a_source_that_is_not_there_fails_before_a_batch_and_says_nothing_was_wr
     assert status == 1
     failed = "Error: pipeline p failed: cdc-kafka: cannot list topics on "
     assert lines[-1].startswith(failed), lines
-    assert "(no broker answered within 1 s)" in lines[-1] and "KafkaError{" not in lines[-1]
+    waited = "(no broker answered within 1 s: requestTimeoutMs)"
+    assert waited in lines[-1] and "KafkaError{" not in lines[-1]
     summary = lines[-2]
     assert summary.startswith("p: 0 batches, 0 records in, 0 out"), lines
     assert summary.endswith("; it failed before its first batch: nothing was written"), lines
