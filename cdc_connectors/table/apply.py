@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from cdc_connectors.errors import CodecError, ConfigError
 from cdc_connectors.table.evolve import Evolution, SchemaChangeError, evolution, numeric, widens
-from cdc_connectors.table.history import after_a_delete, late_keys, rebuild
+from cdc_connectors.table.history import Rebuilt, after_a_delete, late_keys, rebuild
 from cdc_connectors.table.keys import among
 from cdc_connectors.table.layout import (
     CHANGE_COLUMNS,
@@ -74,6 +74,46 @@ def apply_changes(
     held = txn is not None and _holds(store, "rows", txn)
     if held and txn is not None and _holds(store, "tombstones", txn):
         return Applied(0, 0, replayed=True)
+    settings, schema, changes = _evolved(store, changes, settings)
+    keys = settings.keys
+    _check_keys(changes, keys, store.where)
+    changes = _cast(changes, schema)
+    touched = changes.select(keys).group_by(keys, use_threads=False).aggregate([])
+    changes, versions, current, graves = _held_of(store, changes, touched, settings, schema)
+    held_graves = graves
+    late = keys_of(changes, keys).slice(0, 0)
+    rebuilt = None
+    if settings.mode == "history":
+        past = _late_history(store, changes, keys, versions, current, graves, schema)
+        if past is None:  # the table gained the column the late changes need: again
+            return apply_changes(store, given, settings, txn, repairing=repairing)
+        changes, current, graves, late, rebuilt = past
+    done = plan(
+        changes, keys, current, graves, schema, mode=settings.mode, deletes=settings.deletes
+    )
+    applied, stale = done.applied, done.stale
+    rows, tombs, replaced = done.rows, done.tombstones, done.keys
+    if rebuilt is not None:
+        applied, stale = applied + rebuilt.applied, stale + rebuilt.stale
+        rows = pa.concat_tables([rows, rebuilt.rows.select(rows.schema.names).cast(rows.schema)])
+        tombs = pa.concat_tables(
+            [tombs, rebuilt.tombstones.select(tombs.schema.names).cast(tombs.schema)]
+        )
+        replaced = pa.concat_tables([replaced, late.cast(replaced.schema)])
+    # (nothing applied, tombstones yet to add: a write killed between its two commits)
+    graves_change = _differ(among(held_graves, replaced), tombs, [*keys, STREAM, OFFSET])
+    if applied == 0 and not graves_change:
+        return Applied(0, stale, replayed=held)
+    written = _Written(done.keys, rows, tombs, replaced, late, graves.num_rows > 0, applied > 0)
+    _commit(store, written, given, settings, txn, held=held, repairing=repairing)
+    return Applied(0, stale, replayed=True) if held else Applied(applied, stale)
+
+
+def _evolved(
+    store: TableStore, changes: pa.Table, settings: TableSettings
+) -> tuple[TableSettings, pa.Schema, pa.Table]:
+    """The table's settings and schema once it exists and holds the batch's columns (made
+    on the first batch, columns added and widened), and the changes fitted to it."""
     held_schema = store.schema()
     _check_names(row_schema(changes.schema), held_schema or pa.schema([]), store)
     noting = held_schema is None and _any_unset(changes, row_schema(changes.schema))
@@ -93,67 +133,88 @@ def apply_changes(
         store.evolve(change)
         schema = store.schema()
         assert schema is not None
-    keys = settings.keys
-    _check_keys(changes, keys, store.where)
-    changes = _cast(changes, schema)
-    touched = changes.select(keys).group_by(keys, use_threads=False).aggregate([])
-    changes, versions, current, graves = _held_of(store, changes, touched, settings, schema)
-    held_graves = graves
-    late = keys_of(changes, keys).slice(0, 0)
-    if settings.mode == "history":
-        late = _unique(
-            [
-                late_keys(changes, keys, versions, graves),
-                after_a_delete(changes, keys, graves, versions),
-            ],
-            keys,
-        )
-    rebuilt = None
-    if late.num_rows:  # history: late changes become the past versions they are
-        rebuilt = rebuild(
-            among(versions, late), among(changes, late), among(graves, late), keys, _noting(schema)
-        )
-        noting = DELETES_BEFORE in schema.names
-        if (noting and DELETES_BEFORE not in graves.column_names) or (
-            not noting and (_notes(rebuilt.rows) or _notes(rebuilt.tombstones))
-        ):
-            # (kept from the first delete that closed nothing on; the tombstones' too, where
-            # a write killed between the two left it out): the batch again, planned on the
-            # table with it
-            store.evolve(Evolution([pa.field(DELETES_BEFORE, DELETES_BEFORE_TYPE)], []))
-            return apply_changes(store, given, settings, txn, repairing=repairing)
-        if not noting:
-            rebuilt = replace(
-                rebuilt,
-                rows=rebuilt.rows.drop_columns([DELETES_BEFORE]),
-                tombstones=rebuilt.tombstones.drop_columns([DELETES_BEFORE]),
-            )
-        changes, current = among(changes, late, anti=True), among(current, late, anti=True)
-        graves = among(graves, late, anti=True)
-    done = plan(
-        changes, keys, current, graves, schema, mode=settings.mode, deletes=settings.deletes
+    return settings, schema, changes
+
+
+def _late_history(
+    store: TableStore,
+    changes: pa.Table,
+    keys: list[str],
+    versions: pa.Table,
+    current: pa.Table,
+    graves: pa.Table,
+    schema: pa.Schema,
+) -> tuple[pa.Table, pa.Table, pa.Table, pa.Table, Rebuilt | None] | None:
+    """A history table's late changes (older than a version it holds, or after a delete)
+    rebuilt into the past versions they are: the changes, current rows and tombstones left
+    to plan, the late keys, and what was rebuilt. ``None`` when the table first had to gain
+    the column noting deletes' order (the batch is to be planned again on it)."""
+    late = _unique(
+        [
+            late_keys(changes, keys, versions, graves),
+            after_a_delete(changes, keys, graves, versions),
+        ],
+        keys,
     )
-    applied, stale = done.applied, done.stale
-    rows, tombs, replaced = done.rows, done.tombstones, done.keys
-    if rebuilt is not None:
-        applied, stale = applied + rebuilt.applied, stale + rebuilt.stale
-        rows = pa.concat_tables([rows, rebuilt.rows.select(rows.schema.names).cast(rows.schema)])
-        tombs = pa.concat_tables(
-            [tombs, rebuilt.tombstones.select(tombs.schema.names).cast(tombs.schema)]
+    if not late.num_rows:
+        return changes, current, graves, late, None
+    rebuilt = rebuild(
+        among(versions, late), among(changes, late), among(graves, late), keys, _noting(schema)
+    )
+    noting = DELETES_BEFORE in schema.names
+    if (noting and DELETES_BEFORE not in graves.column_names) or (
+        not noting and (_notes(rebuilt.rows) or _notes(rebuilt.tombstones))
+    ):
+        # (kept from the first delete that closed nothing on; the tombstones' too, where
+        # a write killed between the two left it out)
+        store.evolve(Evolution([pa.field(DELETES_BEFORE, DELETES_BEFORE_TYPE)], []))
+        return None
+    if not noting:
+        rebuilt = replace(
+            rebuilt,
+            rows=rebuilt.rows.drop_columns([DELETES_BEFORE]),
+            tombstones=rebuilt.tombstones.drop_columns([DELETES_BEFORE]),
         )
-        replaced = pa.concat_tables([replaced, late.cast(replaced.schema)])
-    # (nothing applied, tombstones yet to add: a write killed between its two commits)
-    graves_change = _differ(among(held_graves, replaced), tombs, [*keys, STREAM, OFFSET])
-    if applied == 0 and not graves_change:
-        return Applied(0, stale, replayed=held)
+    changes, current = among(changes, late, anti=True), among(current, late, anti=True)
+    return changes, current, among(graves, late, anti=True), late, rebuilt
+
+
+@dataclass(frozen=True)
+class _Written:
+    """What a batch replaces: the keys whose rows it rewrites and those rows, the keys
+    whose tombstones it rewrites (``replaced``) and those tombstones, its late keys,
+    whether the table held tombstones of the keys touched, and whether any change took
+    effect (else only tombstones a killed write left out are added)."""
+
+    keys: pa.Table
+    rows: pa.Table
+    tombstones: pa.Table
+    replaced: pa.Table
+    late: pa.Table
+    had_graves: bool
+    applied: bool
+
+
+def _commit(
+    store: TableStore,
+    written: _Written,
+    given: pa.Table,
+    settings: TableSettings,
+    txn: Txn | None,
+    *,
+    held: bool,
+    repairing: bool,
+) -> None:
+    """Replace the rows, then the tombstones (each a transaction carrying ``txn``; a part
+    the table holds already, from a killed write of the batch, is left)."""
     ours = None
-    if not held and applied:
-        store.replace("rows", done.keys, rows, txn, every_version=late)
+    if not held and written.applied:
+        store.replace("rows", written.keys, written.rows, txn, every_version=written.late)
         ours = store.version("rows")
-    if (graves.num_rows or tombs.num_rows or late.num_rows) and (
+    if (written.had_graves or written.tombstones.num_rows or written.late.num_rows) and (
         txn is None or not _holds(store, "tombstones", txn)
     ):
-        store.replace("tombstones", replaced, tombs, txn)
+        store.replace("tombstones", written.replaced, written.tombstones, txn)
         if ours is not None and store.version("rows") != ours:
             # another writer's rows came between ours and our tombstones: planned without
             # them, they may bring back a row this batch deleted; its deletes, applied
@@ -163,7 +224,6 @@ def apply_changes(
                 raise InterleavedWrite(store.where)
             if deletes.num_rows:
                 apply_changes(store, deletes, settings, None, repairing=True)
-    return Applied(0, stale, replayed=True) if held else Applied(applied, stale)
 
 
 def _held_of(
