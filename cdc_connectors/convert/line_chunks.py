@@ -168,12 +168,16 @@ def line_chunks(
             start = end + 1
             if len(joined) > MAX_LINE:
                 yield from pending.flush()  # what came before, in order
-                yield from _too_long(joined, first, source)
+                too_long, joined = _too_long(joined, first, source), b""
+                yield from too_long
                 first += 1
             else:
                 piece, count = _lines(joined, 0, len(joined), first)
                 first += count
-                yield from pending.add(piece)
+                # a line that spanned blocks may be large: held by its chunk alone
+                adding, joined = pending.add(piece), b""
+                del piece
+                yield from adding
         end = data.rfind(b"\n", start)
         if end < 0:
             held.append(data[start:])
@@ -201,6 +205,7 @@ def _too_long(line: bytes, number: int, source: str) -> Iterator[LineChunk]:
     """A line longer than :data:`MAX_LINE` as a chunk of one bad message holding its bytes
     (nothing, if it is blank: skipped as any blank line)."""
     content = line.rstrip(b"\r\n")
+    del line  # (its bytes twice at most: the caller keeps none)
     if not content.strip():
         return
     error = CodecError(
@@ -334,10 +339,13 @@ class _Pending:
         """Lines the chunk being made still takes."""
         return self.size - self.count
 
-    def add(self, lines: _Lines) -> Iterator[LineChunk]:
+    def add(self, lines: _Lines | None) -> Iterator[LineChunk]:
+        assert lines is not None
         total = np.cumsum(lines.stops - lines.starts)
+        count = len(lines)
         at = 0
-        while at < len(lines):
+        while at < count:
+            assert lines is not None
             # the lines this chunk still takes: up to size lines, and up to max_bytes (at
             # least one line, however long)
             room = self.size - self.count
@@ -349,7 +357,9 @@ class _Pending:
                 self.count += taken
                 self.bytes += int(total[at + taken - 1] - before)
                 at += taken
-            if self.count >= self.size or self.bytes >= self.max_bytes or at < len(lines):
+            if at >= count:
+                lines = None  # taken: the pieces hold what they need of its buffer
+            if self.count >= self.size or self.bytes >= self.max_bytes or at < count:
                 yield from self.flush()
 
     def flush(self) -> Iterator[LineChunk]:
@@ -362,4 +372,6 @@ class _Pending:
             else np.concatenate([piece.numbers for piece in pieces])
         )
         self.pieces, self.count, self.bytes = [], 0, 0
-        yield LineChunk(_contents(pieces), numbers, self.source)
+        chunk = LineChunk(_contents(pieces), numbers, self.source)
+        del pieces  # their blocks: the chunk holds its own copy of the lines
+        yield chunk
