@@ -16,10 +16,16 @@ import argparse
 import contextlib
 import os
 import sys
+import threading
+import warnings
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from cdc_connectors.pipeline.config import ConfigError, load
 from cdc_connectors.pipeline.lifeline import end_process, say, watch_launcher
 from cdc_connectors.pipeline.lock import CheckpointBusy, lock_checkpoints
+
+T = TypeVar("T")
 
 #: When set, the driver writes its process id there (``submit`` forwards Ctrl-C to it).
 PIDFILE_ENV = "CDC_CONNECTORS_DRIVER_PIDFILE"
@@ -99,12 +105,14 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         try:
             # spark-submit leaves the address of its JVM here: its master and conf stand
-            spark = session(
-                config.master,
-                "cdc-connectors " + ",".join(p.id for p in config.pipelines),
-                config.spark_conf,
-                submitted="PYSPARK_GATEWAY_PORT" in os.environ,
-                light=light_driver(config),
+            spark = started_apart(
+                lambda: session(
+                    config.master,
+                    "cdc-connectors " + ",".join(p.id for p in config.pipelines),
+                    config.spark_conf,
+                    submitted="PYSPARK_GATEWAY_PORT" in os.environ,
+                    light=light_driver(config),
+                )
             )
         except Exception as exc:
             print(f"Error: Spark did not start: {one_line(exc)}", file=sys.stderr)
@@ -114,11 +122,40 @@ def main(argv: list[str] | None = None) -> int:
             return run(config, spark, available_now=args.available_now, stopper=stopper)
         finally:
             quiet_from_now()  # the run has said how it ended: Spark's teardown is no news
-            spark.stop()
+            with warnings.catch_warnings():  # (nor that a run stopped at once broke py4j's
+                warnings.simplefilter("ignore")  # connection: "Unable to cleanly shutdown")
+                spark.stop()
             locks.release()  # nothing of this run writes any more
     except KeyboardInterrupt as exc:
-        print(f"stopped at once by {exc or 'SIGINT'}", file=sys.stderr)
+        print(f"stopped at once by {str(exc) or 'SIGINT'}", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def started_apart(start: Callable[[], T]) -> T:
+    """What ``start()`` gives, run in a thread of its own while this one waits for it.
+
+    A SparkContext made in the main thread puts its own SIGINT handler in place, one that
+    stops at the first Ctrl-C (after py4j has logged the calls it interrupted, tracebacks
+    and all); made apart, it leaves the run's :class:`~cdc_connectors.pipeline.runner.
+    Stopper` the signals from the start. A second signal during the start stops the driver
+    at once; the JVM being started ends with the driver's process group
+    (:mod:`~cdc_connectors.pipeline.launch`)."""
+    done: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            done["value"] = start()
+        except BaseException as exc:  # raised again in the waiting thread
+            done["error"] = exc
+
+    thread = threading.Thread(target=target, name="spark-start", daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.1)  # (a signal's handler runs between two waits)
+    if "error" in done:
+        raise done["error"]
+    value: T = done["value"]
+    return value
 
 
 if __name__ == "__main__":

@@ -82,10 +82,12 @@ def _signal_name(number: int) -> str:
 
 def _ended(child: subprocess.Popen[bytes], code: int, what: str) -> int:
     """The exit status of ``child``, whose status was ``code``; when a signal ended it, one
-    line saying so, and the end of its process group (what it started) awaited."""
+    line saying so. However it ended, the end of its process group (what it started) is
+    awaited: a driver stopped at once while its Spark JVM was starting leaves a JVM that
+    would not know it had gone."""
     if code < 0:
         _killed(what, child.pid, _signal_name(-code))
-        _end_group(child.pid)
+    _end_group(child.pid)
     return _status(code)
 
 

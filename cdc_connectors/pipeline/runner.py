@@ -964,7 +964,7 @@ def _run_made(
                 query.stop()
         finally:
             _logs_back()  # (off since the second stop signal: Stopper._handle)
-        say(f"stopped at once by {exc or 'SIGINT'}: the last batch may be written in part")
+        say(f"stopped at once by {str(exc) or 'SIGINT'}: the last batch may be written in part")
         return EXIT_INTERRUPTED
     except SettingRefused as exc:
         say(f"Error: {exc}")

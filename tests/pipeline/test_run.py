@@ -21,6 +21,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -249,3 +250,59 @@ def test_a_run_prints_its_own_lines_and_no_spark_noise(work: Work, interrupted: 
     assert (work.root / "interrupted.stdout").read_text() == ""
     for line in interrupted.stderr.splitlines():  # the run's own lines, nothing else
         assert line.startswith(("stream: ", "SIGINT: ")) or line == "stopped by SIGINT", output
+
+
+def _java_in_group(group: int) -> bool:
+    """Whether a process of process group ``group`` runs Java (Spark's JVM)."""
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+            if int(stat[2]) == group and b"java" in (proc / "cmdline").read_bytes():
+                return True
+        except (OSError, IndexError, ValueError):
+            continue
+    return False
+
+
+def test_two_ctrl_c_while_spark_starts_stop_at_once_in_one_line_and_leave_no_jvm(
+    tmp_path: Path,
+) -> None:
+    """The second SIGINT lands while the driver's Spark JVM is starting: the run says so in
+    one line, exits 130, and the JVM ends with it (it used to run on, orphaned; and a
+    SparkContext's own SIGINT handler stopped at the first Ctrl-C with py4j's tracebacks)."""
+    (tmp_path / "in").mkdir()
+    pipeline = files_pipeline(
+        "p", tmp_path / "in", tmp_path / "out", tmp_path / "dead", mode="streaming"
+    )
+    config = write_config(tmp_path / "p.yaml", pipeline)
+    process = subprocess.Popen(
+        [*CLI, "run", str(config)],
+        cwd=tmp_path,
+        env=user_environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    driver = None
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None:
+        children = Path(f"/proc/{process.pid}/task/{process.pid}/children")
+        found = children.read_text().split() if children.exists() else []
+        driver = int(found[0]) if found else None
+        if driver is not None and _java_in_group(driver):
+            break  # the driver's JVM has started starting
+        time.sleep(0.05)
+    if driver is None or process.poll() is not None:
+        process.kill()
+        pytest.fail(f"no driver JVM seen starting: {process.communicate()}")
+    process.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert stderr.splitlines()[-1] == "stopped at once by SIGINT", stderr
+    assert "Traceback" not in stderr and "ERROR" not in stderr, stderr
+    assert stdout == ""
+    assert not _java_in_group(driver)  # ended before the command returned
