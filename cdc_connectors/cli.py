@@ -393,6 +393,15 @@ def convert(
     sys.exit(1 if stats.errors else 0)
 
 
+def _needs_open(name: str, fd: int, why: str) -> None:
+    """A usage error (exit 2) when the process was started with standard stream ``fd``
+    closed: what the command says there would be lost, or land in a file opened later."""
+    try:
+        os.fstat(fd)
+    except OSError:
+        _stop(f"{name} is closed: {why}", 2)
+
+
 def _stop(message: str, code: int) -> NoReturn:
     """End the command with one error line and exit status ``code``."""
     click.echo(f"Error: {message}", err=True)
@@ -809,6 +818,7 @@ def run_pipeline(pipeline_file: str, available_now: bool) -> None:
     from cdc_connectors.pipeline.launch import run_local
     from cdc_connectors.pipeline.registries import check_registries
 
+    _needs_open("standard error", 2, "the run's lines and summary go there")
     try:
         check_registries(load(pipeline_file))
     except ConfigError as exc:
@@ -841,6 +851,8 @@ def submit(pipeline_file: str, available_now: bool, spark_submit_args: tuple[str
         raise click.UsageError(
             f"unexpected argument {spark_submit_args[0]!r}; put spark-submit arguments after --"
         )
+    _needs_open("standard output", 1, "the driver's lines and summary go there")
+    _needs_open("standard error", 2, "spark-submit's errors go there")
     try:
         config = load(pipeline_file)
         check_registries(config)

@@ -495,3 +495,30 @@ pipelines:
     check(case, outcome)
     assert "does not exist" in outcome.stderr
     assert not (work / "ck").exists() and not (work / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("command", "closing"),
+    [("run", "2>&-"), ("submit", ">&-"), ("submit", "2>&-")],
+)
+def test_a_run_whose_lines_would_be_lost_is_refused_before_spark_starts(
+    tmp_path: Path, command: str, closing: str
+) -> None:
+    """``run`` and ``submit`` say how a run goes on standard error (``submit`` its driver's
+    lines on standard output): started with one of those closed, a valid pipeline is
+    refused at once, exit 2, instead of running unseen (or into a file opened later on that
+    descriptor)."""
+    (tmp_path / "in").mkdir()
+    (tmp_path / "p.yaml").write_text(
+        'version: "2.2"\npipelines:\n  - id: p\n    mode: batch\n    connectors:\n'
+        "      - {id: i, type: source, plugin: files, settings: {path: in, format: opencdc-json}}\n"
+        "      - {id: o, type: destination, plugin: files, settings: {path: out}}\n"
+    )
+    result = subprocess.run(
+        ["bash", "-c", f'"$@" {closing}', "bash", *CLI, command, "p.yaml"],
+        capture_output=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert result.returncode == 2, result
+    assert not (tmp_path / "out").exists() and not (tmp_path / ".cdc").exists()
