@@ -126,13 +126,12 @@ def _end_group(pgid: int, grace: float = GRACE) -> None:
 
 @contextlib.contextmanager
 def _forwarding(target: subprocess.Popen[bytes], pidfile: str | None = None) -> Iterator[None]:
-    """Until the block ends, SIGINT and SIGTERM go to the driver (its pid from ``pidfile``
-    once written, else ``target``); SIGHUP (the terminal closed) goes as SIGTERM, so the
-    driver stops cleanly instead of running on unseen."""
+    """Until the block ends, SIGINT, SIGTERM and SIGHUP (the terminal closed) go to the
+    driver (its pid from ``pidfile`` once written, else ``target``), which stops cleanly
+    instead of running on unseen; one ignored by what started the command (``nohup``'s
+    SIGHUP) stays ignored."""
 
     def forward(signum: int, frame: FrameType | None) -> None:
-        if signum == signal.SIGHUP:
-            signum = signal.SIGTERM
         pid = None
         if pidfile:
             with contextlib.suppress(OSError, ValueError):
@@ -146,7 +145,9 @@ def _forwarding(target: subprocess.Popen[bytes], pidfile: str | None = None) -> 
             pass
 
     previous = {
-        s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        s: signal.signal(s, forward)
+        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        if signal.getsignal(s) is not signal.SIG_IGN
     }
     try:
         yield

@@ -166,7 +166,8 @@ def _setting_error(exc: BaseException) -> str | None:
 
 
 class Stopper:
-    """SIGINT/SIGTERM: the first asks for a stop after the current batch, the second stops now."""
+    """SIGINT/SIGTERM/SIGHUP: the first asks for a stop after the current batch, the
+    second stops now. A signal ignored by what started the process stays ignored."""
 
     def __init__(self) -> None:
         self.requested: str | None = None
@@ -174,8 +175,9 @@ class Stopper:
     def install(self) -> None:
         if threading.current_thread() is not threading.main_thread():
             return
-        for each in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(each, self._handle)
+        for each in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            if signal.getsignal(each) is not signal.SIG_IGN:
+                signal.signal(each, self._handle)
 
     def _handle(self, signum: int, frame: object) -> None:
         name = signal.Signals(signum).name
