@@ -186,14 +186,17 @@ def check_settings(plugin: Plugin, role: str, settings: Mapping[str, str], repor
         raise report(None, f"{plugin.name}: {exc}") from None
 
 
-def missing_input(plugin: Plugin, settings: Mapping[str, str]) -> str | None:
-    """Why a files source cannot be read at all (its path does not exist), or None; checked
-    before any pipeline of a file runs (a glob may match nothing yet)."""
+def missing_input(plugin: Plugin, settings: Mapping[str, str], batch: bool) -> str | None:
+    """Why a files source cannot be read at all, or None; checked before any pipeline of a
+    file runs: its path does not exist, or (a ``batch`` read, as Spark's file sources
+    refuse it) it is a glob that matches nothing. A stream's glob may match nothing yet."""
     if plugin.name != "files":
         return None
     path = Options(settings).get("path", "")
     if path and not glob.has_magic(path) and not os.path.exists(path):
         return f"cdc-files setting 'path': {path!r} does not exist"
+    if path and batch and glob.has_magic(path) and not glob.glob(path):
+        return f"cdc-files setting 'path': {path!r} matches no file"
     return None
 
 

@@ -861,7 +861,7 @@ def refusal(config: Config) -> str | None:
     place in the file (pipelines that ``mode: ignore`` skips are not refused); ``None``.
     A source path that does not exist comes first."""
     for pipeline in config.pipelines:
-        missing = missing_input(pipeline.source.plugin, pipeline.source.settings)
+        missing = missing_input(pipeline.source.plugin, pipeline.source.settings, pipeline.batch)
         if missing is not None:
             return f"{pipeline.source.place_of(missing)}: {missing}"
     for pipeline in config.pipelines:
