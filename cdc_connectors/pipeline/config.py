@@ -67,6 +67,12 @@ DEFAULT_DEAD_LETTERS = os.path.join(".cdc", "dead-letters")
 DEFAULT_DLQ_FORMAT = "opencdc-json"
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _TRIGGER = re.compile(r"^\d+(\.\d+)?\s*(ms|millisecond|second|minute|hour)s?$", re.IGNORECASE)
+#: The master URLs Spark knows (SparkContext's own forms and its cluster managers': YARN,
+#: Kubernetes); anything else fails only once a JVM has started, in Java's words.
+_MASTER = re.compile(
+    r"local(\[(\d+|\*)(\s*,\s*\d+)?\])?|local-cluster\[\d+,\s*\d+,\s*\d+\]"
+    r"|spark://\S+|yarn|k8s://\S+"
+)
 
 
 @dataclass(frozen=True)
@@ -238,6 +244,11 @@ def _spark(node: Node | None) -> tuple[str, dict[str, str], str, str | None]:
     keys = Keys(node)
     master_node = keys.take("master")
     master = master_node.text().strip() if master_node else DEFAULT_MASTER
+    if master_node is not None and not _MASTER.fullmatch(master):
+        raise master_node.error(
+            f"{master!r} is no Spark master URL (local, local[N], local[*], "
+            "spark://HOST:PORT, yarn, k8s://HOST:PORT)"
+        )
     conf: dict[str, str] = {}
     conf_node = keys.take("conf")
     if conf_node is not None:

@@ -108,6 +108,14 @@ def test_a_stopped_pipeline_is_not_run() -> None:
             "pipeline.yaml:6: spark.mastr: unknown key",
         ),
         (
+            _with("  master: local[2]", "  master: nowhere://x"),
+            "pipeline.yaml:5: spark.master: 'nowhere://x' is no Spark master URL",
+        ),
+        (
+            _with("  master: local[2]", "  master: local[two]"),
+            "pipeline.yaml:5: spark.master: 'local[two]' is no Spark master URL",
+        ),
+        (
             _with('servers: "127.0.0.1:9092", ', ""),
             "pipeline.yaml:19: pipelines[0].connectors[1].settings.servers: cdc-kafka setting "
             "'servers' is required",
@@ -517,3 +525,22 @@ def test_two_pipelines_writing_one_place_are_refused(
     )
     parse(textwrap.dedent(text(one, other)), "pipeline.yaml")
     assert "overlaps that of pipeline 'a'" in _error(text(one, one))
+
+
+@pytest.mark.parametrize(
+    "master",
+    [
+        "local",
+        "local[2]",
+        "local[*]",
+        "local[2,3]",
+        "local[*, 4]",
+        "local-cluster[2,1,1024]",
+        "spark://h:7077",
+        "spark://a:7077,b:7077",
+        "yarn",
+        "k8s://https://h:6443",
+    ],
+)
+def test_every_master_url_spark_knows_is_taken(master: str) -> None:
+    assert parse(_with("  master: local[2]", f"  master: {master}"), "p.yaml").master == master
