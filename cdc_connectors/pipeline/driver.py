@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:
             print(f"Error: Spark did not start: {one_line(exc)}", file=sys.stderr)
             return 1
-        stopper.install()  # again: the SparkContext put its own SIGINT handler in place
+        stopper.install()  # again, should a SparkContext have put its own SIGINT handler in place
         try:
             return run(config, spark, available_now=args.available_now, stopper=stopper)
         finally:
