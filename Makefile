@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JVM_ARCHIVE := $(VENV)/spark-classes.jsa
-PYSPARK_BYTECODE := $(VENV)/.pyspark-bytecode
+PYSPARK_ZIPS := $(VENV)/.pyspark-zips
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 # Bytecode is written and used: the package is installed from this tree (editable), and with
@@ -14,7 +14,7 @@ unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup run test check bench lint proto check-proto java clean
 
-setup: $(STAMP) $(PYSPARK_BYTECODE) java
+setup: $(STAMP) $(PYSPARK_ZIPS) java
 
 # The source tree goes on sys.path too (a .pth file): PySpark looks up pyspark_* data source
 # modules with pkgutil.iter_modules, which does not see the editable install's import hook,
@@ -26,11 +26,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -c "import pathlib, site; pathlib.Path(site.getsitepackages()[0], 'cdc_connectors_source.pth').write_text('$(CURDIR)\n')"
 	touch $(STAMP)
 
-# PySpark's zips with bytecode beside their sources: Spark's Python workers import PySpark
-# from the zip, and would otherwise compile it on every start (scripts/pyspark_bytecode.py).
-$(PYSPARK_BYTECODE): $(STAMP)
-	$(BIN)/python scripts/pyspark_bytecode.py
-	touch $(PYSPARK_BYTECODE)
+# Spark's Python workers import the installed PySpark (its bytecode beside it), not the copy
+# in PySpark's zips, which each new worker compiled and read the directory of again
+# (scripts/pyspark_zips.py: a zip is emptied only where its modules are installed unchanged).
+$(PYSPARK_ZIPS): $(STAMP)
+	$(BIN)/python scripts/pyspark_zips.py
+	touch $(PYSPARK_ZIPS)
 
 # Spark 4 needs Java 17+; install it from Debian when the machine has none.
 java:
