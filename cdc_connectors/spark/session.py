@@ -19,11 +19,10 @@ import atexit
 import contextlib
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import IO, Any
@@ -34,6 +33,8 @@ from pyspark.sql import SparkSession
 
 __all__ = [
     "LIGHT_JVM",
+    "HeldLines",
+    "SparkDidNotStart",
     "compiler_chosen",
     "java_options",
     "log_config",
@@ -139,11 +140,60 @@ def quiet_from_now() -> None:
     _STOPPING.set()
 
 
-def relay_stderr(stream: IO[bytes], quiet_when_stopping: bool = False) -> threading.Thread:
+class HeldLines:
+    """A JVM's stderr lines held back while it starts: shown once it has started
+    (:meth:`release`), or read for why it did not (:meth:`refusal`)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lines: list[bytes] = []
+        self._released = False
+
+    def hold(self, line: bytes) -> bool:
+        """Keep ``line`` if the JVM has not started yet; ``False`` once it has."""
+        with self._lock:
+            if not self._released:
+                self._lines.append(line)
+            return not self._released
+
+    def release(self) -> None:
+        """The JVM has started: the lines held are shown, and the next ones as they come."""
+        with self._lock:
+            self._released = True
+            lines, self._lines = self._lines, []
+            with contextlib.suppress(OSError):
+                for line in lines:
+                    _write(line)
+
+    def refusal(self) -> str | None:
+        """Why the JVM ended before it started, in its own words: its main thread's
+        exception (the class's simple name and message), or spark-submit's ``Error:`` line."""
+        with self._lock:
+            lines = [line.decode("utf-8", "replace").strip() for line in self._lines]
+        for line in lines:
+            found = _MAIN_EXCEPTION.match(line)
+            if found:
+                return f"{found.group(1).rsplit('.', 1)[-1]}: {found.group(2)}"
+        for at, line in enumerate(lines):
+            if line.startswith("Error: "):
+                # (the JVM's "Could not create the Java Virtual Machine." follows its reason)
+                before = [earlier for earlier in lines[:at] if earlier]
+                said = line.removeprefix("Error: ")
+                return f"{before[-1]} ({said})" if before else said
+        return None
+
+
+#: The line a JVM prints when its main thread ends in an exception with a message.
+_MAIN_EXCEPTION = re.compile(r'^Exception in thread "main" ([\w.$]+): (.+)$')
+
+
+def relay_stderr(
+    stream: IO[bytes], quiet_when_stopping: bool = False, held: HeldLines | None = None
+) -> threading.Thread:
     """Copy ``stream`` (a JVM's stderr) to this process's stderr, line by line, without the
     JVM's start-up warning (and, ``quiet_when_stopping``, without anything once
-    :func:`quiet_from_now` was called); the thread doing it (it ends at the end of
-    ``stream``)."""
+    :func:`quiet_from_now` was called; with ``held``, not before it is released); the
+    thread doing it (it ends at the end of ``stream``)."""
 
     def relay() -> None:
         broken = False
@@ -151,6 +201,8 @@ def relay_stderr(stream: IO[bytes], quiet_when_stopping: bool = False) -> thread
             for line in stream:
                 if broken or _JVM_NOISE.match(line) or (quiet_when_stopping and _STOPPING.is_set()):
                     continue  # keep reading: a JVM whose stderr fills up stops
+                if held is not None and held.hold(line):
+                    continue
                 try:
                     _write(line)
                 except OSError:
@@ -206,17 +258,37 @@ def quiet_session(
         spark_conf = SparkConf()
         for key, value in settings.items():
             spark_conf.set(key, value)
-        # pyspark's own start, with the JVM's stderr through relay_stderr
-        gateway = launch_gateway(  # type: ignore[no-untyped-call]
-            spark_conf, popen_kwargs={"stderr": subprocess.PIPE}
-        )
-        process = getattr(gateway, "proc", None)
-        if process is not None and process.stderr is not None:
-            relay_stderr(process.stderr, quiet_when_stopping=True)  # (the JVM's alone)
+        gateway = _launched(launch_gateway, spark_conf)
         SparkContext(conf=spark_conf, gateway=gateway)
         spark = SparkSession.builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def _launched(launch: Callable[..., Any], spark_conf: SparkConf) -> Any:
+    """pyspark's own start of the JVM (``launch``), its stderr through :func:`relay_stderr`
+    (the JVM's alone): held until it has started, so that a JVM refusing its conf says why
+    in one line (:class:`SparkDidNotStart`) instead of a stack trace and pyspark's "exited
+    before sending its port number"."""
+    read_end, write_end = os.pipe()
+    held = HeldLines()
+    relay = relay_stderr(os.fdopen(read_end, "rb"), quiet_when_stopping=True, held=held)
+    try:
+        gateway = launch(spark_conf, popen_kwargs={"stderr": write_end})
+    except Exception as exc:
+        os.close(write_end)
+        relay.join(5)  # the JVM has ended: its last lines come at once
+        reason = held.refusal()
+        if reason is None:
+            raise
+        raise SparkDidNotStart(reason) from exc
+    os.close(write_end)  # (the JVM holds its own copy)
+    held.release()
+    return gateway
+
+
+class SparkDidNotStart(RuntimeError):
+    """Spark's JVM ended before it started, saying why (a conf value it refuses)."""
 
 
 def session(

@@ -113,3 +113,24 @@ def test_run_refuses_a_non_empty_output_in_one_line_before_spark_starts(tmp_path
         "to add to it"
     ]
     assert sorted(os.listdir(tmp_path / "out")) == ["part-0.jsonl"]
+
+
+def test_a_conf_value_spark_refuses_is_one_line_in_the_jvm_s_words(tmp_path: Path) -> None:
+    """The JVM ends before it starts (spark-submit checks these values): its reason, not
+    pyspark's "exited before sending its port number" nor a Java stack trace; the output
+    is not made."""
+    (tmp_path / "in").mkdir()
+    write_debezium(tmp_path / "in" / "a.jsonl", 1, changes=4)
+    pipeline = files_pipeline(
+        "p", tmp_path / "in", tmp_path / "out", tmp_path / "dead", mode="batch"
+    )
+    for key, said in (
+        ("spark.executor.memory", "SparkException: Executor memory must be a positive number"),
+        ("spark.driver.memory", "Invalid maximum heap size: -Xmxlots"),
+    ):
+        write_config(tmp_path / "p.yaml", pipeline, conf={**QUIET_CONF, key: "lots"})
+        result = cdc("run", "p.yaml", cwd=tmp_path, timeout=120)
+        assert result.returncode == 1
+        assert len(result.stderr.splitlines()) == 1, result.stderr
+        assert result.stderr.startswith(f"Error: Spark did not start: {said}"), result.stderr
+        assert not (tmp_path / "out").exists()

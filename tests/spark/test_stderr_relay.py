@@ -30,3 +30,35 @@ def test_the_relay_copies_lines_and_is_quiet_once_a_run_stops(
         writer.close()
         relay.join(5)
     assert "Traceback" not in capfd.readouterr().err
+
+
+def test_held_lines_say_why_a_jvm_did_not_start() -> None:
+    def said(*lines: str) -> str | None:
+        held = session.HeldLines()
+        for line in lines:
+            held.hold(line.encode() + b"\n")
+        return held.refusal()
+
+    assert said(
+        "Picked up JAVA_TOOL_OPTIONS: -Xss4m",
+        'Exception in thread "main" org.apache.spark.SparkException: Cores must be positive',
+        "\tat org.apache.spark.deploy.SparkSubmit.main(SparkSubmit.scala)",
+    ) == ("SparkException: Cores must be positive")
+    assert said(
+        "Picked up JAVA_TOOL_OPTIONS: -Xss4m",
+        "Invalid maximum heap size: -Xmxlots",
+        "Error: Could not create the Java Virtual Machine.",
+        "Error: A fatal exception has occurred. Program will exit.",
+    ) == ("Invalid maximum heap size: -Xmxlots (Could not create the Java Virtual Machine.)")
+    assert said("Error: Master must start with yarn, spark, k8s or local") == (
+        "Master must start with yarn, spark, k8s or local"
+    )
+    assert said("some log line") is None
+
+
+def test_held_lines_are_shown_once_the_jvm_has_started(capfd: pytest.CaptureFixture[str]) -> None:
+    held = session.HeldLines()
+    assert held.hold(b"early\n")
+    held.release()
+    assert not held.hold(b"late\n")  # the relay writes it itself
+    assert capfd.readouterr().err == "early\n"
