@@ -29,6 +29,7 @@ dead-letter output, as Conduit writes them (pipelines split them off with
 from __future__ import annotations
 
 import difflib
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -198,11 +199,16 @@ def _keep_encodable(
         try:
             records_to_batch(own)
         except CodecError as exc:
-            bad[owner] = exc.reason
+            # "record N: " counts the message's own records: said only where it has several
+            bad[owner] = exc.reason if len(own) > 1 else _RECORD_INDEX.sub("", exc.reason, 1)
             continue
         kept.extend(own)
         kept_owners.extend([owner] * len(own))
     return records_to_batch(kept), kept, kept_owners
+
+
+#: How :func:`~cdc_connectors.spark.arrow.records_to_batch` names a record it cannot write.
+_RECORD_INDEX = re.compile(r"^record \d+: ")
 
 
 def _concat(first: pa.RecordBatch, second: pa.RecordBatch) -> pa.RecordBatch:
