@@ -118,6 +118,8 @@ def _messages_of(
                 f"{fmt.name}: {letter.metadata.get(DLQ_ERROR)}"
             )
     else:
+        if lines:
+            _no_keys(batch, fmt, first_row)
         values = [_as_bytes(v) for v in batch.column("value").to_pylist()]
         if "key" in batch.schema.names:
             keys = [_as_bytes(k) for k in batch.column("key").to_pylist()]
@@ -133,6 +135,27 @@ def _messages_of(
                     f"of one {fmt.name} message per line cannot hold (use kv: true)"
                 )
     return messages
+
+
+#: Formats whose message values are whole OpenCDC records, the key among their fields.
+_WHOLE_RECORDS = "opencdc-"
+
+
+def _no_keys(batch: pa.RecordBatch, fmt: Format, first_row: int) -> None:
+    """:class:`FilesWriteError` naming the first row of ``batch`` with a key, which a file
+    of one message per line would drop: a message of a format whose values are whole
+    OpenCDC records (their key inside) drops none."""
+    if "key" not in batch.schema.names or fmt.name.startswith(_WHOLE_RECORDS):
+        return
+    keys = batch.column("key")
+    if keys.null_count == len(keys):
+        return
+    index = int(np.flatnonzero(wire.valid(keys))[0])
+    raise FilesWriteError(
+        f"{NAME}: row {first_row + index} of the task has a key, which a file of one "
+        f"{fmt.name} message per line would drop (use kv: true to keep it, or write the "
+        "value column alone)"
+    )
 
 
 def _span(array: pa.Array) -> tuple[np.ndarray, int, int]:
@@ -196,6 +219,7 @@ class TaskFile:
         if self.messages_layout and self.lines:
             if not batch.num_rows:
                 return
+            _no_keys(batch, self.fmt, self.records)
             data = _lines_of(batch.column("value"), self.fmt, self.records)
             self._writer()
             assert self.out is not None

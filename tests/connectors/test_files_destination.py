@@ -116,6 +116,31 @@ def test_a_value_column_is_written_as_is(spark, tmp_path):  # type: ignore[no-un
     ]
 
 
+def test_keys_a_file_of_values_would_drop_are_refused(spark, tmp_path):  # type: ignore[no-untyped-def]
+    """An OpenCDC record holds its key (above, the key column is the record's key again);
+    a Debezium value does not: its key is refused rather than lost, naming the row."""
+    out = tmp_path / "out"
+    register(spark)
+    df = spark.createDataFrame(
+        [(None, b'{"payload":{"op":"c"}}'), (b'{"id":1}', b'{"payload":{"op":"c"}}')],
+        "key binary, value binary",
+    ).coalesce(1)
+    with pytest.raises(Exception, match="FilesWriteError") as caught:
+        df.write.format("cdc-files").option("format", "debezium-json").mode("append").save(str(out))
+    assert (
+        "cdc-files: row 1 of the task has a key, which a file of one debezium-json message per "
+        "line would drop (use kv: true to keep it, or write the value column alone)"
+    ) in str(caught.value)
+    assert files_under(out) == []
+    df.write.format("cdc-files").option("format", "debezium-json").option("kv", "true").mode(
+        "append"
+    ).save(str(out))
+    (name,) = files_under(out)
+    assert (out / name).read_bytes().splitlines()[1] == (
+        b'{"key":{"id":1},"value":{"payload":{"op":"c"}}}'
+    )
+
+
 def test_a_row_the_format_cannot_write_fails_naming_its_position(spark, tmp_path):  # type: ignore[no-untyped-def]
     out = tmp_path / "out"
     df = source(spark, tmp_path, count=2).coalesce(1)
