@@ -287,11 +287,16 @@ def _walk(directory: str) -> Iterator[str]:
 def list_files(path: str, *, must_exist: bool = True) -> list[str]:
     """The visible files of a directory (with its subdirectories), a file or a glob, sorted.
 
-    :class:`SettingError` naming the path when it does not exist (``must_exist``).
+    :class:`SettingError` naming the path when it does not exist, or is a glob that
+    matches nothing (``must_exist``: a batch read, which Spark's file sources refuse then
+    too; a stream's glob may match nothing yet).
     """
     if glob.has_magic(path):
         found: list[str] = []
-        for match in glob.glob(path):
+        matches = glob.glob(path)
+        if must_exist and not matches:
+            raise SettingError(f"{NAME} setting 'path': {path!r} matches no file")
+        for match in matches:
             if os.path.isdir(match):
                 found.extend(_walk(match))
             elif os.path.isfile(match) and not _hidden(os.path.basename(match)):

@@ -220,6 +220,18 @@ def test_a_missing_path_is_an_error_naming_it(spark, tmp_path):  # type: ignore[
     assert f"'path': '{missing}' does not exist" in str(caught.value)
 
 
+def test_a_glob_matching_nothing_is_an_error_naming_it(spark, tmp_path):  # type: ignore[no-untyped-def]
+    """As Spark's file sources refuse it; a glob that matches an empty directory reads none."""
+    write_lines(tmp_path / "in" / "a.jsonl", [opencdc_line(1)])
+    for pattern in (tmp_path / "in" / "*.none", tmp_path / "nowhere" / "*.jsonl"):
+        with pytest.raises(Exception, match="matches no file") as caught:
+            read(spark, pattern)
+        assert f"'path': '{pattern}' matches no file" in str(caught.value)
+    (tmp_path / "empty").mkdir()
+    assert read(spark, tmp_path / "empt*") == []
+    assert ids(read(spark, tmp_path / "i*")) == [1]
+
+
 def test_streaming_picks_up_new_files_and_a_restart_reads_none_twice(spark, tmp_path):  # type: ignore[no-untyped-def]
     register(spark)
     source = tmp_path / "in"
