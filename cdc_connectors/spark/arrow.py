@@ -94,9 +94,18 @@ def records_to_batch(records: Iterable[Record]) -> pa.RecordBatch:
     """An Arrow batch of records with the explicit OpenCDC Arrow schema, built column by column.
 
     :class:`CodecError` naming the record (its index in ``records``) and the field when
-    structured data has no VARIANT form.
+    structured data has no VARIANT form; :class:`TypeError` for ``records`` that are not
+    :class:`~cdc_connectors.opencdc.Record` objects.
     """
+    if records is None or isinstance(records, str | bytes | Record):
+        raise TypeError(f"records must be an iterable of Record, not {type(records).__name__}")
     records = list(records)
+    for index, record in enumerate(records):
+        if not isinstance(record, Record):
+            raise TypeError(
+                f"record {index} is a {type(record).__name__}, not a Record "
+                "(cdc_connectors.opencdc.Record.new builds one)"
+            )
     offsets = [0]
     names: list[str] = []
     texts: list[str] = []

@@ -335,10 +335,23 @@ def expand(
     a column of that name already (expanding the key of what expand gave) is a
     :class:`ValueError` naming it.
     """
+    if not isinstance(df, DataFrame):
+        raise TypeError(
+            f"expand: df must be a DataFrame of OpenCDC records, not {type(df).__name__}"
+        )
+    for name, given in (
+        ("registry", registry),
+        ("subject", subject),
+        ("error_column", error_column),
+    ):
+        if not isinstance(given, str) or not given:
+            raise ValueError(f"expand: {name} must be a non-empty string, not {given!r}")
+    mode = mode.upper() if isinstance(mode, str) else mode  # as Spark's modes: any case
     if mode not in _MODES:
         raise ValueError(f"mode must be one of {', '.join(_MODES)}, not {mode!r}")
     if part not in ("key", "payload"):
         raise ValueError(f"part must be 'key' or 'payload', not {part!r}")
+    _refuse_not_opencdc(df, part)
     columns = [c for c in df.columns if c not in ("key", "payload")]
     other = "key" if part == "payload" else "payload"
     added: list[tuple[str, str | None]] = (
@@ -564,6 +577,32 @@ def encode(
             )
 
     return df.mapInArrow(run, out_schema)
+
+
+def _refuse_not_opencdc(df: DataFrame, part: Part) -> None:
+    """A :class:`ValueError` at once where ``df`` has no ``part`` column of OpenCDC data
+    (``key``: struct<raw_data, structured_data>; ``payload``: struct<before, after> of
+    them), instead of a KeyError from a Python worker when the rows are read."""
+    data = {"raw_data", "structured_data"}
+
+    def fields(type_: Any) -> dict[str, Any]:
+        return {f.name: f.dataType for f in type_.fields} if isinstance(type_, StructType) else {}
+
+    found = fields(df.schema).get(part)
+    if part == "key":
+        ok = data <= fields(found).keys()
+    else:
+        images = fields(found)
+        ok = {"before", "after"} <= images.keys() and all(
+            data <= fields(images[image]).keys() for image in ("before", "after")
+        )
+    if not ok:
+        shape = "struct<raw_data, structured_data>" if part == "key" else "struct<before, after>"
+        has = ", ".join(df.columns) or "none"
+        raise ValueError(
+            f"expand: df has no {part!r} column of OpenCDC data ({shape}; its columns: {has}): "
+            "expand reads DataFrames of OpenCDC records (cdc-files, cdc-kafka, records_dataframe)"
+        )
 
 
 def _refuse_taken(

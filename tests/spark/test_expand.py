@@ -268,3 +268,28 @@ def test_protobuf_typed_columns_encode_back(spark, tmp_path: Path):  # type: ign
         encoded.value, SerializationContext("orders", MessageField.VALUE)
     )
     assert read.id == 2**50 and read.tier == "gold"
+
+
+def test_misuse_is_refused_at_the_call_naming_what(spark, stream):  # type: ignore[no-untyped-def]
+    """At once, before any row is read, instead of a Python worker's KeyError later."""
+    url, records = stream
+    df = records_dataframe(spark, records)
+    with pytest.raises(Exception, match="version 4"):  # any case, as Spark's modes
+        expand(df, url, "items-value", reader=3, mode="failfast").collect()
+    for call, said in [
+        (lambda: expand(spark.range(3), url, "items-value"), "df has no 'payload' column"),
+        (
+            lambda: expand(df.withColumnRenamed("payload", "p"), url, "items-value"),
+            "df has no 'payload' column of OpenCDC data (struct<before, after>; its columns:",
+        ),
+        (lambda: expand(df.drop("key"), url, "items-key", part="key"), "df has no 'key' column"),
+        (lambda: expand(None, url, "items-value"), "df must be a DataFrame of OpenCDC records"),
+        (lambda: expand(df, None, "items-value"), "registry must be a non-empty string"),
+        (lambda: expand(df, url, ""), "subject must be a non-empty string"),
+        (lambda: expand(df, url, "items-value", error_column=""), "error_column must be"),
+        (lambda: records_dataframe(spark, None), "records must be an iterable of Record"),
+        (lambda: records_dataframe(spark, [{"operation": "create"}]), "record 0 is a dict"),
+    ]:
+        with pytest.raises((TypeError, ValueError)) as caught:
+            call()
+        assert said in str(caught.value)
