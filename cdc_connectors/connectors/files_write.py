@@ -284,6 +284,21 @@ def _remove(path: str) -> None:
         os.remove(path)
 
 
+def _refuse_file_in_the_way(path: str) -> None:
+    """:class:`SettingError` naming ``path`` where it, or the nearest of its parents there
+    is, is a file: the output is a directory (checked before any task runs)."""
+    place = os.path.abspath(path)
+    while not os.path.exists(place) and os.path.dirname(place) != place:
+        place = os.path.dirname(place)
+    if os.path.exists(place) and not os.path.isdir(place):
+        said = (
+            "is a file, not a directory"
+            if place == os.path.abspath(path)
+            else (f"cannot be a directory: {place!r} is a file")
+        )
+        raise SettingError(f"{NAME} setting 'path': {path!r} {said}")
+
+
 def _staged(messages: Sequence[WriterCommitMessage | None]) -> list[FilesCommitMessage]:
     return [m for m in messages if isinstance(m, FilesCommitMessage) and m.staged]
 
@@ -300,6 +315,7 @@ class FilesWriter(DataSourceArrowWriter):
     ):
         self.settings = settings
         self.messages_layout = _message_layout(schema)
+        _refuse_file_in_the_way(settings.path)
         self.overwrite = overwrite
         self.job = f"job-{uuid.uuid4().hex}-"
         self.owner = owner_of(checkpoint) if settings.batch_id is not None else None
@@ -358,6 +374,7 @@ class FilesStreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, settings: Settings, schema: StructType, checkpoint: str | None = None):
         self.settings = settings
         self.messages_layout = _message_layout(schema)
+        _refuse_file_in_the_way(settings.path)
         self.owner = owner_of(checkpoint)
         settings.open_format()
         if self.owner is not None:  # another query's directory fails the query at its start

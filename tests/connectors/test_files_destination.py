@@ -187,6 +187,16 @@ def test_writer_settings_and_columns_are_checked(spark, tmp_path):  # type: igno
         df.select("value").write.format("cdc-files").option("compression", "zip").mode(
             "append"
         ).save(str(tmp_path / "out"))
+    afile = tmp_path / "afile"
+    afile.write_text("kept")
+    for path, said in (
+        (afile, f"'path': '{afile}' is a file, not a directory"),
+        (afile / "out", f"'path': '{afile / 'out'}' cannot be a directory: '{afile}' is a file"),
+    ):
+        with pytest.raises(Exception, match="SettingError") as caught:
+            df.select("value").write.format("cdc-files").mode("append").save(str(path))
+        assert said in str(caught.value)
+    assert afile.read_text() == "kept"
 
 
 def test_a_batch_write_of_a_micro_batch_commits_once(spark, tmp_path):  # type: ignore[no-untyped-def]
