@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -336,10 +337,14 @@ class TableStreamWriter(_TaskWrite, DataSourceStreamArrowWriter):
         return None
 
 
+#: A terminal colour of a library's message.
+_NO_COLOURS = re.compile(r"\x1b\[[0-9;]*m")
+
+
 def _library_failure(failure: Exception) -> str | None:
     """A table library's failure as one line for the user, or ``None`` for a bug."""
     name = type(failure).__name__
-    text = " ".join(str(failure).split())
+    text = " ".join(_NO_COLOURS.sub("", str(failure)).split())  # (delta-rs colours its chain)
     if name in ("CommitFailedError", "CommitFailedException", "CommitStateUnknownException"):
         return (
             "another writer changed the table while this batch was applied; nothing of the "

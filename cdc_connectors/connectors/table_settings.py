@@ -118,6 +118,8 @@ def _check_places(options: Mapping[str, str], path: str, fmt: str) -> None:
 
 #: What a Delta table's folder holds besides its data files: the log and our own folders.
 _OWN = ("_delta_log", "_cdc_tombstones", "_cdc_dead_letters", "_cdc_schemas")
+#: How an Iceberg table's tombstone table is named: the table's name, then this.
+_TOMBSTONES = "_cdc_tombstones"
 
 
 def _writable(existing: str, path: str) -> bool:
@@ -346,6 +348,24 @@ class Settings:
                     "is written to a folder of its own"
                 )
 
+    def _refuse_internal(self) -> None:
+        """:class:`SettingError` for a table of another table's own (its tombstones, log,
+        dead letters or schemas): written to, it would break that table."""
+        if self.format == "delta":
+            parts = os.path.normpath(os.path.abspath(self.path)).split(os.sep)
+            inside = next((part for part in parts if part in _OWN), None)
+            if inside is not None:
+                owner = os.sep.join(parts[: parts.index(inside)]) or os.sep
+                raise SettingError(
+                    f"{NAME} setting 'path': {self.path!r} is inside {inside}, a folder of "
+                    f"the table at {owner!r}: a table is written to a folder of its own"
+                )
+        elif self.table.endswith(_TOMBSTONES):
+            raise SettingError(
+                f"{NAME} setting 'table': {self.table!r} is the tombstone table of "
+                f"{self.table[: -len(_TOMBSTONES)]!r}: name a table of its own"
+            )
+
     def iceberg(self) -> IcebergStore:
         """The Iceberg table these settings name."""
         from cdc_connectors.table.iceberg import IcebergStore
@@ -357,6 +377,7 @@ class Settings:
         catalog, its name, a path that holds something else or cannot be written), or was
         made with other keys, mode or deletes than these (or by another writer)."""
         self.refuse_reading_settings()
+        self._refuse_internal()
         self._check_place()
         if self.fresh_warehouse():
             return  # nothing to open: opening the catalog would make its file now

@@ -418,12 +418,17 @@ class Committed:
         done = self.applied
         superseded = self.records - self.others - self.refused - done.applied - done.stale
         return (
-            f"{NAME}: {where}: {self.records} records, {done.applied} changes applied"
+            f"{NAME}: {where}: {_many(self.records, 'record')}, "
+            f"{_many(done.applied, 'change')} applied"
             f"{f', {superseded} replaced by a later change of their key' if superseded > 0 else ''}"
             f"{f', {done.stale} older than the table (left)' if done.stale else ''}"
             f"{f', {self.refused} refused ({dead_letters})' if self.refused else ''}"
             f"{f', {self.others} of other collections (left out)' if self.others else ''}"
         )
+
+
+def _many(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def commit_changes(

@@ -167,6 +167,7 @@ def check_settings(plugin: Plugin, role: str, settings: Mapping[str, str], repor
         if plugin.name == "kafka":
             _check_kafka(role, settings)
         if plugin.name == "table" and role == "destination":
+            _refuse_own_transactions(settings)
             source.settings.check_table()
         default = plugin.default_format if role == "destination" else "opencdc-json"
         if not (plugin.name == "kafka" and role == "source"):  # Kafka reads raw by default
@@ -198,6 +199,17 @@ def missing_input(plugin: Plugin, settings: Mapping[str, str], batch: bool) -> s
     if path and batch and glob.has_magic(path) and not glob.glob(path):
         return f"cdc-files setting 'path': {path!r} matches no file"
     return None
+
+
+def _refuse_own_transactions(settings: Mapping[str, str]) -> None:
+    """A pipeline names each batch's table transaction itself (its query and batch, so that
+    a replay changes nothing): one fixed in the file would make every later run a replay."""
+    for name in ("txnAppId", "txnVersion"):
+        if Options(settings).get(name) is not None:
+            raise SettingError(
+                f"cdc-table setting {name!r} is the pipeline's own: each batch is applied "
+                "once under its query and batch id (set it when writing through Spark)"
+            )
 
 
 def _check_kafka(role: str, settings: Mapping[str, str]) -> None:

@@ -60,7 +60,13 @@ class IcebergStore:
     ):
         self.path, self.identifier, self.catalog_name = path, identifier, catalog_name
         self.where = f"{path} (Iceberg table {identifier})"
-        self.properties = dict(catalog) if catalog else default_catalog(path)
+        embedded = default_catalog(path)
+        self.properties = dict(catalog) if catalog else embedded
+        if self.properties.get("type") == "sql":
+            # a SQL catalog of the user's keeps its tables' files under ``path`` unless it
+            # says where (pyiceberg would refuse the first table late, naming no setting)
+            self.properties.setdefault("warehouse", embedded["warehouse"])
+        self._embedded = not catalog
         self._catalog: Any = None
         self._read_at: dict[str, Any] = {}  # the table as read, per part
 
@@ -69,9 +75,7 @@ class IcebergStore:
         if self._catalog is None:
             from pyiceberg.catalog import load_catalog
 
-            if self.properties.get("type") == "sql" and self.properties["uri"].startswith(
-                "sqlite:///"
-            ):
+            if self._embedded:  # (the folder of a catalog the user names is theirs to make)
                 os.makedirs(
                     os.path.dirname(self.properties["uri"][len("sqlite:///") :]), exist_ok=True
                 )

@@ -434,6 +434,16 @@ def test_tables_that_do_not_open_are_one_line_naming_the_setting(tmp_path: Path)
         ),
         ({**iceberg, "catalog.token": " "}, "'catalog.token' is empty"),
         ({**iceberg, "table": "a.b.c.."}, "'table' must be namespace.name \\(no part empty\\)"),
+        # another table's own: written to, it would break that table
+        (
+            {"path": str(tmp_path / "t" / "_cdc_tombstones")},
+            "'path': .* is inside _cdc_tombstones, a folder of the table at .*/t'",
+        ),
+        ({"path": str(tmp_path / "t" / "_delta_log" / "x")}, "is inside _delta_log"),
+        (
+            {**iceberg, "table": "cdc.w_cdc_tombstones"},
+            "'table': 'cdc.w_cdc_tombstones' is the tombstone table of 'cdc.w'",
+        ),
     ]
     for options, said in cases:
         with pytest.raises(SettingError, match=said) as refused:
@@ -762,3 +772,25 @@ def test_a_destination_given_a_setting_for_reading_is_refused_before_it_writes(
     with pytest.raises(ConfigError, match=r"versionAsOf.*'versionAsOf' is not for writing"):
         parse(yaml.safe_dump(document, sort_keys=False), "p.yaml")
     assert not (tmp_path / "t").exists()
+
+
+def test_the_line_of_a_write_counts_in_words() -> None:
+    from cdc_connectors.connectors.table_write import Committed
+    from cdc_connectors.table.apply import Applied
+
+    assert Committed(1, Applied(1, 0), 0).line("t", "d", None) == (
+        "cdc-table: t: 1 record, 1 change applied"
+    )
+    assert Committed(3, Applied(0, 2), 1).line("t", "d", None) == (
+        "cdc-table: t: 3 records, 0 changes applied, 2 older than the table (left), 1 refused (d)"
+    )
+
+
+def test_a_table_librarys_failure_is_one_line_without_terminal_colours() -> None:
+    from cdc_connectors.connectors.table import _library_failure
+
+    # (as delta-rs raises it: an OSError of one message, its causes coloured)
+    failure = OSError("Generic LocalFileSystem error \x1b[31m↳\x1b[0m Unable to open file\n x")
+    assert _library_failure(failure) == (
+        "cannot write the table: Generic LocalFileSystem error ↳ Unable to open file x"
+    )

@@ -544,3 +544,21 @@ def test_two_pipelines_writing_one_place_are_refused(
 )
 def test_every_master_url_spark_knows_is_taken(master: str) -> None:
     assert parse(_with("  master: local[2]", f"  master: {master}"), "p.yaml").master == master
+
+
+def test_a_table_transaction_fixed_in_a_pipeline_file_is_refused(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every later run would be a replay of that transaction: nothing applied, exit 0."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in").mkdir()
+    text = _table_file(
+        "path: in, format: debezium-json", table="path: t, txnAppId: a, txnVersion: 5"
+    )
+    with pytest.raises(ConfigError) as caught:
+        parse(text, "p.yaml")
+    assert str(caught.value).startswith(
+        "p.yaml:6: pipelines[0].connectors[1].settings.txnAppId: cdc-table setting 'txnAppId' "
+        "is the pipeline's own: each batch is applied once under its query and batch id"
+    )
+    assert not (tmp_path / "t").exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pyarrow as pa
@@ -80,3 +81,17 @@ def test_tables_are_made_with_row_groups_a_rewrite_reads_one_by_one(tmp_path: Pa
     store = _store(tmp_path)
     apply_changes(store, _created(range(3), 0), KEYED)
     assert store.table().properties["write.parquet.row-group-limit"] == str(64 * 1024)
+
+
+def test_a_sql_catalog_of_the_users_keeps_the_tables_files_under_path(tmp_path: Path) -> None:
+    """Without ``catalog.warehouse`` pyiceberg would refuse the first table late ("No
+    default path is set"), naming no setting; a folder of the catalog's is not made."""
+    catalog = {"type": "sql", "uri": f"sqlite:///{tmp_path / 'catalog.db'}"}
+    store = IcebergStore(str(tmp_path / "warehouse"), "shop.orders", catalog)
+    apply_changes(store, _created(range(0, 3), 0), KEYED)
+    assert all(f.startswith(f"file://{tmp_path / 'warehouse'}/") for f in _files(store))
+    assert sorted(r["id"] for r in read_all(store).to_pylist()) == [0, 1, 2]
+    elsewhere = {"type": "sql", "uri": f"sqlite:///{tmp_path / 'nowhere' / 'catalog.db'}"}
+    with contextlib.suppress(Exception):  # (sqlite cannot open it: no folder was made)
+        _ = IcebergStore(str(tmp_path / "w2"), "shop.orders", elsewhere).catalog
+    assert not (tmp_path / "nowhere").exists()
