@@ -69,6 +69,7 @@ class TableCommitMessage(WriterCommitMessage):
     others: int = 0  # records of other collections, left out
     offered: int = 0  # records made changes of, or refused as such
     keyless: int = 0  # of those, refused for lacking a key column
+    unordered: int = 0  # of those, refused for lacking the metadata key orderBy names
     typed: bool = False  # whether a change had columns typed by a registered schema
     #: The columns' registered types the task's records gave (and any conflict of two).
     registered: BatchTypes = field(default_factory=BatchTypes)
@@ -167,7 +168,7 @@ class TaskChanges:
         self.letters: list[bytes] = []
         self.kept: list[pa.Table] = []
         self.key_columns: list[str] | None = list(settings.key_columns) or None
-        self.count = self.others = self.offered = self.keyless = 0
+        self.count = self.others = self.offered = self.keyless = self.unordered = 0
         self.typed = False
         self.registered = BatchTypes()
         #: The source messages the records came from (place, key, value), when given.
@@ -205,6 +206,7 @@ class TaskChanges:
         batch, self._batch = self._batch, self._new()
         table = batch.table()
         self.keyless += batch.keyless
+        self.unordered += batch.unordered
         self.typed = self.typed or bool(batch.typed)
         self.registered.update(batch.typed)
         sources = _by_place(self.originals) if batch.refused and self.originals else {}
@@ -244,6 +246,7 @@ class TaskChanges:
             self.others,
             self.offered,
             self.keyless,
+            self.unordered,
             self.typed,
             self.registered,
         )
@@ -441,11 +444,20 @@ def commit_changes(
     done = Applied(0, 0)
     offered, keyless = sum(m.offered for m in ours), sum(m.keyless for m in ours)
     named_nothing = changes is None and settings.key_columns and keyless == offered > 0
-    # (a table made has them; a new warehouse is not opened: that would make its catalog)
-    if named_nothing and (settings.fresh_warehouse() or settings.store().schema() is None):
+    unordered = changes is None and sum(m.unordered for m in ours) == offered > 0
+
+    def first() -> bool:  # (a table made has them; a new warehouse is not opened: that
+        return settings.fresh_warehouse() or settings.store().schema() is None  # makes one)
+
+    if named_nothing and first():
         raise SettingError(
             f"{NAME} setting 'keyColumns': no record has column(s) "
             f"{', '.join(settings.key_columns)}: nothing was written"
+        )
+    if unordered and first():  # (a misspelt key: every record a dead letter, batch after batch)
+        raise SettingError(
+            f"{NAME} setting 'orderBy': no record carries metadata {settings.order_by!r}: "
+            "nothing was written"
         )
     if changes is not None:
         store = settings.store()

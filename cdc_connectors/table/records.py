@@ -39,6 +39,7 @@ from cdc_connectors.table.evolve import BatchTypes, numeric, takes
 from cdc_connectors.table.layout import AT, OFFSET, OP, STREAM, TIME, UNSET, UNSET_OTHERS
 from cdc_connectors.table.order import (
     AUTO,
+    POSITION,
     auto_order,
     in_streams,
     log_position,
@@ -152,6 +153,8 @@ class ChangeBatch:
         self.refused: list[Refusal] = []
         #: Records refused for lacking a key column (not holding a null: no such column).
         self.keyless = 0
+        #: Records refused for lacking the metadata key ``order_by`` names.
+        self.unordered = 0
 
     def add(self, record: Record) -> None:
         """Take ``record`` as a change, or refuse it."""
@@ -167,6 +170,8 @@ class ChangeBatch:
                 log, place = log_position(parts.metadata), numbered(bytes(parts.position))
                 stream, offset = auto_order(log, place, len(self.rows))
             else:
+                if self.order_by != POSITION and self.order_by not in parts.metadata:
+                    self.unordered += 1
                 stream, offset = order_of(
                     bytes(parts.position), parts.metadata, self.order_by, len(self.rows)
                 )

@@ -587,6 +587,8 @@ def test_keys_no_record_can_have_are_a_setting_refused_before_anything_is_writte
         commit({"keyColumns": "nope"}, {"id": 1}, {"id": 2})
     with pytest.raises(SettingError, match=r"'keyColumns': .* key column 'price' is double"):
         commit({"keyColumns": "price"}, {"id": 1, "price": 1.5})
+    with pytest.raises(SettingError, match=r"'orderBy': no record carries metadata 'postion'"):
+        commit({"keyColumns": "id", "orderBy": "postion"}, {"id": 1}, {"id": 2})
     assert not (tmp_path / "t").exists()
     commit({"keyColumns": "id"}, {"id": 1}, {"other": 2})  # one without: a dead letter
     assert len(list((tmp_path / "t" / "_cdc_dead_letters").glob("*.jsonl"))) == 1
