@@ -344,6 +344,7 @@ class FilesWriter(DataSourceArrowWriter):
         except FilesWriteError:
             self.abort(messages)
             raise
+        os.makedirs(path, exist_ok=True)  # (written empty, it is there to read, as Spark's)
         if self.overwrite:
             for name in os.listdir(path) if os.path.isdir(path) else []:
                 if name.startswith(("part-", "batch-")):

@@ -52,6 +52,15 @@ def test_batch_write_makes_one_visible_file_per_task_that_reads_back(spark, tmp_
     assert ids(read(spark, out)) == list(range(6))
 
 
+def test_an_empty_write_leaves_a_directory_that_reads_as_empty(spark, tmp_path):  # type: ignore[no-untyped-def]
+    """As Spark's file sources: a later read finds no records, not a missing path."""
+    out = tmp_path / "out"
+    empty = spark.createDataFrame([], "value string")
+    empty.write.format("cdc-files").mode("append").save(str(out))
+    assert out.is_dir() and files_under(out) == []
+    assert spark.read.format("cdc-files").load(str(out)).count() == 0
+
+
 def test_overwrite_replaces_what_an_earlier_job_wrote(spark, tmp_path):  # type: ignore[no-untyped-def]
     out = tmp_path / "out"
     df = source(spark, tmp_path)
