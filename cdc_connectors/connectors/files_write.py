@@ -137,15 +137,11 @@ def _messages_of(
     return messages
 
 
-#: Formats whose message values are whole OpenCDC records, the key among their fields.
-_WHOLE_RECORDS = "opencdc-"
-
-
 def _no_keys(batch: pa.RecordBatch, fmt: Format, first_row: int) -> None:
     """:class:`FilesWriteError` naming the first row of ``batch`` with a key, which a file
     of one message per line would drop: a message of a format whose values are whole
     OpenCDC records (their key inside) drops none."""
-    if "key" not in batch.schema.names or fmt.name.startswith(_WHOLE_RECORDS):
+    if "key" not in batch.schema.names or fmt.whole_records:
         return
     keys = batch.column("key")
     if keys.null_count == len(keys):

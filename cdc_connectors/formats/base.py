@@ -74,11 +74,14 @@ class Format(ABC):
     the ``cdc_connectors.formats`` entry points. ``carries_schemas``: its messages hold
     their own schema (a Debezium ``schema`` block), which, given a registry, is registered
     and named in the records' metadata (where a table's column types come from).
+    ``whole_records``: a message's value is a whole OpenCDC record, its key among its
+    fields (a file of values alone loses no key).
     """
 
     name: ClassVar[str]
     writable: ClassVar[bool] = True
     carries_schemas: ClassVar[bool] = False
+    whole_records: ClassVar[bool] = False
     binary: ClassVar[bool] = False
     delimited: ClassVar[bool] = False
     options: ClassVar[Mapping[str, str]] = {}

@@ -25,6 +25,7 @@ class OpenCDCJsonFormat(Format):
     """OpenCDC JSON, exactly as Conduit writes and reads it."""
 
     name = "opencdc-json"
+    whole_records = True
     options: ClassVar[Mapping[str, str]] = {
         "raw.as.string": "write and read raw data as plain UTF-8 strings, not base64"
     }
@@ -48,6 +49,7 @@ class OpenCDCProtoFormat(Format):
     """OpenCDC protobuf (``opencdc.v1.Record``), wire-compatible with Conduit."""
 
     name = "opencdc-proto"
+    whole_records = True
     binary = True
     delimited = True
 
