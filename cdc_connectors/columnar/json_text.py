@@ -10,6 +10,7 @@ per-message value is written:
 | integers | int | the number |
 | ``double`` | float | orjson's shortest text (``1.0``, ``1e-7``), from the whole column at once |
 | ``decimal(p, s)`` | Decimal | its exact text (``12.30``, ``1E-10``), Arrow's as Python's |
+| a decimal held as text | Decimal | that text, where Python writes no exponent |
 | ``date`` / ``time`` / ``timestamp`` | date / time / datetime | ISO 8601 text |
 | ``binary`` | bytes | base64 text |
 | ``string`` | str | the string, escaped as orjson escapes it |
@@ -17,9 +18,10 @@ per-message value is written:
 | list (Connect array) | list | an array of its items' texts |
 
 A row the columns cannot write exactly is flagged for the per-message way: a ``float``
-column, a decimal held as text, an integer decimal beyond 64 bits (written with an
-exponent there). A ``-0.0`` is the message's own: the decoder sends a message that says
-``-0`` (the integer, 0 the per-message way) that way.
+column, a decimal Python writes with an exponent (an integer decimal beyond 64 bits, a
+decimal held as text at a negative scale or below a millionth). A ``-0.0`` is the
+message's own: the decoder sends a message that says ``-0`` (the integer, 0 the per-message
+way) that way.
 """
 
 from __future__ import annotations
@@ -45,6 +47,10 @@ TextColumn = Callable[[pa.Array], tuple[pa.Array, np.ndarray]]
 StructText = TextColumn
 
 _NULL = pa.scalar(b"null", pa.binary())
+# Python writes a Decimal in plain notation down to a millionth: the decimal places a text
+# of that many may have before its first nonzero digit (zero itself is 0E-7 at scale 7).
+_PLAIN_PLACES = 6
+_BELOW_A_MILLIONTH = f"^-?0\\.0{{{_PLAIN_PLACES}}}"
 _COMMA = pa.scalar(b",", pa.binary())
 _QUOTE = pa.scalar(b'"', pa.binary())
 _NOTHING = pa.scalar(b"", pa.binary())
@@ -169,6 +175,8 @@ def _value_text(node: ConnectSchema, type_: pa.DataType, ordered: bool) -> TextC
         return _iso(lambda counts: isotext.times(counts * per_unit))
     if kind.name == "decimal":
         return _decimals(kind.unit)
+    if kind.name == "decimal_text":
+        return _decimal_texts(kind.unit)
     return {
         "date": _iso(isotext.dates),
         "timestamp": _iso(isotext.timestamps),
@@ -247,6 +255,25 @@ def _decimals(scale: int) -> TextColumn:
             bad = valid & ((words[:, 1] != (words[:, 0] >> 63)) | (scale < 0))
         text = pc.cast(array, pa.string()).cast(pa.binary())
         return pc.fill_null(text, _NULL), bad
+
+    return write
+
+
+def _decimal_texts(scale: int) -> TextColumn:
+    """A decimal held as its plain text at ``scale`` (:mod:`~cdc_connectors.spark.decimal_text`)
+    is the text Python gives the per-message way's ``Decimal``, but where Python writes an
+    exponent: at a negative scale (``1.23E+4``), and beyond six places for a value below a
+    millionth (``1.2E-7``, ``0E-8``): those rows are refused."""
+
+    def write(array: pa.Array) -> tuple[pa.Array, np.ndarray]:
+        valid = wire.valid(array)
+        if scale < 0:
+            bad = valid
+        elif scale > _PLAIN_PLACES:
+            bad = valid & wire.mask(pc.match_substring_regex(array, _BELOW_A_MILLIONTH))
+        else:
+            bad = np.zeros(len(array), dtype=bool)
+        return pc.fill_null(array.cast(pa.binary()), _NULL), bad
 
     return write
 

@@ -16,8 +16,10 @@ __all__ = ["ColumnKind", "column_kind"]
 class ColumnKind:
     """``name`` is one of ``struct``, ``list`` (a Connect array), ``time_of_day`` (``unit``:
     microseconds per count), ``date``, ``timestamp``, ``decimal`` (``unit``: the scale),
-    ``refused`` (a column the writers leave to the per-message way: decimals held as text,
-    ``float32``), ``string``, ``binary``, ``integer``, ``double``, ``boolean``."""
+    ``decimal_text`` (a decimal Spark has no type for, held as its exact text at the
+    column's scale, ``unit``: :mod:`~cdc_connectors.spark.decimal_text`), ``refused`` (a
+    column the writers leave to the per-message way: ``float32``), ``string``, ``binary``,
+    ``integer``, ``double``, ``boolean``."""
 
     name: str
     unit: int = 0
@@ -40,6 +42,8 @@ def column_kind(node: ConnectSchema, type_: pa.DataType) -> ColumnKind | None:
         if node.type == "int64" and type_.scale == 0:
             return ColumnKind("integer")  # an unsigned 64-bit integer (protobuf's uint64)
         return ColumnKind("decimal", type_.scale)
+    if way is not None and way.kind == "decimal" and type_ == pa.string():
+        return ColumnKind("decimal_text", int(node.parameters.get("scale", 0)))
     if (way is not None and way.kind == "decimal") or (
         pa.types.is_floating(type_) and type_ != pa.float64()
     ):

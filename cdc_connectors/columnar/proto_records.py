@@ -12,7 +12,7 @@ holds it:
 |---|---|---|
 | integers, ``Year``, ``NanoTime``, ``NanoTimestamp`` | int | double; beyond +-2**53 refused |
 | ``double`` (also ``float32`` read as doubles) | float | double |
-| ``decimal(p, s)`` | Decimal | the double; one that changes the value: refused here |
+| ``decimal(p, s)``, decimal text | Decimal | the double; one that changes it: refused |
 | ``date`` (Date) | date | ``YYYY-MM-DD`` |
 | ``timestamp`` (Timestamp, MicroTimestamp) | datetime | ``YYYY-MM-DDTHH:MM:SS[.ffffff]+00:00`` |
 | ``int`` / ``bigint`` (Time, MicroTime) | time | ``HH:MM:SS[.ffffff]`` |
@@ -24,13 +24,14 @@ holds it:
 A row the columns cannot write exactly is flagged (:meth:`ProtoRecordWriter.write`) for
 the per-message way, which then writes it or refuses it with its own reason: an integer
 or decimal a double would change, a Spark ``float`` column (its typed value has lost the digits
-the message had), a decimal held as text. A ``-0.0`` is the message's own: the decoder
+the message had). A ``-0.0`` is the message's own: the decoder
 sends a message that says ``-0`` (the integer, 0 the per-message way) that way.
 """
 
 from __future__ import annotations
 
 import binascii
+import math
 from collections.abc import Callable
 from decimal import Decimal
 
@@ -48,6 +49,8 @@ __all__ = ["NotColumnar", "ProtoRecordWriter", "StructWriter", "struct_body"]
 _NULL_VALUE = b"\x08\x00"  # google.protobuf.Value{null_value: NULL_VALUE}
 _EXACT = 2**53
 _EXACT_DIGITS = 10**15  # a decimal of at most 15 digits reads back from its double
+_DOUBLE_DIGITS = 15
+_SMALLEST_NORMAL = float.fromhex("0x1p-1022")
 _MAX_SCALE = 22  # 10**22 is the largest power of ten a double holds exactly
 _OPERATIONS = pa.array(["create", "update", "delete", "snapshot"], pa.string())
 # Struct nesting the per-record writer accepts in a payload image: 3 per object level.
@@ -260,6 +263,8 @@ def _value_writer(node: ConnectSchema, type_: pa.DataType) -> ValueWriter:
         return _short_texts(lambda counts: isotext.times(counts * per_unit))
     if kind.name == "decimal":
         return _decimal_numbers(kind.unit)
+    if kind.name == "decimal_text":
+        return _decimal_text_numbers
     return {
         "date": _short_texts(isotext.dates),
         "timestamp": _short_texts(isotext.timestamps),
@@ -453,6 +458,33 @@ def _decimal_numbers(scale: int) -> ValueWriter:
         return (*_fixed(_numbers(numbers, valid), len(array)), refused)
 
     return write
+
+
+def _decimal_text_numbers(
+    array: pa.Array, present: np.ndarray
+) -> tuple[wire.Segment, wire.Pieces, np.ndarray]:
+    """Decimals held as their plain text (:mod:`~cdc_connectors.spark.decimal_text`) as the
+    doubles ``float(Decimal)`` gives: Arrow's reading of the text, correctly rounded as
+    Python's, where it has at most 15 significant digits (a double keeps those) and is
+    neither beyond a double's range nor below its normal numbers; the others by ``float``
+    itself, refused where the double changes the value."""
+    valid = present & wire.valid(array)
+    texts = pc.fill_null(array, "0")
+    numbers = np.array(pc.cast(texts, pa.float64()).to_numpy(zero_copy_only=False))
+    digits = pc.replace_substring(pc.replace_substring(texts, "-", ""), ".", "")
+    significant = np.asarray(
+        pc.utf8_length(pc.utf8_rtrim(pc.utf8_ltrim(digits, "0"), "0")).to_numpy(), dtype=np.int64
+    )
+    magnitude = np.abs(numbers)
+    sure = (significant <= _DOUBLE_DIGITS) & np.isfinite(numbers)
+    sure &= (significant == 0) | (magnitude >= _SMALLEST_NORMAL)
+    refused = np.zeros(len(array), dtype=bool)
+    for row in np.flatnonzero(valid & ~sure):
+        value = Decimal(array[int(row)].as_py())
+        number = float(value)
+        numbers[row] = number
+        refused[row] = not math.isfinite(number) or Decimal(repr(number)) != value
+    return (*_fixed(_numbers(numbers, valid), len(array)), refused)
 
 
 def _base64(array: pa.Array) -> pa.Array:

@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import BinaryType, StringType, StructField, StructType
+from pyspark.sql.types import BinaryType, DataType, StringType, StructField, StructType
 
 from cdc_connectors.opencdc import CodecError
 from cdc_connectors.registry import registry_for
@@ -335,23 +335,7 @@ def expand(
     a column of that name already (expanding the key of what expand gave) is a
     :class:`ValueError` naming it.
     """
-    if not isinstance(df, DataFrame):
-        raise TypeError(
-            f"expand: df must be a DataFrame of OpenCDC records, not {type(df).__name__}"
-        )
-    for name, given in (
-        ("registry", registry),
-        ("subject", subject),
-        ("error_column", error_column),
-    ):
-        if not isinstance(given, str) or not given:
-            raise ValueError(f"expand: {name} must be a non-empty string, not {given!r}")
-    mode = mode.upper() if isinstance(mode, str) else mode  # as Spark's modes: any case
-    if mode not in _MODES:
-        raise ValueError(f"mode must be one of {', '.join(_MODES)}, not {mode!r}")
-    if part not in ("key", "payload"):
-        raise ValueError(f"part must be 'key' or 'payload', not {part!r}")
-    _refuse_not_opencdc(df, part)
+    mode = _checked_arguments(df, registry, subject, part, mode, error_column)
     columns = [c for c in df.columns if c not in ("key", "payload")]
     other = "key" if part == "payload" else "payload"
     added: list[tuple[str, str | None]] = (
@@ -366,22 +350,7 @@ def expand(
     store = _store(registry)
     resolved = _resolve_reader(store, subject, reader)
     typed = _column_decoder(store, resolved).spark_type
-    fields = [f for f in df.schema.fields if f.name in columns]
-    if part == "payload":
-        out_fields = [
-            *fields,
-            *[f for f in df.schema.fields if f.name == "key"],
-            StructField("before", typed, True),
-            StructField("after", typed, True),
-        ]
-    else:
-        out_fields = [
-            *fields,
-            StructField("key", typed, True),
-            *[f for f in df.schema.fields if f.name == "payload"],
-        ]
-    out_fields.append(StructField(error_column, StringType(), True))
-    out_schema = StructType(out_fields)
+    out_schema = _expanded_schema(df.schema, columns, part, typed, error_column)
     subject_key = framing.CONDUIT_KEYS[part][0]
     # Conduit-framed rows of other subjects are left out here, cheaply, in the JVM.
     if "metadata" in df.columns:
@@ -398,6 +367,55 @@ def expand(
             yield _expand_batch(batch, decoder, part, out_schema, fail_fast, error_column)
 
     return df.mapInArrow(run, out_schema)
+
+
+def _checked_arguments(
+    df: DataFrame, registry: str, subject: str, part: Part, mode: str, error_column: str
+) -> str:
+    """The mode in upper case (Spark's modes are read in any case), once every argument of
+    :func:`expand` is one it takes: a :class:`TypeError` or :class:`ValueError` naming the
+    first that is not."""
+    if not isinstance(df, DataFrame):
+        raise TypeError(
+            f"expand: df must be a DataFrame of OpenCDC records, not {type(df).__name__}"
+        )
+    for name, given in (
+        ("registry", registry),
+        ("subject", subject),
+        ("error_column", error_column),
+    ):
+        if not isinstance(given, str) or not given:
+            raise ValueError(f"expand: {name} must be a non-empty string, not {given!r}")
+    mode = mode.upper() if isinstance(mode, str) else mode
+    if mode not in _MODES:
+        raise ValueError(f"mode must be one of {', '.join(_MODES)}, not {mode!r}")
+    if part not in ("key", "payload"):
+        raise ValueError(f"part must be 'key' or 'payload', not {part!r}")
+    _refuse_not_opencdc(df, part)
+    return mode
+
+
+def _expanded_schema(
+    schema: StructType, columns: list[str], part: str, typed: DataType, error_column: str
+) -> StructType:
+    """What :func:`expand` gives: the ``columns`` kept, ``part`` as ``typed`` struct
+    columns (``before`` and ``after`` for the payload), and the error column."""
+    fields = [f for f in schema.fields if f.name in columns]
+    if part == "payload":
+        out_fields = [
+            *fields,
+            *[f for f in schema.fields if f.name == "key"],
+            StructField("before", typed, True),
+            StructField("after", typed, True),
+        ]
+    else:
+        out_fields = [
+            *fields,
+            StructField("key", typed, True),
+            *[f for f in schema.fields if f.name == "payload"],
+        ]
+    out_fields.append(StructField(error_column, StringType(), True))
+    return StructType(out_fields)
 
 
 def _named_column(batch: pa.RecordBatch, part: Part) -> list[tuple[str, int] | None] | None:

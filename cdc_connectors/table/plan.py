@@ -596,30 +596,12 @@ class _State:
                 row.column(INHERITED), alive, pair_rows, columns, names, (stream, offset, unknown)
             )
         # each chosen row: its mark, then its pairs in the table's column order
-        per_row = np.bincount(pair_rows, minlength=count) + chosen
-        starts = np.zeros(count + 1, dtype=np.int32)
-        np.cumsum(per_row, out=starts[1:])
-        total = int(starts[-1])
-        rank = np.arange(len(codes)) - np.searchsorted(pair_rows, pair_rows)  # within its row
-        place = starts[pair_rows] + 1 + rank
-        column_out = np.full(total, "", dtype=object)
-        stream_out = np.full(total, None, dtype=object)
-        offset_out = np.full(total, width, dtype=np.int64)
-        valid_offset = np.ones(total, dtype=bool)
-        column_out[place] = np.array(names, dtype=object)[columns]
-        stream_out[place] = np.where(unknown, None, stream)
-        offset_out[place] = offset
-        valid_offset[place] = ~unknown
-        entries = pa.StructArray.from_arrays(
-            [
-                pa.array(column_out, pa.string()),
-                pa.array(stream_out, pa.string()),
-                pa.array(offset_out, pa.int64(), mask=~valid_offset),
-            ],
-            fields=list(INHERITED_TYPE.value_type),
-        )
-        written = pa.ListArray.from_arrays(
-            pa.array(starts, pa.int32()), entries, mask=pa.array(~chosen)
+        written = _inherited_lists(
+            chosen,
+            pair_rows,
+            np.array(names, dtype=object)[columns],
+            (stream, offset, unknown),
+            width,
         ).cast(kind)
         if kept.any() and INHERITED in row.column_names:
             written = pc.if_else(pa.array(kept), row.column(INHERITED).cast(kind), written)
@@ -672,3 +654,42 @@ class _State:
             pa.array(np.flatnonzero(_lookup(self.tombstones, touched, self.keys) >= 0))
         )
         return Plan(touched, rows, graves, self.applied, self.stale)
+
+
+def _inherited_lists(
+    chosen: np.ndarray,
+    pair_rows: np.ndarray,
+    column_names: np.ndarray,
+    origins: tuple[np.ndarray, np.ndarray, np.ndarray],
+    width: int,
+) -> pa.ListArray:
+    """:meth:`_State._inherited`'s lists: for each row ``chosen``, a mark of the table's
+    ``width`` first, then an entry per pair of that row (``pair_rows``, in order): the
+    column's name and the stream and offset (none where ``unknown``) its value came
+    from, of ``origins``; null on the other rows."""
+    stream, offset, unknown = origins
+    count = len(chosen)
+    per_row = np.bincount(pair_rows, minlength=count) + chosen
+    starts = np.zeros(count + 1, dtype=np.int32)
+    np.cumsum(per_row, out=starts[1:])
+    total = int(starts[-1])
+    rank = np.arange(len(pair_rows)) - np.searchsorted(pair_rows, pair_rows)  # within its row
+    place = starts[pair_rows] + 1 + rank
+    column_out = np.full(total, "", dtype=object)
+    stream_out = np.full(total, None, dtype=object)
+    offset_out = np.full(total, width, dtype=np.int64)
+    valid_offset = np.ones(total, dtype=bool)
+    column_out[place] = column_names
+    stream_out[place] = stream
+    stream_out[place[unknown]] = None
+    offset_out[place] = offset
+    valid_offset[place] = ~unknown
+    entries = pa.StructArray.from_arrays(
+        [
+            pa.array(column_out, pa.string()),
+            pa.array(stream_out, pa.string()),
+            pa.array(offset_out, pa.int64(), mask=~valid_offset),
+        ],
+        fields=list(INHERITED_TYPE.value_type),
+    )
+    return pa.ListArray.from_arrays(pa.array(starts, pa.int32()), entries, mask=pa.array(~chosen))

@@ -122,6 +122,41 @@ COLUMNS: list[tuple[dict[str, Any], st.SearchStrategy[Any]]] = [
         },
         _decimal(0, 30),
     ),
+    # Decimals Spark has no type for, held as text: no precision (Connect's 64 digits), 65
+    # digits (MySQL's DECIMAL(65,30)), a scale beyond six places (Python writes a value
+    # below a millionth with an exponent), a negative scale (Oracle's NUMBER(5,-2)).
+    (
+        {
+            "type": "bytes",
+            "name": "org.apache.kafka.connect.data.Decimal",
+            "parameters": {"scale": "3"},
+        },
+        _decimal(3, 64),
+    ),
+    (
+        {
+            "type": "bytes",
+            "name": "org.apache.kafka.connect.data.Decimal",
+            "parameters": {"scale": "30", "connect.decimal.precision": "65"},
+        },
+        _decimal(30, 65),
+    ),
+    (
+        {
+            "type": "bytes",
+            "name": "org.apache.kafka.connect.data.Decimal",
+            "parameters": {"scale": "9"},
+        },
+        _decimal(9, 64),
+    ),
+    (
+        {
+            "type": "bytes",
+            "name": "org.apache.kafka.connect.data.Decimal",
+            "parameters": {"scale": "-2", "connect.decimal.precision": "5"},
+        },
+        _decimal(-2, 5),
+    ),
     (
         {"type": "int64", "name": "io.debezium.time.MicroTimestamp"},
         _mostly(

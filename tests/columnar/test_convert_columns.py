@@ -9,6 +9,7 @@ import io
 import time
 from collections.abc import Mapping
 from dataclasses import replace
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -475,3 +476,95 @@ def test_the_counts_say_how_many_messages_went_the_per_message_way():
         io.BytesIO(records), io.BytesIO(), OpenCDCJsonFormat({}), DebeziumJsonFormat({})
     )
     assert plain.per_message is None and plain.summary().endswith(", errors 0"), plain.summary()
+
+
+#: Unscaled values at the edges of what a double keeps and Python writes plainly.
+_TEXT_DECIMALS = [
+    0,
+    1,
+    -1,
+    12,
+    1_000,  # a millionth at scale 9: plain text still
+    10**6,
+    123_456_789_012_345,  # 15 digits: a double keeps them
+    -123_456_789_012_345_000,  # 15 significant digits, trailing zeros
+    1_234_567_890_123_456,  # 16 digits: a double changes most
+    9_007_199_254_740_993,  # 2**53 + 1
+    12_345_678_901_234_567_890_123,
+    -(10**40) + 1,
+]
+
+
+@pytest.mark.parametrize(
+    "parameters",
+    [
+        {"scale": "3"},
+        {"scale": "30", "connect.decimal.precision": "65"},
+        {"scale": "9"},
+        {"scale": "-2", "connect.decimal.precision": "50"},
+        {"scale": "400"},
+    ],
+)
+def test_decimals_spark_has_no_type_for_are_written_from_columns_as_the_per_message_way(
+    parameters: dict[str, str],
+) -> None:
+    """A Connect ``Decimal`` without a precision, or of more digits than Spark's decimal
+    holds, is a column of text: written from it (protobuf's double, JSON's number as Python
+    writes it), and a row the columns cannot write exactly alone goes the per-message way."""
+    column = {
+        "type": "bytes",
+        "optional": True,
+        "name": "org.apache.kafka.connect.data.Decimal",
+        "parameters": parameters,
+        "field": "amount",
+    }
+    image = {"type": "struct", "optional": True, "name": "t.Value", "fields": [_ID, column]}
+    block = {
+        "type": "struct",
+        "optional": False,
+        "name": "t.Envelope",
+        "fields": [
+            {**image, "field": "before"},
+            {**image, "field": "after"},
+            {"type": "string", "optional": False, "field": "op"},
+        ],
+    }
+    events = [
+        orjson.dumps(
+            {
+                "schema": block,
+                "payload": {
+                    "before": None,
+                    "after": {"id": n, "amount": None if number is None else _unscaled(number)},
+                    "op": "c",
+                },
+            }
+        )
+        for n, number in enumerate([*_TEXT_DECIMALS, None])
+    ]
+    data = b"\n".join(events) + b"\n"
+    for to in TO:
+        ours = _convert(DebeziumJsonFormat({}), data, False, False, False, to)
+        assert ours == _convert(PerMessageDebezium({}), data, False, False, False, to), to
+        stats = convert_stream(
+            io.BytesIO(data),
+            io.BytesIO(),
+            DebeziumJsonFormat({}),
+            to({}),
+            dead_letters=DeadLetterWriter(io.BytesIO(), "convert"),
+            source_name="in.jsonl",
+        )
+        scale = int(parameters["scale"])
+        if to is OpenCDCProtoFormat:  # the rows a double would change, and only those
+            assert stats.per_message == stats.errors, stats.summary()
+        elif to is OpenCDCJsonFormat:  # the rows Python writes with an exponent
+            exponent = sum("E" in str(Decimal(f"{n}E{-scale}")) for n in _TEXT_DECIMALS)
+            assert stats.per_message == exponent, stats.summary()
+
+
+_ID = {"type": "int64", "optional": False, "field": "id"}
+
+
+def _unscaled(number: int) -> str:
+    size = (number.bit_length() + 8) // 8
+    return base64.b64encode(number.to_bytes(size, "big", signed=True)).decode()
