@@ -16,6 +16,7 @@ per-message value is written:
 | ``string`` | str | the string, escaped as orjson escapes it |
 | struct | dict | an object |
 | list (Connect array) | list | an array of its items' texts |
+| map (Connect map of string keys) | dict | an object of its entries |
 
 A row the columns cannot write exactly is flagged for the per-message way: a ``float``
 column, a decimal Python writes with an exponent (an integer decimal beyond 64 bits, a
@@ -33,7 +34,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdc_connectors.columnar import base64text, isotext, wire
+from cdc_connectors.columnar import base64text, isotext, maps, wire
 from cdc_connectors.columnar.kinds import column_kind
 from cdc_connectors.schema.connect import ConnectSchema
 from cdc_connectors.spark.arrow_lists import item_rows, list_offsets, list_sizes
@@ -170,6 +171,9 @@ def _value_text(node: ConnectSchema, type_: pa.DataType, ordered: bool) -> TextC
     if kind.name == "list":
         assert node.items is not None
         return _list_text(_value_text(node.items, type_.value_type, ordered))
+    if kind.name == "map":
+        assert node.values is not None
+        return _map_text(_value_text(node.values, type_.item_type, ordered), ordered)
     if kind.name == "time_of_day":
         per_unit = kind.unit
         return _iso(lambda counts: isotext.times(counts * per_unit))
@@ -200,6 +204,32 @@ def _list_text(item: TextColumn) -> TextColumn:
         lists = pa.ListArray.from_arrays(list_offsets(sizes), texts.cast(pa.binary()))
         text = joined(b"[", pc.binary_join(lists, _COMMA), b"]")
         bad = np.zeros(len(array), dtype=bool)
+        bad[rows[refused]] = True
+        return _or_null(text, valid), bad & valid
+
+    return write
+
+
+def _map_text(item: TextColumn, ordered: bool) -> TextColumn:
+    """A map column (string keys) as JSON objects: its entries in key order, or in their
+    own order when ``ordered`` (a dict read the per-message way, written unsorted)."""
+
+    def write(array: pa.Array) -> tuple[pa.Array, np.ndarray]:
+        valid = wire.valid(array)
+        count = len(array)
+        if ordered:
+            names, items, offsets = maps.entry_columns(array)
+        else:
+            entries = maps.sorted_entries(array, uniform=False)
+            assert entries.names is not None and entries.items is not None
+            assert entries.offsets is not None
+            names, items, offsets = entries.names, entries.items, entries.offsets
+        rows = np.repeat(np.arange(count), np.diff(offsets))
+        texts, refused = item(items)
+        pairs = joined(quoted(names), b":", texts.cast(pa.binary()))
+        lists = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), pairs)
+        text = joined(b"{", pc.binary_join(lists, _COMMA), b"}")
+        bad = np.zeros(count, dtype=bool)
         bad[rows[refused]] = True
         return _or_null(text, valid), bad & valid
 

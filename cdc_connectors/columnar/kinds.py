@@ -8,13 +8,15 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from cdc_connectors.schema.connect import ConnectSchema
+from cdc_connectors.schema.connect.node import string_keys
 
 __all__ = ["ColumnKind", "column_kind"]
 
 
 @dataclass(frozen=True)
 class ColumnKind:
-    """``name`` is one of ``struct``, ``list`` (a Connect array), ``time_of_day`` (``unit``:
+    """``name`` is one of ``struct``, ``list`` (a Connect array), ``map`` (a Connect map of
+    string keys), ``time_of_day`` (``unit``:
     microseconds per count), ``date``, ``timestamp``, ``decimal`` (``unit``: the scale),
     ``decimal_text`` (a decimal Spark has no type for, held as its exact text at the
     column's scale, ``unit``: :mod:`~cdc_connectors.spark.decimal_text`), ``refused`` (a
@@ -31,6 +33,8 @@ def column_kind(node: ConnectSchema, type_: pa.DataType) -> ColumnKind | None:
         return ColumnKind("struct")
     if node.type == "array" and pa.types.is_list(type_):
         return ColumnKind("list")
+    if node.type == "map" and isinstance(type_, pa.MapType) and string_keys(node):
+        return ColumnKind("map")
     way = node.semantic.columnar if node.semantic is not None else None
     if way is not None and way.kind == "time_of_day" and pa.types.is_integer(type_):
         return ColumnKind("time_of_day", way.micros_per_unit)

@@ -1,5 +1,5 @@
-"""The entries of a ``map<string, string>`` column (OpenCDC metadata) in key order, as the
-OpenCDC writers put them.
+"""The entries of a map column of string keys (OpenCDC metadata, a row's Connect map) in key
+order, as the OpenCDC writers put them.
 
 JSON's sorted keys are in UTF-8 byte order (code point order: ``a``, ``ab``, ``b``).
 Protobuf's deterministic serialization (upb, the ``protobuf`` package's runtime) orders keys
@@ -48,19 +48,24 @@ def entry_columns(metadata: pa.MapArray) -> tuple[pa.Array, pa.Array, np.ndarray
     return names, items, offsets - start
 
 
-def sorted_entries(metadata: pa.MapArray, proto: bool = False) -> SortedEntries:
+def sorted_entries(
+    metadata: pa.MapArray, proto: bool = False, uniform: bool = True
+) -> SortedEntries:
     """The entries of each row of ``metadata`` in key order (:class:`SortedEntries`):
-    protobuf's (:func:`proto_key`) when ``proto``, else JSON's."""
+    protobuf's (:func:`proto_key`) when ``proto``, else JSON's; as ``names`` and
+    ``items`` always unless ``uniform``."""
     order_of = proto_key if proto else bytes
     count = len(metadata)
     names, items, offsets = entry_columns(metadata)
     if not count or not len(names):
-        return SortedEntries(count, uniform=[])
+        if uniform:
+            return SortedEntries(count, uniform=[])
+        return SortedEntries(count, names=names, items=items, offsets=offsets)
     encoded = pc.dictionary_encode(names)
     codes = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
     distinct = [name.encode("utf-8") for name in encoded.dictionary.to_pylist()]
     width = int(offsets[1])
-    if len(codes) == count * width:
+    if uniform and len(codes) == count * width:
         table = codes.reshape(count, width)
         if (table == table[0]).all():
             order = sorted(range(width), key=lambda j: order_of(distinct[table[0][j]]))

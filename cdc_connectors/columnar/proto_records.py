@@ -20,6 +20,7 @@ holds it:
 | ``string`` (also Uuid, Enum, Json, Zoned*) | str | text |
 | struct | dict | ``Struct`` |
 | list (Connect array) | list | ``ListValue`` of its items' values |
+| map (Connect map of string keys) | dict | ``Struct`` of its entries |
 
 A row the columns cannot write exactly is flagged (:meth:`ProtoRecordWriter.write`) for
 the per-message way, which then writes it or refuses it with its own reason: an integer
@@ -258,6 +259,9 @@ def _value_writer(node: ConnectSchema, type_: pa.DataType) -> ValueWriter:
     if kind.name == "list":
         assert node.items is not None
         return _list_values(_value_writer(node.items, type_.value_type))
+    if kind.name == "map":
+        assert node.values is not None
+        return _map_values(_value_writer(node.values, type_.item_type))
     if kind.name == "time_of_day":
         per_unit = kind.unit
         return _short_texts(lambda counts: isotext.times(counts * per_unit))
@@ -315,6 +319,46 @@ def _list_values(item: ValueWriter) -> ValueWriter:
         body_sizes = wire.lengths(bodies)
         row_header = _null_or(
             valid, _joined_segments(wire.constant(b"\x32", count), wire.varint(body_sizes))
+        )
+        bad = np.zeros(count, dtype=bool)
+        bad[rows[refused]] = True
+        return row_header, wire.Pieces([bodies], body_sizes), bad & valid
+
+    return write
+
+
+def _map_values(item: ValueWriter) -> ValueWriter:
+    """A map column (string keys) as ``Value.struct_value``: each entry a ``Struct.fields``
+    entry, in protobuf's key order (:func:`~cdc_connectors.columnar.maps.proto_key`)."""
+
+    def write(array: pa.Array, present: np.ndarray) -> tuple[wire.Segment, wire.Pieces, np.ndarray]:
+        valid = present & wire.valid(array)
+        count = len(array)
+        entries = maps.sorted_entries(array, proto=True, uniform=False)
+        assert entries.names is not None and entries.items is not None
+        assert entries.offsets is not None
+        names, offsets = entries.names.cast(pa.binary()), entries.offsets
+        rows = np.repeat(np.arange(count), np.diff(offsets))
+        header, value, refused = item(entries.items, valid[rows])
+        value_sizes = header[1] + value.sizes
+        name_sizes = wire.lengths(names)
+        total = len(names)
+        sizes = 2 + wire.varint_size(name_sizes) + name_sizes + wire.varint_size(value_sizes)
+        leading = wire.segments(
+            [
+                wire.constant(b"\x0a", total),
+                wire.varint(sizes + value_sizes),
+                wire.constant(b"\x0a", total),
+                wire.varint(name_sizes),
+            ]
+        )
+        middle = wire.segments([wire.constant(b"\x12", total), wire.varint(value_sizes), header])
+        joined = (leading + wire.Pieces.of(names) + middle + value).joined()
+        lists = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), joined)
+        bodies = wire.masked(pc.binary_join(lists, _NO_SEPARATOR), valid)
+        body_sizes = wire.lengths(bodies)
+        row_header = _null_or(
+            valid, _joined_segments(wire.constant(b"\x2a", count), wire.varint(body_sizes))
         )
         bad = np.zeros(count, dtype=bool)
         bad[rows[refused]] = True

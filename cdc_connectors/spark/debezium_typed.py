@@ -80,6 +80,7 @@ from cdc_connectors.schema.connect import (
     ConnectSchema,
     connect_to_avro,
 )
+from cdc_connectors.schema.connect.node import string_keys
 from cdc_connectors.schema.errors import SchemaError
 from cdc_connectors.spark.arrow import data_array
 from cdc_connectors.spark.arrow_lists import item_rows, list_offsets, list_sizes
@@ -98,6 +99,7 @@ from cdc_connectors.spark.envelope_columns import (
     metadata_map,
 )
 from cdc_connectors.spark.json_blocks import read_lines, too_deep
+from cdc_connectors.spark.map_columns import MapColumn, MapColumns, Parsed
 from cdc_connectors.spark.schema import OPENCDC_ARROW_SCHEMA, OPENCDC_SCHEMA
 
 __all__ = [
@@ -123,6 +125,15 @@ _JSON_TYPES = {
     "boolean": pa.bool_(),
     "string": pa.string(),
     "bytes": pa.string(),
+}
+#: The values of a map column the typed read takes: Connect type -> their JSON kind.
+_MAP_VALUES = {
+    "string": "string",
+    "boolean": "boolean",
+    "int8": "integer",
+    "int16": "integer",
+    "int32": "integer",
+    "int64": "integer",
 }
 _INT_RANGE = {
     "int8": (-(2**7), 2**7 - 1),
@@ -547,6 +558,11 @@ class TypedDebeziumDecoder:
             rest = pc.binary_slice(values, len(self._prefix), 2**31 - 1)
         else:
             rest = pc.binary_join_element_wise(_PAYLOAD_KEY, values, _CLOSE, b"")
+        maps, maps_bad = None, None
+        if self._plan.maps is not None:
+            if read is not None:
+                raise NotColumnar("maps in events without a schema block")
+            maps, maps_bad = self._plan.maps.parse(rest)
         if read is None:
             table = _read_rests(rest, self._plan.json_schema)
             if table.num_rows != count:
@@ -559,7 +575,9 @@ class TypedDebeziumDecoder:
         # Arrow's reader passes invalid UTF-8 and lone surrogates into strings: refused
         # here as the per-message way refuses them (the batch goes that way).
         payload.validate(full=True)
-        columns, bad = self._plan.convert(payload)
+        columns, bad = self._plan.convert(payload, maps)
+        if maps_bad is not None:
+            bad |= maps_bad
         # An image spelt {} is none (Arcion's "absent"); Arrow reads it as a row of nulls.
         if not self._plan.has_doubles:
             bad |= mask(pc.match_substring_regex(rest, _EMPTY_IMAGE))
@@ -1133,6 +1151,12 @@ class _Plan:
         fmt: DebeziumJsonFormat,
     ):
         self.envelope = EnvelopeColumns(envelope, row, fmt)
+        #: The row's map columns, read apart (:mod:`~cdc_connectors.spark.map_columns`).
+        self.maps = _map_columns(row, target)
+        if self.maps is not None:
+            names = {column.name for column in self.maps.columns}
+            row = replace(row, fields=tuple(f for f in row.fields if f[0] not in names))
+            target = pa.struct([field for field in target if field.name not in names])
         self.row = _column(row, target, optional=True)
         self.payload_type = pa.struct(
             [
@@ -1144,21 +1168,76 @@ class _Plan:
         self.json_schema = pa.schema([pa.field("payload", self.payload_type)])
         self.has_doubles = _has_doubles(self.row.json_type)
 
-    def convert(self, payload: pa.StructArray) -> tuple[dict[str, Any], np.ndarray]:
-        """The columns of the parsed payloads, and which rows must go the per-message way."""
+    def convert(
+        self, payload: pa.StructArray, maps: Parsed | None = None
+    ) -> tuple[dict[str, Any], np.ndarray]:
+        """The columns of the parsed payloads (and of ``maps``, the messages' maps parsed
+        apart, for a row that has map columns), and which rows must go the per-message
+        way."""
         if payload.null_count:
             raise NotColumnar("a null payload")
+        if self.maps is not None:
+            if maps is None:
+                raise NotColumnar("maps not read")
+            payload = self.maps.without_maps(payload)
         if payload.type != self.payload_type:
             raise NotColumnar("fields the schema does not declare")
         images = {}
         bad = np.zeros(len(payload), dtype=bool)
         for name in ("before", "after"):
             images[name] = self.row.convert(payload.field(name))
+            if self.maps is not None and maps is not None:
+                image, refused = self.maps.with_maps(images[name].array, maps, name)
+                images[name] = _Flagged(image, images[name].bad | refused)
             bad |= images[name].bad
         columns, refused = self.envelope.columns(
             payload, images["before"].array, images["after"].array
         )
         return columns, bad | refused
+
+
+def _map_columns(row: ConnectSchema, target: pa.StructType) -> MapColumns | None:
+    """The map columns among the row's own (string keys, values of text, integers or
+    booleans without a semantic type), or ``None`` for a row without any;
+    :class:`NotColumnar` for a map the typed read does not take (one with a default,
+    other keys or values, or inside another column)."""
+    columns = []
+    for name, child in row.fields:
+        if child.type != "map":
+            _refuse_nested_maps(child)
+            continue
+        index = target.get_field_index(name)
+        type_ = target.field(index).type if index >= 0 else None
+        values = child.values
+        if (
+            not isinstance(type_, pa.MapType)
+            or child.has_default
+            or not string_keys(child)
+            or values is None
+            or values.semantic is not None
+            or values.has_default
+            or values.type not in _MAP_VALUES
+        ):
+            raise NotColumnar(f"{child.path}: a map the typed read does not take")
+        item = _column(values, type_.item_type)
+        kind, json_type = _MAP_VALUES[values.type], item.json_type
+
+        def convert(array: pa.Array, item: _Column = item) -> tuple[pa.Array, np.ndarray]:
+            flagged = item.convert(array)
+            return flagged.array, flagged.bad
+
+        columns.append(MapColumn(name, type_, child.optional, kind, json_type, convert))
+    return MapColumns(columns, target) if columns else None
+
+
+def _refuse_nested_maps(node: ConnectSchema) -> None:
+    """:class:`NotColumnar` for a map inside a struct or an array."""
+    if node.type == "map":
+        raise NotColumnar(f"{node.path}: a map inside another column")
+    for _, child in node.fields:
+        _refuse_nested_maps(child)
+    if node.items is not None:
+        _refuse_nested_maps(node.items)
 
 
 def _big_integral(array: pa.Array) -> np.ndarray:

@@ -58,6 +58,9 @@ DOUBLE_TEXTS = st.floats(allow_nan=False, allow_infinity=False).flatmap(
 )
 
 
+_MAP_KEYS = st.sampled_from(["a", "ab", "b", "", "é", 'q"uote', "k\n", "Z"]) | st.text(max_size=3)
+
+
 def _ints(bits: int) -> st.SearchStrategy[int]:
     low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
     edges = (low, high, low - 1, high + 1, 2**53, 2**53 + 1, -(2**53) - 1)
@@ -121,6 +124,31 @@ COLUMNS: list[tuple[dict[str, Any], st.SearchStrategy[Any]]] = [
             "parameters": {"scale": "0", "connect.decimal.precision": "30"},
         },
         _decimal(0, 30),
+    ),
+    # Maps of string keys (PostgreSQL's hstore, hstore.handling.mode=map): keys that begin
+    # one another (protobuf orders them otherwise than JSON), that need escapes, null
+    # values; junk: values of another kind, out of range, a map that is no object.
+    (
+        {
+            "type": "map",
+            "keys": {"type": "string", "optional": False},
+            "values": {"type": "string", "optional": True},
+        },
+        _mostly(
+            st.dictionaries(_MAP_KEYS, st.none() | _TEXT, max_size=4),
+            st.sampled_from([[], "text", {"k": 1}, {"k": True}, {"k": {"a": "b"}}]),
+        ),
+    ),
+    (
+        {
+            "type": "map",
+            "keys": {"type": "string", "optional": False},
+            "values": {"type": "int32", "optional": False},
+        },
+        _mostly(
+            st.dictionaries(_MAP_KEYS, st.integers(-(2**31), 2**31 - 1), max_size=3),
+            st.sampled_from([{"k": None}, {"k": 2**31}, {"k": 1.5}, {"k": "1"}, {"k": False}]),
+        ),
     ),
     # Decimals Spark has no type for, held as text: no precision (Connect's 64 digits), 65
     # digits (MySQL's DECIMAL(65,30)), a scale beyond six places (Python writes a value

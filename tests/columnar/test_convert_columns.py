@@ -568,3 +568,89 @@ _ID = {"type": "int64", "optional": False, "field": "id"}
 def _unscaled(number: int) -> str:
     size = (number.bit_length() + 8) // 8
     return base64.b64encode(number.to_bytes(size, "big", signed=True)).decode()
+
+
+def _map_events(maps: list[Any], values: dict[str, Any]) -> bytes:
+    """Creates of rows ``{"id": n, "attrs": map}`` with a map column of ``values``."""
+    column = {
+        "type": "map",
+        "optional": True,
+        "keys": {"type": "string", "optional": False},
+        "values": values,
+        "field": "attrs",
+    }
+    image = {"type": "struct", "optional": True, "name": "t.Value", "fields": [_ID, column]}
+    block = {
+        "type": "struct",
+        "optional": False,
+        "name": "t.Envelope",
+        "fields": [
+            {**image, "field": "before"},
+            {**image, "field": "after"},
+            {"type": "string", "optional": False, "field": "op"},
+        ],
+    }
+    events = [
+        orjson.dumps(
+            {
+                "schema": block,
+                "payload": {"before": None, "after": {"id": n, "attrs": m}, "op": "c"},
+            }
+        )
+        for n, m in enumerate(maps)
+    ]
+    return b"\n".join(events) + b"\n"
+
+
+#: hstore values: keys one of which begins another (protobuf orders them otherwise than
+#: JSON), keys to escape, null values, an empty map, no map.
+_HSTORES = [
+    {"b": "2", "ab": "1", "a": None},
+    {"é": "x", 'q"uote': "y\n", "": ""},
+    {},
+    None,
+    {"z": "last", "a": "first"},
+]
+
+
+def test_maps_are_written_from_columns_as_the_per_message_way_writes_them() -> None:
+    """A ``map`` of string keys (PostgreSQL's ``hstore``) is read apart from Arrow's reader
+    and written from columns: a ``Struct`` in protobuf's key order, a JSON object in key
+    order (Debezium JSON: the message's order)."""
+    data = _map_events(_HSTORES, {"type": "string", "optional": True})
+    for to in TO:
+        ours = _from_columns(data, False, to)
+        assert ours == _convert(PerMessageDebezium({}), data, False, True, False, to), to
+
+
+@pytest.mark.parametrize(
+    ("maps", "values"),
+    [
+        (
+            [{"k": 1}, {"k": 2**31}, {"k": None}, {"k": "1"}, {"k": True}, [], "x", {"k": 7}],
+            {"type": "int32", "optional": False},
+        ),
+        (
+            [{"k": "v"}, {"k": 1}, {"k": True}, {"k": {}}, {"k": []}, [], "x", {"k": None}],
+            {"type": "string", "optional": True},
+        ),
+    ],
+)
+def test_map_values_the_per_message_way_refuses_go_that_way_alone(
+    maps: list[Any], values: dict[str, Any]
+) -> None:
+    data = _map_events(maps, values)
+    for to in TO:
+        ours = _convert(DebeziumJsonFormat({}), data, False, False, False, to)
+        assert ours == _convert(PerMessageDebezium({}), data, False, False, False, to), to
+        stats = convert_stream(
+            io.BytesIO(data),
+            io.BytesIO(),
+            DebeziumJsonFormat({}),
+            to({}),
+            dead_letters=DeadLetterWriter(io.BytesIO(), "convert"),
+            source_name="in.jsonl",
+        )
+        assert (stats.written, stats.errors) == (2, 6), stats.summary()
+        if to is not DebeziumJsonFormat:
+            assert stats.per_message == 6, stats.summary()

@@ -345,6 +345,7 @@ _FIELDS_OF = {
     "array double": ["repeated double", "|", "repeated string"],
     "array org.apache.kafka.connect.data.Decimal": ["repeated string", "|", "repeated double"],
     "struct": ["Inner", "|", "google.protobuf.StringValue"],
+    "map": ["|", "map<string, string>", "string"],
 }
 
 
