@@ -25,7 +25,7 @@ Source settings (names are case-insensitive):
 | ``collection`` | | typed: the collection read (``opencdc.collection``); others are left out |
 | ``startingOffsets`` | (2) | ``earliest``, ``latest`` or JSON ``{"t": {"0": 5, "1": -2}}`` (3) |
 | ``endingOffsets`` | ``latest`` | batch only: ``latest`` or JSON as above (3) |
-| ``maxRecordsPerPartition`` | ``200000`` | batch: larger ranges are split into more tasks |
+| ``maxRecordsPerPartition`` | none | split a partition's range into tasks of this many (8) |
 | ``maxOffsetsPerTrigger`` | none | streaming: at most this many offsets per micro-batch (4) |
 | ``pollTimeoutMs`` | ``120000`` | a read task fails when nothing arrives for this long |
 | ``requestTimeoutMs`` | ``30000`` | how long planning waits for the cluster (topics, offsets) |
@@ -52,6 +52,9 @@ Source settings (names are case-insensitive):
    s)``, a MicroTimestamp a ``timestamp``), and ``dead_letter``, the original value of a
    dead-letter row (null for the others). Messages of other schema versions are read into
    the same columns (Avro schema resolution) or are dead letters.
+8. Without it, one task reads a topic-partition's whole range, so that a destination gets
+   each key's changes in their order. Split, the parts are read (and written) at once: more
+   cores for one partition, but a key's changes in two parts may be written out of order.
 
 Destination settings:
 

@@ -375,16 +375,20 @@ def data_lost(where: str, what: str) -> None:
     )
 
 
-def plan(start: Mapping[TP, int], end: Mapping[TP, int], max_records: int) -> list[KafkaRange]:
+def plan(
+    start: Mapping[TP, int], end: Mapping[TP, int], max_records: int | None = None
+) -> list[KafkaRange]:
     """One range per partition with messages to read, split in equal parts of at most
-    ``max_records`` offsets. Ranges meet exactly: no offset is read twice or skipped."""
+    ``max_records`` offsets when given (the parts are read at once: a key's changes in two
+    of them may reach a destination out of order). Ranges meet exactly: no offset is read
+    twice or skipped."""
     ranges: list[KafkaRange] = []
     for (topic, partition), last in sorted(end.items()):
         first = start.get((topic, partition), last)
         size = last - first
         if size <= 0:
             continue
-        parts = math.ceil(size / max_records)
+        parts = 1 if max_records is None else math.ceil(size / max_records)
         bounds = [first + size * i // parts for i in range(parts + 1)]
         ranges.extend(KafkaRange(topic, partition, a, b) for a, b in itertools.pairwise(bounds))
     return ranges

@@ -67,7 +67,6 @@ SPARK_UNSUPPORTED = {
     "endingoffsetsbytimestamp": "give offsets in endingOffsets JSON",
 }
 
-DEFAULT_MAX_RECORDS_PER_PARTITION = 200_000
 DEFAULT_POLL_TIMEOUT_MS = 120_000
 DEFAULT_REQUEST_TIMEOUT_MS = 30_000
 DEFAULT_DELIVERY_TIMEOUT_MS = 30_000
@@ -88,7 +87,9 @@ class SourceSettings:
     typed: bool
     starting: OffsetSpec | None
     ending: OffsetSpec | None
-    max_records_per_partition: int
+    #: Offsets a read task takes at most (a longer range is split), or None: one task per
+    #: topic-partition range, which keeps each key's changes in order.
+    max_records_per_partition: int | None
     max_offsets_per_trigger: int | None
     poll_timeout_ms: int
     kafka: dict[str, str] = field(default_factory=dict)
@@ -397,9 +398,7 @@ def source_settings(options: Mapping[str, str]) -> SourceSettings:
         typed=typed,
         starting=parse_offsets("startingOffsets", starting) if starting is not None else None,
         ending=ending_spec,
-        max_records_per_partition=_required_positive(
-            ours, "maxRecordsPerPartition", DEFAULT_MAX_RECORDS_PER_PARTITION
-        ),
+        max_records_per_partition=_positive(ours, "maxRecordsPerPartition", None),
         max_offsets_per_trigger=_positive(ours, "maxOffsetsPerTrigger", None),
         poll_timeout_ms=_required_positive(ours, "pollTimeoutMs", DEFAULT_POLL_TIMEOUT_MS),
         request_timeout_ms=_required_positive(ours, "requestTimeoutMs", DEFAULT_REQUEST_TIMEOUT_MS),

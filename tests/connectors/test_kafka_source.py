@@ -107,6 +107,17 @@ def test_large_ranges_are_split_into_tasks_that_meet_exactly(
     assert set(offsets) == {(p, o) for p in (0, 1) for o in range(250)}
 
 
+def test_a_partition_is_read_by_one_task_unless_told_to_split_it() -> None:
+    """Two tasks of one partition run at once: a key's changes in both could be written out
+    of order. One task a partition, however long its range, unless the user splits it."""
+    settings = source_settings({"servers": "h:1", "topics": "t"})
+    assert settings.max_records_per_partition is None
+    ranges = plan({("t", 0): 0, ("t", 1): 5}, {("t", 0): 10**9, ("t", 1): 7}, None)
+    assert [(r.partition, r.start, r.end) for r in ranges] == [(0, 0, 10**9), (1, 5, 7)]
+    split = source_settings({"servers": "h:1", "topics": "t", "maxRecordsPerPartition": "4"})
+    assert split.max_records_per_partition == 4
+
+
 def test_ranges_split_evenly_and_limits_share_in_proportion() -> None:
     ranges = plan({("t", 0): 10}, {("t", 0): 35}, 10)
     assert [(r.start, r.end) for r in ranges] == [(10, 18), (18, 26), (26, 35)]
