@@ -314,15 +314,10 @@ def _list_values(item: ValueWriter) -> ValueWriter:
         entries = (
             wire.segments([wire.constant(b"\x0a", items), wire.varint(value_sizes), header]) + value
         ).joined()
-        lists = pa.ListArray.from_arrays(list_offsets(sizes), entries)
-        bodies = wire.masked(pc.binary_join(lists, _NO_SEPARATOR), valid)
-        body_sizes = wire.lengths(bodies)
-        row_header = _null_or(
-            valid, _joined_segments(wire.constant(b"\x32", count), wire.varint(body_sizes))
-        )
+        header, body = _gathered(b"\x32", entries, list_offsets(sizes), valid)
         bad = np.zeros(count, dtype=bool)
         bad[rows[refused]] = True
-        return row_header, wire.Pieces([bodies], body_sizes), bad & valid
+        return header, body, bad & valid
 
     return write
 
@@ -354,17 +349,26 @@ def _map_values(item: ValueWriter) -> ValueWriter:
         )
         middle = wire.segments([wire.constant(b"\x12", total), wire.varint(value_sizes), header])
         joined = (leading + wire.Pieces.of(names) + middle + value).joined()
-        lists = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), joined)
-        bodies = wire.masked(pc.binary_join(lists, _NO_SEPARATOR), valid)
-        body_sizes = wire.lengths(bodies)
-        row_header = _null_or(
-            valid, _joined_segments(wire.constant(b"\x2a", count), wire.varint(body_sizes))
-        )
+        header, body = _gathered(b"\x2a", joined, pa.array(offsets.astype(np.int32)), valid)
         bad = np.zeros(count, dtype=bool)
         bad[rows[refused]] = True
-        return row_header, wire.Pieces([bodies], body_sizes), bad & valid
+        return header, body, bad & valid
 
     return write
+
+
+def _gathered(
+    tag: bytes, entries: pa.Array, offsets: pa.Array, valid: np.ndarray
+) -> tuple[wire.Segment, wire.Pieces]:
+    """Each valid row's ``entries`` (``offsets[n]:offsets[n + 1]``) joined as the body of a
+    ``Value`` field ``tag`` (a list's, a struct's), and the leading bytes of each row's
+    Value: that field's tag and size, or a null value."""
+    lists = pa.ListArray.from_arrays(offsets, entries)
+    bodies = wire.masked(pc.binary_join(lists, _NO_SEPARATOR), valid)
+    body_sizes = wire.lengths(bodies)
+    count = len(valid)
+    header = _null_or(valid, _joined_segments(wire.constant(tag, count), wire.varint(body_sizes)))
+    return header, wire.Pieces([bodies], body_sizes)
 
 
 def _joined_segments(first: wire.Segment, second: wire.Segment) -> wire.Segment:

@@ -516,33 +516,9 @@ def test_decimals_spark_has_no_type_for_are_written_from_columns_as_the_per_mess
         "optional": True,
         "name": "org.apache.kafka.connect.data.Decimal",
         "parameters": parameters,
-        "field": "amount",
     }
-    image = {"type": "struct", "optional": True, "name": "t.Value", "fields": [_ID, column]}
-    block = {
-        "type": "struct",
-        "optional": False,
-        "name": "t.Envelope",
-        "fields": [
-            {**image, "field": "before"},
-            {**image, "field": "after"},
-            {"type": "string", "optional": False, "field": "op"},
-        ],
-    }
-    events = [
-        orjson.dumps(
-            {
-                "schema": block,
-                "payload": {
-                    "before": None,
-                    "after": {"id": n, "amount": None if number is None else _unscaled(number)},
-                    "op": "c",
-                },
-            }
-        )
-        for n, number in enumerate([*_TEXT_DECIMALS, None])
-    ]
-    data = b"\n".join(events) + b"\n"
+    numbers = [*_TEXT_DECIMALS, None]
+    data = _one_column_events(column, [None if n is None else _unscaled(n) for n in numbers])
     for to in TO:
         ours = _convert(DebeziumJsonFormat({}), data, False, False, False, to)
         assert ours == _convert(PerMessageDebezium({}), data, False, False, False, to), to
@@ -571,15 +547,25 @@ def _unscaled(number: int) -> str:
 
 
 def _map_events(maps: list[Any], values: dict[str, Any]) -> bytes:
-    """Creates of rows ``{"id": n, "attrs": map}`` with a map column of ``values``."""
+    """Creates of rows with a map column of ``values``, holding ``maps``."""
     column = {
         "type": "map",
         "optional": True,
         "keys": {"type": "string", "optional": False},
         "values": values,
-        "field": "attrs",
     }
-    image = {"type": "struct", "optional": True, "name": "t.Value", "fields": [_ID, column]}
+    return _one_column_events(column, maps)
+
+
+def _one_column_events(column: dict[str, Any], values: list[Any]) -> bytes:
+    """Lines of Debezium JSON creates of rows ``{"id": n, "c": value}``, ``c`` a column of
+    the Connect field block ``column``."""
+    image = {
+        "type": "struct",
+        "optional": True,
+        "name": "t.Value",
+        "fields": [_ID, {**column, "field": "c"}],
+    }
     block = {
         "type": "struct",
         "optional": False,
@@ -592,12 +578,9 @@ def _map_events(maps: list[Any], values: dict[str, Any]) -> bytes:
     }
     events = [
         orjson.dumps(
-            {
-                "schema": block,
-                "payload": {"before": None, "after": {"id": n, "attrs": m}, "op": "c"},
-            }
+            {"schema": block, "payload": {"before": None, "after": {"id": n, "c": v}, "op": "c"}}
         )
-        for n, m in enumerate(maps)
+        for n, v in enumerate(values)
     ]
     return b"\n".join(events) + b"\n"
 
