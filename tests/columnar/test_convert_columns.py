@@ -520,16 +520,7 @@ def test_decimals_spark_has_no_type_for_are_written_from_columns_as_the_per_mess
     numbers = [*_TEXT_DECIMALS, None]
     data = _one_column_events(column, [None if n is None else _unscaled(n) for n in numbers])
     for to in TO:
-        ours = _convert(DebeziumJsonFormat({}), data, False, False, False, to)
-        assert ours == _convert(PerMessageDebezium({}), data, False, False, False, to), to
-        stats = convert_stream(
-            io.BytesIO(data),
-            io.BytesIO(),
-            DebeziumJsonFormat({}),
-            to({}),
-            dead_letters=DeadLetterWriter(io.BytesIO(), "convert"),
-            source_name="in.jsonl",
-        )
+        stats = _same_both_ways(data, to)
         scale = int(parameters["scale"])
         if to is OpenCDCProtoFormat:  # the rows a double would change, and only those
             assert stats.per_message == stats.errors, stats.summary()
@@ -539,6 +530,21 @@ def test_decimals_spark_has_no_type_for_are_written_from_columns_as_the_per_mess
 
 
 _ID = {"type": "int64", "optional": False, "field": "id"}
+
+
+def _same_both_ways(data: bytes, to: type[Format]) -> ConvertStats:
+    """The counts of converting Debezium JSON ``data`` to ``to``, once the output, dead
+    letters and counts are found the same from columns as the per-message way."""
+    ours = _convert(DebeziumJsonFormat({}), data, False, False, False, to)
+    assert ours == _convert(PerMessageDebezium({}), data, False, False, False, to), to
+    return convert_stream(
+        io.BytesIO(data),
+        io.BytesIO(),
+        DebeziumJsonFormat({}),
+        to({}),
+        dead_letters=DeadLetterWriter(io.BytesIO(), "convert"),
+        source_name="in.jsonl",
+    )
 
 
 def _unscaled(number: int) -> str:
@@ -624,16 +630,7 @@ def test_map_values_the_per_message_way_refuses_go_that_way_alone(
 ) -> None:
     data = _map_events(maps, values)
     for to in TO:
-        ours = _convert(DebeziumJsonFormat({}), data, False, False, False, to)
-        assert ours == _convert(PerMessageDebezium({}), data, False, False, False, to), to
-        stats = convert_stream(
-            io.BytesIO(data),
-            io.BytesIO(),
-            DebeziumJsonFormat({}),
-            to({}),
-            dead_letters=DeadLetterWriter(io.BytesIO(), "convert"),
-            source_name="in.jsonl",
-        )
+        stats = _same_both_ways(data, to)
         assert (stats.written, stats.errors) == (2, 6), stats.summary()
         if to is not DebeziumJsonFormat:
             assert stats.per_message == 6, stats.summary()
