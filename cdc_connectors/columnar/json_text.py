@@ -52,6 +52,9 @@ _NULL = pa.scalar(b"null", pa.binary())
 # of that many may have before its first nonzero digit (zero itself is 0E-7 at scale 7).
 _PLAIN_PLACES = 6
 _BELOW_A_MILLIONTH = f"^-?0\\.0{{{_PLAIN_PLACES}}}"
+# Integer texts this long (a sign counted) may be beyond 64 bits: each is looked at.
+_LONG_INTEGER = 19
+_INT64 = (-(2**63), 2**63 - 1)
 _COMMA = pa.scalar(b",", pa.binary())
 _QUOTE = pa.scalar(b'"', pa.binary())
 _NOTHING = pa.scalar(b"", pa.binary())
@@ -291,9 +294,10 @@ def _decimals(scale: int) -> TextColumn:
 
 def _decimal_texts(scale: int) -> TextColumn:
     """A decimal held as its plain text at ``scale`` (:mod:`~cdc_connectors.spark.decimal_text`)
-    is the text Python gives the per-message way's ``Decimal``, but where Python writes an
-    exponent: at a negative scale (``1.23E+4``), and beyond six places for a value below a
-    millionth (``1.2E-7``, ``0E-8``): those rows are refused."""
+    is the text the per-message way writes for its ``Decimal`` (Python's, ``json_number``),
+    but where that has an exponent: at a negative scale (``1.23E+4``), beyond six places
+    for a value below a millionth (``1.2E-7``, ``0E-8``), at scale 0 for an integer beyond
+    64 bits (``1.8446744073709551616E+19``): those rows are refused."""
 
     def write(array: pa.Array) -> tuple[pa.Array, np.ndarray]:
         valid = wire.valid(array)
@@ -301,6 +305,10 @@ def _decimal_texts(scale: int) -> TextColumn:
             bad = valid
         elif scale > _PLAIN_PLACES:
             bad = valid & wire.mask(pc.match_substring_regex(array, _BELOW_A_MILLIONTH))
+        elif scale == 0:  # an integer: beyond 64 bits, written with an exponent
+            bad = valid & (np.asarray(pc.fill_null(pc.utf8_length(array), 0)) >= _LONG_INTEGER)
+            for row in np.flatnonzero(bad):
+                bad[row] = not _INT64[0] <= int(array[int(row)].as_py()) <= _INT64[1]
         else:
             bad = np.zeros(len(array), dtype=bool)
         return pc.fill_null(array.cast(pa.binary()), _NULL), bad
