@@ -28,6 +28,7 @@ way) that way.
 from __future__ import annotations
 
 from collections.abc import Callable
+from decimal import Decimal
 
 import numpy as np
 import orjson
@@ -36,6 +37,7 @@ import pyarrow.compute as pc
 
 from cdc_connectors.columnar import base64text, isotext, maps, wire
 from cdc_connectors.columnar.kinds import column_kind
+from cdc_connectors.opencdc.structured import decimal_problem
 from cdc_connectors.schema.connect import ConnectSchema
 from cdc_connectors.spark.arrow_lists import item_rows, list_offsets, list_sizes
 
@@ -55,6 +57,8 @@ _BELOW_A_MILLIONTH = f"^-?0\\.0{{{_PLAIN_PLACES}}}"
 # Integer texts this long (a sign counted) may be beyond 64 bits: each is looked at.
 _LONG_INTEGER = 19
 _INT64 = (-(2**63), 2**63 - 1)
+# Decimal texts no longer than this are within a double's range (10**308 down to 10**-307).
+_WITHIN_DOUBLES = 300
 _COMMA = pa.scalar(b",", pa.binary())
 _QUOTE = pa.scalar(b'"', pa.binary())
 _NOTHING = pa.scalar(b"", pa.binary())
@@ -297,7 +301,8 @@ def _decimal_texts(scale: int) -> TextColumn:
     is the text the per-message way writes for its ``Decimal`` (Python's, ``json_number``),
     but where that has an exponent: at a negative scale (``1.23E+4``), beyond six places
     for a value below a millionth (``1.2E-7``, ``0E-8``), at scale 0 for an integer beyond
-    64 bits (``1.8446744073709551616E+19``): those rows are refused."""
+    64 bits (``1.8446744073709551616E+19``): those rows are refused, as is a fraction
+    beyond a double's range, which that way refuses."""
 
     def write(array: pa.Array) -> tuple[pa.Array, np.ndarray]:
         valid = wire.valid(array)
@@ -311,6 +316,11 @@ def _decimal_texts(scale: int) -> TextColumn:
                 bad[row] = not _INT64[0] <= int(array[int(row)].as_py()) <= _INT64[1]
         else:
             bad = np.zeros(len(array), dtype=bool)
+        # Beyond a double's range a fraction is no JSON number a reader takes (refused
+        # there): only a text this long can be.
+        long = valid & (np.asarray(pc.fill_null(pc.utf8_length(array), 0)) > _WITHIN_DOUBLES)
+        for row in np.flatnonzero(long & ~bad):
+            bad[row] = bool(decimal_problem(Decimal(array[int(row)].as_py())))
         return pc.fill_null(array.cast(pa.binary()), _NULL), bad
 
     return write

@@ -29,7 +29,7 @@ from cdc_connectors.formats.debezium.lindorm import LindormJsonFormat
 from cdc_connectors.formats.opencdc import OpenCDCJsonFormat, OpenCDCProtoFormat
 from cdc_connectors.formats.ydb import YdbJsonFormat
 from cdc_connectors.opencdc.metadata import Metadata
-from cdc_connectors.opencdc.structured import json_number
+from cdc_connectors.opencdc.structured import decimal_problem, json_number
 from tests.columnar.debezium_batches import KEY_SCHEMA, batches, schemaless_batches
 from tests.columnar.opencdc_json_batches import opencdc_json_batches
 from tests.columnar.opencdc_proto_batches import opencdc_proto_batches
@@ -496,6 +496,8 @@ _TEXT_DECIMALS = [
     2**63 - 1,  # the largest integer a reader takes as a 64-bit one
     2**64,  # Python writes it with an exponent (json_number)
     -(2**63) - 1,
+    10**400 + 1,  # a fraction beyond a double's range at scale 3: no JSON number
+    -(10**400),  # a whole number: written as one
 ]
 
 
@@ -508,6 +510,7 @@ _TEXT_DECIMALS = [
         {"scale": "9"},
         {"scale": "-2", "connect.decimal.precision": "50"},
         {"scale": "400"},
+        {"scale": "3", "connect.decimal.precision": "4300"},
     ],
 )
 def test_decimals_spark_has_no_type_for_are_written_from_columns_as_the_per_message_way(
@@ -529,12 +532,22 @@ def test_decimals_spark_has_no_type_for_are_written_from_columns_as_the_per_mess
         scale = int(parameters["scale"])
         if to is OpenCDCProtoFormat:  # the rows a double would change, and only those
             assert stats.per_message == stats.errors, stats.summary()
-        elif to is OpenCDCJsonFormat:  # the rows Python writes with an exponent
-            exponent = sum("E" in json_number(Decimal(f"{n}E{-scale}")) for n in _TEXT_DECIMALS)
-            assert stats.per_message == exponent, stats.summary()
+        elif to is OpenCDCJsonFormat:  # what it writes with an exponent or refuses
+            precision = int(parameters.get("connect.decimal.precision", 64))
+            assert stats.per_message == sum(
+                _json_refuses_or_exponent(n, scale, precision) for n in _TEXT_DECIMALS
+            ), stats.summary()
 
 
 _ID = {"type": "int64", "optional": False, "field": "id"}
+
+
+def _json_refuses_or_exponent(unscaled: int, scale: int, precision: int) -> bool:
+    """Whether the per-message way refuses the decimal (more digits than its precision, a
+    fraction beyond a double's range) or writes it into JSON with an exponent."""
+    value = Decimal(f"{unscaled}E{-scale}")
+    too_many = len(str(abs(unscaled))) > precision
+    return too_many or "E" in json_number(value) or bool(decimal_problem(value))
 
 
 def _same_both_ways(data: bytes, to: type[Format]) -> ConvertStats:
