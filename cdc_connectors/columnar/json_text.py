@@ -27,6 +27,7 @@ way) that way.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from decimal import Decimal
 
@@ -301,8 +302,9 @@ def _decimal_texts(scale: int) -> TextColumn:
     is the text the per-message way writes for its ``Decimal`` (Python's, ``json_number``),
     but where that has an exponent: at a negative scale (``1.23E+4``), beyond six places
     for a value below a millionth (``1.2E-7``, ``0E-8``), at scale 0 for an integer beyond
-    64 bits (``1.8446744073709551616E+19``): those rows are refused, as is a fraction
-    beyond a double's range, which that way refuses."""
+    64 bits (``1.8446744073709551616E+19``): those rows are refused, as is a number
+    beyond a double's range (that way refuses a fraction, and writes a kv line of a whole
+    number with its record as text)."""
 
     def write(array: pa.Array) -> tuple[pa.Array, np.ndarray]:
         valid = wire.valid(array)
@@ -317,10 +319,12 @@ def _decimal_texts(scale: int) -> TextColumn:
         else:
             bad = np.zeros(len(array), dtype=bool)
         # Beyond a double's range a fraction is no JSON number a reader takes (refused
-        # there): only a text this long can be.
+        # there), and a whole number one a double reader does not (a kv line holds such a
+        # record as text there): only a text this long can be either.
         long = valid & (np.asarray(pc.fill_null(pc.utf8_length(array), 0)) > _WITHIN_DOUBLES)
         for row in np.flatnonzero(long & ~bad):
-            bad[row] = bool(decimal_problem(Decimal(array[int(row)].as_py())))
+            value = Decimal(array[int(row)].as_py())
+            bad[row] = bool(decimal_problem(value)) or not math.isfinite(float(value))
         return pc.fill_null(array.cast(pa.binary()), _NULL), bad
 
     return write

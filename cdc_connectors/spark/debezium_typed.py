@@ -1529,7 +1529,8 @@ def _decimal_text(scale: int, precision: int, optional: bool) -> Convert:
             except (binascii.Error, ValueError):
                 raw = b""
             number = from_bytes(raw, "big", signed=True)
-            if not raw or not -limit < number < limit:
+            # (zero has a digit: a precision below 1 holds no number)
+            if not raw or not -limit < number < limit or precision < 1:
                 bad[n] = True
                 texts.append("")
                 continue

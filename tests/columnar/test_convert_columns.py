@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import io
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import replace
@@ -511,6 +512,7 @@ _TEXT_DECIMALS = [
         {"scale": "-2", "connect.decimal.precision": "50"},
         {"scale": "400"},
         {"scale": "3", "connect.decimal.precision": "4300"},
+        {"scale": "2", "connect.decimal.precision": "0"},
     ],
 )
 def test_decimals_spark_has_no_type_for_are_written_from_columns_as_the_per_message_way(
@@ -544,17 +546,21 @@ _ID = {"type": "int64", "optional": False, "field": "id"}
 
 def _json_refuses_or_exponent(unscaled: int, scale: int, precision: int) -> bool:
     """Whether the per-message way refuses the decimal (more digits than its precision, a
-    fraction beyond a double's range) or writes it into JSON with an exponent."""
+    fraction beyond a double's range) or writes it into JSON with an exponent, or the
+    columns leave it to that way (a number beyond a double's range)."""
     value = Decimal(f"{unscaled}E{-scale}")
     too_many = len(str(abs(unscaled))) > precision
-    return too_many or "E" in json_number(value) or bool(decimal_problem(value))
+    beyond = not math.isfinite(float(value))  # (a kv line holds its record as text)
+    return too_many or beyond or "E" in json_number(value) or bool(decimal_problem(value))
 
 
 def _same_both_ways(data: bytes, to: type[Format]) -> ConvertStats:
     """The counts of converting Debezium JSON ``data`` to ``to``, once the output, dead
-    letters and counts are found the same from columns as the per-message way."""
-    ours = _convert(DebeziumJsonFormat({}), data, False, False, False, to)
-    assert ours == _convert(PerMessageDebezium({}), data, False, False, False, to), to
+    letters and counts are found the same from columns as the per-message way (to lines
+    of records and to kv lines)."""
+    for kv_out in (False, True):
+        ours = _convert(DebeziumJsonFormat({}), data, False, kv_out, False, to)
+        assert ours == _convert(PerMessageDebezium({}), data, False, kv_out, False, to), to
     return convert_stream(
         io.BytesIO(data),
         io.BytesIO(),
