@@ -143,7 +143,7 @@ def _module_seconds(item: pytest.Item) -> float:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A test that takes the ``spark`` session is marked ``spark`` (the fast tier starts no
     Spark). The longest modules first (:data:`MODULE_SECONDS`; a stable sort, so the tests of
-    a module keep their order): with two workers (``make test``) the long Spark runs start
+    a module keep their order): with several workers (``make test``) the long Spark runs start
     at once and the quick tests fill the gaps, instead of one worker finishing a long module
     alone at the end."""
     for item in items:
