@@ -26,6 +26,7 @@ Source settings (names are case-insensitive):
 | ``startingOffsets`` | (2) | ``earliest``, ``latest`` or JSON ``{"t": {"0": 5, "1": -2}}`` (3) |
 | ``endingOffsets`` | ``latest`` | batch only: ``latest`` or JSON as above (3) |
 | ``maxRecordsPerPartition`` | none | split a partition's range into tasks of this many (8) |
+| ``minPartitions`` | none | at least about this many read tasks: large ranges split (8) |
 | ``maxOffsetsPerTrigger`` | none | streaming: at most this many offsets per micro-batch (4) |
 | ``pollTimeoutMs`` | ``120000`` | a read task fails when nothing arrives for this long |
 | ``requestTimeoutMs`` | ``30000`` | how long planning waits for the cluster (topics, offsets) |
@@ -52,9 +53,12 @@ Source settings (names are case-insensitive):
    s)``, a MicroTimestamp a ``timestamp``), and ``dead_letter``, the original value of a
    dead-letter row (null for the others). Messages of other schema versions are read into
    the same columns (Avro schema resolution) or are dead letters.
-8. Without it, one task reads a topic-partition's whole range, so that a destination gets
+8. Without them, one task reads a topic-partition's whole range, so that a destination gets
    each key's changes in their order. Split, the parts are read (and written) at once: more
    cores for one partition, but a key's changes in two parts may be written out of order.
+   ``minPartitions`` splits as Spark's Kafka source does: when there are fewer ranges than
+   it (after ``maxRecordsPerPartition``), a range whose share of it rounds to one stays
+   whole and the others are split in proportion to their size.
 
 Destination settings:
 
@@ -309,7 +313,9 @@ class KafkaBatchReader(DataSourceReader):
             raise bare(refused) from None
         finally:
             broker.close()
-        return kafka_offsets.plan(start, end, settings.max_records_per_partition)
+        return kafka_offsets.plan(
+            start, end, settings.max_records_per_partition, settings.min_partitions
+        )
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read(self.settings, partition, self.typed)
@@ -402,7 +408,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                         f"starts at {begin[tp]}, but its earliest offset is {low}",
                     )
                     begin[tp] = low
-        return kafka_offsets.plan(begin, finish, self.settings.max_records_per_partition)
+        settings = self.settings
+        return kafka_offsets.plan(
+            begin, finish, settings.max_records_per_partition, settings.min_partitions
+        )
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read(self.settings, partition, self.typed)

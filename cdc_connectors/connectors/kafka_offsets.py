@@ -376,22 +376,60 @@ def data_lost(where: str, what: str) -> None:
 
 
 def plan(
-    start: Mapping[TP, int], end: Mapping[TP, int], max_records: int | None = None
+    start: Mapping[TP, int],
+    end: Mapping[TP, int],
+    max_records: int | None = None,
+    min_partitions: int | None = None,
 ) -> list[KafkaRange]:
-    """One range per partition with messages to read, split in equal parts of at most
-    ``max_records`` offsets when given (the parts are read at once: a key's changes in two
-    of them may reach a destination out of order). Ranges meet exactly: no offset is read
-    twice or skipped."""
-    ranges: list[KafkaRange] = []
-    for (topic, partition), last in sorted(end.items()):
-        first = start.get((topic, partition), last)
-        size = last - first
-        if size <= 0:
-            continue
-        parts = 1 if max_records is None else math.ceil(size / max_records)
-        bounds = [first + size * i // parts for i in range(parts + 1)]
-        ranges.extend(KafkaRange(topic, partition, a, b) for a, b in itertools.pairwise(bounds))
-    return ranges
+    """One range per partition with messages to read; split in equal parts of at most
+    ``max_records`` offsets when given, then, while there are fewer than ``min_partitions``
+    ranges, the large ones split in proportion to their share, as Spark's Kafka source
+    divides them (:func:`_spread`). Split parts are read at once: a key's changes in two of
+    them may reach a destination out of order. Ranges meet exactly: no offset is read twice
+    or skipped."""
+    ranges = [
+        (tp, first, last)
+        for tp, last in sorted(end.items())
+        if (first := start.get(tp, last)) < last
+    ]
+    parts = [1 if max_records is None else math.ceil((b - a) / max_records) for _, a, b in ranges]
+    ranges = [piece for r, n in zip(ranges, parts, strict=True) for piece in _divided(r, n)]
+    if min_partitions is not None and len(ranges) < min_partitions:
+        ranges = [
+            piece
+            for r, n in zip(
+                ranges, _spread([b - a for _, a, b in ranges], min_partitions), strict=True
+            )
+            for piece in _divided(r, n)
+        ]
+    return [KafkaRange(topic, partition, a, b) for (topic, partition), a, b in ranges]
+
+
+def _divided(found: tuple[TP, int, int], parts: int) -> list[tuple[TP, int, int]]:
+    """``found`` in ``parts`` ranges of equal size (to one offset), in order."""
+    tp, first, last = found
+    size = last - first
+    bounds = [first + size * i // parts for i in range(parts + 1)]
+    return [(tp, a, b) for a, b in itertools.pairwise(bounds) if a < b]
+
+
+def _spread(sizes: list[int], wanted: int) -> list[int]:
+    """How many parts each range of ``sizes`` is split into so that there are about
+    ``wanted`` in all, as Spark's ``KafkaOffsetRangeCalculator`` counts them: a range whose
+    share of ``wanted`` rounds to one or less stays whole, and the others share what is left
+    of ``wanted`` in proportion to their size (rounded half up; at least one each)."""
+    total = sum(sizes)
+
+    def share(size: int, of: int, count: int) -> int:
+        return max(math.floor(size / of * count + 0.5), 1)
+
+    whole = [share(size, total, wanted) == 1 for size in sizes]
+    split_total = total - sum(size for size, w in zip(sizes, whole, strict=True) if w)
+    split_wanted = max(wanted - sum(whole), 1)
+    return [
+        1 if w else share(size, split_total, split_wanted)
+        for size, w in zip(sizes, whole, strict=True)
+    ]
 
 
 def limit(start: Mapping[TP, int], latest: Mapping[TP, int], max_rows: int) -> Offsets:

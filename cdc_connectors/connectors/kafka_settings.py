@@ -42,6 +42,7 @@ SOURCE = (
     "startingOffsets",
     "endingOffsets",
     "maxRecordsPerPartition",
+    "minPartitions",
     "maxOffsetsPerTrigger",
     "pollTimeoutMs",
     "requestTimeoutMs",
@@ -90,6 +91,9 @@ class SourceSettings:
     #: Offsets a read task takes at most (a longer range is split), or None: one task per
     #: topic-partition range, which keeps each key's changes in order.
     max_records_per_partition: int | None
+    #: At least about this many read tasks: the larger ranges are split in proportion
+    #: (Spark's ``minPartitions``), or None: as many tasks as ranges.
+    min_partitions: int | None
     max_offsets_per_trigger: int | None
     poll_timeout_ms: int
     kafka: dict[str, str] = field(default_factory=dict)
@@ -399,6 +403,7 @@ def source_settings(options: Mapping[str, str]) -> SourceSettings:
         starting=parse_offsets("startingOffsets", starting) if starting is not None else None,
         ending=ending_spec,
         max_records_per_partition=_positive(ours, "maxRecordsPerPartition", None),
+        min_partitions=_positive(ours, "minPartitions", None),
         max_offsets_per_trigger=_positive(ours, "maxOffsetsPerTrigger", None),
         poll_timeout_ms=_required_positive(ours, "pollTimeoutMs", DEFAULT_POLL_TIMEOUT_MS),
         request_timeout_ms=_required_positive(ours, "requestTimeoutMs", DEFAULT_REQUEST_TIMEOUT_MS),

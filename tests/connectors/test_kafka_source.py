@@ -106,6 +106,12 @@ def test_large_ranges_are_split_into_tasks_that_meet_exactly(
     assert len(offsets) == 500
     assert set(offsets) == {(p, o) for p in (0, 1) for o in range(250)}
 
+    df = source(spark, kafka_broker, topic, minPartitions="7")
+    offsets = [(r.partition, r.offset) for r in df.select("partition", "offset").collect()]
+
+    assert df.rdd.getNumPartitions() == 8  # each partition's share, 3.5, rounds to 4
+    assert sorted(offsets) == [(p, o) for p in (0, 1) for o in range(250)]
+
 
 def test_a_partition_is_read_by_one_task_unless_told_to_split_it() -> None:
     """Two tasks of one partition run at once: a key's changes in both could be written out
@@ -116,6 +122,32 @@ def test_a_partition_is_read_by_one_task_unless_told_to_split_it() -> None:
     assert [(r.partition, r.start, r.end) for r in ranges] == [(0, 0, 10**9), (1, 5, 7)]
     split = source_settings({"servers": "h:1", "topics": "t", "maxRecordsPerPartition": "4"})
     assert split.max_records_per_partition == 4
+
+
+def test_min_partitions_splits_the_large_ranges_in_proportion_as_spark_does() -> None:
+    """Spark's ``KafkaOffsetRangeCalculator``: ranges whose share of ``minPartitions`` rounds
+    to one stay whole; the others share the rest in proportion (rounded half up)."""
+
+    def tasks(sizes: list[int], least: int | None, most: int | None = None) -> list[int]:
+        start = {("t", p): 100 for p in range(len(sizes))}
+        end = {("t", p): 100 + size for p, size in enumerate(sizes)}
+        ranges = plan(start, end, most, least)
+        covered = [(r.partition, o) for r in ranges for o in range(r.start, r.end)]
+        assert covered == [(p, 100 + o) for p, size in enumerate(sizes) for o in range(size)]
+        return [sum(r.partition == p for r in ranges) for p in range(len(sizes))]
+
+    assert tasks([1000, 10, 990], 6) == [3, 1, 2]  # shares 3, 0.03, 2.97; then 2.51, 2.49
+    assert tasks([100, 100], 2) == [1, 1]  # enough ranges already
+    assert tasks([100, 100], None) == [1, 1]
+    assert tasks([3], 10) == [3]  # no empty range
+    assert tasks([10, 0, 30], 8) == [2, 0, 6]  # a partition with nothing to read has none
+    assert tasks([100, 20], 3, 50) == [2, 1]  # maxRecordsPerPartition first: enough then
+    # 50 + 50 + 20: the 20 stays whole, the two 50s share 3 (1.5 each, rounded up to 2)
+    assert tasks([100, 20], 4, 50) == [4, 1]
+    assert tasks([], 5) == []
+    settings = source_settings({"servers": "h:1", "topics": "t", "minPartitions": "12"})
+    assert settings.min_partitions == 12
+    assert source_settings({"servers": "h:1", "topics": "t"}).min_partitions is None
 
 
 def test_ranges_split_evenly_and_limits_share_in_proportion() -> None:
@@ -344,6 +376,8 @@ def test_a_stream_of_a_missing_topic_says_so_once_and_waits_for_it(
             {"servers": "h:1", "topics": "t", "maxRecordsPerPartition": "0"},
             "maxRecordsPerPartition",
         ),
+        ({"servers": "h:1", "topics": "t", "minPartitions": "-3"}, "minPartitions"),
+        ({"servers": "h:1", "topics": "t", "minpartitions": "many"}, "minPartitions"),
         ({"servers": "h:1", "topics": "t", "format": "no-such"}, "format"),
         ({"servers": "h:1", "topics": "t", "topicPattern": "("}, "topicPattern"),
     ],
