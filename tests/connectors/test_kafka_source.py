@@ -137,6 +137,7 @@ def test_min_partitions_splits_the_large_ranges_in_proportion_as_spark_does() ->
         return [sum(r.partition == p for r in ranges) for p in range(len(sizes))]
 
     assert tasks([1000, 10, 990], 6) == [3, 1, 2]  # shares 3, 0.03, 2.97; then 2.51, 2.49
+    assert tasks([50, 50], 5) == [3, 3]  # 2.5 each, rounded half up as Scala's math.round
     assert tasks([100, 100], 2) == [1, 1]  # enough ranges already
     assert tasks([100, 100], None) == [1, 1]
     assert tasks([3], 10) == [3]  # no empty range
