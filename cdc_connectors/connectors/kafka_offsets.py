@@ -382,9 +382,9 @@ def plan(
     min_partitions: int | None = None,
 ) -> list[KafkaRange]:
     """One range per partition with messages to read; split in equal parts of at most
-    ``max_records`` offsets when given, then, while there are fewer than ``min_partitions``
-    ranges, the large ones split in proportion to their share, as Spark's Kafka source
-    divides them (:func:`_spread`). Split parts are read at once: a key's changes in two of
+    ``max_records`` offsets when given; then, when that makes fewer than ``min_partitions``
+    ranges, the larger ones split again in proportion to their size, as Spark's Kafka
+    source divides them (:func:`_spread`). Split parts are read at once: a key's changes in two of
     them may reach a destination out of order. Ranges meet exactly: no offset is read twice
     or skipped."""
     ranges = [
